@@ -1,0 +1,103 @@
+# tdslc: a compiler for the .tdsl tensor language.
+#   make            build build/tdslc and the runtime
+#   make check      install dependencies if missing, build, run every test (plain and
+#                   under ASan+UBSan); ends with "N passed, M failed"
+#   make demo       build and train the half-moons sample
+#   make install PREFIX=/usr/local DESTDIR=
+CC      ?= gcc
+PREFIX  ?= /usr/local
+B       := build
+CFLAGS  ?= -O2 -g
+WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime
+LDLIBS  := -lgccjit -ldl -lm
+
+SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c))
+RE_SRC   := $(wildcard grammar/*.re)
+Y_SRC    := $(wildcard grammar/*.y)
+GEN_C    := $(patsubst grammar/%.re,$(B)/gen/%.c,$(RE_SRC)) $(patsubst grammar/%.y,$(B)/gen/%.tab.c,$(Y_SRC))
+GEN_H    := $(patsubst grammar/%.y,$(B)/gen/%.tab.h,$(Y_SRC))
+RT_SRC   := $(wildcard runtime/*.c)
+UNIT_SRC := $(wildcard testsuite/unit/test_*.c)
+
+# One object tree per flavour: plain and sanitized.
+define flavour
+$(1)_OBJ := $$(patsubst %.c,$(B)/$(1)/%.o,$$(SRC)) $$(patsubst $(B)/gen/%.c,$(B)/$(1)/gen/%.o,$$(GEN_C))
+$(1)_LIB := $$(filter-out $(B)/$(1)/src/main.o,$$($(1)_OBJ))
+$(B)/$(1)/%.o: %.c $$(GEN_H) | $(B)/gen
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CPPFLAGS_ALL) $$(WFLAGS) $(2) -MMD -MP -c $$< -o $$@
+$(B)/$(1)/gen/%.o: $(B)/gen/%.c $$(GEN_H)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CPPFLAGS_ALL) $$(WFLAGS) -Wno-unused-function -Wno-sign-compare $(2) -MMD -MP -c $$< -o $$@
+-include $$(patsubst %.o,%.d,$$($(1)_OBJ))
+endef
+
+$(eval $(call flavour,rel,$(CFLAGS)))
+SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+$(eval $(call flavour,asan,$$(SANFLAGS)))
+
+all: $(B)/tdslc $(B)/libtdslrt.so $(B)/libtdslrt.a
+
+$(B)/gen:
+	@mkdir -p $@
+
+$(B)/gen/%.c: grammar/%.re $(GEN_H) | $(B)/gen
+	re2c -W --no-generation-date -o $@ $<
+
+$(B)/gen/%.tab.c $(B)/gen/%.tab.h: grammar/%.y | $(B)/gen
+	bison -Wall -Werror --defines=$(B)/gen/$*.tab.h -o $(B)/gen/$*.tab.c $<
+
+$(B)/tdslc: $(rel_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/asan/tdslc: $(asan_OBJ)
+	$(CC) -fsanitize=address,undefined -o $@ $^ $(LDLIBS)
+
+# The runtime: what compiled models and host programs link. It never includes compiler headers.
+RT_OBJ := $(patsubst runtime/%.c,$(B)/rt/%.o,$(RT_SRC))
+$(B)/rt/%.o: runtime/%.c runtime/tdsl.h
+	@mkdir -p $(dir $@)
+	$(CC) -Iruntime $(WFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+$(B)/libtdslrt.so: $(RT_OBJ)
+	$(CC) -shared -o $@ $^ -ldl -lm
+$(B)/libtdslrt.a: $(RT_OBJ)
+	ar rcs $@ $^
+
+# C unit tests link the compiler's objects (without main).
+UNIT_BIN := $(patsubst testsuite/unit/%.c,$(B)/unit/%,$(UNIT_SRC))
+UNIT_ASAN_BIN := $(patsubst testsuite/unit/%.c,$(B)/unit-asan/%,$(UNIT_SRC))
+$(B)/unit/%: testsuite/unit/%.c $(rel_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(WFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(B)/unit-asan/%: testsuite/unit/%.c $(asan_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(WFLAGS) -O1 -g -fsanitize=address,undefined -o $@ $^ $(LDLIBS)
+
+deps: $(B)/.deps-ok
+$(B)/.deps-ok: scripts/deps.sh
+	@mkdir -p $(B)
+	sh scripts/deps.sh
+	@touch $@
+
+check: deps
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN)
+	sh testsuite/run-all.sh
+
+conformance: all
+	../shared/conformance/run --tdslc $(B)/tdslc
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
+	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
+	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all check deps conformance install clean
+.SECONDARY:

@@ -1,0 +1,136 @@
+/* ast.h: the syntax tree of a .tdsl file (LANGUAGE.md sections 1-6).
+ * Produced by grammar/parser.y, printed by ast_print (tdslc --dump-ast),
+ * consumed by the staging evaluator. Every node carries its source location. */
+#ifndef TDSL_AST_H
+#define TDSL_AST_H
+
+#include <stdio.h>
+
+#include "base.h"
+
+typedef struct Expr Expr;
+
+typedef enum ExprKind {
+  E_INT,         /* ival */
+  E_FLOAT,       /* fval; text keeps the literal's spelling */
+  E_STRING,      /* str (escapes decoded); loc is the opening quote */
+  E_BOOL,        /* ival 0/1 */
+  E_UNIT,        /* () */
+  E_IDENT,       /* str = name */
+  E_LABELED_NUM, /* 'q' 2.0: str = label, a = the number (E_INT/E_FLOAT) */
+  E_APP,         /* a = function, args = arguments (Arg*) */
+  E_BINOP,       /* str = operator text ("+", "*.", "@|", "<>", "mod", "&&", ...), a, b */
+  E_EINSUM,      /* str = "+*", "+++", "@^+" (binary) or "++", "@^^" (unary);
+                    a, b (NULL when unary), c = the spec (E_STRING or E_IDENT) */
+  E_UNOP,        /* str = "-", "-.", "~-", "!.", "!..", "!@"; a */
+  E_FUN,         /* params (Param*), a = body */
+  E_LET,         /* bindings (Binding*), a = body: let ... and ... in a */
+  E_IF,          /* a = cond, b = then, c = else (may be NULL) */
+  E_SEQ,         /* items = e1; e2; ... (at least two) */
+  E_TUPLE,       /* items: (a, b, ...) (at least two) */
+  E_LIST,        /* items: [ a; b; ... ] (possibly empty) */
+  E_ARRAY,       /* items: [| a; b; ... |] */
+  E_RECORD,      /* inline declaration { name [= a]; field = e; ... }: str = name,
+                    a = init (NULL if none), fields (Field*) = the other fields */
+  E_FIELD,       /* a.str: accessor (value, grad, forward, backprop, zero_grads, params, ...) */
+  E_ASSIGN,      /* %cd assignment: a = lhs, str = operator ("=:+", "=+", "=:", ...),
+                    b = rhs, args = trailing options (~logic:e, ~projections:e) */
+  E_FOR,         /* for str in a do b done */
+  E_COMMENT,     /* ~~(parts; body): items = comment parts, a = body */
+  E_OPREF,       /* ( op ) used as a value: str = operator text */
+} ExprKind;
+
+typedef enum ParamKind {
+  P_POS,      /* x  (name NULL for `_`) */
+  P_LABELED,  /* ~x */
+  P_OPTIONAL, /* ?x or ?(x = default) */
+  P_UNIT,     /* () */
+} ParamKind;
+
+typedef struct Param {
+  ParamKind kind;
+  const char *name;
+  Expr *deflt; /* P_OPTIONAL only, may be NULL */
+  Loc loc;
+} Param;
+
+typedef enum ArgKind {
+  A_POS,      /* e */
+  A_LABELED,  /* ~l:e, or ~l (pun: e is an E_IDENT named l) */
+  A_OPTIONAL, /* ?l:e or ?l */
+} ArgKind;
+
+typedef struct Arg {
+  ArgKind kind;
+  const char *label; /* NULL for A_POS */
+  Expr *e;
+  Loc loc;
+} Arg;
+
+typedef struct Field {
+  const char *name; /* o, output_dims, i, input_dims, b, batch_dims, prec, ... */
+  Expr *e;
+  Loc loc;
+} Field;
+
+typedef struct Binding {
+  const char *name; /* NULL for `_`; operator text for `( +/ )` */
+  bool is_operator; /* let%op ( +/ ) = ... */
+  PtrVec params;    /* Param* */
+  Expr *body;
+  Loc loc;          /* the bound name */
+} Binding;
+
+struct Expr {
+  ExprKind kind;
+  Loc loc;
+  long long ival;
+  double fval;
+  const char *str;
+  Expr *a, *b, *c;
+  PtrVec items;    /* Expr* */
+  PtrVec args;     /* Arg* */
+  PtrVec params;   /* Param* */
+  PtrVec bindings; /* Binding* */
+  PtrVec fields;   /* Field* */
+};
+
+typedef enum ItemKind {
+  I_LET,    /* let x = ...  (and ...) */
+  I_LET_OP, /* let%op */
+  I_LET_CD, /* let%cd */
+  I_OPEN,   /* open "file.tdsl" */
+  I_OPDEF,  /* op NAME PARAMS ~logic:E { forward {...} backward {...} } */
+} ItemKind;
+
+typedef struct OpDef {
+  const char *name;
+  PtrVec params;  /* Param*: positional tensor slots t1 t2 t3, labeled like ~spec */
+  Expr *logic;    /* the ~logic: argument (E_STRING or E_IDENT), may be NULL = pointwise */
+  Expr *forward;  /* %cd code */
+  Expr *backward; /* %cd code, NULL = not differentiable */
+  Loc loc;
+} OpDef;
+
+typedef struct Item {
+  ItemKind kind;
+  Loc loc;
+  PtrVec bindings; /* Binding*, for I_LET* */
+  const char *path; /* I_OPEN */
+  OpDef *op;       /* I_OPDEF */
+} Item;
+
+typedef struct Program {
+  const SrcFile *file;
+  PtrVec items; /* Item* */
+} Program;
+
+struct Diag;
+/* Parses f; on syntax errors reports them (with recovery) and returns NULL.
+ * Lexer and parser live in grammar/. */
+Program *parse_program(Arena *a, struct Diag *d, const SrcFile *f);
+/* Stable S-expression rendering used by tests (tdslc --dump-ast). */
+void ast_print_program(FILE *out, const Program *p);
+void ast_print_expr(FILE *out, const Expr *e);
+
+#endif

@@ -1,0 +1,30 @@
+/* diag.h: GCC-style diagnostics (CLI.md, fixed format):
+ *   FILE:LINE:COL: error: MESSAGE
+ *      LINE | source text
+ *           |     ^
+ * followed by optional `note:` lines in the same form. */
+#ifndef TDSL_DIAG_H
+#define TDSL_DIAG_H
+
+#include <stdio.h>
+
+#include "base.h"
+
+typedef struct Diag {
+  FILE *out;        /* stderr unless a test redirects it */
+  int errors;       /* errors reported so far */
+  int max_errors;   /* stop printing after this many (0 = default 20) */
+  bool suppressed;  /* the "too many errors" line has been printed */
+} Diag;
+
+void diag_init(Diag *d, FILE *out);
+/* Report an error at loc. A loc with no file prints as "tdslc: error: ...". */
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A note attached to the last error (printed only if that error was printed). */
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error whose caret spans [loc, loc+width) (width >= 1). */
+void diag_error_span(Diag *d, Loc loc, int width, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+bool diag_full(const Diag *d); /* max_errors reached: callers may stop early */
+
+#endif

@@ -1,0 +1,200 @@
+/* graph.h: the tensor graph, the output of staging (src/eval*.c) and the input of
+ * shape/projection inference (src/infer*.c) and lowering (src/lower.c).
+ *
+ * A program evaluates to tensors. Each non-terminal tensor has one UpdateStep: its
+ * shape logic (seed shape-inference.md, Shape.logic) relating it (lhs) to its
+ * arguments (rhs). Code is a list of assignments (seed: Accum_binop/Accum_unop); each
+ * assignment takes its projections from an UpdateStep through a slot mapping, so
+ * backprop assignments reuse the forward operation's projections with slots permuted.
+ * A %cd assignment with its own ~logic (or the default pointwise one) gets a fresh
+ * UpdateStep of its own, which also adds shape constraints. */
+#ifndef TDSL_GRAPH_H
+#define TDSL_GRAPH_H
+
+#include <stdio.h>
+
+#include "base.h"
+#include "ops.h"
+#include "spec.h"
+
+typedef struct Tensor Tensor;
+typedef struct UpdateStep UpdateStep;
+typedef struct Projections Projections;
+
+enum { KIND_BATCH = 0, KIND_INPUT = 1, KIND_OUTPUT = 2 }; /* axis kinds; memory order is batch, output, input */
+
+/* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded). */
+typedef struct IndexSym {
+  int id;
+  const char *name;
+  int range;
+  Loc loc;
+} IndexSym;
+
+/* One declared or solved dimension. label may be NULL. */
+typedef struct DimDecl {
+  int d;
+  const char *label;
+} DimDecl;
+
+/* A declared row (record fields o/i/b, range_of_shape arguments, literal brackets). */
+typedef struct RowDecl {
+  bool given; /* false: unknown, inference decides */
+  int n;
+  DimDecl *dims;
+  Loc loc;    /* where it was declared (for notes in shape errors) */
+} RowDecl;
+
+/* A fully inferred shape: three rows of dims, filled by shape inference. */
+typedef struct Shape {
+  bool solved;
+  int n[3];        /* indexed by KIND_* */
+  DimDecl *dims[3];
+} Shape;
+
+typedef enum InitKind {
+  INIT_ZERO,    /* computed tensors and host-filled inputs */
+  INIT_CONST,   /* every cell = value */
+  INIT_VALUES,  /* literal cells in memory order (batch, output, input) */
+  INIT_RANGE,   /* 0, 1, 2, ... in memory order */
+  INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
+  INIT_FILE,    /* raw little-endian float32 values from path */
+} InitKind;
+
+typedef struct Init {
+  InitKind kind;
+  double value;     /* INIT_CONST */
+  double *values;   /* INIT_VALUES */
+  int nvalues;
+  const char *path; /* INIT_FILE, resolved relative to the source file */
+  long long file_elems; /* INIT_FILE: number of float32 values (file size / 4) */
+} Init;
+
+typedef enum TensorKind {
+  TK_PARAM,  /* %op inline declaration: differentiable, initialized by init */
+  TK_TERM,   /* %cd inline declaration: non-differentiable; host input or scratch */
+  TK_CONST,  /* constant terminal: number, literal, range, range_of_shape, file */
+  TK_OP,     /* computed by its forward code */
+} TensorKind;
+
+typedef enum Prec { PREC_DEFAULT, PREC_SINGLE, PREC_DOUBLE } Prec;
+
+/* A list of assignments, executed in order. */
+typedef struct Code {
+  PtrVec asgns; /* Asgn* */
+} Code;
+
+struct Tensor {
+  int id;           /* creation order, from 0 */
+  const char *name; /* binding / declaration name, qualified on collision; NULL if anonymous */
+  TensorKind kind;
+  bool diff;        /* has a gradient node (t.grad) */
+  Prec prec;
+  Loc loc;          /* the operation or declaration that created it */
+  Init init;
+  RowDecl decl[3];  /* declared rows, by KIND_* */
+  UpdateStep *step; /* its shape logic; for terminals a LOGIC_TERMINAL step */
+  Code fwd;         /* its own forward assignments (not its arguments') */
+  Code bwd;         /* its own backprop: propagates t.grad into its arguments' grads */
+  Shape shape;      /* filled by shape inference */
+};
+
+typedef enum LogicKind {
+  LOGIC_TERMINAL,       /* lhs only; shape information comes from lhs->init and lhs->decl */
+  LOGIC_POINTWISE_UN,   /* lhs >= rhs1 */
+  LOGIC_POINTWISE_BIN,  /* lhs >= rhs1, lhs >= rhs2: NumPy-style broadcast per row */
+  LOGIC_POINTWISE_TERN, /* where */
+  LOGIC_COMPOSE,        /* rhs1 * rhs2: outputs of rhs2 meet inputs of rhs1 */
+  LOGIC_COMPOSE_TERN,   /* fma: compose of rhs1, rhs2, pointwise with rhs3 */
+  LOGIC_TRANSPOSE,      /* swaps input and output rows of rhs1 */
+  LOGIC_PERMUTE,        /* unary einsum: spec->nargs == 1 */
+  LOGIC_EINSUM,         /* binary einsum: spec->nargs == 2 */
+  LOGIC_BATCH_SLICE,    /* @|: lhs is rhs1 without its leftmost batch axis, indexed by sym */
+} LogicKind;
+
+struct UpdateStep {
+  int id;            /* creation order: inference stage 1 visits steps in this order */
+  LogicKind kind;
+  Tensor *lhs;
+  int nrhs;
+  Tensor *rhs[3];
+  const Spec *spec;  /* PERMUTE/EINSUM; stride/dilation identifiers already resolved */
+  bool use_padding;  /* for CONV_SCOPE axes of spec */
+  IndexSym *sym;     /* BATCH_SLICE */
+  Loc loc;           /* the operation's source location: shape errors point here */
+  Loc spec_loc;      /* location of the spec string's opening quote, if any */
+  Projections *proj; /* filled by projection inference */
+};
+
+/* An operand of an assignment: a tensor's value or gradient node, or the current
+ * value of an index symbol (t == NULL, sym != NULL) as a scalar. */
+typedef struct Buf {
+  Tensor *t;
+  bool grad;
+  IndexSym *sym;
+} Buf;
+
+typedef enum AsgnKind { ASGN_OP, ASGN_COMMENT } AsgnKind;
+
+/* lhs ACCUM= op(rhs...), e.g. `v =:+ v1 * v2` is accum OP_ADD, op OP_MUL,
+ * init_neutral true. `=:` alone is accum OP_ARG2. A bare tensor rhs is op OP_ID. */
+typedef struct Asgn {
+  AsgnKind kind;
+  const char *comment; /* ASGN_COMMENT */
+  Buf lhs;
+  bool init_neutral;   /* ':' : first fill lhs with the accumulator's neutral element */
+  PrimOp accum;
+  PrimOp op;
+  int nrhs;
+  Buf rhs[3];
+  UpdateStep *step;    /* where the projections come from */
+  int lhs_slot;        /* 0 = step->lhs, k = step->rhs[k-1] */
+  int rhs_slot[3];
+  Loc loc;
+} Asgn;
+
+typedef struct Routine {
+  const char *name;
+  Code code;
+  Loc loc;
+} Routine;
+
+typedef struct NamedTensor {
+  const char *name; /* the name as the user writes it (an alias may differ from t->name) */
+  Tensor *t;
+} NamedTensor;
+
+typedef struct Graph {
+  PtrVec tensors;  /* Tensor*, creation order */
+  PtrVec steps;    /* UpdateStep*, creation order */
+  PtrVec names;    /* NamedTensor*, definition order; --dump-shapes lists these */
+  PtrVec routines; /* Routine*: exported routines (init is implicit) */
+  PtrVec syms;     /* IndexSym* */
+} Graph;
+
+/* Axis index of one operand axis in an assignment's iteration space:
+ *   index = offset + sum_k coef[k] * iter[k]  (+ the value of sym, if sym != NULL)
+ * A fixed index has nterms == 0. Affine (convolution) indices may fall outside the
+ * operand's extent; such iterations are skipped (padding). */
+enum { MAX_AFFINE_TERMS = 4 };
+typedef struct AxisIndex {
+  int nterms;
+  int coef[MAX_AFFINE_TERMS];
+  int iter[MAX_AFFINE_TERMS];
+  int offset;
+  IndexSym *sym;
+} AxisIndex;
+
+/* The projections of an UpdateStep (seed: Indexing.projections). */
+struct Projections {
+  int niters;
+  int *iter_size;    /* the product space: size of each iterator */
+  int nslots;        /* 1 + step->nrhs */
+  int rank[4];       /* per slot: number of axes (batch + output + input) */
+  AxisIndex *idx[4]; /* per slot, per axis in memory order (batch, output, input) */
+};
+
+/* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
+void graph_print(FILE *out, const Graph *g);
+
+#endif

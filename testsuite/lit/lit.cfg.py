@@ -1,0 +1,23 @@
+# lit configuration for the tdslc testsuite. TDSLC (environment) selects the compiler
+# binary under test, so the same tests run against the plain and the sanitized build.
+import os
+import lit.formats
+
+config.name = "tdslc"
+config.test_format = lit.formats.ShTest(True)
+config.suffixes = [".tdsl", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+root = os.path.abspath(os.path.join(config.test_source_root, "..", ".."))
+tdslc = os.environ.get("TDSLC", os.path.join(root, "build", "tdslc"))
+filecheck = os.environ.get("FILECHECK", "/usr/lib/llvm-14/bin/FileCheck")
+config.substitutions.append(("%tdslc", tdslc))
+config.substitutions.append(("%root", root))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("FileCheck", filecheck))
+config.substitutions.append(("%not", os.path.join(config.test_source_root, "not.sh")))
+config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+for k in ("PATH", "HOME", "TMPDIR"):
+    if k in os.environ:
+        config.environment[k] = os.environ[k]

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Runs every test of tdslc: C unit tests, the lit suite against the plain build and
+# against the ASan+UBSan build. Prints a summary per part and a last line
+# "N passed, M failed".
+cd "$(dirname "$0")/.." || exit 2
+B=build
+LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
+pass=0
+fail=0
+
+for kind in unit unit-asan; do
+  for t in $B/$kind/test_*; do
+    [ -x "$t" ] || continue
+    if "$t" > $B/$kind/$(basename "$t").log 2>&1; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+      echo "FAIL: $t (see $B/$kind/$(basename "$t").log)"
+      tail -n 20 $B/$kind/$(basename "$t").log
+    fi
+  done
+done
+echo "unit tests: $pass passed, $fail failed"
+
+run_lit() {
+  label=$1
+  out=$B/lit-$label.log
+  TDSLC=$2 $LIT -sv testsuite/lit > "$out" 2>&1
+  p=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$out" | head -n 1)
+  f=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$out" | head -n 1)
+  p=${p:-0}; f=${f:-0}
+  if [ "$p" = 0 ] && [ "$f" = 0 ]; then
+    echo "lit ($label): no result, see $out"; f=1
+  fi
+  grep -E '^(FAIL|XPASS|UNRESOLVED):' "$out" | head -n 50
+  echo "lit ($label): $p passed, $f failed"
+  pass=$((pass + p))
+  fail=$((fail + f))
+}
+run_lit plain "$PWD/$B/tdslc"
+run_lit asan "$PWD/$B/asan/tdslc"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
