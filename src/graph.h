@@ -126,30 +126,43 @@ struct UpdateStep {
   Projections *proj; /* filled by projection inference */
 };
 
-/* An operand of an assignment: a tensor's value or gradient node, or the current
- * value of an index symbol (t == NULL, sym != NULL) as a scalar. */
+/* A tensor node operand: a tensor's value or gradient. */
 typedef struct Buf {
   Tensor *t;
   bool grad;
-  IndexSym *sym;
 } Buf;
+
+/* The right-hand side of an assignment: a small expression tree of primitive ops
+ * evaluated at every point of the iteration space (seed: Accum_binop/Accum_unop,
+ * generalized so that e.g. a max-pool gradient `where (eq (v1, v), g, 0.)` needs no
+ * intermediate tensor). Leaves are tensor operands (indexed through a slot of the
+ * assignment's UpdateStep), compile-time constants, or index symbol values. */
+typedef enum AExprKind { AE_BUF, AE_CONST, AE_SYM, AE_OP } AExprKind;
+typedef struct AExpr AExpr;
+struct AExpr {
+  AExprKind kind;
+  Buf buf;        /* AE_BUF */
+  int slot;       /* AE_BUF: 0 = step->lhs, k = step->rhs[k-1]; -1 = a tensor all of whose
+                     axes have dimension 1, read at index 0 (a scalar broadcast) */
+  double value;   /* AE_CONST */
+  IndexSym *sym;  /* AE_SYM */
+  PrimOp op;      /* AE_OP */
+  AExpr *args[3]; /* AE_OP: op_info[op].arity children */
+};
 
 typedef enum AsgnKind { ASGN_OP, ASGN_COMMENT } AsgnKind;
 
-/* lhs ACCUM= op(rhs...), e.g. `v =:+ v1 * v2` is accum OP_ADD, op OP_MUL,
- * init_neutral true. `=:` alone is accum OP_ARG2. A bare tensor rhs is op OP_ID. */
+/* lhs ACCUM= rhs, e.g. `v =:+ v1 * v2` is accum OP_ADD, rhs (OP_MUL v1 v2),
+ * init_neutral true. `=:` alone is accum OP_ARG2 (overwrite). */
 typedef struct Asgn {
   AsgnKind kind;
   const char *comment; /* ASGN_COMMENT */
   Buf lhs;
+  int lhs_slot;        /* 0 = step->lhs, k = step->rhs[k-1] */
   bool init_neutral;   /* ':' : first fill lhs with the accumulator's neutral element */
   PrimOp accum;
-  PrimOp op;
-  int nrhs;
-  Buf rhs[3];
+  AExpr *rhs;
   UpdateStep *step;    /* where the projections come from */
-  int lhs_slot;        /* 0 = step->lhs, k = step->rhs[k-1] */
-  int rhs_slot[3];
   Loc loc;
 } Asgn;
 
