@@ -5,6 +5,7 @@
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 CC      ?= gcc
+.DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
