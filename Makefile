@@ -5,6 +5,8 @@
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 CC      ?= gcc
+# The -include of dependency files below would otherwise make the first .o the default goal.
+.DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
