@@ -442,7 +442,7 @@ static void add_item(Parser *P, Item *it) {
 %precedence PREFIXOP
 %precedence DOT
 
-%type <e> seq_expr expr simple_expr
+%type <e> seq_expr expr simple_expr number
 %type <vec> seq_body arg_list list_items params params1 let_bindings record_fields
 %type <arg> arg
 %type <param> param
@@ -591,16 +591,12 @@ arg:
 
 simple_expr:
     IDENT           { $$ = mk1(P, E_IDENT, $1->loc, $1->str, NULL); }
-  | INT             { $$ = mk(P, E_INT, $1->loc); $$->ival = $1->ival; $$ = fin(P, $$); }
-  | FLOAT           { $$ = mk(P, E_FLOAT, $1->loc); $$->fval = $1->fval; $$->str = $1->str; $$ = fin(P, $$); }
+  | number          { $$ = $1; }
   | STRING          { $$ = mk1(P, E_STRING, $1->loc, $1->str, NULL); }
   | TRUE            { $$ = mk(P, E_BOOL, $1->loc); $$->ival = 1; $$ = fin(P, $$); }
   | FALSE           { $$ = mk(P, E_BOOL, $1->loc); $$ = fin(P, $$); }
-  | CHARLIT INT     { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, mk(P, E_INT, $2->loc)); $$->a->ival = $2->ival; }
-  | CHARLIT FLOAT   {
-      Expr *n = mk(P, E_FLOAT, $2->loc); n->fval = $2->fval; n->str = $2->str;
-      $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, n);
-    }
+  | CHARLIT number        { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, $2); }
+  | CHARLIT MINUS number  { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, negate(P, $2, $3)); }
   | LPAREN RPAREN   { $$ = mk(P, E_UNIT, $1->loc); $$ = fin(P, $$); }
   | LPAREN seq_expr RPAREN { $$ = $2; $$->paren = true; }
   | LPAREN operator RPAREN { $$ = mk1(P, E_OPREF, $1->loc, $2->str, NULL); }
@@ -618,6 +614,11 @@ simple_expr:
   ;
 
 field_name: IDENT | FORWARD | BACKWARD ;
+
+number:
+    INT    { $$ = mk(P, E_INT, $1->loc); $$->ival = $1->ival; $$ = fin(P, $$); }
+  | FLOAT  { $$ = mk(P, E_FLOAT, $1->loc); $$->fval = $1->fval; $$->str = $1->str; $$ = fin(P, $$); }
+  ;
 
 list_items:
     expr %prec below_SEMI      { $$ = vnew(P, $1); }
