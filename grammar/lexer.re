@@ -312,6 +312,20 @@ static void lex_token(Lexer *L, bool *done) {
   */
 }
 
+/* "unexpected end of file" is shown right after the last token, on its line, rather
+ * than on the empty line after the final newline. */
+static void place_eof(Lexer *L) {
+  TokenVec *v = &L->out;
+  if (v->len < 2) return;
+  const Token *last = &v->items[v->len - 2];
+  Loc l = last->loc;
+  for (int i = 0; i < last->len; i++) {
+    if (last->text[i] == '\n') l.line++, l.col = 1;
+    else l.col++;
+  }
+  v->items[v->len - 1].loc = l;
+}
+
 TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
   Lexer L = {0};
   L.a = a;
@@ -323,5 +337,6 @@ TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
   L.line = 1;
   bool done = false;
   while (!done) lex_token(&L, &done);
+  place_eof(&L);
   return L.out;
 }
