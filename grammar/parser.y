@@ -344,8 +344,15 @@ static Expr *comment(Parser *P, Loc loc, Expr *seq) {
 
 static Expr *tuple(Parser *P, Expr *a, Expr *b) {
   if (a->kind == E_TUPLE && !a->paren) {
+    /* Not fin(): recomputing over all items would make long tuples quadratic. */
     vec_push(P->a, &a->items, b);
-    return fin(P, a);
+    if (depth_of(b) + 1 > a->depth) {
+      Expr probe = *a;
+      probe.items = (PtrVec){0};
+      vec_push(P->a, &probe.items, b);
+      a->depth = fin(P, &probe)->depth;
+    }
+    return a;
   }
   Expr *e = mk(P, E_TUPLE, a->loc);
   vec_push(P->a, &e->items, a);
