@@ -133,8 +133,25 @@ static const char *label_of(St *st, Fn *f) {
   return s;
 }
 
+/* Without a ~label, inline declarations after () are qualified by the name of the
+ * first named tensor argument after () (sgd_one () p gives "w1.sgd_delta"). */
+static void derive_label(Fn *f) {
+  DeclScope *s = f->unit_scope;
+  if (!s || s->label || fn_param(f, "label")) return;
+  bool after = false;
+  for (int i = 0; i < f->nparams; i++) {
+    if (f->params[i]->kind == P_UNIT) after = true;
+    else if (after && f->params[i]->kind == P_POS && f->bound[i] && f->bound[i]->kind == V_TENSOR &&
+             f->bound[i]->t->name) {
+      s->label = f->bound[i]->t->name;
+      return;
+    }
+  }
+}
+
 static Value *call_closure(St *st, Fn *f) {
   Frame fr = f->fr;
+  derive_label(f);
   if (f->unit_scope) fr.decls = f->unit_scope;
   for (int i = 0; i < f->nparams; i++) {
     Param *p = f->params[i];
@@ -189,6 +206,17 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
   }
   Fn *f = fn_copy(st, fnv->fn);
   const char *what = f->name ? f->name : "function";
+  /* Uncurried application of an operation: `where (c, a, b)` spreads the tuple over
+   * the tensor slots. */
+  if (f->kind == FN_OP && nargs == 1 && args[0]->kind == V_TUPLE && (!argdesc[0] || argdesc[0]->kind == A_POS)) {
+    int free = 0;
+    for (int i = 0; i < f->nparams; i++) free += !f->bound[i] && f->params[i]->kind == P_POS;
+    if (free == args[0]->items.len && free > 1) {
+      Value **spread = (Value **)args[0]->items.items;
+      const Arg **ad = ANEWN(st->a, const Arg *, free);
+      return apply(st, fnv, free, spread, ad, call, loc);
+    }
+  }
   for (int i = 0; i < nargs; i++) {
     const Arg *ad = argdesc[i];
     Loc aloc = ad ? ad->loc : loc;
@@ -582,6 +610,7 @@ static bool eval_let_item(St *st, const Item *it) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
     DeclScope *scope = ANEW(st->a, DeclScope);
     scope->toplevel = true;
+    st->emitted.len = 0;
     Frame fr = {outer, mode, scope, NULL};
     int first = st->g->tensors.len;
     Value *v = b->params.len ? make_closure(st, &fr, b->name, &b->params, b->body, b->loc)

@@ -107,6 +107,8 @@ struct St {
   PtrVec opened;       /* const char*: files already opened (realpath) */
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
+  PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
+                          intermediate already pulled into the current top-level item */
 };
 
 /* eval.c */

@@ -54,10 +54,24 @@ static char *subgraph(St *st, Tensor *t, int mode, int new_from) {
   return seen;
 }
 
+static bool was_emitted(St *st, Tensor *t) {
+  for (int i = 0; i < st->emitted.len; i++)
+    if (st->emitted.items[i] == t) return true;
+  return false;
+}
+
 void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
   char *seen = subgraph(st, t, mode, new_from);
-  for (int i = 0; i < st->g->tensors.len; i++)
-    if (seen[i]) code_append(st, out, &VEC_AT(st->g->tensors, Tensor, i)->fwd);
+  for (int i = 0; i < st->g->tensors.len; i++) {
+    if (!seen[i]) continue;
+    Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
+    /* Mode 1 pulls in existing computations (a learning-rate schedule) once per item. */
+    if (mode == 1 && i < new_from) {
+      if (was_emitted(st, u)) continue;
+      vec_push(st->a, &st->emitted, u);
+    }
+    code_append(st, out, &u->fwd);
+  }
 }
 
 /* ---- accessors ---- */
