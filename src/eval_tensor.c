@@ -442,7 +442,8 @@ static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
 static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
   if (n->kind != V_INT || n->i <= 0) {
-    diag_error(&st->c->diag, n->loc, "range expects a positive integer, got %s", val_kind_name(n));
+    diag_error(&st->c->diag, n->loc, "range expects a positive integer, got %s",
+               n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
     return NULL;
   }
   Tensor *t = tensor_new(st, TK_CONST, loc);
