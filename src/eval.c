@@ -429,14 +429,21 @@ static Value *eval_app(St *st, const Frame *fr, const Expr *e) {
 static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   Value *spec = eval(st, fr, e->c);
   if (!spec) return NULL;
-  if (spec->kind != V_STRING) {
-    diag_error(&st->c->diag, e->c->loc, "an einsum spec must be a string, got %s", val_kind_name(spec));
-    return NULL;
-  }
   Value *a = eval(st, fr, e->a);
   if (!a) return NULL;
   Value *b = NULL;
   if (e->b && !(b = eval(st, fr, e->b))) return NULL;
+  /* `a +* b "spec"` where b is an identifier can reach us with b and the spec
+   * swapped (the parser cannot tell `a +* spec_ident b` from it): trust the values. */
+  if (spec->kind != V_STRING && b && b->kind == V_STRING) {
+    Value *tmp = spec;
+    spec = b;
+    b = tmp;
+  }
+  if (spec->kind != V_STRING) {
+    diag_error(&st->c->diag, e->c->loc, "an einsum spec must be a string, got %s", val_kind_name(spec));
+    return NULL;
+  }
   Value *fn = lookup_op(st, fr, e->str, e->loc);
   if (!fn) return NULL;
   Arg *sa = ANEW(st->a, Arg);
