@@ -69,6 +69,7 @@ struct DeclScope {
 struct OpInst {
   UpdateStep *step;
   Tensor *slots[4]; /* slot 0 = result, k = argument k */
+  bool grad[4];     /* %cd only: argument k is a gradient (`lr *. p.grad`) */
   int nslots;
 };
 

@@ -7,9 +7,7 @@
 #include <string.h>
 
 static void err_at_spec(St *st, Loc sloc, int col, const char *msg) {
-  Loc l = sloc;
-  if (l.file) l.col += 1 + col; /* skip the opening quote; specs are one-line strings */
-  diag_error(&st->c->diag, l, "bad einsum spec: %s", msg);
+  diag_error(&st->c->diag, spec_error_loc(sloc, col), "bad einsum spec: %s", msg);
 }
 
 static bool resolve_coef(St *st, const Frame *call, SpecCoef *c, Loc sloc, int col) {
@@ -120,8 +118,8 @@ static Value *slot_val(St *st, Tensor *t, bool grad, int slot, Loc loc) {
 static Env *bind_slots(St *st, Env *env, OpInst *inst, Loc loc) {
   static const char *names[4][3] = {{"t", "v", "g"}, {"t1", "v1", "g1"}, {"t2", "v2", "g2"}, {"t3", "v3", "g3"}};
   for (int k = 0; k < inst->nslots; k++) {
-    env = env_bind(st, env, names[k][0], slot_val(st, inst->slots[k], false, k, loc));
-    env = env_bind(st, env, names[k][1], slot_val(st, inst->slots[k], false, k, loc));
+    env = env_bind(st, env, names[k][0], slot_val(st, inst->slots[k], inst->grad[k], k, loc));
+    env = env_bind(st, env, names[k][1], slot_val(st, inst->slots[k], inst->grad[k], k, loc));
     env = env_bind(st, env, names[k][2], slot_val(st, inst->slots[k], true, k, loc));
   }
   return env;
@@ -141,6 +139,7 @@ static bool body_code(St *st, const Frame *fr, const Expr *body, Code *out, cons
 Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   const OpDef *op = f->op;
   Tensor *args[3];
+  bool agrad[3] = {false, false, false};
   int n = 0;
   Frame lf = f->fr;
   lf.mode = M_CD;
@@ -153,7 +152,9 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
         diag_error(&st->c->diag, p->loc, "an operation takes at most 3 tensor arguments");
         return NULL;
       }
-      args[n] = to_tensor(st, call, v, loc, arena_printf(st->a, "argument %d of '%s'", n + 1, op->name));
+      /* In %cd an argument may be a gradient (`lr *. p.grad`): the body's v_k reads it. */
+      agrad[n] = v->kind == V_TENSOR && v->grad && call->mode == M_CD;
+      args[n] = agrad[n] ? v->t : to_tensor(st, call, v, loc, arena_printf(st->a, "argument %d of '%s'", n + 1, op->name));
       if (!args[n]) return NULL;
       n++;
       continue;
@@ -208,7 +209,10 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   OpInst *inst = ANEW(st->a, OpInst);
   inst->step = s;
   inst->slots[0] = t;
-  for (int k = 0; k < n; k++) inst->slots[k + 1] = args[k];
+  for (int k = 0; k < n; k++) {
+    inst->slots[k + 1] = args[k];
+    inst->grad[k + 1] = agrad[k];
+  }
   inst->nslots = n + 1;
   Frame bf = lf;
   bf.env = bind_slots(st, lf.env, inst, loc);

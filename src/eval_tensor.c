@@ -209,6 +209,14 @@ static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
   return e;
 }
 
+static AExpr *ae_id(St *st, AExpr *x) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_OP;
+  e->op = OP_ID;
+  e->args[0] = x;
+  return e;
+}
+
 static Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init,
                       AExpr *rhs, UpdateStep *step, Loc loc) {
   Asgn *a = ANEW(st->a, Asgn);
@@ -240,9 +248,9 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     s->spec = stack_spec(st, k);
     s->spec_loc = loc;
     if (k == 0) r->step = s;
-    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, ae_buf(st, el[k], false, 1), s, loc));
+    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, ae_id(st, ae_buf(st, el[k], false, 1)), s, loc));
     if (r->diff && el[k]->diff)
-      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 1, OP_ADD, false, ae_buf(st, r, true, 0), s, loc));
+      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 1, OP_ADD, false, ae_id(st, ae_buf(st, r, true, 0)), s, loc));
   }
   return r;
 }
@@ -321,12 +329,21 @@ static Tensor *scope_find(DeclScope *s, const Expr *key) {
   return NULL;
 }
 
+/* Forgets the tensors (and their steps) created since the marks: an initializer like
+ * `[1.; 2.]` or `uniform ()` builds a constant only to describe the init. */
+static void drop_since(St *st, int ntensors, int nsteps) {
+  st->g->tensors.len = ntensors;
+  st->g->steps.len = nsteps;
+}
+
 static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
+  int nt = st->g->tensors.len, ns = st->g->steps.len;
   Value *v = eval(st, fr, ie);
   if (!v) return false;
   if (val_is_number(v) || (v->kind == V_TENSOR && v->is_number)) {
     t->init.kind = INIT_CONST;
     t->init.value = v->kind == V_TENSOR ? v->t->init.value : val_number(v);
+    if (v->kind == V_TENSOR && st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
   if (is_seq(v) && !has_tensor(v)) {
@@ -338,6 +355,7 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     t->init = v->t->init;
     for (int k = 0; k < 3; k++)
       if (v->t->decl[k].given) t->decl[k] = v->t->decl[k];
+    if (st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
   diag_error(&st->c->diag, ie->loc,
