@@ -170,12 +170,21 @@ static Value *call_closure(St *st, Fn *f) {
 }
 
 static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
-  switch (f->kind) {
-  case FN_CLOSURE: return call_closure(st, f);
-  case FN_OP: return op_apply(st, f, call, loc);
-  case FN_BUILTIN: return f->builtin(st, f, call, loc);
+  /* Staging has no recursion construct, but `let g f = f f in g g` still loops. */
+  if (st->depth >= MAX_CALL_DEPTH) {
+    if (st->depth == MAX_CALL_DEPTH) diag_error(&st->c->diag, loc, "compile-time evaluation nests too deeply (endless recursion?)");
+    st->depth++;
+    return NULL;
   }
-  return NULL;
+  st->depth++;
+  Value *r = NULL;
+  switch (f->kind) {
+  case FN_CLOSURE: r = call_closure(st, f); break;
+  case FN_OP: r = op_apply(st, f, call, loc); break;
+  case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
+  }
+  st->depth--;
+  return r;
 }
 
 static int find_labeled(Fn *f, const char *label) {
@@ -311,8 +320,18 @@ static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bo
           *err = true;
           return NULL;
         }
-        long long r = base[0] == '+' ? p + q : base[0] == '-' ? p - q : base[0] == '*' ? p * q
-                    : base[0] == '/' ? p / q : p % q;
+        long long r = 0;
+        bool ovf = base[0] == '+' ? __builtin_add_overflow(p, q, &r)
+                 : base[0] == '-' ? __builtin_sub_overflow(p, q, &r)
+                 : base[0] == '*' ? __builtin_mul_overflow(p, q, &r)
+                 : p == LLONG_MIN && q == -1;
+        if (ovf) {
+          diag_error(&st->c->diag, loc, "integer overflow in a compile-time expression");
+          *err = true;
+          return NULL;
+        }
+        if (base[0] == '/') r = p / q;
+        else if (base[0] != '+' && base[0] != '-' && base[0] != '*') r = p % q;
         return val_int(st, r, loc);
       }
       double r = base[0] == '+' ? x + y : base[0] == '-' ? x - y : base[0] == '*' ? x * y
@@ -384,7 +403,7 @@ static Value *eval_unop(St *st, const Frame *fr, const Expr *e) {
       diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(a));
       return NULL;
     }
-    double x = op[2] ? (double)(long long)val_number(a) : val_number(a);
+    double x = op[2] ? trunc(val_number(a)) : val_number(a);
     Value *v = val_tensor(st, const_scalar(st, x, NULL, e->loc), e->loc);
     v->is_number = true;
     return v;
@@ -397,7 +416,7 @@ static Value *eval_unop(St *st, const Frame *fr, const Expr *e) {
     return val_tensor(st, sym_tensor(st, a->sym, e->loc), e->loc);
   }
   /* "-", "-.", "~-", "~-." */
-  if (a->kind == V_INT && strcmp(op, "-.") != 0) return val_int(st, -a->i, e->loc);
+  if (a->kind == V_INT && strcmp(op, "-.") != 0 && a->i != LLONG_MIN) return val_int(st, -a->i, e->loc);
   if (val_is_number(a)) return val_float(st, -val_number(a), e->loc);
   if (!tensorish(a)) {
     diag_error(&st->c->diag, e->loc, "cannot negate %s", val_kind_name(a));

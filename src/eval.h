@@ -99,6 +99,8 @@ struct Fn {
   DeclScope *unit_scope; /* created when the unit parameter was applied */
 };
 
+enum { MAX_CALL_DEPTH = 2000 };
+
 /* Staging state. */
 struct St {
   Ctx *c;
@@ -108,6 +110,7 @@ struct St {
   PtrVec opened;       /* const char*: files already opened (realpath) */
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
+  int depth;           /* nesting of function applications */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
 };

@@ -14,6 +14,7 @@
  * distinct operand tensors in order of appearance. */
 #include "eval.h"
 
+#include <math.h>
 #include <string.h>
 
 void code_append(St *st, Code *dst, const Code *src) {
@@ -22,35 +23,46 @@ void code_append(St *st, Code *dst, const Code *src) {
 
 /* ---- subgraphs ---- */
 
-static void inputs_of(Tensor *t, Tensor **out, int *n, int cap) {
-  *n = 0;
+/* The tensors t reads: its step's arguments, and those of the other steps its forward
+ * code uses (a stacked tensor has one step per element). */
+static void inputs_of(St *st, Tensor *t, PtrVec *out) {
+  out->len = 0;
   if (t->step)
-    for (int i = 0; i < t->step->nrhs && *n < cap; i++) out[(*n)++] = t->step->rhs[i];
+    for (int i = 0; i < t->step->nrhs; i++) vec_push(st->a, out, t->step->rhs[i]);
   for (int a = 0; a < t->fwd.asgns.len; a++) {
     Asgn *as = VEC_AT(t->fwd.asgns, Asgn, a);
     if (!as->step || as->step == t->step) continue;
-    for (int i = 0; i < as->step->nrhs && *n < cap; i++) out[(*n)++] = as->step->rhs[i];
+    for (int i = 0; i < as->step->nrhs; i++) vec_push(st->a, out, as->step->rhs[i]);
   }
 }
 
-/* Marks the tensors reachable from t. mode: 0 = everything; 1 = stop at tensors
- * older than new_from unless they are non-differentiable computed tensors; 2 = stop
- * at every tensor older than new_from. */
-static void mark(Tensor *t, char *seen, int mode, int new_from) {
-  if (seen[t->id]) return;
-  if (mode == 1 && t->id < new_from && (t->diff || t->kind != TK_OP)) return;
-  if (mode == 2 && t->id < new_from) return;
-  seen[t->id] = 1;
-  enum { CAP = 64 };
-  Tensor *in[CAP];
-  int n;
-  inputs_of(t, in, &n, CAP);
-  for (int i = 0; i < n; i++) mark(in[i], seen, mode, new_from);
+static bool stops(const Tensor *t, int mode, int new_from) {
+  if (mode == 1 && t->id < new_from && (t->diff || t->kind != TK_OP)) return true;
+  return mode == 2 && t->id < new_from;
 }
 
+/* Marks the tensors reachable from t (iteratively: graphs can be deep). mode: 0 =
+ * everything; 1 = stop at tensors older than new_from unless they are
+ * non-differentiable computed tensors; 2 = stop at every tensor older than new_from. */
 static char *subgraph(St *st, Tensor *t, int mode, int new_from) {
-  char *seen = ANEWN(st->a, char, st->g->tensors.len + 1);
-  mark(t, seen, mode, new_from);
+  int nt = st->g->tensors.len;
+  char *seen = ANEWN(st->a, char, nt + 1);
+  PtrVec stack = {0}, in = {0};
+  if (!stops(t, mode, new_from)) {
+    seen[t->id] = 1;
+    vec_push(st->a, &stack, t);
+  }
+  while (stack.len) {
+    Tensor *u = stack.items[--stack.len];
+    inputs_of(st, u, &in);
+    for (int i = 0; i < in.len; i++) {
+      Tensor *v = in.items[i];
+      if (!seen[v->id] && !stops(v, mode, new_from)) {
+        seen[v->id] = 1;
+        vec_push(st->a, &stack, v);
+      }
+    }
+  }
   return seen;
 }
 
@@ -363,7 +375,7 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
       diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", e->str, val_kind_name(x));
       return NULL;
     }
-    return ae_const(st, e->str[2] ? (double)(long long)val_number(x) : val_number(x));
+    return ae_const(st, e->str[2] ? trunc(val_number(x)) : val_number(x));
   }
   int new_from = st->g->tensors.len;
   Value *v = eval(st, r->fr, e);

@@ -3,6 +3,8 @@
  * uniform, file). */
 #include "eval.h"
 
+#include <limits.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -308,7 +310,7 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
       labels[i] = VEC_AT(x->items, Value, 0)->s;
       d = VEC_AT(x->items, Value, 1);
     }
-    if (d->kind != V_INT || d->i < 0) {
+    if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
                  "a dimension in %s must be a non-negative integer or a (\"label\", dim) pair, got %s", what,
                  val_kind_name(d));
@@ -444,7 +446,7 @@ static Value *arg_or_null(Fn *f, const char *name) { return fn_param(f, name); }
 static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
   IndexSym *s = ANEW(st->a, IndexSym);
-  if (n->kind == V_INT && n->i >= 0) s->range = (int)n->i;
+  if (n->kind == V_INT && n->i >= 0 && n->i <= INT_MAX) s->range = (int)n->i;
   else if (n->kind != V_UNIT) {
     diag_error(&st->c->diag, n->loc, "index expects a non-negative integer or (), got %s", val_kind_name(n));
     return NULL;
@@ -459,7 +461,7 @@ static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
 
 static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
-  if (n->kind != V_INT || n->i <= 0) {
+  if (n->kind != V_INT || n->i <= 0 || n->i > INT_MAX) {
     diag_error(&st->c->diag, n->loc, "range expects a positive integer, got %s",
                n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
     return NULL;
@@ -535,7 +537,12 @@ static Value *bi_int(St *st, Fn *f, const Frame *call, Loc loc) {
     diag_error(&st->c->diag, x->loc, "int expects a number, got %s", val_kind_name(x));
     return NULL;
   }
-  return val_int(st, (long long)val_number(x), loc);
+  double d = trunc(val_number(x));
+  if (!(d >= -9.2e18 && d <= 9.2e18)) {
+    diag_error(&st->c->diag, x->loc, "int: %g is out of range", val_number(x));
+    return NULL;
+  }
+  return val_int(st, (long long)d, loc);
 }
 
 /* Parameters from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()" unit. */
