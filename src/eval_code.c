@@ -23,47 +23,8 @@ void code_append(St *st, Code *dst, const Code *src) {
 
 /* ---- subgraphs ---- */
 
-/* The tensors t reads: its step's arguments, and those of the other steps its forward
- * code uses (a stacked tensor has one step per element). */
-static void inputs_of(St *st, Tensor *t, PtrVec *out) {
-  out->len = 0;
-  if (t->step)
-    for (int i = 0; i < t->step->nrhs; i++) vec_push(st->a, out, t->step->rhs[i]);
-  for (int a = 0; a < t->fwd.asgns.len; a++) {
-    Asgn *as = VEC_AT(t->fwd.asgns, Asgn, a);
-    if (!as->step || as->step == t->step) continue;
-    for (int i = 0; i < as->step->nrhs; i++) vec_push(st->a, out, as->step->rhs[i]);
-  }
-}
-
-static bool stops(const Tensor *t, int mode, int new_from) {
-  if (mode == 1 && t->id < new_from && (t->diff || t->kind != TK_OP)) return true;
-  return mode == 2 && t->id < new_from;
-}
-
-/* Marks the tensors reachable from t (iteratively: graphs can be deep). mode: 0 =
- * everything; 1 = stop at tensors older than new_from unless they are
- * non-differentiable computed tensors; 2 = stop at every tensor older than new_from. */
 static char *subgraph(St *st, Tensor *t, int mode, int new_from) {
-  int nt = st->g->tensors.len;
-  char *seen = ANEWN(st->a, char, nt + 1);
-  PtrVec stack = {0}, in = {0};
-  if (!stops(t, mode, new_from)) {
-    seen[t->id] = 1;
-    vec_push(st->a, &stack, t);
-  }
-  while (stack.len) {
-    Tensor *u = stack.items[--stack.len];
-    inputs_of(st, u, &in);
-    for (int i = 0; i < in.len; i++) {
-      Tensor *v = in.items[i];
-      if (!seen[v->id] && !stops(v, mode, new_from)) {
-        seen[v->id] = 1;
-        vec_push(st->a, &stack, v);
-      }
-    }
-  }
-  return seen;
+  return graph_subgraph(st->a, st->g, t, mode, new_from);
 }
 
 static bool was_emitted(St *st, Tensor *t) {
@@ -157,18 +118,14 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
   }
   Value *c = val_code(st, e->loc);
   if (fwd) {
-    for (int i = 0; i < nt; i++)
-      if (seen[i]) code_append(st, &c->code, &VEC_AT(st->g->tensors, Tensor, i)->fwd);
+    graph_forward_code(st->a, st->g, t, &c->code);
   } else if (bwd) {
     if (!t->diff) {
       diag_error(&st->c->diag, e->loc, "'%s' is not differentiable: it has no backprop code",
                  t->name ? t->name : "this tensor");
       return NULL;
     }
-    for (int i = nt - 1; i >= 0; i--) {
-      Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
-      if (seen[i] && u->diff && u->kind == TK_OP) code_append(st, &c->code, &u->bwd);
-    }
+    graph_backprop_code(st->a, st->g, t, &c->code);
   } else {
     for (int i = 0; i < nt; i++) {
       Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
