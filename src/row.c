@@ -356,7 +356,10 @@ static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
 static bool set_row_empty(Solver *s, Constraint *c, RowVar *v) { return solve_rowvar(s, c, v, row_closed(s, 0, NULL)); }
 
 static const char *axis_what(Solver *s, const char *roww, int pos) {
-  return arena_printf(s->a, "axis %d of %s", pos, roww ? roww : "a row");
+  if (!roww) roww = "a row";
+  if (pos == -1) return arena_printf(s->a, "the last axis of %s", roww);
+  if (pos < 0) return arena_printf(s->a, "axis %d from the end of %s", -pos, roww);
+  return arena_printf(s->a, "axis %d of %s", pos, roww);
 }
 
 /* Pairs a[i] with b[i] for i < n; positions are reported from `pos0` (negative: from the right). */
