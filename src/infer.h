@@ -74,7 +74,7 @@ typedef struct Constraint {
   Row *r1, *r2;
   Row *rows[3];
   RowVar *total_var; /* C_TOTAL: the row variable that takes the remaining elements */
-  long long k;
+  long long k;       /* C_AT_LEAST bound, C_TOTAL elements, C_CONV constant offset */
   int stride, dilation;
   bool padded;
   /* Provenance: the operation and what each side describes. */

@@ -137,6 +137,7 @@ static AxisIndex axis_index(ProjCtx *p, int cls, StepInfo *in, int *niters, PtrV
     int ker = dim_size(c->d3);
     add_class(p, &ix, pc_node(p, c->d2), c->stride, niters, sizes, a);
     add_class(p, &ix, pc_node(p, c->d3), c->dilation, niters, sizes, a);
+    ix.offset += (int)c->k;
     if (c->padded) ix.offset -= (c->dilation * (ker - 1)) / 2;
     break;
   }

@@ -310,13 +310,14 @@ static Step simp_conv(Solver *s, Constraint *c) {
                 in, st, out ? out : in / st);
     return FAIL;
   }
+  in -= in ? (int)c->k : 0; /* a constant offset (`o+1`) shifts the window */
   if (in && out && ker) {
     if (in == st * (out - 1) + dl * (ker - 1) + 1) return DONE;
   } else if (in && ker) {
     int num = in - dl * (ker - 1) - 1;
     if (num >= 0 && num % st == 0) return set_dim(s, c, c->d2, num / st + 1, "a valid convolution");
   } else if (out && ker) {
-    return set_dim(s, c, c->d1, st * (out - 1) + dl * (ker - 1) + 1, "a valid convolution");
+    return set_dim(s, c, c->d1, st * (out - 1) + dl * (ker - 1) + 1 + (int)c->k, "a valid convolution");
   } else if (in && out) {
     int num = in - st * (out - 1) - 1;
     if (num >= 0 && num % dl == 0) return set_dim(s, c, c->d3, num / dl + 1, "a valid convolution");

@@ -123,11 +123,14 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
     DimNode *in = dim_var(s);
     bool padded = ax->conv == CONV_PADDED || (ax->conv == CONV_SCOPE && st->use_padding);
     DimNode *out = spec_dim(s, e, ax->name);
+    /* `2*o` and `o+1` have no kernel: a kernel of size 1 */
     DimNode *ker = ax->kernel ? spec_dim(s, e, ax->kernel) : dim_known(s, 1, NULL);
+    padded = padded || ax->conv == CONV_NONE;
     const char *w = arena_printf(s->a, "convolution axis %s%s%s in \"%s\"", ax->name, padded ? "=+" : "<+",
                                  ax->kernel ? ax->kernel : "", st->spec->text);
     in->origin.what = w;
     Constraint *c = con_conv(s, in, out, ker, coef(ax->stride), coef(ax->dilation), padded, st, w);
+    c->k = ax->offset;
     vec_push(s->a, &info->affine, c);
     return in;
   }
@@ -146,10 +149,6 @@ static Row *spec_row(Logic *L, SpecEnv *e, StepInfo *info, SpecRow *sr, int kind
   return row_open(s, sr->left.len, beg, v, sr->right.len, end);
 }
 
-static SpecRow *slot_row(SpecSlot *sl, int k) {
-  return k == KIND_BATCH ? &sl->batch : k == KIND_INPUT ? &sl->input : &sl->output;
-}
-
 static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   const Spec *sp = st->spec;
@@ -157,7 +156,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   int nargs = sp->nargs < st->nrhs ? sp->nargs : st->nrhs;
   for (int j = 0; j < nargs; j++)
     for (int k = 0; k < 3; k++) {
-      Row *r = spec_row(L, &e, info, slot_row(sp->args[j], k), k, false);
+      Row *r = spec_row(L, &e, info, spec_slot_row(sp->args[j], k), k, false);
       Tensor *arg = st->rhs[j];
       con_row_ineq(s, r, trow(L, arg, k), st,
                    arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text),
@@ -165,7 +164,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
     }
   for (int k = 0; k < 3; k++) {
     bool generative = !st->lhs->decl[k].given;
-    Row *r = spec_row(L, &e, info, slot_row(sp->result, k), k, generative);
+    Row *r = spec_row(L, &e, info, spec_slot_row(sp->result, k), k, generative);
     con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
                  arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
   }

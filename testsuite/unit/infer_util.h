@@ -1,6 +1,4 @@
-/* infer_util.h: builds Graphs by hand for shape/projection inference unit tests, with
- * a small einsum spec reader of its own (so the tests do not depend on grammar/spec.y). */
-#include <ctype.h>
+/* infer_util.h: builds Graphs by hand for shape/projection inference unit tests. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,108 +108,14 @@ static Tensor *tb_const(TB *b, const char *name, const char *batch, const char *
   return tb_term(b, name, TK_CONST, batch, input, output);
 }
 
-/* ---- a small einsum spec reader (both modes, row variables, fixed, _, affine) */
-
-static SpecAxis *tb_axis(Arena *a, const char *s, int n) {
-  SpecAxis *ax = ANEW(a, SpecAxis);
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.*s", n, s);
-  char *conv = strstr(buf, "<+");
-  if (!conv) conv = strstr(buf, "=+");
-  if (conv) {
-    ax->kind = AX_AFFINE;
-    ax->conv = conv[0] == '<' ? CONV_VALID : CONV_PADDED;
-    *conv = 0;
-    char *l = buf, *r = conv + 2, *star;
-    if ((star = strchr(l, '*'))) { ax->stride.value = atoi(l); l = star + 1; }
-    else ax->stride.value = 1;
-    if ((star = strchr(r, '*'))) { ax->dilation.value = atoi(r); r = star + 1; }
-    else ax->dilation.value = 1;
-    ax->name = arena_strdup(a, l);
-    ax->kernel = arena_strdup(a, r);
-  } else if (isdigit((unsigned char)buf[0])) {
-    ax->kind = AX_FIXED;
-    ax->fixed = atoi(buf);
-  } else if (!strcmp(buf, "_")) {
-    ax->kind = AX_PLACEHOLDER;
-  } else {
-    ax->kind = AX_VAR;
-    ax->name = arena_strdup(a, buf);
-  }
-  return ax;
-}
-
-static void tb_specrow(Arena *a, SpecRow *r, const char *s, int n, bool multi, const char *kind) {
-  int i = 0;
-  while (i < n) {
-    while (i < n && (s[i] == ' ' || s[i] == ',')) i++;
-    if (i >= n) break;
-    if (s[i] == '.' && i + 2 < n && s[i + 1] == '.') {
-      if (s[i + 2] == '.') { r->rowvar = kind; i += 3; continue; }
-      int j = i + 2;
-      while (j < n && s[j] != '.') j++;
-      r->rowvar = arena_strndup(a, s + i + 2, (size_t)(j - i - 2));
-      i = j + 2;
-      continue;
-    }
-    int j = i;
-    if (multi) {
-      while (j < n && s[j] != ',' && s[j] != ' ') j++;
-    } else {
-      /* [N*]c[(<+|=+)[N*]c] or one character */
-      if (isdigit((unsigned char)s[j]) && j + 1 < n && s[j + 1] == '*') j += 2;
-      j++;
-      if (j + 1 < n && (s[j] == '<' || s[j] == '=') && s[j + 1] == '+') {
-        j += 2;
-        if (isdigit((unsigned char)s[j]) && j + 1 < n && s[j + 1] == '*') j += 2;
-        j++;
-      }
-    }
-    vec_push(a, r->rowvar ? &r->right : &r->left, tb_axis(a, s + i, j - i));
-    i = j;
-  }
-}
-
-static SpecSlot *tb_slot(Arena *a, const char *s, int n, bool multi) {
-  SpecSlot *sl = ANEW(a, SpecSlot);
-  char buf[256];
-  snprintf(buf, sizeof buf, "%.*s", n, s);
-  char *bar = strchr(buf, '|'), *arrow = strstr(buf, "->");
-  char *in = buf;
-  if (bar) {
-    sl->has_batch = true;
-    tb_specrow(a, &sl->batch, buf, (int)(bar - buf), multi, "batch");
-    in = bar + 1;
-  }
-  char *out = in;
-  if (arrow) {
-    sl->has_input = true;
-    tb_specrow(a, &sl->input, in, (int)(arrow - in), multi, "input");
-    out = arrow + 2;
-  }
-  tb_specrow(a, &sl->output, out, (int)strlen(out), multi, "output");
-  return sl;
-}
-
 static Spec *tb_spec(Arena *a, const char *text) {
-  Spec *sp = ANEW(a, Spec);
-  sp->text = text;
-  sp->multichar = strchr(text, ',') != NULL;
-  const char *arrow = strstr(text, "=>");
-  const char *semi = strchr(text, ';');
-  if (!arrow) {
-    sp->result = tb_slot(a, text, (int)strlen(text), sp->multichar);
-    return sp;
+  int col;
+  const char *msg;
+  Spec *sp = spec_parse(a, text, &col, &msg);
+  if (!sp) {
+    fprintf(stderr, "bad spec \"%s\" at %d: %s\n", text, col, msg);
+    exit(2);
   }
-  if (semi && semi < arrow) {
-    sp->nargs = 2;
-    sp->args[0] = tb_slot(a, text, (int)(semi - text), sp->multichar);
-    sp->args[1] = tb_slot(a, semi + 1, (int)(arrow - semi - 1), sp->multichar);
-  } else {
-    sp->nargs = 1;
-    sp->args[0] = tb_slot(a, text, (int)(arrow - text), sp->multichar);
-  }
-  sp->result = tb_slot(a, arrow + 2, (int)strlen(arrow + 2), sp->multichar);
   return sp;
 }
 
