@@ -26,31 +26,31 @@ typedef struct TB {
   int line;
 } TB;
 
-static void tb_init(TB *b) {
+static inline void tb_init(TB *b) {
   memset(b, 0, sizeof *b);
   b->errf = open_memstream(&b->errbuf, &b->errlen);
   diag_init(&b->ctx.diag, b->errf);
   b->g = ANEW(&b->ctx.arena, Graph);
 }
 
-static void tb_free(TB *b) {
+static inline void tb_free(TB *b) {
   fclose(b->errf);
   free(b->errbuf);
   arena_free(&b->ctx.arena);
 }
 
-static const char *tb_errors(TB *b) {
+static inline const char *tb_errors(TB *b) {
   fflush(b->errf);
   return b->errbuf ? b->errbuf : "";
 }
 
-static Loc tb_loc(TB *b) {
+static inline Loc tb_loc(TB *b) {
   Loc l = {NULL, ++b->line, 1};
   return l;
 }
 
 /* "2,rgb=3" -> a declared row; NULL -> undeclared. */
-static void tb_row(TB *b, RowDecl *rd, const char *s) {
+static inline void tb_row(TB *b, RowDecl *rd, const char *s) {
   if (!s) return;
   rd->given = true;
   rd->dims = ANEWN(&b->ctx.arena, DimDecl, 16);
@@ -66,7 +66,7 @@ static void tb_row(TB *b, RowDecl *rd, const char *s) {
   }
 }
 
-static UpdateStep *tb_step_raw(TB *b, LogicKind k, Tensor *lhs) {
+static inline UpdateStep *tb_step_raw(TB *b, LogicKind k, Tensor *lhs) {
   UpdateStep *st = ANEW(&b->ctx.arena, UpdateStep);
   st->id = b->g->steps.len;
   st->kind = k;
@@ -76,7 +76,7 @@ static UpdateStep *tb_step_raw(TB *b, LogicKind k, Tensor *lhs) {
   return st;
 }
 
-static Tensor *tb_new(TB *b, const char *name, TensorKind kind) {
+static inline Tensor *tb_new(TB *b, const char *name, TensorKind kind) {
   Tensor *t = ANEW(&b->ctx.arena, Tensor);
   t->id = b->g->tensors.len;
   t->name = name;
@@ -93,7 +93,7 @@ static Tensor *tb_new(TB *b, const char *name, TensorKind kind) {
 }
 
 /* A terminal tensor with declared rows (NULL = undeclared). */
-static Tensor *tb_term(TB *b, const char *name, TensorKind kind, const char *batch, const char *input,
+static inline Tensor *tb_term(TB *b, const char *name, TensorKind kind, const char *batch, const char *input,
                        const char *output) {
   Tensor *t = tb_new(b, name, kind);
   tb_row(b, &t->decl[KIND_BATCH], batch);
@@ -104,11 +104,11 @@ static Tensor *tb_term(TB *b, const char *name, TensorKind kind, const char *bat
 }
 
 /* A constant with every row declared ("" = no axes). */
-static Tensor *tb_const(TB *b, const char *name, const char *batch, const char *input, const char *output) {
+static inline Tensor *tb_const(TB *b, const char *name, const char *batch, const char *input, const char *output) {
   return tb_term(b, name, TK_CONST, batch, input, output);
 }
 
-static Spec *tb_spec(Arena *a, const char *text) {
+static inline Spec *tb_spec(Arena *a, const char *text) {
   int col;
   const char *msg;
   Spec *sp = spec_parse(a, text, &col, &msg);
@@ -120,7 +120,7 @@ static Spec *tb_spec(Arena *a, const char *text) {
 }
 
 /* A computed tensor: lhs = op(rhs...), spec may be NULL. */
-static Tensor *tb_op(TB *b, const char *name, LogicKind k, const char *spec, Tensor *r1, Tensor *r2, Tensor *r3) {
+static inline Tensor *tb_op(TB *b, const char *name, LogicKind k, const char *spec, Tensor *r1, Tensor *r2, Tensor *r3) {
   Tensor *t = tb_new(b, name, TK_OP);
   UpdateStep *st = tb_step_raw(b, k, t);
   st->rhs[0] = r1, st->rhs[1] = r2, st->rhs[2] = r3;
@@ -131,7 +131,7 @@ static Tensor *tb_op(TB *b, const char *name, LogicKind k, const char *spec, Ten
 }
 
 /* The shape of t as --dump-shapes prints it. */
-static const char *tb_shape(TB *b, Tensor *t) {
+static inline const char *tb_shape(TB *b, Tensor *t) {
   Graph one = {0};
   NamedTensor nt = {"x", t};
   vec_push(&b->ctx.arena, &one.names, &nt);
