@@ -472,24 +472,26 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
     c->r2 = row_of_var(s, S->var);
     return S->nbeg || S->nend ? PROGRESS : PENDING;
   }
-  /* both open */
-  if (S->nbeg > C->nbeg || S->nend > C->nend) {
-    int front = S->nbeg > C->nbeg ? S->nbeg - C->nbeg : 0;
-    int back = S->nend > C->nend ? S->nend - C->nend : 0;
-    if (C->var == S->var) {
-      solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
-                  what(c->what2));
-      return FAIL;
-    }
-    return expand_rowvar(s, c, C->var, front, back) ? PROGRESS : FAIL;
+  /* both open: pair the common leftmost and rightmost axes, keep the rest */
+  int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
+  pair_dims(s, c, false, C->beg, S->beg, kb, 0);
+  pair_dims(s, c, false, C->end + C->nend - ke, S->end + S->nend - ke, ke, -ke);
+  int cb = C->nbeg - kb, sb = S->nbeg - kb, ce = C->nend - ke, se = S->nend - ke;
+  c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
+  c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  Step paired = kb || ke ? PROGRESS : PENDING;
+  if (C->var == S->var) {
+    if (!sb && !se) return DONE;
+    solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
+                what(c->what2));
+    return FAIL;
   }
-  pair_dims(s, c, false, C->beg, S->beg, S->nbeg, 0);
-  pair_dims(s, c, false, C->end + C->nend - S->nend, S->end, S->nend, -S->nend);
-  if (C->var == S->var) return DONE;
-  bool stripped = S->nbeg || S->nend;
-  c->r1 = row_open(s, C->nbeg - S->nbeg, C->beg + S->nbeg, C->var, C->nend - S->nend, C->end);
-  c->r2 = row_of_var(s, S->var);
-  return stripped ? PROGRESS : PENDING;
+  /* Subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
+   * axes they could also reach (when both variables end up short): then wait. Same for
+   * the leftmost side. */
+  if ((se && cb) || (sb && ce)) return paired;
+  if (sb || se) return expand_rowvar(s, c, C->var, sb, se) ? PROGRESS : FAIL;
+  return paired; /* subr's variable is bounded above by cur */
 }
 
 /* Total_elems over three rows: solves the last unknown dimension when it is alone. */
@@ -794,20 +796,26 @@ static bool stage5(Solver *s) {
   return changed;
 }
 
-/* Stage 6: row variables in remaining inequalities get no further axes. */
-static bool stage6(Solver *s) {
+/* Stage 6: row variables in remaining inequalities get no further axes: first those of
+ * the smaller (subr) sides, which lets the larger sides grow to fit, then the rest. */
+static bool stage6_side(Solver *s, int side) {
   bool changed = false;
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
-    Row *rows[2] = {row_norm(s, c->r1), row_norm(s, c->r2)};
-    for (int k = 0; k < 2; k++)
-      if (rows[k]->var && !rows[k]->var->solved) {
-        set_row_empty(s, c, rows[k]->var);
-        changed = true;
-      }
+    Row *r = row_norm(s, side ? c->r2 : c->r1);
+    if (r->var && !r->var->solved) {
+      set_row_empty(s, c, r->var);
+      changed = true;
+    }
   }
   return changed;
+}
+
+static bool stage6(Solver *s) {
+  bool changed = stage6_side(s, 1);
+  if (!solver_run(s)) return true;
+  return stage6_side(s, 0) || changed;
 }
 
 /* Stage 7: everything left: dims 1, rows no further axes. */
