@@ -796,26 +796,49 @@ static bool stage5(Solver *s) {
   return changed;
 }
 
-/* Stage 6: row variables in remaining inequalities get no further axes: first those of
- * the smaller (subr) sides, which lets the larger sides grow to fit, then the rest. */
-static bool stage6_side(Solver *s, int side) {
-  bool changed = false;
-  for (int i = 0; i < s->cons.len && !s->failed; i++) {
+/* Stage 6: row variables in remaining inequalities get no further axes. First those
+ * that only ever appear on the smaller (subr) side, which lets the larger sides grow to
+ * fit them, repeatedly; then all the others. */
+static bool stage6_pass(Solver *s, bool only_subr) {
+  char *on_cur = calloc((size_t)s->rvars.len + 1, 1);
+  PtrVec todo = {0};
+  for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
-    Row *r = row_norm(s, side ? c->r2 : c->r1);
-    if (r->var && !r->var->solved) {
-      set_row_empty(s, c, r->var);
-      changed = true;
+    Row *r = row_norm(s, c->r1);
+    if (r->var) on_cur[r->var->id] = 1;
+  }
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_ROW_INEQ) continue;
+    for (int side = 0; side < 2; side++) {
+      Row *r = row_norm(s, side ? c->r2 : c->r1);
+      if (r->var && (!only_subr || (side == 1 && !on_cur[r->var->id]))) vec_push(s->a, &todo, c);
+    }
+  }
+  free(on_cur);
+  bool changed = false;
+  for (int i = 0; i < todo.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(todo, Constraint, i);
+    for (int side = 1; side >= 0; side--) {
+      if (only_subr && side == 0) continue;
+      Row *r = row_norm(s, side ? c->r2 : c->r1);
+      if (r->var && !r->var->solved) {
+        set_row_empty(s, c, r->var);
+        changed = true;
+      }
     }
   }
   return changed;
 }
 
 static bool stage6(Solver *s) {
-  bool changed = stage6_side(s, 1);
-  if (!solver_run(s)) return true;
-  return stage6_side(s, 0) || changed;
+  bool changed = false;
+  for (int round = 0; round < 4 * MAX_RANK && stage6_pass(s, true); round++) {
+    changed = true;
+    if (!solver_run(s)) return true;
+  }
+  return stage6_pass(s, false) || changed;
 }
 
 /* Stage 7: everything left: dims 1, rows no further axes. */
