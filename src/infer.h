@@ -40,6 +40,8 @@ struct DimNode {
   const char *label;
   bool terminal;    /* an axis of a terminal tensor: closes to its LUB (stage 3) */
   Tensor *owner;    /* the terminal tensor (parameters must not default to 1) */
+  bool meets_one;   /* root only: was compared with a dimension-1 axis it broadcasts
+                       over, so closing a bound below it to 1 is not arbitrary */
   Origin origin;    /* who fixed the size (roots with d > 0) or created the variable */
 };
 

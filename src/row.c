@@ -251,6 +251,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   rb->parent = ra;
   if (!ra->label) ra->label = rb->label;
   ra->terminal = ra->terminal || rb->terminal;
+  ra->meets_one = ra->meets_one || rb->meets_one;
   if (!ra->owner) ra->owner = rb->owner;
   if (!ra->d && !ra->origin.what) ra->origin = rb->origin;
   return DONE;
@@ -271,7 +272,10 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
   DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
   if (cur == sub) return DONE;
   if (sub->d) {
-    if (sub->d == 1) return DONE; /* broadcast */
+    if (sub->d == 1) { /* broadcast */
+      cur->meets_one = true;
+      return DONE;
+    }
     if (!cur->d) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
     if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
     if (!cur->label) cur->label = sub->label;
@@ -650,9 +654,31 @@ static void fail_param(Solver *s, DimNode *d) {
   if (d->origin.what && d->origin.what[0]) diag_note(s->diag, t->loc, "declare it, e.g. with o = [ ... ] or i = [ ... ]");
 }
 
+/* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
+ * what the program says (e.g. w3's output in LANGUAGE.md section 8, broadcast with
+ * moons_class's 1), not a guess. */
+static bool meets_one_rec(Solver *s, DimNode *r, char *seen) {
+  if (r->meets_one) return true;
+  seen[r->id] = 1;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_DIM_INEQ || dim_find(c->d2) != r) continue;
+    DimNode *cur = dim_find(c->d1);
+    if (!cur->d && !seen[cur->id] && meets_one_rec(s, cur, seen)) return true;
+  }
+  return false;
+}
+
+static bool meets_one(Solver *s, DimNode *r) {
+  char *seen = calloc((size_t)s->dims.len + 1, 1);
+  bool m = meets_one_rec(s, dim_find(r), seen);
+  free(seen);
+  return m;
+}
+
 /* Sets an unknown dim root to 1 by default (parameters must be determined). */
 static void default_dim_one(Solver *s, DimNode *r) {
-  if (r->owner && r->owner->kind == TK_PARAM) {
+  if (r->owner && r->owner->kind == TK_PARAM && !meets_one(s, r)) {
     fail_param(s, r);
     return;
   }
