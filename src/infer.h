@@ -114,6 +114,9 @@ typedef struct Solver {
   int ninfos;
   bool failed;
   long long work; /* simplification count: a guard against divergence */
+  /* the bounds index (row.c): pending "subr <= cur" edges by subr root id */
+  int *up_head, *up_next, *up_mark, up_n, up_cap, up_stamp;
+  DimNode **up_to;
 } Solver;
 
 void solver_init(Solver *s, Arena *a, Diag *diag);
@@ -147,6 +150,7 @@ void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep
  * solver_close runs the closing stages 2..7. Both return false after an error. */
 bool solver_run(Solver *s);
 bool solver_close(Solver *s);
+void solver_free(Solver *s); /* the malloc'ed scratch (arena data stays) */
 /* Fails with a located error (also used by the logic for out-of-solver checks). */
 void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

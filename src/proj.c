@@ -187,7 +187,9 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
 bool infer_projections(Ctx *c, Graph *g) {
   Solver s;
   solver_init(&s, &c->arena, &c->diag);
-  if (!infer_solve(&s, g)) return false;
+  bool ok = infer_solve(&s, g);
+  solver_free(&s);
+  if (!ok) return false;
   ProjCtx p = {0};
   p.s = &s;
   p.local = calloc((size_t)s.dims.len + 1, sizeof *p.local);

@@ -8,7 +8,7 @@
 #include "infer.h"
 
 enum { MAX_RANK = 64 };                    /* a longer row means a diverging system */
-enum { WORK_LIMIT = 4 * 1000 * 1000 };     /* simplifications before we give up */
+enum { WORK_LIMIT = 200 * 1000 * 1000 };   /* simplifications before we give up */
 typedef enum { PENDING, PROGRESS, DONE, FAIL } Step;
 
 void solver_init(Solver *s, Arena *a, Diag *diag) {
@@ -544,19 +544,54 @@ static Step simplify(Solver *s, Constraint *c) {
 
 /* ---------------------------------------------------------------- bounds */
 
-/* The upper bound of an unknown dim root through pending inequalities (transitive):
- * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1. */
-static int dim_lub_rec(Solver *s, DimNode *r, char *seen) {
-  int lub = 0;
-  seen[r->id] = 1;
+/* An index of the pending dim inequalities by their subr root: the edges "subr <= cur"
+ * between variables, rebuilt whenever bounds are queried (a snapshot). */
+static void bounds_index(Solver *s) {
+  int n = s->dims.len;
+  s->up_head = realloc(s->up_head, sizeof *s->up_head * (size_t)(n + 1));
+  s->up_mark = realloc(s->up_mark, sizeof *s->up_mark * (size_t)(n + 1));
+  for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
+  s->up_stamp = 0;
+  s->up_n = 0;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_DIM_INEQ || dim_find(c->d2) != r) continue;
-    DimNode *cur = dim_find(c->d1);
+    if (c->done || c->kind != C_DIM_INEQ) continue;
+    DimNode *sub = dim_find(c->d2);
+    if (sub->d) continue;
+    if (s->up_n == s->up_cap) {
+      s->up_cap = s->up_cap ? 2 * s->up_cap : 256;
+      s->up_next = realloc(s->up_next, sizeof *s->up_next * (size_t)s->up_cap);
+      s->up_to = realloc(s->up_to, sizeof *s->up_to * (size_t)s->up_cap);
+    }
+    s->up_to[s->up_n] = c->d1;
+    s->up_next[s->up_n] = s->up_head[sub->id];
+    s->up_head[sub->id] = s->up_n++;
+  }
+}
+
+static void bounds_free(Solver *s) {
+  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to);
+  s->up_head = s->up_mark = s->up_next = NULL;
+  s->up_to = NULL;
+  s->up_n = s->up_cap = 0;
+}
+
+/* The upper bound of an unknown dim root through the indexed inequalities (transitive):
+ * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
+ * *label receives the bound's label, if any. */
+static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
+  int lub = 0;
+  s->up_mark[r->id] = s->up_stamp;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]);
     int b;
-    if (cur->d) b = cur->d;
-    else if (seen[cur->id]) continue;
-    else b = dim_lub_rec(s, cur, seen);
+    if (cur->d) {
+      b = cur->d;
+      if (b > 1 && cur->label && label && !*label) *label = cur->label;
+    } else if (s->up_mark[cur->id] == s->up_stamp)
+      continue;
+    else
+      b = dim_lub_rec(s, cur, label);
     if (b == 0) continue;
     if (lub == 0) lub = b;
     else if (lub != b) lub = 1;
@@ -564,23 +599,12 @@ static int dim_lub_rec(Solver *s, DimNode *r, char *seen) {
   return lub;
 }
 
-static int dim_lub(Solver *s, DimNode *d) {
-  char *seen = calloc((size_t)s->dims.len + 1, 1);
-  int lub = dim_lub_rec(s, dim_find(d), seen);
-  free(seen);
-  return lub;
-}
-
-/* The label of the bound, if the bound is unique and labelled. */
-static const char *dim_lub_label(Solver *s, DimNode *d, int lub) {
+static int dim_lub(Solver *s, DimNode *d, const char **label) {
+  if (label) *label = NULL;
   DimNode *r = dim_find(d);
-  for (int i = 0; i < s->cons.len; i++) {
-    Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_DIM_INEQ || dim_find(c->d2) != r) continue;
-    DimNode *cur = dim_find(c->d1);
-    if (cur->d == lub && cur->label) return cur->label;
-  }
-  return NULL;
+  if (r->id >= s->dims.len || !s->up_head) return 0;
+  s->up_stamp++;
+  return dim_lub_rec(s, r, label);
 }
 
 static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
@@ -595,15 +619,11 @@ static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
 /* Two different sizes above a variable force it to 1 (seed: only one LUB > 1). */
 static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
+  bounds_index(s);
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (d->parent || d->d) continue;
-    bool bounded = false;
-    for (int j = 0; j < s->cons.len && !bounded; j++) {
-      Constraint *c = VEC_AT(s->cons, Constraint, j);
-      bounded = !c->done && c->kind == C_DIM_INEQ && dim_find(c->d2) == d;
-    }
-    if (bounded && dim_lub(s, d) == 1) {
+    if (d->parent || d->d || s->up_head[d->id] < 0) continue;
+    if (dim_lub(s, d, NULL) == 1) {
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
     }
@@ -657,23 +677,20 @@ static void fail_param(Solver *s, DimNode *d) {
 /* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
  * what the program says (e.g. w3's output in LANGUAGE.md section 8, broadcast with
  * moons_class's 1), not a guess. */
-static bool meets_one_rec(Solver *s, DimNode *r, char *seen) {
+static bool meets_one_rec(Solver *s, DimNode *r) {
   if (r->meets_one) return true;
-  seen[r->id] = 1;
-  for (int i = 0; i < s->cons.len; i++) {
-    Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_DIM_INEQ || dim_find(c->d2) != r) continue;
-    DimNode *cur = dim_find(c->d1);
-    if (!cur->d && !seen[cur->id] && meets_one_rec(s, cur, seen)) return true;
+  s->up_mark[r->id] = s->up_stamp;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]);
+    if (!cur->d && s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
   }
   return false;
 }
 
 static bool meets_one(Solver *s, DimNode *r) {
-  char *seen = calloc((size_t)s->dims.len + 1, 1);
-  bool m = meets_one_rec(s, dim_find(r), seen);
-  free(seen);
-  return m;
+  bounds_index(s);
+  s->up_stamp++;
+  return meets_one_rec(s, dim_find(r));
 }
 
 /* Sets an unknown dim root to 1 by default (parameters must be determined). */
@@ -731,11 +748,12 @@ static DimNode *root_or_null(DimNode *d) {
 /* Stage 2: terminal dims with no upper bound and no other constraint become 1. */
 static bool stage2(Solver *s) {
   PtrVec todo = {0};
+  bounds_index(s);
   for (int i = 0; i < s->dims.len; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     DimNode *r = root_or_null(d);
     if (!r || r != d || !r->terminal) continue;
-    if (dim_lub(s, r) || has_dim_constraint(s, r, C_AT_LEAST) || has_dim_constraint(s, r, C_CONV)) continue;
+    if (dim_lub(s, r, NULL) || has_dim_constraint(s, r, C_AT_LEAST) || has_dim_constraint(s, r, C_CONV)) continue;
     vec_push(s->a, &todo, r);
   }
   for (int i = 0; i < todo.len && !s->failed; i++)
@@ -749,19 +767,22 @@ static bool stage3(Solver *s) {
   bool changed = false;
   int n = s->dims.len;
   int *lub = calloc((size_t)n + 1, sizeof *lub);
+  const char **labels = calloc((size_t)n + 1, sizeof *labels);
+  bounds_index(s);
   for (int i = 0; i < n; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub(s, d);
+    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub(s, d, &labels[i]);
   }
   for (int i = 0; i < n && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (!lub[i] || !root_or_null(d)) continue;
-    const char *label = dim_lub_label(s, d, lub[i]);
+    const char *label = lub[i] > 1 ? labels[i] : NULL;
     set_dim(s, NULL, d, lub[i], NULL);
     if (label && !dim_find(d)->label) dim_find(d)->label = label;
     changed = true;
   }
   free(lub);
+  free(labels);
   int nr = s->rvars.len;
   for (int i = 0; i < nr && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
@@ -785,7 +806,8 @@ static bool stage4(Solver *s) {
     if (c->done || c->kind != C_AT_LEAST) continue;
     DimNode *r = root_or_null(c->d1);
     if (!r) continue;
-    int lub = dim_lub(s, r);
+    bounds_index(s);
+    int lub = dim_lub(s, r, NULL);
     set_dim(s, c, r, lub > 1 && lub >= c->k ? lub : (int)c->k, "a fixed index");
     changed = true;
   }
@@ -911,3 +933,5 @@ bool solver_close(Solver *s) {
   }
   return true;
 }
+
+void solver_free(Solver *s) { bounds_free(s); }

@@ -311,7 +311,9 @@ static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
 bool infer_shapes(Ctx *c, Graph *g) {
   Solver s;
   solver_init(&s, &c->arena, &c->diag);
-  if (!infer_solve(&s, g)) return false;
+  bool ok = infer_solve(&s, g);
+  solver_free(&s);
+  if (!ok) return false;
   for (int i = 0; i < g->steps.len; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
     StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;

@@ -26,6 +26,7 @@ static void sys_init(Sys *y) {
 }
 
 static void sys_free(Sys *y) {
+  solver_free(&y->s);
   fclose(y->errf);
   free(y->errbuf);
   arena_free(&y->arena);
