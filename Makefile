@@ -89,7 +89,7 @@ $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 	  -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
 fuzz: $(B)/fuzz/fuzz_parse
 	@mkdir -p $(B)/fuzz/new
-	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 \
+	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 -dict=testsuite/fuzz/tdsl.dict \
 	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/new testsuite/fuzz/corpus
 
 deps: $(B)/.deps-ok

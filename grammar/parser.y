@@ -190,9 +190,9 @@ static Expr *negate(Parser *P, Token *op, Expr *x) {
 
 static bool is_spec(const Expr *e) { return e->kind == E_STRING || e->kind == E_IDENT; }
 
-/* The application `fn args` without its first positional argument... */
+/* `"spec" b c` was parsed as the spec applied to b c: returns the operand `b c`
+ * (NULL if the first argument is labeled). */
 static Expr *drop_fn(Parser *P, Expr *app) {
-  /* "spec" b c: the string was applied to b c; the operand is b c. */
   Arg *first = VEC_AT(app->args, Arg, 0);
   if (first->kind != A_POS) return NULL;
   if (app->args.len == 1) return first->e;
@@ -204,12 +204,11 @@ static Expr *drop_fn(Parser *P, Expr *app) {
 /* Finds the leftmost operand of e: for `a +* "spec" b * c`, `"spec" b` sits at the
  * left end of the right operand. Returns the slot holding it. */
 static Expr **leftmost(Expr **slot) {
-  Expr *e = *slot;
-  if (e->paren) return slot;
-  switch (e->kind) {
-  case E_BINOP: case E_ASSIGN: return leftmost(&e->a);
-  case E_EINSUM: return leftmost(&e->a);
-  default: return slot;
+  /* A loop, not recursion: over-deep input is reported but still built. */
+  for (;;) {
+    Expr *e = *slot;
+    if (e->paren || (e->kind != E_BINOP && e->kind != E_ASSIGN && e->kind != E_EINSUM)) return slot;
+    slot = &e->a;
   }
 }
 
@@ -280,25 +279,21 @@ static bool is_asgn_option(const Arg *a) {
 /* `lhs =:+ a * b ~logic:"@"`: the trailing options were parsed as arguments of the
  * last operand's application; move them to the assignment. */
 static void take_options(Parser *P, Expr **slot, PtrVec *opts) {
+  /* Walk down the right spine to the last operand (a loop: input may be over-deep). */
+  for (;;) {
+    Expr *e = *slot;
+    if (e->paren) return;
+    if (e->kind == E_BINOP || (e->kind == E_EINSUM && e->b)) slot = &e->b;
+    else if (e->kind == E_UNOP) slot = &e->a;
+    else break;
+  }
   Expr *e = *slot;
-  if (e->paren) return;
-  switch (e->kind) {
-  case E_BINOP: take_options(P, &e->b, opts); return;
-  case E_EINSUM: if (e->b) take_options(P, &e->b, opts); return;
-  case E_UNOP: take_options(P, &e->a, opts); return;
-  case E_APP: {
-    int n = e->args.len;
-    while (n > 0 && is_asgn_option(VEC_AT(e->args, Arg, n - 1))) n--;
-    if (n == e->args.len) return;
-    PtrVec moved = {0};
-    for (int i = n; i < e->args.len; i++) vec_push(P->a, &moved, e->args.items[i]);
-    for (int i = 0; i < moved.len; i++) vec_push(P->a, opts, moved.items[i]);
-    e->args.len = n;
-    if (!n) *slot = e->a;
-    return;
-  }
-  default: return;
-  }
+  if (e->kind != E_APP) return;
+  int n = e->args.len;
+  while (n > 0 && is_asgn_option(VEC_AT(e->args, Arg, n - 1))) n--;
+  for (int i = n; i < e->args.len; i++) vec_push(P->a, opts, e->args.items[i]);
+  e->args.len = n;
+  if (!n) *slot = e->a;
 }
 
 static Expr *assign(Parser *P, Token *op, Expr *lhs, Expr *rhs) {

@@ -45,7 +45,7 @@ run_lit asan "$PWD/$B/asan/tdslc"
 fz=$B/fuzz/fuzz_parse
 if [ -x "$fz" ]; then
   rm -rf $B/fuzz/smoke && mkdir -p $B/fuzz/smoke
-  if "$fz" -max_total_time=20 -timeout=10 -max_len=8192 -artifact_prefix=$B/fuzz/smoke/ \
+  if "$fz" -max_total_time=20 -timeout=10 -max_len=8192 -dict=testsuite/fuzz/tdsl.dict -artifact_prefix=$B/fuzz/smoke/ \
        $B/fuzz/smoke testsuite/fuzz/corpus > $B/fuzz/smoke.log 2>&1; then
     pass=$((pass + 1)); echo "fuzz smoke: passed"
   else
