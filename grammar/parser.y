@@ -220,6 +220,10 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   e->str = op->str;
   e->a = a;
   if (unary) {
+    if (!rhs->paren && rhs->kind == E_APP && is_spec(rhs->a)) {
+      diag_error(P->d, op->loc, "'%s' is unary: a %s \"SPEC\" takes no second operand", op->str, op->str);
+      return fin(P, e);
+    }
     if (rhs->paren || !is_spec(rhs)) {
       diag_error(P->d, rhs->loc, "'%s' expects an einsum spec (a string or an identifier)", op->str);
       return fin(P, e);
@@ -761,6 +765,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
   yysymbol_kind_t exp[N];
   int n = yypcontext_expected_tokens(ctx, exp, N);
   bool want_expr = false, want_let = false, after_operand = false, want_eq = false, top = false;
+  bool want_param = false;
   int closers = 0;
   yysymbol_kind_t closer = YYSYMBOL_YYEMPTY;
   for (int i = 0; i < n; i++) {
@@ -769,6 +774,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     if (exp[i] == YYSYMBOL_INFIX_ADD) after_operand = true;
     if (exp[i] == YYSYMBOL_EQ) want_eq = true;
     if (exp[i] == YYSYMBOL_TOPLET) top = true;
+    if (exp[i] == YYSYMBOL_OPTLABEL_PUN) want_param = true;
     if (is_closer(exp[i])) closers++, closer = exp[i];
   }
   if (t->kind == T_TOPLET && want_let) {
@@ -794,6 +800,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, buf);
   } else if (want_expr && !after_operand) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected an expression", what);
+  } else if (want_param && !want_expr && !want_eq) {
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected a parameter", what);
   } else if (want_eq && !after_operand) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected '='", what);
   } else if (closers == 1) {
