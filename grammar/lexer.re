@@ -246,10 +246,15 @@ static void lex_number(Lexer *L, bool is_float) {
 static void bad_char(Lexer *L) {
   unsigned char c = *L->tok;
   Loc l = loc_at(L, L->tok);
-  if (c >= 0x20 && c < 0x7f)
+  if (c >= 0x20 && c < 0x7f) {
     diag_error(L->d, l, "unexpected character '%c'", c);
-  else
+  } else if (c >= 0xc0) {
+    /* One error per UTF-8 character, not per byte. */
+    while (L->cur < L->lim && (*L->cur & 0xc0) == 0x80) L->cur++;
+    diag_error(L->d, l, "unexpected character '%.*s'", (int)(L->cur - L->tok), (const char *)L->tok);
+  } else {
     diag_error(L->d, l, "unexpected character '\\x%02x'", c);
+  }
 }
 
 /*!re2c
@@ -337,6 +342,7 @@ TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
   L.lim = L.cur + f->len;
   L.line_start = L.cur;
   L.line = 1;
+  if (f->len >= 3 && !memcmp(f->text, "\xef\xbb\xbf", 3)) L.cur += 3; /* UTF-8 byte order mark */
   bool done = false;
   while (!done) lex_token(&L, &done);
   place_eof(&L);
