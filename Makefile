@@ -4,15 +4,16 @@
 #                   under ASan+UBSan); ends with "N passed, M failed"
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
+.DEFAULT_GOAL := all
 CC      ?= gcc
 PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
 
-SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c))
+SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
 Y_SRC    := $(wildcard grammar/*.y)
 GEN_C    := $(patsubst grammar/%.re,$(B)/gen/%.c,$(RE_SRC)) $(patsubst grammar/%.y,$(B)/gen/%.tab.c,$(Y_SRC))

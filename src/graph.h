@@ -210,4 +210,16 @@ struct Projections {
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
 
+/* Subgraphs and the code of the .forward / .backprop accessors (src/graph_code.c), shared
+ * by staging (the accessors in %cd code) and the backends (T.forward / T.backprop).
+ * The subgraph of t is t plus, transitively, the arguments (step->rhs) of its members.
+ * graph_subgraph returns a mark per tensor id (g->tensors.len entries). */
+bool *graph_subgraph(Arena *a, const Graph *g, const Tensor *t);
+/* The fwd code of every TK_OP tensor of t's subgraph, in creation order (a parameter
+ * or constant has none: init sets it). */
+Code graph_forward_code(Arena *a, const Graph *g, const Tensor *t);
+/* The bwd code of every differentiable TK_OP tensor of t's subgraph, in reverse
+ * creation order. */
+Code graph_backprop_code(Arena *a, const Graph *g, const Tensor *t);
+
 #endif
