@@ -7,6 +7,9 @@ B=build
 LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
 pass=0
 fail=0
+# libgccjit leaks internally; LeakSanitizer ignores it (the lit config does the same).
+LSAN_OPTIONS="suppressions=$PWD/testsuite/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 
 for kind in unit unit-asan; do
   for t in $B/$kind/test_*; do

@@ -17,6 +17,7 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("FileCheck", filecheck))
 config.substitutions.append(("%not", os.path.join(config.test_source_root, "not.sh")))
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(root, "testsuite", "lsan.supp")
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 for k in ("PATH", "HOME", "TMPDIR"):
     if k in os.environ:
