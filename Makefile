@@ -6,6 +6,8 @@
 #   make install PREFIX=/usr/local DESTDIR=
 .DEFAULT_GOAL := all
 CC      ?= gcc
+# The -include of dependency files below would otherwise make the first .o the default goal.
+.DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
@@ -90,12 +92,14 @@ conformance: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1
+	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
 	rm -rf $(B)

@@ -1,6 +1,8 @@
 /* ast.h: the syntax tree of a .tdsl file (LANGUAGE.md sections 1-6).
  * Produced by grammar/parser.y, printed by ast_print (tdslc --dump-ast),
- * consumed by the staging evaluator. Every node carries its source location. */
+ * consumed by the staging evaluator. Every node carries its source location: the
+ * operator for E_BINOP/E_EINSUM/E_ASSIGN/E_UNOP, the field name for E_FIELD, the
+ * function for E_APP, else the first token. */
 #ifndef TDSL_AST_H
 #define TDSL_AST_H
 
@@ -93,6 +95,8 @@ struct Expr {
   PtrVec params;   /* Param* */
   PtrVec bindings; /* Binding* */
   PtrVec fields;   /* Field* */
+  bool paren;      /* written in parentheses: (a, b) inside a tuple stays one element */
+  int depth;       /* height of the subtree (the parser bounds it, passes may recurse) */
 };
 
 typedef enum ItemKind {

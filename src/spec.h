@@ -7,9 +7,20 @@
  *           | slot                        a bare shape (used by ~logic on %cd, record dims)
  *   slot   := [batch "|"] [input "->"] output
  *   row    := axis* [rowvar axis*]        axes before a row variable are the leftmost
+ *   rowvar := "..." | ".." ident ".."
+ *   axis   := ident | int | "_" | affine
+ *   affine := [coef "*"] ident conv [coef "*"] ident    2*oh<+wh, o=+k, s*o+d*k
+ *           | [coef "*"] ident conv int                 o+1: a constant offset
+ *           | coef "*" ident                            2*o: strided iteration
+ *   conv   := "=+" (padded) | "<+" (valid) | "+" (use_padding from the scope)
+ *   coef   := int | ident                               identifiers resolved by staging
  *
- * Single-character mode (no ',' anywhere in the spec): every character of a row is an
- * axis. Multi-character mode: axes are identifiers separated by ',' or spaces.
+ * Single-character mode (no ',' anywhere in the spec): every letter is an axis, a run of
+ * digits is one fixed index ("i0j" is i, 0, j; "k12" is k, 12), spaces are ignored, and
+ * affine axes are built from single letters ("is*a+d*bc" is i, s*a+d*b, c). Row variable
+ * names between ".." may be longer than one letter in both modes.
+ * Multi-character mode: axes are identifiers separated by ',' or spaces; a trailing ','
+ * in a row is allowed.
  * Note: the result ("lhs") is on the right of "=>". */
 #ifndef TDSL_SPEC_H
 #define TDSL_SPEC_H
@@ -41,11 +52,14 @@ typedef struct SpecCoef {
 typedef struct SpecAxis {
   SpecAxisKind kind;
   int col;           /* 0-based byte offset of the axis in the spec string */
+  int len;           /* its length in bytes (for caret spans) */
   const char *name;  /* AX_VAR; AX_AFFINE: the output (iterated) variable */
   int fixed;         /* AX_FIXED */
-  /* AX_AFFINE */
+  /* AX_AFFINE: index = stride*name + dilation*kernel (+ offset) */
   SpecCoef stride, dilation;
-  const char *kernel; /* kernel variable name */
+  const char *kernel; /* kernel variable name; NULL for `2*o` (conv == CONV_NONE,
+                         dilation 0) and for `o+1` (offset 1, dilation 0) */
+  int offset;         /* the constant of `o+1`; 0 otherwise */
   ConvMode conv;
 } SpecAxis;
 
@@ -74,7 +88,21 @@ typedef struct Spec {
 /* Parses text. On error returns NULL, sets *err_col (0-based offset into text) and
  * *err_msg (arena-allocated, e.g. "unexpected character '$'"). */
 Spec *spec_parse(Arena *a, const char *text, int *err_col, const char **err_msg);
-/* Canonical rendering (multi-character form), used by tests and dumps. */
+/* Canonical rendering, used by tests and dumps: single-character specs print in
+ * single-character form ("ab|c->d; d => ab"), multi-character ones with ", " between
+ * axes and " | ", " -> " between rows. The rendering parses back to the same Spec. */
 void spec_print(FILE *out, const Spec *s);
+/* One slot, in the form spec_print uses for a spec of that mode. */
+void spec_print_slot(FILE *out, const SpecSlot *slot, bool multichar);
+
+/* The row of kind KIND_BATCH (0), KIND_INPUT (1) or KIND_OUTPUT (2) of a slot. */
+SpecRow *spec_slot_row(SpecSlot *slot, int kind);
+int spec_row_len(const SpecRow *r); /* axes listed, not counting the row variable */
+
+/* Where column col (0-based, as err_col of spec_parse or SpecAxis.col) of a spec lies
+ * in the source, given the location of the string literal's opening quote: escapes
+ * (\n, \", \x41, ...) and line breaks inside the literal are accounted for. Without a
+ * source file (loc.file == NULL) the column is offset on the quote's line. */
+Loc spec_error_loc(Loc string_loc, int col);
 
 #endif

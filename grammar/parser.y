@@ -1,0 +1,739 @@
+/* parser.y: the grammar of .tdsl (LANGUAGE.md sections 1-6), producing src/ast.h.
+ * Operator precedence and associativity follow OCaml (by the operator's first
+ * characters, classified by the lexer). Function application binds tighter than any
+ * infix operator. Einsum operators, %cd assignment options and comment blocks are
+ * parsed as ordinary expressions and then reshaped in the actions (see ast_build).
+ *
+ * Top-level items need no `;;`: the token array is scanned first and every `let` that
+ * has no matching `in` becomes TOPLET, so the grammar can tell a new item from a
+ * `let ... in` expression with one token of lookahead (classify_lets). */
+%define api.pure full
+%define api.prefix {tdsl_}
+%define api.token.prefix {T_}
+%define parse.error custom
+%define parse.lac full
+%locations
+%param {Parser *P}
+
+%code requires {
+#include "ast.h"
+#include "diag.h"
+#include "parse.h"
+
+typedef struct Parser {
+  Arena *a;
+  Diag *d;
+  const SrcFile *f;
+  TokenVec toks;
+  int pos;           /* next token to hand to the parser */
+  int last;          /* the token handed out last (the parser's lookahead) */
+  Program *prog;
+  bool too_deep;     /* "nested too deeply" was reported */
+} Parser;
+
+typedef struct Binding Binding;
+typedef struct OpDef OpDef;
+}
+
+%code provides {
+int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P);
+void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg);
+}
+
+%union {
+  Token *tok;
+  Expr *e;
+  Arg *arg;
+  Param *param;
+  Binding *bind;
+  Field *field;
+  PtrVec *vec;
+  Item *item;
+  OpDef *op;
+}
+
+%code {
+#include <string.h>
+
+/* Deeper expressions are rejected: every later pass recurses over the tree. */
+enum { MAX_DEPTH = 1000 };
+
+static Loc L(Parser *P, TDSL_LTYPE l) {
+  Loc r = {P->f, l.first_line, l.first_column};
+  return r;
+}
+
+static Expr *mk(Parser *P, ExprKind k, Loc loc) {
+  Expr *e = ANEW(P->a, Expr);
+  e->kind = k;
+  e->loc = loc;
+  return e;
+}
+
+static int depth_of(const Expr *e) { return e ? e->depth : 0; }
+
+static int vec_depth(const PtrVec *v) {
+  int d = 0;
+  for (int i = 0; i < v->len; i++) {
+    int x = depth_of(v->items[i]);
+    if (x > d) d = x;
+  }
+  return d;
+}
+
+/* Computes e->depth from its children and reports (once) an expression nested too
+ * deeply for the recursive passes. */
+static Expr *fin(Parser *P, Expr *e) {
+  int d = depth_of(e->a);
+  if (depth_of(e->b) > d) d = depth_of(e->b);
+  if (depth_of(e->c) > d) d = depth_of(e->c);
+  if (vec_depth(&e->items) > d) d = vec_depth(&e->items);
+  for (int i = 0; i < e->args.len; i++) {
+    int x = depth_of(VEC_AT(e->args, Arg, i)->e);
+    if (x > d) d = x;
+  }
+  for (int i = 0; i < e->fields.len; i++) {
+    int x = depth_of(VEC_AT(e->fields, Field, i)->e);
+    if (x > d) d = x;
+  }
+  for (int i = 0; i < e->bindings.len; i++) {
+    int x = depth_of(VEC_AT(e->bindings, Binding, i)->body);
+    if (x > d) d = x;
+  }
+  for (int i = 0; i < e->params.len; i++) {
+    int x = depth_of(VEC_AT(e->params, Param, i)->deflt);
+    if (x > d) d = x;
+  }
+  e->depth = d + 1;
+  if (e->depth > MAX_DEPTH && !P->too_deep) {
+    P->too_deep = true;
+    diag_error(P->d, e->loc, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+  }
+  return e;
+}
+
+static Expr *mk1(Parser *P, ExprKind k, Loc loc, const char *str, Expr *a) {
+  Expr *e = mk(P, k, loc);
+  e->str = str;
+  e->a = a;
+  return fin(P, e);
+}
+
+static Expr *mk2(Parser *P, ExprKind k, Loc loc, const char *str, Expr *a, Expr *b) {
+  Expr *e = mk(P, k, loc);
+  e->str = str;
+  e->a = a;
+  e->b = b;
+  return fin(P, e);
+}
+
+static PtrVec *vnew(Parser *P, void *first) {
+  PtrVec *v = ANEW(P->a, PtrVec);
+  if (first) vec_push(P->a, v, first);
+  return v;
+}
+
+static Expr *from_vec(Parser *P, ExprKind k, Loc loc, PtrVec *v) {
+  Expr *e = mk(P, k, loc);
+  if (v) e->items = *v;
+  return fin(P, e);
+}
+
+static Arg *mkarg(Parser *P, ArgKind k, const char *label, Expr *e, Loc loc) {
+  Arg *a = ANEW(P->a, Arg);
+  a->kind = k;
+  a->label = label;
+  a->e = e;
+  a->loc = loc;
+  return a;
+}
+
+static Param *mkparam(Parser *P, ParamKind k, const char *name, Expr *deflt, Loc loc) {
+  Param *p = ANEW(P->a, Param);
+  p->kind = k;
+  p->name = name && strcmp(name, "_") ? name : NULL;
+  p->deflt = deflt;
+  p->loc = loc;
+  return p;
+}
+
+/* ~l (pun): the argument is the variable l. */
+static Arg *pun(Parser *P, ArgKind k, Token *t) {
+  Expr *e = mk(P, E_IDENT, t->loc);
+  e->str = t->str;
+  return mkarg(P, k, t->str, fin(P, e), t->loc);
+}
+
+static Expr *mkapp(Parser *P, Expr *fn, PtrVec *args) {
+  Expr *e = mk(P, E_APP, fn->loc);
+  e->a = fn;
+  e->args = *args;
+  return fin(P, e);
+}
+
+/* `-4`, `-. 2.5`: a minus directly on a literal is part of the literal. */
+static Expr *negate(Parser *P, Token *op, Expr *x) {
+  bool dot = !strcmp(op->str, "-.") || !strcmp(op->str, "~-.");
+  if (!x->paren && x->kind == E_INT && !dot) {
+    x->ival = -x->ival;
+    x->loc = op->loc;
+    return x;
+  }
+  if (!x->paren && x->kind == E_FLOAT) {
+    x->fval = -x->fval;
+    x->str = arena_printf(P->a, "-%s", x->str);
+    x->loc = op->loc;
+    return x;
+  }
+  return mk1(P, E_UNOP, op->loc, op->str, x);
+}
+
+static bool is_spec(const Expr *e) { return e->kind == E_STRING || e->kind == E_IDENT; }
+
+/* The application `fn args` without its first positional argument... */
+static Expr *drop_fn(Parser *P, Expr *app) {
+  /* "spec" b c: the string was applied to b c; the operand is b c. */
+  Arg *first = VEC_AT(app->args, Arg, 0);
+  if (first->kind != A_POS) return NULL;
+  if (app->args.len == 1) return first->e;
+  PtrVec rest = {0};
+  for (int i = 1; i < app->args.len; i++) vec_push(P->a, &rest, app->args.items[i]);
+  return mkapp(P, first->e, &rest);
+}
+
+/* Finds the leftmost operand of e: for `a +* "spec" b * c`, `"spec" b` sits at the
+ * left end of the right operand. Returns the slot holding it. */
+static Expr **leftmost(Expr **slot) {
+  Expr *e = *slot;
+  if (e->paren) return slot;
+  switch (e->kind) {
+  case E_BINOP: case E_ASSIGN: return leftmost(&e->a);
+  case E_EINSUM: return leftmost(&e->a);
+  default: return slot;
+  }
+}
+
+/* a OP rhs for an einsum operator (LANGUAGE.md §4): binary `a OP "spec" b`,
+ * `a OP b "spec"`, `a OP spec_ident b`; unary `a OP "spec"` / `a OP spec_ident`. */
+static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
+  bool unary = !strcmp(op->str, "++") || !strcmp(op->str, "@^^");
+  Expr *e = mk(P, E_EINSUM, op->loc);
+  e->str = op->str;
+  e->a = a;
+  if (unary) {
+    if (rhs->paren || !is_spec(rhs)) {
+      diag_error(P->d, rhs->loc, "'%s' expects an einsum spec (a string or an identifier)", op->str);
+      return fin(P, e);
+    }
+    e->c = rhs;
+    return fin(P, e);
+  }
+  Expr **slot = leftmost(&rhs);
+  Expr *l = *slot;
+  if (!l->paren && l->kind == E_APP && is_spec(l->a) && !l->a->paren && (l->a->kind == E_STRING || slot == &rhs)) {
+    Expr *b = drop_fn(P, l);
+    if (b) {
+      e->c = l->a;
+      *slot = b;
+      e->b = rhs;
+      return fin(P, e);
+    }
+  }
+  if (!rhs->paren && rhs->kind == E_APP) {
+    Arg *last = VEC_AT(rhs->args, Arg, rhs->args.len - 1);
+    if (last->kind == A_POS && last->e->kind == E_STRING && !last->e->paren) {
+      e->c = last->e;
+      rhs->args.len--;
+      e->b = rhs->args.len ? rhs : rhs->a;
+      return fin(P, e);
+    }
+  }
+  diag_error(P->d, op->loc, "'%s' needs an einsum spec: a %s \"SPEC\" b or a %s b \"SPEC\"", op->str,
+             op->str, op->str);
+  e->b = rhs;
+  return fin(P, e);
+}
+
+static bool is_einsum_op(const char *s) {
+  return !strcmp(s, "+*") || !strcmp(s, "+++") || !strcmp(s, "@^+") || !strcmp(s, "++") ||
+         !strcmp(s, "@^^");
+}
+
+static Expr *binop(Parser *P, Token *op, Expr *a, Expr *b) {
+  if (is_einsum_op(op->str)) return einsum(P, op, a, b);
+  return mk2(P, E_BINOP, op->loc, op->str, a, b);
+}
+
+static bool is_asgn_option(const Arg *a) {
+  return a->kind == A_LABELED && (!strcmp(a->label, "logic") || !strcmp(a->label, "projections"));
+}
+
+/* `lhs =:+ a * b ~logic:"@"`: the trailing options were parsed as arguments of the
+ * last operand's application; move them to the assignment. */
+static void take_options(Parser *P, Expr **slot, PtrVec *opts) {
+  Expr *e = *slot;
+  if (e->paren) return;
+  switch (e->kind) {
+  case E_BINOP: take_options(P, &e->b, opts); return;
+  case E_EINSUM: if (e->b) take_options(P, &e->b, opts); return;
+  case E_UNOP: take_options(P, &e->a, opts); return;
+  case E_APP: {
+    int n = e->args.len;
+    while (n > 0 && is_asgn_option(VEC_AT(e->args, Arg, n - 1))) n--;
+    if (n == e->args.len) return;
+    PtrVec moved = {0};
+    for (int i = n; i < e->args.len; i++) vec_push(P->a, &moved, e->args.items[i]);
+    for (int i = 0; i < moved.len; i++) vec_push(P->a, opts, moved.items[i]);
+    e->args.len = n;
+    if (!n) *slot = e->a;
+    return;
+  }
+  default: return;
+  }
+}
+
+static Expr *assign(Parser *P, Token *op, Expr *lhs, Expr *rhs) {
+  Expr *e = mk(P, E_ASSIGN, op->loc);
+  e->str = op->str;
+  e->a = lhs;
+  take_options(P, &rhs, &e->args);
+  e->b = rhs;
+  return fin(P, e);
+}
+
+/* ~~(parts; body): the first element of the sequence is the comment, written as an
+ * application of strings and tensors. */
+static Expr *comment(Parser *P, Loc loc, Expr *seq) {
+  Expr *e = mk(P, E_COMMENT, loc);
+  Expr *parts = seq, *body = NULL;
+  if (!seq->paren && seq->kind == E_SEQ) {
+    parts = seq->items.items[0];
+    if (seq->items.len == 2) body = seq->items.items[1];
+    else {
+      PtrVec rest = {0};
+      for (int i = 1; i < seq->items.len; i++) vec_push(P->a, &rest, seq->items.items[i]);
+      body = from_vec(P, E_SEQ, VEC_AT(rest, Expr, 0)->loc, &rest);
+    }
+  }
+  if (!body) {
+    diag_error(P->d, loc, "a comment block needs a body: ~~(\"comment\" ...; CODE)");
+    body = mk(P, E_UNIT, loc);
+  }
+  if (!parts->paren && parts->kind == E_APP) {
+    vec_push(P->a, &e->items, parts->a);
+    for (int i = 0; i < parts->args.len; i++) {
+      Arg *a = VEC_AT(parts->args, Arg, i);
+      if (a->kind != A_POS) diag_error(P->d, a->loc, "labeled arguments are not allowed in a comment");
+      vec_push(P->a, &e->items, a->e);
+    }
+  } else {
+    vec_push(P->a, &e->items, parts);
+  }
+  e->a = body;
+  return fin(P, e);
+}
+
+static Expr *tuple(Parser *P, Expr *a, Expr *b) {
+  if (a->kind == E_TUPLE && !a->paren) {
+    vec_push(P->a, &a->items, b);
+    return fin(P, a);
+  }
+  Expr *e = mk(P, E_TUPLE, a->loc);
+  vec_push(P->a, &e->items, a);
+  vec_push(P->a, &e->items, b);
+  return fin(P, e);
+}
+
+static Expr *seq_done(Parser *P, PtrVec *v) {
+  if (v->len == 1) return v->items[0];
+  return from_vec(P, E_SEQ, VEC_AT(*v, Expr, 0)->loc, v);
+}
+
+static Binding *mkbinding(Parser *P, Token *name, bool is_op, PtrVec *params, Expr *body) {
+  Binding *b = ANEW(P->a, Binding);
+  b->name = is_op || strcmp(name->str, "_") ? name->str : NULL;
+  b->is_operator = is_op;
+  if (params) b->params = *params;
+  b->body = body;
+  b->loc = name->loc;
+  return b;
+}
+
+static Expr *record(Parser *P, Loc loc, PtrVec *fields) {
+  Expr *e = mk(P, E_RECORD, loc);
+  Field *first = fields->items[0];
+  e->str = first->name;
+  e->a = first->e;
+  for (int i = 1; i < fields->len; i++) {
+    Field *f = fields->items[i];
+    if (!f->e) {
+      diag_error(P->d, f->loc, "record field '%s' needs a value (only the first field names the tensor)",
+                 f->name);
+      continue;
+    }
+    vec_push(P->a, &e->fields, f);
+  }
+  return fin(P, e);
+}
+
+static Item *mkitem(Parser *P, ItemKind k, Loc loc) {
+  Item *it = ANEW(P->a, Item);
+  it->kind = k;
+  it->loc = loc;
+  return it;
+}
+
+static void add_item(Parser *P, Item *it) {
+  if (it) vec_push(P->a, &P->prog->items, it);
+}
+}
+
+%token <tok> IDENT "identifier"
+%token <tok> INT "integer"
+%token <tok> FLOAT "float"
+%token <tok> STRING "string"
+%token <tok> CHARLIT "label"
+%token <tok> LABEL "~label:"
+%token <tok> LABEL_PUN "~label"
+%token <tok> OPTLABEL "?label:"
+%token <tok> OPTLABEL_PUN "?label"
+%token <tok> QUESTION "'?'"
+%token <tok> LET "'let'"
+%token <tok> TOPLET "top-level 'let'"
+%token <tok> LET_OP "'let%op'"
+%token <tok> LET_CD "'let%cd'"
+%token <tok> AND "'and'" IN "'in'" FUN "'fun'" IF "'if'" THEN "'then'" ELSE "'else'"
+%token <tok> FOR "'for'" DO "'do'" DONE "'done'" OP "'op'" FORWARD "'forward'"
+%token <tok> BACKWARD "'backward'" OPEN "'open'" TRUE "'true'" FALSE "'false'"
+%token <tok> LPAREN "'('" RPAREN "')'" LBRACKET "'['" RBRACKET "']'"
+%token <tok> LBRACKBAR "'[|'" BARRBRACKET "'|]'" LBRACE "'{'" RBRACE "'}'"
+%token <tok> SEMI "';'" SEMISEMI "';;'" COMMA "','" DOT "'.'" ARROW "'->'" EQ "'='"
+%token <tok> TILDETILDE "'~~'"
+%token <tok> PREFIXOP "prefix operator"
+%token <tok> TILDEMINUS "'~-'"
+%token <tok> MINUS "'-'"
+%token <tok> MINUSDOT "'-.'"
+%token <tok> INFIX_POW INFIX_MUL INFIX_ADD INFIX_AT INFIX_CMP BARBAR AMPAMP
+%token <tok> ASGN "assignment operator"
+
+%precedence below_SEMI
+%precedence SEMI
+%precedence THEN
+%precedence ELSE
+%right ASGN
+%left COMMA
+%right BARBAR
+%right AMPAMP
+%left INFIX_CMP EQ
+%right INFIX_AT
+%left INFIX_ADD MINUS MINUSDOT
+%left INFIX_MUL
+%right INFIX_POW
+%precedence UMINUS
+%precedence PREFIXOP
+%precedence DOT
+
+%type <e> seq_expr expr simple_expr
+%type <vec> seq_body arg_list list_items params params1 let_bindings record_fields
+%type <arg> arg
+%type <param> param
+%type <bind> let_binding
+%type <field> record_field
+%type <tok> operator field_name binding_kw
+%type <item> item
+%type <op> op_def op_params
+
+%start program
+
+%%
+
+program:
+    %empty                { P->prog = ANEW(P->a, Program); P->prog->file = P->f; }
+  | program item          { add_item(P, $2); }
+  | program SEMISEMI      { yyerrok; }
+  | program error
+  ;
+
+/* Reduced as soon as the keyword is shifted: a new item ends error recovery. */
+binding_kw:
+    TOPLET  { yyerrok; $$ = $1; }
+  | LET_OP  { yyerrok; $$ = $1; }
+  | LET_CD  { yyerrok; $$ = $1; }
+  ;
+
+item:
+    binding_kw let_bindings {
+      ItemKind k = $1->kind == T_LET_OP ? I_LET_OP : $1->kind == T_LET_CD ? I_LET_CD : I_LET;
+      $$ = mkitem(P, k, $1->loc);
+      $$->bindings = *$2;
+    }
+  | OPEN STRING           { yyerrok; $$ = mkitem(P, I_OPEN, $1->loc); $$->path = $2->str; }
+  | op_def                { $$ = mkitem(P, I_OPDEF, $1->loc); $$->op = $1; }
+  ;
+
+op_def:
+    op_params LBRACE FORWARD LBRACE seq_expr RBRACE RBRACE {
+      $$ = $1; $$->forward = $5;
+    }
+  | op_params LBRACE FORWARD LBRACE seq_expr RBRACE BACKWARD LBRACE seq_expr RBRACE RBRACE {
+      $$ = $1; $$->forward = $5; $$->backward = $9;
+    }
+  ;
+
+/* The op's slots (t1 t2 ...), labeled parameters (~spec) and its ~logic: option. */
+op_params:
+    OP IDENT              { yyerrok; $$ = ANEW(P->a, OpDef); $$->name = $2->str; $$->loc = $1->loc; }
+  | op_params IDENT       { $$ = $1; vec_push(P->a, &$$->params, mkparam(P, P_POS, $2->str, NULL, $2->loc)); }
+  | op_params LABEL_PUN   { $$ = $1; vec_push(P->a, &$$->params, mkparam(P, P_LABELED, $2->str, NULL, $2->loc)); }
+  | op_params LABEL simple_expr {
+      $$ = $1;
+      if (strcmp($2->str, "logic"))
+        diag_error(P->d, $2->loc, "unexpected option '~%s:' in an op definition (only ~logic: is allowed)", $2->str);
+      else if ($$->logic)
+        diag_error(P->d, $2->loc, "duplicate ~logic: option");
+      $$->logic = $3;
+    }
+  ;
+
+let_bindings:
+    let_binding                    { $$ = vnew(P, $1); }
+  | let_bindings AND let_binding   { $$ = $1; vec_push(P->a, $$, $3); }
+  ;
+
+let_binding:
+    IDENT params EQ seq_expr                  { $$ = mkbinding(P, $1, false, $2, $4); }
+  | LPAREN operator RPAREN params EQ seq_expr { $$ = mkbinding(P, $2, true, $4, $6); }
+  ;
+
+params:
+    %empty          { $$ = vnew(P, NULL); }
+  | params1         { $$ = $1; }
+  ;
+
+params1:
+    param           { $$ = vnew(P, $1); }
+  | params1 param   { $$ = $1; vec_push(P->a, $$, $2); }
+  ;
+
+param:
+    IDENT           { $$ = mkparam(P, P_POS, $1->str, NULL, $1->loc); }
+  | LABEL_PUN       { $$ = mkparam(P, P_LABELED, $1->str, NULL, $1->loc); }
+  | OPTLABEL_PUN    { $$ = mkparam(P, P_OPTIONAL, $1->str, NULL, $1->loc); }
+  | QUESTION LPAREN IDENT EQ expr RPAREN { $$ = mkparam(P, P_OPTIONAL, $3->str, $5, $1->loc); }
+  | LPAREN RPAREN   { $$ = mkparam(P, P_UNIT, NULL, NULL, $1->loc); }
+  ;
+
+operator:
+    INFIX_POW | INFIX_MUL | INFIX_ADD | INFIX_AT | INFIX_CMP | BARBAR | AMPAMP
+  | MINUS | MINUSDOT | EQ | PREFIXOP | TILDEMINUS
+  ;
+
+seq_expr:
+    seq_body %prec below_SEMI  { $$ = seq_done(P, $1); }
+  | seq_body SEMI              { $$ = seq_done(P, $1); }
+  ;
+
+seq_body:
+    expr %prec below_SEMI      { $$ = vnew(P, $1); }
+  | seq_body SEMI expr         { $$ = $1; vec_push(P->a, $$, $3); }
+  ;
+
+expr:
+    simple_expr                { $$ = $1; }
+  | simple_expr arg_list       { $$ = mkapp(P, $1, $2); }
+  | expr INFIX_POW expr        { $$ = binop(P, $2, $1, $3); }
+  | expr INFIX_MUL expr        { $$ = binop(P, $2, $1, $3); }
+  | expr INFIX_ADD expr        { $$ = binop(P, $2, $1, $3); }
+  | expr MINUS expr            { $$ = binop(P, $2, $1, $3); }
+  | expr MINUSDOT expr         { $$ = binop(P, $2, $1, $3); }
+  | expr INFIX_AT expr         { $$ = binop(P, $2, $1, $3); }
+  | expr INFIX_CMP expr        { $$ = binop(P, $2, $1, $3); }
+  | expr EQ expr               { $$ = binop(P, $2, $1, $3); }
+  | expr BARBAR expr           { $$ = binop(P, $2, $1, $3); }
+  | expr AMPAMP expr           { $$ = binop(P, $2, $1, $3); }
+  | expr COMMA expr            { $$ = tuple(P, $1, $3); }
+  | expr ASGN expr             { $$ = assign(P, $2, $1, $3); }
+  | MINUS expr %prec UMINUS    { $$ = negate(P, $1, $2); }
+  | MINUSDOT expr %prec UMINUS { $$ = negate(P, $1, $2); }
+  | TILDEMINUS expr %prec UMINUS { $$ = negate(P, $1, $2); }
+  | IF expr THEN expr ELSE expr  { $$ = mk2(P, E_IF, $1->loc, NULL, $2, $4); $$->c = $6; $$ = fin(P, $$); }
+  | IF expr THEN expr %prec THEN { $$ = mk2(P, E_IF, $1->loc, NULL, $2, $4); }
+  | LET let_bindings IN seq_expr {
+      $$ = mk(P, E_LET, $1->loc); $$->bindings = *$2; $$->a = $4; $$ = fin(P, $$);
+    }
+  | FUN params1 ARROW seq_expr {
+      $$ = mk(P, E_FUN, $1->loc); $$->params = *$2; $$->a = $4; $$ = fin(P, $$);
+    }
+  | FOR IDENT IN seq_expr DO seq_expr DONE { $$ = mk2(P, E_FOR, $1->loc, $2->str, $4, $6); }
+  ;
+
+arg_list:
+    arg             { $$ = vnew(P, $1); }
+  | arg_list arg    { $$ = $1; vec_push(P->a, $$, $2); }
+  ;
+
+arg:
+    simple_expr           { $$ = mkarg(P, A_POS, NULL, $1, $1->loc); }
+  | LABEL simple_expr     { $$ = mkarg(P, A_LABELED, $1->str, $2, $1->loc); }
+  | LABEL_PUN             { $$ = pun(P, A_LABELED, $1); }
+  | OPTLABEL simple_expr  { $$ = mkarg(P, A_OPTIONAL, $1->str, $2, $1->loc); }
+  | OPTLABEL_PUN          { $$ = pun(P, A_OPTIONAL, $1); }
+  ;
+
+simple_expr:
+    IDENT           { $$ = mk1(P, E_IDENT, $1->loc, $1->str, NULL); }
+  | INT             { $$ = mk(P, E_INT, $1->loc); $$->ival = $1->ival; $$ = fin(P, $$); }
+  | FLOAT           { $$ = mk(P, E_FLOAT, $1->loc); $$->fval = $1->fval; $$->str = $1->str; $$ = fin(P, $$); }
+  | STRING          { $$ = mk1(P, E_STRING, $1->loc, $1->str, NULL); }
+  | TRUE            { $$ = mk(P, E_BOOL, $1->loc); $$->ival = 1; $$ = fin(P, $$); }
+  | FALSE           { $$ = mk(P, E_BOOL, $1->loc); $$ = fin(P, $$); }
+  | CHARLIT INT     { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, mk(P, E_INT, $2->loc)); $$->a->ival = $2->ival; }
+  | CHARLIT FLOAT   {
+      Expr *n = mk(P, E_FLOAT, $2->loc); n->fval = $2->fval; n->str = $2->str;
+      $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, n);
+    }
+  | LPAREN RPAREN   { $$ = mk(P, E_UNIT, $1->loc); $$ = fin(P, $$); }
+  | LPAREN seq_expr RPAREN { $$ = $2; $$->paren = true; }
+  | LPAREN operator RPAREN { $$ = mk1(P, E_OPREF, $1->loc, $2->str, NULL); }
+  | LBRACKET RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, NULL); }
+  | LBRACKET list_items RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }
+  | LBRACKET list_items SEMI RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }
+  | LBRACKBAR BARRBRACKET { $$ = from_vec(P, E_ARRAY, $1->loc, NULL); }
+  | LBRACKBAR list_items BARRBRACKET { $$ = from_vec(P, E_ARRAY, $1->loc, $2); }
+  | LBRACKBAR list_items SEMI BARRBRACKET { $$ = from_vec(P, E_ARRAY, $1->loc, $2); }
+  | LBRACE record_fields RBRACE { $$ = record(P, $1->loc, $2); }
+  | LBRACE record_fields SEMI RBRACE { $$ = record(P, $1->loc, $2); }
+  | simple_expr DOT field_name { $$ = mk1(P, E_FIELD, $3->loc, $3->str, $1); }
+  | PREFIXOP simple_expr { $$ = mk1(P, E_UNOP, $1->loc, $1->str, $2); }
+  | TILDETILDE LPAREN seq_expr RPAREN { $$ = comment(P, $1->loc, $3); }
+  ;
+
+field_name: IDENT | FORWARD | BACKWARD ;
+
+list_items:
+    expr %prec below_SEMI      { $$ = vnew(P, $1); }
+  | list_items SEMI expr       { $$ = $1; vec_push(P->a, $$, $3); }
+  ;
+
+record_fields:
+    record_field                      { $$ = vnew(P, $1); }
+  | record_fields SEMI record_field   { $$ = $1; vec_push(P->a, $$, $3); }
+  ;
+
+record_field:
+    IDENT          { $$ = ANEW(P->a, Field); $$->name = $1->str; $$->loc = $1->loc; }
+  | IDENT EQ expr  { $$ = ANEW(P->a, Field); $$->name = $1->str; $$->loc = $1->loc; $$->e = $3; }
+  ;
+
+%%
+
+/* Every `let` without a matching `in` (lets and ins pair up like brackets; `for ... in`
+ * takes part too) at bracket depth 0 starts a top-level item. `let%op`, `let%cd`,
+ * `op`, `open` and `;;` only occur at top level: they close every open bracket, which
+ * also keeps an unclosed bracket from swallowing the rest of the file. */
+static void classify_lets(Parser *P) {
+  Token *t = P->toks.items;
+  int n = P->toks.len, depth = 0;
+  int *stack = ANEWN(P->a, int, n + 1), sp = 0;
+  for (int i = 0; i < n; i++) {
+    switch (t[i].kind) {
+    case T_LPAREN: case T_LBRACKET: case T_LBRACKBAR: case T_LBRACE: depth++; break;
+    case T_RPAREN: case T_RBRACKET: case T_BARRBRACKET: case T_RBRACE: if (depth) depth--; break;
+    case T_LET: case T_FOR: if (!depth) stack[sp++] = i; break;
+    case T_IN: if (!depth && sp) sp--; break;
+    case T_LET_OP: case T_LET_CD: case T_OP: case T_OPEN: case T_SEMISEMI: case T_YYEOF:
+      depth = 0;
+      for (int k = 0; k < sp; k++)
+        if (t[stack[k]].kind == T_LET) t[stack[k]].kind = T_TOPLET;
+      sp = 0;
+      break;
+    default: break;
+    }
+  }
+}
+
+int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P) {
+  /* Once the error limit is reached, end the input: nothing more would be printed. */
+  if (diag_full(P->d)) P->pos = P->toks.len - 1;
+  Token *t = &P->toks.items[P->pos];
+  P->last = P->pos;
+  if (P->pos < P->toks.len - 1) P->pos++;
+  lval->tok = t;
+  lloc->first_line = lloc->last_line = t->loc.line;
+  lloc->first_column = t->loc.col;
+  lloc->last_column = t->loc.col + t->len;
+  return t->kind;
+}
+
+void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg) {
+  if (!strcmp(msg, "memory exhausted")) msg = "input nested too deeply";
+  diag_error(P->d, L(P, *lloc), "%s", msg);
+}
+
+/* The token the parser is looking at, for messages. */
+static Token *lookahead(Parser *P) { return &P->toks.items[P->last]; }
+
+static const char *describe(Parser *P, const Token *t) {
+  switch (t->kind) {
+  case T_YYEOF: return "end of file";
+  case T_IDENT: return arena_printf(P->a, "identifier '%s'", t->str);
+  case T_INT: case T_FLOAT: return arena_printf(P->a, "number '%s'", t->str);
+  case T_STRING: return t->len > 40 ? "string literal" : arena_printf(P->a, "string %.*s", t->len, t->text);
+  case T_CHARLIT: return arena_printf(P->a, "label '%s'", t->str);
+  default: return arena_printf(P->a, "'%.*s'", t->len > 40 ? 40 : t->len, t->text);
+  }
+}
+
+static const char *sym_name(yysymbol_kind_t k) {
+  switch (k) {
+  case YYSYMBOL_INFIX_POW: case YYSYMBOL_INFIX_MUL: case YYSYMBOL_INFIX_ADD:
+  case YYSYMBOL_INFIX_AT: case YYSYMBOL_INFIX_CMP: case YYSYMBOL_BARBAR: case YYSYMBOL_AMPAMP:
+    return "an operator";
+  case YYSYMBOL_TOPLET: return "'let'";
+  default: return yysymbol_name(k);
+  }
+}
+
+static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
+  Token *t = lookahead(P);
+  Loc loc = L(P, *yypcontext_location(ctx));
+  enum { N = 64 };
+  yysymbol_kind_t exp[N];
+  int n = yypcontext_expected_tokens(ctx, exp, N);
+  bool want_expr = false, want_let = false;
+  for (int i = 0; i < n; i++) {
+    if (exp[i] == YYSYMBOL_LPAREN) want_expr = true;
+    if (exp[i] == YYSYMBOL_LET) want_let = true;
+  }
+  if (t->kind == T_TOPLET && want_let) {
+    diag_error(P->d, loc, "syntax error: 'let' without a matching 'in'");
+    return 0;
+  }
+  const char *what = describe(P, t);
+  if (want_expr && n > 8) {
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected an expression", what);
+  } else if (n > 0 && n <= 4) {
+    char buf[256] = "";
+    for (int i = 0; i < n; i++) {
+      if (i) strcat(buf, i == n - 1 ? " or " : ", ");
+      strncat(buf, sym_name(exp[i]), 40);
+    }
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, buf);
+  } else {
+    diag_error(P->d, loc, "syntax error: unexpected %s", what);
+  }
+  return 0;
+}
+
+Program *parse_program(Arena *a, Diag *d, const SrcFile *f) {
+  int errors = d->errors;
+  Parser P = {0};
+  P.a = a;
+  P.d = d;
+  P.f = f;
+  P.toks = lex_all(a, d, f);
+  classify_lets(&P);
+  int rc = tdsl_parse(&P);
+  if (rc || d->errors > errors || !P.prog) return NULL;
+  return P.prog;
+}

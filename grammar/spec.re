@@ -1,0 +1,157 @@
+/* spec.re: the lexer of einsum specs, and spec_parse. The mode is fixed once per spec
+ * (a ',' anywhere selects multi-character mode); after that both modes produce the
+ * same tokens, so the grammar (spec.y) does not know about modes. */
+#include <limits.h>
+#include <string.h>
+
+#include "spec.tab.h"
+
+/* The text is NUL-terminated: NUL is the sentinel for `$`. */
+/*!re2c
+  ident  = [A-Za-z_][A-Za-z0-9_]*;
+  digits = [0-9]+;
+  white  = [ \t\r\n]+;
+*/
+
+/* A token of length len at the current token start. */
+static int tok(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *end, int kind) {
+  lloc->first = (int)(p->tok - p->text);
+  lloc->last = (int)((const char *)end - p->text);
+  p->cur = (const char *)end;
+  p->last_kind = kind;
+  return kind;
+}
+
+/* Records a lexical error at the current token and returns BAD, which no rule accepts:
+ * the parser stops and keeps this message. */
+static int bad(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *end, const char *msg) {
+  tok(p, lloc, end, BAD);
+  spec_fail(p, lloc->first, msg);
+  return BAD;
+}
+
+static const char *show_char(Arena *a, unsigned char c) {
+  if (c >= 0x20 && c < 0x7f)
+    return arena_printf(a, "'%c'", c);
+  return arena_printf(a, "'\\x%02x'", c);
+}
+
+static int int_token(SpecParser *p, SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc,
+                     const unsigned char *end) {
+  long v = 0;
+  for (const char *s = p->tok; s < (const char *)end; s++) {
+    v = v * 10 + (*s - '0');
+    if (v > INT_MAX)
+      return bad(p, lloc, end,
+                 arena_printf(p->a, "index '%.*s' is too large in einsum spec",
+                              (int)((const char *)end - p->tok), p->tok));
+  }
+  lval->tok.ival = (int)v;
+  return tok(p, lloc, end, INT);
+}
+
+/* The name of `..name..` (or `..name,..`) at the current token. */
+static const char *rowvar_name(SpecParser *p) {
+  const char *s = p->tok + 2, *e = s;
+  while ((*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') ||
+         *e == '_')
+    e++;
+  return arena_strndup(p->a, s, (size_t)(e - s));
+}
+
+int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
+  const unsigned char *lim = (const unsigned char *)p->text + strlen(p->text);
+  const unsigned char *cur, *mar;
+  for (;;) {
+    p->tok = p->cur;
+    cur = (const unsigned char *)p->cur;
+    if (p->multichar) {
+      /*!re2c
+        re2c:api:style = free-form; re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur; re2c:define:YYMARKER = mar; re2c:define:YYLIMIT = lim;
+        re2c:yyfill:enable = 0; re2c:eof = 0;
+        $         { return tok(p, lloc, cur, SPEC_YYEOF); }
+        white     { p->cur = (const char *)cur; continue; }
+        "_"       { return tok(p, lloc, cur, UNDERSCORE); }
+        ident     { lval->tok.str = arena_strndup(p->a, p->tok, (size_t)((const char *)cur - p->tok));
+                    return tok(p, lloc, cur, IDENT); }
+        digits    { return int_token(p, lval, lloc, cur); }
+        digits [A-Za-z_][A-Za-z0-9_]* {
+                    return bad(p, lloc, cur, arena_printf(p->a,
+                      "invalid axis '%.*s' in einsum spec: identifiers start with a letter",
+                      (int)((const char *)cur - p->tok), p->tok)); }
+        ".." ident ".." { lval->tok.str = rowvar_name(p); return tok(p, lloc, cur, ROWVAR); }
+        ".." ident [ \t]* "," [ \t]* ".." {
+                    /* OCANNL's spelling that forces multi-character mode */
+                    lval->tok.str = rowvar_name(p); return tok(p, lloc, cur, ROWVAR); }
+        "...."    { return bad(p, lloc, cur, "row variable with an empty name in einsum spec"); }
+        "..."     { return tok(p, lloc, cur, ELLIPSIS); }
+        ","       { return tok(p, lloc, cur, COMMA); }
+        "|"       { return tok(p, lloc, cur, PIPE); }
+        "->"      { return tok(p, lloc, cur, ARROW); }
+        "=>"      { return tok(p, lloc, cur, DARROW); }
+        ";"       { return tok(p, lloc, cur, SEMI); }
+        "*"       { return tok(p, lloc, cur, STAR); }
+        "+"       { return tok(p, lloc, cur, PLUS); }
+        "=+"      { return tok(p, lloc, cur, EQPLUS); }
+        "<+"      { return tok(p, lloc, cur, LTPLUS); }
+        *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
+                      arena_printf(p->a, "unexpected character %s in einsum spec",
+                                   show_char(p->a, (unsigned char)*p->tok))); }
+      */
+    } else {
+      /* Single-character mode: one letter = one axis; a run of digits = one index. */
+      /*!re2c
+        re2c:api:style = free-form; re2c:define:YYCTYPE = "unsigned char";
+        re2c:define:YYCURSOR = cur; re2c:define:YYMARKER = mar; re2c:define:YYLIMIT = lim;
+        re2c:yyfill:enable = 0; re2c:eof = 0;
+        $         { return tok(p, lloc, cur, SPEC_YYEOF); }
+        white     { p->cur = (const char *)cur; continue; }
+        "_"       { return tok(p, lloc, cur, UNDERSCORE); }
+        [A-Za-z]  { lval->tok.str = arena_strndup(p->a, p->tok, 1);
+                    return tok(p, lloc, cur, IDENT); }
+        digits    { return int_token(p, lval, lloc, cur); }
+        ".." ident ".." { lval->tok.str = rowvar_name(p); return tok(p, lloc, cur, ROWVAR); }
+        "...."    { return bad(p, lloc, cur, "row variable with an empty name in einsum spec"); }
+        "..."     { return tok(p, lloc, cur, ELLIPSIS); }
+        "|"       { return tok(p, lloc, cur, PIPE); }
+        "->"      { return tok(p, lloc, cur, ARROW); }
+        "=>"      { return tok(p, lloc, cur, DARROW); }
+        ";"       { return tok(p, lloc, cur, SEMI); }
+        "*"       { return tok(p, lloc, cur, STAR); }
+        "+"       { return tok(p, lloc, cur, PLUS); }
+        "=+"      { return tok(p, lloc, cur, EQPLUS); }
+        "<+"      { return tok(p, lloc, cur, LTPLUS); }
+        *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
+                      arena_printf(p->a, "unexpected character %s in einsum spec",
+                                   show_char(p->a, (unsigned char)*p->tok))); }
+      */
+    }
+  }
+}
+
+Spec *spec_parse(Arena *a, const char *text, int *err_col, const char **err_msg) {
+  SpecParser p = {0};
+  p.a = a;
+  p.text = text;
+  p.cur = text;
+  p.err_col = -1;
+  p.multichar = strchr(text, ',') != NULL;
+  const char *s = text;
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+    s++;
+  if (*s == '\0') {
+    *err_col = 0;
+    *err_msg = "empty einsum spec";
+    return NULL;
+  }
+  p.spec = ANEW(a, Spec);
+  p.spec->text = arena_strdup(a, text);
+  p.spec->multichar = p.multichar;
+  if (spec_yyparse(&p) != 0 || p.err_col >= 0) {
+    *err_col = p.err_col >= 0 ? p.err_col : 0;
+    *err_msg = p.err_msg ? p.err_msg : "invalid einsum spec";
+    return NULL;
+  }
+  return p.spec;
+}

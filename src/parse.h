@@ -1,0 +1,29 @@
+/* parse.h: internals shared by the lexer (grammar/lexer.re) and the parser
+ * (grammar/parser.y). The lexer turns a whole file into a token array first, so that
+ * the parser can classify `let` tokens with unbounded lookahead (see classify_lets). */
+#ifndef TDSL_PARSE_H
+#define TDSL_PARSE_H
+
+#include "base.h"
+#include "diag.h"
+
+typedef struct Token {
+  int kind;         /* a token kind of parser.tab.h (T_...) */
+  Loc loc;
+  const char *text; /* the spelling in the source (not NUL-terminated) */
+  int len;
+  const char *str;  /* identifiers, labels, operators: the name; strings: decoded */
+  long long ival;   /* T_INT */
+  double fval;      /* T_FLOAT */
+} Token;
+
+typedef struct TokenVec {
+  Token *items;
+  int len, cap;
+} TokenVec;
+
+/* Lexes all of f; reports lexical errors to d and skips the offending text. The last
+ * token is always the end-of-file token. */
+TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f);
+
+#endif
