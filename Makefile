@@ -4,6 +4,7 @@
 #                   under ASan+UBSan); ends with "N passed, M failed"
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
+.DEFAULT_GOAL := all
 CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
@@ -11,10 +12,10 @@ PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
 
-SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c))
+SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
 Y_SRC    := $(wildcard grammar/*.y)
 GEN_C    := $(patsubst grammar/%.re,$(B)/gen/%.c,$(RE_SRC)) $(patsubst grammar/%.y,$(B)/gen/%.tab.c,$(Y_SRC))
@@ -108,16 +109,25 @@ conformance: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdsl.pc
+
+# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+$(B)/bench/bench: bench/bench.c $(rel_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
+bench: $(B)/bench/bench
+	/usr/bin/python3 bench/run.py $(B)/bench/bench
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean fuzz
+.PHONY: all check deps conformance install clean fuzz bench
 .SECONDARY:
