@@ -111,6 +111,8 @@ struct St {
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
   int depth;           /* nesting of function applications */
+  const SrcFile *main_file; /* the user's file (prelude and stdlib come first) */
+  int noted;           /* diag.errors when the last application note chain ended */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
 };
