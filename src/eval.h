@@ -186,7 +186,6 @@ bool logic_from_value(St *st, const Frame *call, Value *logic, int nargs, LogicK
 /* graph_code.c: marks (in a char array indexed by tensor id) the subgraph of t.
  * mode 0: all of it; 1: stop at tensors older than new_from unless they are
  * non-differentiable computed tensors; 2: stop at every tensor older than new_from. */
-char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from);
 
 /* eval_code.c */
 Value *eval_assign(St *st, const Frame *fr, const Expr *e);
