@@ -439,7 +439,7 @@ static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int ba
 
 /* cur >= subr (seed: solve_row_ineq). */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
-  Row *C = row_norm(s, c->r1), *S = row_norm(s, c->r2);
+  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
   if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
@@ -481,8 +481,10 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
   pair_dims(s, c, false, C->beg, S->beg, kb, 0);
   pair_dims(s, c, false, C->end + C->nend - ke, S->end + S->nend - ke, ke, -ke);
   int cb = C->nbeg - kb, sb = S->nbeg - kb, ce = C->nend - ke, se = S->nend - ke;
-  c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
-  c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  if (kb || ke) {
+    c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
+    c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  }
   Step paired = kb || ke ? PROGRESS : PENDING;
   if (C->var == S->var) {
     if (!sb && !se) return DONE;
@@ -504,7 +506,7 @@ static Step simp_total(Solver *s, Constraint *c) {
   int nunknown = 0, nvars = 0;
   DimNode *unknown = NULL;
   for (int k = 0; k < 3; k++) {
-    Row *r = row_norm(s, c->rows[k]);
+    Row *r = c->rows[k] = row_norm(s, c->rows[k]);
     if (r->var) nvars++;
     for (int pass = 0; pass < 2; pass++) {
       int n = pass ? r->nend : r->nbeg;
