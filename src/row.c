@@ -552,6 +552,7 @@ static void bounds_index(Solver *s) {
   int n = s->dims.len;
   s->up_head = realloc(s->up_head, sizeof *s->up_head * (size_t)(n + 1));
   s->up_mark = realloc(s->up_mark, sizeof *s->up_mark * (size_t)(n + 1));
+  s->up_memo = realloc(s->up_memo, sizeof *s->up_memo * (size_t)(n + 1));
   for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
   s->up_stamp = 0;
   s->up_n = 0;
@@ -572,8 +573,8 @@ static void bounds_index(Solver *s) {
 }
 
 static void bounds_free(Solver *s) {
-  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to);
-  s->up_head = s->up_mark = s->up_next = NULL;
+  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to), free(s->up_memo);
+  s->up_head = s->up_mark = s->up_next = s->up_memo = NULL;
   s->up_to = NULL;
   s->up_n = s->up_cap = 0;
 }
@@ -582,32 +583,37 @@ static void bounds_free(Solver *s) {
  * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
  * *label receives the bound's label, if any. */
 static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
-  int lub = 0;
+  if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
   s->up_mark[r->id] = s->up_stamp;
+  s->up_memo[r->id] = 0;
+  int lub = 0;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
     int b;
     if (cur->d) {
       b = cur->d;
       if (b > 1 && cur->label && label && !*label) *label = cur->label;
-    } else if (s->up_mark[cur->id] == s->up_stamp)
-      continue;
-    else
+    } else
       b = dim_lub_rec(s, cur, label);
     if (b == 0) continue;
     if (lub == 0) lub = b;
     else if (lub != b) lub = 1;
   }
+  s->up_memo[r->id] = lub;
   return lub;
 }
 
-static int dim_lub(Solver *s, DimNode *d, const char **label) {
+/* One query; `fresh` forgets the memo of earlier queries (labels are only found on a
+ * fresh walk). */
+static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
   if (label) *label = NULL;
   DimNode *r = dim_find(d);
   if (r->id >= s->dims.len || !s->up_head) return 0;
-  s->up_stamp++;
+  if (fresh) s->up_stamp++;
   return dim_lub_rec(s, r, label);
 }
+
+static int dim_lub(Solver *s, DimNode *d, const char **label) { return dim_lub_q(s, d, label, true); }
 
 static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
   for (int i = 0; i < s->cons.len; i++) {
@@ -622,10 +628,11 @@ static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
 static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
   bounds_index(s);
+  s->up_stamp++; /* one memo for the whole sweep: linear */
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (d->parent || d->d || s->up_head[d->id] < 0) continue;
-    if (dim_lub(s, d, NULL) == 1) {
+    if (dim_lub_q(s, d, NULL, false) == 1) {
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
     }
