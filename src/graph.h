@@ -101,7 +101,8 @@ struct Tensor {
 
 typedef enum LogicKind {
   LOGIC_TERMINAL,       /* lhs only; shape information comes from lhs->init and lhs->decl */
-  LOGIC_POINTWISE_UN,   /* lhs >= rhs1 */
+  LOGIC_POINTWISE_UN,   /* lhs >= rhs1; with nrhs == 0 (a fill such as `g =: 0`, `t =: !@s`,
+                           zero_grads) it constrains nothing and iterates over lhs */
   LOGIC_POINTWISE_BIN,  /* lhs >= rhs1, lhs >= rhs2: NumPy-style broadcast per row */
   LOGIC_POINTWISE_TERN, /* where */
   LOGIC_COMPOSE,        /* rhs1 * rhs2: outputs of rhs2 meet inputs of rhs1 */
@@ -206,6 +207,13 @@ struct Projections {
   int rank[4];       /* per slot: number of axes (batch + output + input) */
   AxisIndex *idx[4]; /* per slot, per axis in memory order (batch, output, input) */
 };
+
+/* The forward code of t's subgraph, in creation order (parameters, terms and constants
+ * have none): what `t.forward` denotes and `--call T.forward` runs (src/graph_code.c). */
+void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
+/* The backprop code of t's subgraph: the bwd code of its differentiable computed
+ * tensors in reverse creation order (`t.backprop`; empty if t is not differentiable). */
+void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
 
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
