@@ -108,6 +108,19 @@ Row *row_of_var(Solver *s, RowVar *v) { return row_open(s, 0, NULL, v, 0, NULL);
 
 int row_len(const Row *r) { return r->nbeg + r->nend; }
 
+/* The unsolved variable a row ends up with (NULL: closed) and its number of known
+ * axes, without building the normalized row. */
+static RowVar *row_peek(const Row *r, int *len) {
+  int n = r->nbeg + r->nend;
+  RowVar *v = r->var;
+  while (v && v->solved) {
+    n += v->solved->nbeg + v->solved->nend;
+    v = v->solved->var;
+  }
+  if (len) *len = n;
+  return v;
+}
+
 /* beg ++ solution(var) ++ end, repeatedly, until the variable is unsolved. Rows longer
  * than MAX_RANK are cut (the solver reports divergence before that matters). */
 Row *row_norm(Solver *s, Row *r) {
@@ -269,7 +282,7 @@ static Step set_dim(Solver *s, Constraint *c, DimNode *d, int n, const char *why
 }
 
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
-  DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
+  DimNode *cur = c->root1 = dim_find(c->d1), *sub = c->root2 = dim_find(c->d2);
   if (cur == sub) return DONE;
   if (sub->d) {
     if (sub->d == 1) { /* broadcast */
@@ -472,9 +485,10 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
     pair_dims(s, c, false, C->end + n - S->nend, S->end, S->nend, -S->nend);
     int m = n - S->nbeg - S->nend;
     if (m == 0) return set_row_empty(s, c, S->var) ? DONE : FAIL;
+    if (!S->nbeg && !S->nend) return PENDING; /* S's variable is bounded above by C */
     c->r1 = row_closed(s, m, C->end + S->nbeg);
     c->r2 = row_of_var(s, S->var);
-    return S->nbeg || S->nend ? PROGRESS : PENDING;
+    return PROGRESS;
   }
   /* both open: pair the common leftmost and rightmost axes, keep the rest */
   int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
@@ -642,6 +656,20 @@ static bool force_conflicting_bounds(Solver *s) {
 
 /* ---------------------------------------------------------------- fixpoint */
 
+/* A pending row inequality depends only on its (normalized) rows' variables, a dim
+ * inequality on its roots: if none was solved since, simplifying again is useless. */
+static bool unchanged(const Constraint *c) {
+  switch (c->kind) {
+  case C_ROW_INEQ:
+    return !(c->r1->var && c->r1->var->solved) && !(c->r2->var && c->r2->var->solved);
+  case C_DIM_INEQ: {
+    DimNode *a = dim_find(c->d1), *b = dim_find(c->d2);
+    return a == c->root1 && b == c->root2 && !a->d && !b->d;
+  }
+  default: return false;
+  }
+}
+
 static void compact(Solver *s) {
   int j = 0;
   for (int i = 0; i < s->cons.len; i++) {
@@ -661,9 +689,11 @@ bool solver_run(Solver *s) {
         solver_fail(s, c, "shape inference does not converge (%s vs %s)", what(c->what1), what(c->what2));
         break;
       }
+      if (c->pending && unchanged(c)) continue;
       Step r = simplify(s, c);
       if (r == DONE) c->done = true;
       if (r != PENDING) progress = true;
+      c->pending = r == PENDING;
     }
     if (s->failed) break;
     compact(s);
@@ -714,8 +744,11 @@ static void default_dim_one(Solver *s, DimNode *r) {
 static bool is_total_carrier(Solver *s, RowVar *v) {
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (!c->done && c->kind == C_TOTAL && c->total_var && row_norm(s, row_of_var(s, c->total_var))->var == v)
-      return true;
+    if (!c->done && c->kind == C_TOTAL && c->total_var) {
+      RowVar *t = c->total_var;
+      while (t && t->solved) t = t->solved->var;
+      if (t == v) return true;
+    }
   }
   return false;
 }
@@ -727,13 +760,12 @@ static int row_lub_len_rec(Solver *s, RowVar *v, char *seen) {
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
-    Row *S = row_norm(s, c->r2);
-    if (S->var != v || row_len(S)) continue;
-    Row *C = row_norm(s, c->r1);
-    int n = row_len(C);
-    if (n == 0 && C->var) {
-      if (seen[C->var->id]) continue;
-      n = row_lub_len_rec(s, C->var, seen);
+    int ns, n;
+    if (row_peek(c->r2, &ns) != v || ns) continue;
+    RowVar *cv = row_peek(c->r1, &n);
+    if (n == 0 && cv) {
+      if (seen[cv->id]) continue;
+      n = row_lub_len_rec(s, cv, seen);
       if (n < 0) continue;
     } else if (n == 0)
       continue;
