@@ -75,6 +75,12 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
     b->init.values = t->init.values;
     b->init.nvalues = t->init.nvalues;
     b->init.path = t->init.path;
+    /* A model may run from another directory than the compiler: keep files absolute. */
+    char *abs = t->init.path ? realpath(t->init.path, NULL) : NULL;
+    if (abs) {
+      b->init.path = arena_strdup(l->a, abs);
+      free(abs);
+    }
     b->init.file_elems = t->init.file_elems;
   }
   vec_push(l->a, &l->m->bufs, b);

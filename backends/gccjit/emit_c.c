@@ -213,7 +213,7 @@ void emit_c(FILE *o, const IrModule *m, bool check) {
   fputc('\n', o);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    fprintf(o, "%s tdsl_buf_%d[%ld] __attribute__((aligned(64))); /* %s */\n", ctype(m, i), i, b->size, b->name);
+    fprintf(o, "%s tdsl_buf_%d[%ld] __attribute__((aligned(64))); /* %s */\n", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
   }
   for (int i = 0; i < m->syms.len; i++)
     fprintf(o, "int tdsl_sym_%d; /* %s */\n", i, VEC_AT(m->syms, IrSym, i)->name);
@@ -245,7 +245,7 @@ void emit_header(FILE *o, const IrModule *m, const char *model) {
   fputs("_H\n\n#include <string.h>\n\nconst char *tdsl_model_meta(void);\n", o);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    fprintf(o, "extern %s tdsl_buf_%d[%ld]; /* %s [", ctype(m, i), i, b->size, b->name);
+    fprintf(o, "extern %s tdsl_buf_%d[%ld]; /* %s [", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
     for (int k = 0; k < b->rank; k++) fprintf(o, "%s%d", k ? "," : "", b->dims[k]);
     fputs("] */\n#define ", o);
     cname(o, model);
