@@ -126,7 +126,10 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
     fprintf(o, "%*s", ind * 2, "");
     switch (s->kind) {
     case S_LOOP:
-      fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
+      if (s->tile_var >= 0)
+        fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %d < %ld ? %dL*i%d + %d : %ld); i%d++) {\n", s->var, s->tile,
+                s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
+      else fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
       c_stmts(o, m, &s->body, ind + 1, check);
       fprintf(o, "%*s}\n", ind * 2, "");
       break;
