@@ -77,6 +77,22 @@ $(B)/unit-asan/%: testsuite/unit/%.c $(asan_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(WFLAGS) -O1 -g -fsanitize=address,undefined -o $@ $^ $(LDLIBS)
 
+# Fuzzing the front end (libFuzzer, clang): `make fuzz` runs for FUZZ_TIME seconds;
+# `make check` runs a short smoke over the seed corpus (testsuite/run-all.sh).
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 600
+FUZZ_SPEC := $(B)/gen/spec.c $(B)/gen/spec.tab.c src/spec_print.c
+FUZZ_SRC  := testsuite/fuzz/fuzz_parse.c src/arena.c src/diag.c src/ast_print.c \
+             $(B)/gen/lexer.c $(B)/gen/parser.tab.c $(FUZZ_SPEC)
+$(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
+fuzz: $(B)/fuzz/fuzz_parse
+	@mkdir -p $(B)/fuzz/new
+	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 \
+	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/new testsuite/fuzz/corpus
+
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/deps.sh
 	@mkdir -p $(B)
@@ -84,7 +100,7 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 
 check: deps
-	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN)
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
 
 conformance: all
@@ -113,5 +129,5 @@ bench: $(B)/bench/bench
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean bench
+.PHONY: all check deps conformance install clean fuzz bench
 .SECONDARY:

@@ -490,7 +490,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     }
     if (done[t->id]) continue;
     done[t->id] = true;
-    bool *mark = graph_subgraph(a, g, t);
+    char *mark = graph_subgraph(a, g, t, 0, 0);
     IrFunc *f = new_func(&l, arena_printf(a, "%s.forward", irbuf(&l, vb)->name), true);
     for (int k = 0; k < nt; k++)
       if (mark[k]) add_call(&l, f, fwd[k]);

@@ -43,6 +43,19 @@ run_lit() {
 run_lit plain "$PWD/$B/tdslc"
 run_lit asan "$PWD/$B/asan/tdslc"
 
+# Fuzzing smoke: the front end over the seed corpus plus a few seconds of mutations
+# (`make fuzz` runs longer). New inputs go to a scratch directory, not the corpus.
+fz=$B/fuzz/fuzz_parse
+if [ -x "$fz" ]; then
+  rm -rf $B/fuzz/smoke && mkdir -p $B/fuzz/smoke
+  if "$fz" -max_total_time=20 -timeout=10 -max_len=8192 -artifact_prefix=$B/fuzz/smoke/ \
+       $B/fuzz/smoke testsuite/fuzz/corpus > $B/fuzz/smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "fuzz smoke: passed"
+  else
+    fail=$((fail + 1)); echo "FAIL: fuzz smoke (see $B/fuzz/smoke.log)"; tail -n 30 $B/fuzz/smoke.log
+  fi
+fi
+
 # The shared conformance suite's expectations at -O0, -O3 and in double precision.
 out=$(sh testsuite/conformance/run-flags.sh "$PWD/$B/tdslc" 2>&1)
 echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40
