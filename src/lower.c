@@ -428,6 +428,34 @@ static void lower_code(L *l, IrFunc *f, const Code *c) {
   for (int i = 0; i < c->asgns.len; i++) lower_asgn(l, f, &f->body, c->asgns.items[i]);
 }
 
+static void add_call(L *l, IrFunc *f, int callee);
+
+/* Does code[at..] start with all of run? */
+static bool starts_with(const Code *code, int at, const Code *run) {
+  if (!run->asgns.len || run->asgns.len > code->asgns.len - at) return false;
+  for (int k = 0; k < run->asgns.len; k++)
+    if (code->asgns.items[at + k] != run->asgns.items[k]) return false;
+  return true;
+}
+
+/* A routine's code is mostly whole tensors' forward and backprop code (grad_update,
+ * t.forward): those runs become calls of the tensor's function instead of copies,
+ * which keeps the module (and gcc's compile time) linear in the model. */
+static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const int *bwd) {
+  for (int i = 0; i < c->asgns.len;) {
+    int callee = -1, len = 0;
+    for (int t = 0; t < l->g->tensors.len && callee < 0; t++) {
+      Tensor *u = VEC_AT(l->g->tensors, Tensor, t);
+      if (fwd[t] >= 0 && starts_with(c, i, &u->fwd)) callee = fwd[t], len = u->fwd.asgns.len;
+      else if (bwd[t] >= 0 && starts_with(c, i, &u->bwd)) callee = bwd[t], len = u->bwd.asgns.len;
+    }
+    if (callee >= 0) {
+      add_call(l, f, callee);
+      i += len;
+    } else lower_asgn(l, f, &f->body, c->asgns.items[i++]);
+  }
+}
+
 static void add_call(L *l, IrFunc *f, int callee) {
   if (callee < 0) return;
   Stmt *s = new_stmt(l, S_CALL);
@@ -474,7 +502,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   for (int i = 0; i < g->routines.len; i++) {
     Routine *r = VEC_AT(g->routines, Routine, i);
     IrFunc *f = new_func(&l, r->name, true);
-    lower_code(&l, f, &r->code);
+    lower_routine(&l, f, &r->code, fwd, bwd);
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);
