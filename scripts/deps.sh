@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing tdslc needs (Debian 12), only if missing.
 set -e
-pkgs="gcc make re2c bison libgccjit-12-dev llvm-14-tools clang libclang-rt-14-dev python3 python3-numpy"
+pkgs="gcc make re2c bison libgccjit-12-dev llvm-14-tools clang libclang-rt-14-dev python3 python3-numpy python3-torch"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
