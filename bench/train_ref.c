@@ -2,6 +2,7 @@
  * loops compiled with -O3: 2-H-H-1 MLP with ReLU, hinge loss relu(1 - y*out) averaged
  * over the batch, backprop, SGD with weight decay. The reference tdslc is compared with.
  *   usage: train_ref BATCH HIDDEN [SECONDS]   prints "steps/s N" and the last loss */
+#define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* train_tdsl.c: times the train_step routine of a compiled bench/train_b*_h*.tdsl model
  * through the tdsl.h runtime, on the same data as train_ref.c.
  *   usage: train_tdsl MODEL.so BATCH [SECONDS]   prints "steps/s N" and the last loss */
+#define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
