@@ -15,7 +15,8 @@ and compares the gradients that tdslc computes
 with three independent oracles:
 
   torch  PyTorch (float64) on the same values:  |got - want| <= 1e-9 * max(|want|, scale)
-  fd     central finite differences of the loss that tdslc computes in double precision,
+  fd     central finite differences of the loss that tdslc computes in double precision
+         (at -O0: these runs only evaluate the forward pass, and compile faster),
          Richardson-extrapolated from h = 2^-8 and 2^-9 (error O(h^4)):
                                                  |got - want| <= 1e-6 * max(|want|, scale)
   expect gradients computed by hand (max-accumulation ties, LANGUAGE.md section 9.7,
@@ -109,8 +110,10 @@ class Checker:
                 self.failed += 1
                 print("FAIL %s: %s" % (name, err), flush=True)
 
-    def tdslc(self, case, d, extra, prints, call=True, precision="double"):
+    def tdslc(self, case, d, extra, prints, call=True, precision="double", opt=None):
         cmd = [self.args.tdslc, "--run", case.name + ".tdsl"]
+        if opt:
+            cmd.append(opt)
         if precision:
             cmd.append("--precision=" + precision)
         for k, v in case.sets.items():
@@ -180,7 +183,8 @@ class Checker:
         assert np.array_equal(v32.astype(np.float64), vals), "perturbed value not exact in float32"
         path = os.path.join(d, "%s.%s.bin" % (pname, tag))
         v32.astype("<f4").tofile(path)
-        out, err = self.tdslc(case, d, ["--load", "%s=%s" % (pname, os.path.basename(path))], ["loss"], call=False)
+        out, err = self.tdslc(case, d, ["--load", "%s=%s" % (pname, os.path.basename(path))], ["loss"], call=False,
+                              opt=self.args.fd_opt)
         if err:
             raise RuntimeError(err)
         if "loss" not in out:
@@ -282,7 +286,9 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=int, default=60)
-    ap.add_argument("--fd-elems", type=int, default=6)
+    ap.add_argument("--fd-elems", type=int, default=3)
+    ap.add_argument("--fd-opt", default="-O0",
+                    help="optimization flag for the finite-difference (forward only) runs")
     ap.add_argument("--no-fd", action="store_true")
     ap.add_argument("--no-f32", action="store_true")
     ap.add_argument("--workdir", default=None, help="keep the generated models here")
