@@ -133,6 +133,8 @@ class Checker:
             f.write(case.source())
         if case.kind == "load":
             return self.check_load(case, d)
+        if case.sgd:
+            return self.check_sgd(case, d)
         names = list(case.params)
         prints = ["loss"] + [n + ".grad" for n in names]
         out, err = self.tdslc(case, d, [], prints)
@@ -237,6 +239,23 @@ class Checker:
             return "tdslc failed: %s" % e
         return "; ".join(errs) if errs else None
 
+    def check_sgd(self, case, d):
+        """sgd_update: the parameters after `steps` calls of step (momentum buffers start at 0)."""
+        names = list(case.params)
+        out, err = self.tdslc(case, d, ["--call", "step"] * (case.sgd["steps"] - 1), names)
+        if err:
+            return self.report(case.name + "/sgd", "tdslc failed: " + err)
+        want = case.torch_sgd()
+        errs = []
+        for n in names:
+            if n not in out:
+                errs.append("tdslc printed no " + n)
+                continue
+            e = close(out[n]["values"], want[n], 1e-9, float(np.abs(want[n]).max()))
+            if e:
+                errs.append("%s: %s" % (n, e))
+        self.report(case.name + "/sgd", "; ".join(errs) if errs else None)
+
     def check_load(self, case, d):
         """--load runs after init and overrides a parameter's literal initializer."""
         (pname, p), = case.params.items()
@@ -255,7 +274,7 @@ def selftest(sel, fd_elems):
     import torch
     bad = 0
     for c in sel:
-        if c.torch is None:
+        if c.torch is None or not c.fd or c.sgd:
             continue
         tl, tg = c.torch_grads()
 
