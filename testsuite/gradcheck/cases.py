@@ -62,7 +62,7 @@ class P:
 
 class Case:
     def __init__(self, name, body, params, out, torch=None, consts="", sets=None, fd=True,
-                 expect=None, kind="grad", sgd=None):
+                 expect=None, kind="grad", sgd=None, must_fail=False):
         self.name = name
         self.body = body
         self.params = params
@@ -72,6 +72,7 @@ class Case:
         self.sets = sets or {}
         self.fd = fd and expect is None
         self.kind = kind
+        self.must_fail = must_fail  # a negative control: every check must detect the error
         self.sgd = sgd  # dict(lr, wd, momentum, nesterov, steps): check the update instead
         n = int(np.prod(self.out_shape))
         self.wts = weights(n).reshape(self.out_shape)
@@ -405,6 +406,19 @@ for name, kw in (("sgd_plain", dict(lr=0.5, wd=0.0, momentum=0.0, nesterov=False
                  ("sgd_momentum", dict(lr=0.25, wd=0.125, momentum=0.5, nesterov=False, steps=3)),
                  ("sgd_nesterov", dict(lr=0.25, wd=0.0, momentum=0.75, nesterov=True, steps=3))):
     case(name, SGD_BODY, SGD_PARAMS(), ("bo", (4, 2)), SGD_TORCH, consts="let%%op xs = %s" % lit(XS43, "bo"), sgd=kw)
+
+# ---- user-defined operations (section 6), and a negative control ---------------------
+case("user_op", """op mysq t1 ~logic:"." {
+  forward { v =: v1 * v1 }
+  backward { g1 =+ g * v1; g1 =+ v1 * g }
+}
+let%op f = mysq $a""", {"a": P(R((3,), seed=170), "o")}, ("o", (3,)), lambda t: t["a"] * t["a"])
+# The backward misses the factor 2: torch, f32 and fd must all report it (PASS = detected).
+case("negative_control", """op badsq t1 ~logic:"." {
+  forward { v =: v1 * v1 }
+  backward { g1 =+ g * v1 }
+}
+let%op f = badsq $a""", {"a": P(R((3,), seed=171), "o")}, ("o", (3,)), lambda t: t["a"] * t["a"], must_fail=True)
 
 # ---- --load runs after init and overrides a parameter's initializer ---------------
 case("load_overrides_init", "let%op f = $a", {"a": P([1.0, -2.0, 0.5], "o")}, ("o", (3,)), kind="load")

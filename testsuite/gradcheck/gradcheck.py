@@ -126,6 +126,16 @@ class Checker:
         cmd.append("--json")
         return run(cmd, d, self.args.timeout)
 
+    def rep(self, case, name, err):
+        """Reports a check; for a negative control, a detected error is the pass."""
+        if case.must_fail:
+            name += "(must fail)"
+            if err is None:
+                err = "the oracle did not detect the wrong backward"
+            elif not err.startswith("tdslc"):  # a failing tdslc run detects nothing
+                err = None
+        self.report(name, err)
+
     def check_case(self, case):
         d = os.path.join(self.args.workdir, case.name)
         os.makedirs(d, exist_ok=True)
@@ -140,32 +150,32 @@ class Checker:
         out, err = self.tdslc(case, d, [], prints)
         if err:
             for chk in case.checks():
-                self.report(case.name + "/" + chk, "tdslc failed: " + err)
+                self.rep(case, case.name + "/" + chk, "tdslc failed: " + err)
             return
         missing = [p for p in prints if p not in out]
         if missing:
             for chk in case.checks():
-                self.report(case.name + "/" + chk, "tdslc printed no %s" % ", ".join(missing))
+                self.rep(case, case.name + "/" + chk, "tdslc printed no %s" % ", ".join(missing))
             return
         got = {n: np.array(out[n + ".grad"]["values"], dtype=np.float64) for n in names}
         loss = float(out["loss"]["values"][0])
         if case.expect is not None:
-            self.report(case.name + "/expect", self.compare(case, loss, got, case.expect_loss, case.expect, 1e-12, exact_scale=True))
+            self.rep(case, case.name + "/expect", self.compare(case, loss, got, case.expect_loss, case.expect, 1e-12, exact_scale=True))
         if case.torch is not None:
             tl, tg = case.torch_grads()
-            self.report(case.name + "/torch", self.compare(case, loss, got, tl, tg, 1e-9))
+            self.rep(case, case.name + "/torch", self.compare(case, loss, got, tl, tg, 1e-9))
             if not self.args.no_f32:
                 out32, err = self.tdslc(case, d, [], prints, precision=None)
                 if err:
-                    self.report(case.name + "/f32", "tdslc failed: " + err)
+                    self.rep(case, case.name + "/f32", "tdslc failed: " + err)
                 else:
                     g32 = {n: np.array(out32[n + ".grad"]["values"]) for n in names if n + ".grad" in out32}
                     if len(g32) != len(names) or "loss" not in out32:
-                        self.report(case.name + "/f32", "tdslc printed no loss or gradient")
+                        self.rep(case, case.name + "/f32", "tdslc printed no loss or gradient")
                     else:
-                        self.report(case.name + "/f32", self.compare(case, float(out32["loss"]["values"][0]), g32, tl, tg, 1e-4))
+                        self.rep(case, case.name + "/f32", self.compare(case, float(out32["loss"]["values"][0]), g32, tl, tg, 1e-4))
         if case.fd and not self.args.no_fd:
-            self.report(case.name + "/fd", self.check_fd(case, d, got))
+            self.rep(case, case.name + "/fd", self.check_fd(case, d, got))
 
     def compare(self, case, loss, got, want_loss, want, rtol, exact_scale=False):
         errs = []
@@ -244,7 +254,7 @@ class Checker:
         names = list(case.params)
         out, err = self.tdslc(case, d, ["--call", "step"] * (case.sgd["steps"] - 1), names)
         if err:
-            return self.report(case.name + "/sgd", "tdslc failed: " + err)
+            return self.rep(case, case.name + "/sgd", "tdslc failed: " + err)
         want = case.torch_sgd()
         errs = []
         for n in names:
@@ -254,7 +264,7 @@ class Checker:
             e = close(out[n]["values"], want[n], 1e-9, float(np.abs(want[n]).max()))
             if e:
                 errs.append("%s: %s" % (n, e))
-        self.report(case.name + "/sgd", "; ".join(errs) if errs else None)
+        self.rep(case, case.name + "/sgd", "; ".join(errs) if errs else None)
 
     def check_load(self, case, d):
         """--load runs after init and overrides a parameter's literal initializer."""
@@ -263,10 +273,10 @@ class Checker:
         newv.astype("<f4").tofile(os.path.join(d, "p.bin"))
         out, err = self.tdslc(case, d, ["--load", pname + "=p.bin"], [pname, "loss"], call=False)
         if err:
-            return self.report(case.name + "/load", "tdslc failed: " + err)
+            return self.rep(case, case.name + "/load", "tdslc failed: " + err)
         want_loss = float((newv.astype(np.float64) * case.wts.ravel()).sum())
         e = close(out[pname]["values"], newv, 0, 0) or close([float(out["loss"]["values"][0])], [want_loss], 1e-12, 1)
-        self.report(case.name + "/load", e)
+        self.rep(case, case.name + "/load", e)
 
 
 def selftest(sel, fd_elems):
@@ -274,7 +284,7 @@ def selftest(sel, fd_elems):
     import torch
     bad = 0
     for c in sel:
-        if c.torch is None or not c.fd or c.sgd:
+        if c.torch is None or not c.fd or c.sgd or c.must_fail:
             continue
         tl, tg = c.torch_grads()
 
