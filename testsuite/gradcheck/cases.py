@@ -420,5 +420,22 @@ case("negative_control", """op badsq t1 ~logic:"." {
 }
 let%op f = badsq $a""", {"a": P(R((3,), seed=171), "o")}, ("o", (3,)), lambda t: t["a"] * t["a"], must_fail=True)
 
+# ---- convolutions: channels and batch, strides, dilation -----------------------------
+CIMG = R((2, 5, 5, 2), seed=180)
+F_ = lambda: torch.nn.functional  # noqa: E731
+case("conv_channels", 'let%op f = img +* "... | 2*oh<+kh, 2*ow<+kw, ..ic..; kh, kw, ..ic.. -> ..oc.. => ... | oh, ow, ..oc.." $k',
+     {"k": P(R((3, 3, 3, 2), seed=181), "oiii")}, ("booo", (2, 2, 2, 3)),
+     lambda t: F_().conv2d(T(CIMG).permute(0, 3, 1, 2), t["k"].permute(0, 3, 1, 2), stride=2).permute(0, 2, 3, 1),
+     consts="let%%op img = %s" % lit(CIMG, "booo"))
+case("conv_dilated_valid", 'let%op f = $x +* "o<+2*k; k => o" $w', {"x": P(R((7,), seed=182), "o"), "w": P(R((3,), seed=183), "o")},
+     ("o", (3,)), lambda t: F_().conv1d(t["x"][None, None], t["w"][None, None], dilation=2)[0, 0])
+case("conv_strided_padded", 'let%op f = $x +* "2*o=+k; k => o" $w', {"x": P(R((6,), seed=184), "o"), "w": P(R((3,), seed=185), "o")},
+     ("o", (3,)), lambda t: F_().conv1d(t["x"][None, None], t["w"][None, None], stride=2, padding=1)[0, 0])
+PIMG = distinct_max((2, 4, 4, 1), 186, lambda v: gap_ok(v.reshape(2, 2, 2, 2, 2, 1).transpose(0, 1, 3, 5, 2, 4).reshape(2, 2, 2, 1, 4), 4))
+case("maxpool_batch_channels", 'let%op f = $x @^+ "... | 2*oh<+wh, 2*ow<+ww, ..c..; wh, ww => ... | oh, ow, ..c.." win',
+     {"x": P(PIMG, "booo")}, ("booo", (2, 2, 2, 1)),
+     lambda t: F_().max_pool2d(t["x"].permute(0, 3, 1, 2), 2).permute(0, 2, 3, 1),
+     consts="let%op win = [ [ 0.; 0. ]; [ 0.; 0. ] ]")
+
 # ---- --load runs after init and overrides a parameter's initializer ---------------
 case("load_overrides_init", "let%op f = $a", {"a": P([1.0, -2.0, 0.5], "o")}, ("o", (3,)), kind="load")
