@@ -4,6 +4,7 @@
 #                   under ASan+UBSan); ends with "N passed, M failed"
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
+.DEFAULT_GOAL := all
 CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
@@ -11,10 +12,10 @@ PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
 
-SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c))
+SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
 Y_SRC    := $(wildcard grammar/*.y)
 GEN_C    := $(patsubst grammar/%.re,$(B)/gen/%.c,$(RE_SRC)) $(patsubst grammar/%.y,$(B)/gen/%.tab.c,$(Y_SRC))
@@ -76,6 +77,22 @@ $(B)/unit-asan/%: testsuite/unit/%.c $(asan_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(WFLAGS) -O1 -g -fsanitize=address,undefined -o $@ $^ $(LDLIBS)
 
+# Fuzzing the front end (libFuzzer, clang): `make fuzz` runs for FUZZ_TIME seconds;
+# `make check` runs a short smoke over the seed corpus (testsuite/run-all.sh).
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 600
+FUZZ_SPEC := $(B)/gen/spec.c $(B)/gen/spec.tab.c src/spec_print.c
+FUZZ_SRC  := testsuite/fuzz/fuzz_parse.c src/arena.c src/diag.c src/ast_print.c \
+             $(B)/gen/lexer.c $(B)/gen/parser.tab.c $(FUZZ_SPEC)
+$(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
+fuzz: $(B)/fuzz/fuzz_parse
+	@mkdir -p $(B)/fuzz/new
+	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 \
+	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/new testsuite/fuzz/corpus
+
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/deps.sh
 	@mkdir -p $(B)
@@ -83,7 +100,7 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 
 check: deps
-	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN)
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
 
 conformance: all
@@ -92,13 +109,22 @@ conformance: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdsl.pc
+
+# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+$(B)/bench/bench: bench/bench.c $(rel_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
+bench: $(B)/bench/bench
+	/usr/bin/python3 bench/run.py $(B)/bench/bench
 
 # The demo: dependencies, the compiler, a local install (build/prefix), then the moons
 # and micrograd samples built from their two-line Makefiles against that install.
@@ -120,5 +146,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean demo bench bench-train
+.PHONY: all check deps conformance install clean demo bench bench-train fuzz
 .SECONDARY:

@@ -7,6 +7,9 @@ B=build
 LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
 pass=0
 fail=0
+# libgccjit leaks internally; LeakSanitizer ignores it (the lit config does the same).
+LSAN_OPTIONS="suppressions=$PWD/testsuite/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 
 for kind in unit unit-asan; do
   for t in $B/$kind/test_*; do
@@ -39,6 +42,29 @@ run_lit() {
 }
 run_lit plain "$PWD/$B/tdslc"
 run_lit asan "$PWD/$B/asan/tdslc"
+
+# Fuzzing smoke: the front end over the seed corpus plus a few seconds of mutations
+# (`make fuzz` runs longer). New inputs go to a scratch directory, not the corpus.
+fz=$B/fuzz/fuzz_parse
+if [ -x "$fz" ]; then
+  rm -rf $B/fuzz/smoke && mkdir -p $B/fuzz/smoke
+  if "$fz" -max_total_time=20 -timeout=10 -max_len=8192 -artifact_prefix=$B/fuzz/smoke/ \
+       $B/fuzz/smoke testsuite/fuzz/corpus > $B/fuzz/smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "fuzz smoke: passed"
+  else
+    fail=$((fail + 1)); echo "FAIL: fuzz smoke (see $B/fuzz/smoke.log)"; tail -n 30 $B/fuzz/smoke.log
+  fi
+fi
+
+# The shared conformance suite's expectations at -O0, -O3 and in double precision.
+out=$(sh testsuite/conformance/run-flags.sh "$PWD/$B/tdslc" 2>&1)
+echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40
+p=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+f=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+if [ -z "$p" ]; then p=0; f=1; echo "$out" | tail -n 5; fi
+echo "conformance (-O0, -O3, double): $p passed, $f failed"
+pass=$((pass + p))
+fail=$((fail + f))
 
 # Counted parts that print their own "N passed, M failed" last line.
 run_part() {
