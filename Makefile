@@ -126,8 +126,25 @@ $(B)/bench/bench: bench/bench.c $(rel_LIB)
 bench: $(B)/bench/bench
 	/usr/bin/python3 bench/run.py $(B)/bench/bench
 
+# The demo: dependencies, the compiler, a local install (build/prefix), then the moons
+# and micrograd samples built from their two-line Makefiles against that install.
+DEMO_PREFIX := $(CURDIR)/$(B)/prefix
+demo: deps
+	$(MAKE) all
+	$(MAKE) install PREFIX=$(DEMO_PREFIX)
+	rm -rf $(B)/demo && mkdir -p $(B)/demo && cp -r samples/moons samples/micrograd $(B)/demo/
+	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/micrograd
+	cd $(B)/demo/micrograd && ./micrograd
+	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/moons
+	cd $(B)/demo/moons && ./moons
+
+# Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
+bench-train: all
+	sh bench/train.sh
+bench: bench-train
+
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean fuzz bench
+.PHONY: all check deps conformance install clean demo bench bench-train fuzz
 .SECONDARY:
