@@ -14,6 +14,15 @@ CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
+# The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
+# tdslc still builds and --backend=cuda reports that it is unavailable.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/nvrtc.h),)
+CPPFLAGS_ALL += -DTDSL_HAVE_NVRTC -isystem $(CUDA_HOME)/include -Ibackends/cuda
+LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc
+else
+CPPFLAGS_ALL += -Ibackends/cuda
+endif
 
 SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
