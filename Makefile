@@ -2,6 +2,7 @@
 #   make            build build/tdslc and the runtime
 #   make check      install dependencies if missing, build, run every test (plain and
 #                   under ASan+UBSan); ends with "N passed, M failed"
+#   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 .DEFAULT_GOAL := all
@@ -96,6 +97,11 @@ check: deps
 	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN)
 	sh testsuite/run-all.sh
 
+# On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
+# both backends (says so and succeeds without a GPU).
+check-gpu: all $(B)/unit/test_cuda_emulate
+	B=$(B) sh testsuite/cuda/check-gpu.sh
+
 conformance: all
 	../shared/conformance/run --tdslc $(B)/tdslc
 
@@ -113,5 +119,5 @@ install: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean
+.PHONY: all check check-gpu deps conformance install clean
 .SECONDARY:

@@ -1,5 +1,6 @@
 /* cuda.c: the --backend=cuda driver: --emit-cuda prints the kernels, --emit-ptx writes
  * NVRTC's PTX to -o, otherwise the PTX goes into a .so/.o with the host routines. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctx.h"
@@ -37,8 +38,13 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
 }
 
 gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
-  if (!toolkit()) return NULL;
+  /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
+   * PTX, so it works in a build without the toolkit too. */
+  const char *emu = getenv("TDSL_CUDA_EMULATE");
+  bool emulated = emu && *emu && !cuda_available();
+  if (!emulated && !toolkit()) return NULL;
   CudaPlan *p = cuda_plan(&c->arena, m);
-  char *ptx = cuda_ptx(&c->arena, p->src, c->opt.arch ? c->opt.arch : "sm_80");
+  char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
+                       : cuda_ptx(&c->arena, p->src, c->opt.arch ? c->opt.arch : "sm_80");
   return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;
 }
