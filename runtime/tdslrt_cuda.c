@@ -72,6 +72,7 @@ struct tdsl_cuda {
   bool have_ctx;
   int nbufs, nsyms, nkernels;
   CBuf *bufs;
+  CUdeviceptr scratch; /* for split reductions (the 'x' argument) */
   int **syms;
   CKernel *kernels;
   void **ctx_slot; /* the model's tdsl_cuda_ctx */
@@ -189,7 +190,10 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
     p++;
     int id, used = 0;
     long v;
-    if (sscanf(p, "buf %d %ld", &id, &v) == 2 && nb < cu->nbufs) {
+    if (sscanf(p, "scratch %ld", &v) == 1 && !cu->scratch) {
+      CUresult r = cu->d.MemAlloc(&cu->scratch, (size_t)v);
+      if (r) return say(err, n, "cuda model: cannot allocate %ld bytes of device memory: %s", v, cu_str(cu, r));
+    } else if (sscanf(p, "buf %d %ld", &id, &v) == 2 && nb < cu->nbufs) {
       CBuf *b = &cu->bufs[nb++];
       b->bytes = (size_t)v;
       b->state = HOST_NEWER;
@@ -208,7 +212,8 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
         q += len;
         int idx = k->args[i].index;
         if (k->args[i].kind == 's' && idx >= cu->nsyms) cu->nsyms = idx + 1;
-        if (k->args[i].kind != 's' && (idx < 0 || idx >= cu->nbufs)) return say(err, n, "cuda model: bad kernel table");
+        if ((k->args[i].kind == 'b' || k->args[i].kind == 'w') && (idx < 0 || idx >= cu->nbufs))
+          return say(err, n, "cuda model: bad kernel table");
       }
       CUresult r = cu->d.ModuleGetFunction(&k->fn, cu->mod, name);
       if (r) return say(err, n, "cuda model: kernel %s: %s", name, cu_str(cu, r));
@@ -258,6 +263,11 @@ static void launch(void *ctx, int k) {
     if (a->kind == 's') {
       ints[i] = *cu->syms[a->index];
       params[i] = &ints[i];
+      continue;
+    }
+    if (a->kind == 'x') {
+      ptrs[i] = cu->scratch;
+      params[i] = &ptrs[i];
       continue;
     }
     if (to_device(cu, &cu->bufs[a->index])) return;
@@ -333,6 +343,7 @@ void tdsl_cuda_close(tdsl_cuda *cu) {
   if (cu->have_ctx) cu->d.CtxSetCurrent(cu->ctx);
   for (int i = 0; i < cu->nbufs; i++)
     if (cu->bufs[i].dev) cu->d.MemFree(cu->bufs[i].dev);
+  if (cu->scratch) cu->d.MemFree(cu->scratch);
   for (int i = 0; i < cu->nkernels; i++) free(cu->kernels[i].args);
   if (cu->mod) cu->d.ModuleUnload(cu->mod);
   if (cu->have_ctx) cu->d.DevicePrimaryCtxRelease(cu->dev);

@@ -6,9 +6,11 @@
  * A cuda model exports the symbols of a CPU model (tdsl_buf_N are host mirrors of the
  * device buffers, tdsl_sym_N, tdsl_fn_N, tdsl_model_meta) plus
  *   char tdsl_cuda_ptx[]     the PTX text
- *   char tdsl_cuda_meta[]    "tdslcuda 1", then per buffer "buf ID BYTES" and per kernel
+ *   char tdsl_cuda_meta[]    "tdslcuda 1", "scratch BYTES" when split reductions need
+ *                            scratch memory, per buffer "buf ID BYTES" and per kernel
  *                            "kernel ID NAME THREADS NARGS ARG..." where ARG is bN (a
- *                            buffer read), wN (a buffer written) or sN (index symbol)
+ *                            buffer read), wN (a buffer written), sN (index symbol) or
+ *                            x0 (the scratch buffer)
  *   void *tdsl_cuda_ctx      set by the runtime at open
  *   void (*tdsl_cuda_launch)(void *ctx, int kernel)   set by the runtime at open
  * A routine is a sequence of tdsl_cuda_launch calls and calls of other routines. */
@@ -24,7 +26,7 @@
 enum { CUDA_BLOCK = 256 };
 
 typedef struct CudaArg {
-  char kind;  /* 'b' buffer read only, 'w' buffer written, 's' index symbol */
+  char kind;  /* 'b' buffer read only, 'w' buffer written, 's' index symbol, 'x' scratch */
   int index;
 } CudaArg;
 

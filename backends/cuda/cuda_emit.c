@@ -27,6 +27,9 @@ typedef struct E {
   CudaPlan *p;
   char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
   bool *sym;  /* per kernel: symbol used */
+  const Stmt *to_acc; /* a split reduction: this store accumulates into the local acc */
+  long scratch;       /* bytes of scratch the split reductions need */
+  Elem scratch_elem;  /* of the kernel being emitted */
 } E;
 
 static const IrBuf *ebuf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
@@ -70,8 +73,11 @@ static void use_stmt(E *e, const Stmt *s) {
 
 /* ---- which chain loops may run in parallel ---- */
 
+/* Stores of the nest; a fill or call inside a nest (the lowering makes none) is
+ * collected as NULL: such a nest runs in one thread. */
 static void collect_stores(const Stmt *s, PtrVec *out, Arena *a) {
   if (s->kind == S_STORE) vec_push(a, out, (void *)s);
+  if (s->kind == S_FILL || s->kind == S_CALL) vec_push(a, out, NULL);
   if (s->kind == S_LOOP || s->kind == S_IF)
     for (int i = 0; i < s->body.len; i++) collect_stores(s->body.items[i], out, a);
 }
@@ -120,6 +126,8 @@ static bool loads_own_cells(const IrExpr *x, const PtrVec *stores) {
 }
 
 static bool nest_parallelizable(const PtrVec *stores) {
+  for (int i = 0; i < stores->len; i++)
+    if (!stores->items[i]) return false;
   for (int i = 0; i < stores->len; i++) {
     const Stmt *s = stores->items[i];
     for (int k = 0; k < stores->len; k++) {
@@ -235,6 +243,17 @@ static void c_expr(E *e, const IrExpr *x, bool f32) {
   c_args(e, x, f32);
 }
 
+/* accum(lhs, rhs) where lhs is a local and rhs an expression (or text). */
+static void c_accum(E *e, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text) {
+  FILE *o = e->o;
+  const char *in = infix(op);
+  if (in) fprintf(o, "(%s %s ", lhs, in);
+  else fprintf(o, "tdsl_op_%s_%s(%s, ", op_info[op].name, f32 ? "f32" : "f64", lhs);
+  if (rhs) c_expr(e, rhs, f32);
+  else fputs(rhs_text, o);
+  fputc(')', o);
+}
+
 /* ---- statements ---- */
 
 static void indent(E *e, int ind) { fprintf(e->o, "%*s", ind * 2, ""); }
@@ -270,6 +289,12 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
   case S_STORE: {
     bool f32 = ebuf(e, s->dst.buf)->elem == ELEM_F32;
     indent(e, ind);
+    if (s == e->to_acc) {
+      fputs("acc = ", o);
+      c_accum(e, s->accum, f32, "acc", s->val, NULL);
+      fputs(";\n", o);
+      break;
+    }
     fprintf(o, "b%d[", s->dst.buf);
     c_aff(o, &s->dst.flat);
     fputs("] = ", o);
@@ -299,20 +324,31 @@ static void c_stmts(E *e, const PtrVec *body, int ind) {
 
 /* ---- kernels ---- */
 
-static CudaKernel *new_kernel(E *e, const Stmt *s) {
+static void begin_args(E *e) {
+  memset(e->arg, 0, (size_t)e->m->bufs.len);
+  memset(e->sym, 0, sizeof(bool) * (size_t)e->m->syms.len);
+}
+
+/* A kernel whose arguments are the buffers and symbols marked since begin_args, then
+ * the scratch buffer if asked. */
+static CudaKernel *finish_kernel(E *e, bool scratch) {
   CudaKernel *k = ANEW(e->a, CudaKernel);
   k->id = e->p->kernels.len;
   k->name = arena_printf(e->a, "k%d", k->id);
-  memset(e->arg, 0, (size_t)e->m->bufs.len);
-  memset(e->sym, 0, sizeof(bool) * (size_t)e->m->syms.len);
-  use_stmt(e, s);
-  k->args = ANEWN(e->a, CudaArg, e->m->bufs.len + e->m->syms.len + 1);
+  k->args = ANEWN(e->a, CudaArg, e->m->bufs.len + e->m->syms.len + 2);
   for (int b = 0; b < e->m->bufs.len; b++)
     if (e->arg[b]) k->args[k->nargs++] = (CudaArg){e->arg[b], b};
   for (int i = 0; i < e->m->syms.len; i++)
     if (e->sym[i]) k->args[k->nargs++] = (CudaArg){'s', i};
+  if (scratch) k->args[k->nargs++] = (CudaArg){'x', 0};
   vec_push(e->a, &e->p->kernels, k);
   return k;
+}
+
+static CudaKernel *new_kernel(E *e, const Stmt *s) {
+  begin_args(e);
+  use_stmt(e, s);
+  return finish_kernel(e, false);
 }
 
 /* The signature, the thread index and the bounds check. */
@@ -323,6 +359,7 @@ static void kernel_head(E *e, const CudaKernel *k, const char *what) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "int s%d", a->index);
+    else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", ctype(e->scratch_elem));
     else fprintf(o, "%s *__restrict__ b%d", ctype(ebuf(e, a->index)->elem), a->index);
   }
   fprintf(o, ") {\n  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
@@ -337,6 +374,7 @@ static void kernel_tail(E *e, const CudaKernel *k) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "*(int *)p[%d]", i);
+    else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", ctype(e->scratch_elem), i);
     else fprintf(o, "*(%s **)p[%d]", ctype(ebuf(e, a->index)->elem), i);
   }
   fputs("))\n#endif\n\n", o);
@@ -358,6 +396,100 @@ static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
   kernel_tail(e, k);
 }
 
+/* Declares the chain variables with par[i] == want from the linear index in variable
+ * v: the innermost varies fastest (coalesced accesses when it indexes the last axis,
+ * as in the lowering's loop order), the outermost takes the rest. */
+static void decompose(E *e, const Stmt **chain, int n, const bool *par, bool want, const char *v, int ind) {
+  int first = -1;
+  for (int i = 0; i < n && first < 0; i++)
+    if (par[i] == want) first = i;
+  for (int i = n - 1; i >= 0; i--) {
+    if (par[i] != want) continue;
+    indent(e, ind);
+    if (i == first) fprintf(e->o, "long i%d = %s;\n", chain[i]->var, v);
+    else fprintf(e->o, "long i%d = %s %% %ldL;\n%*s%s /= %ldL;\n", chain[i]->var, v, chain[i]->ext, ind * 2, "", v,
+                 chain[i]->ext);
+  }
+}
+
+static bool expr_loads(const IrExpr *x, int buf) {
+  if (x->kind == X_LOAD) return x->acc.buf == buf;
+  if (x->kind != X_OP) return false;
+  for (int i = 0; i < op_info[x->op].arity; i++)
+    if (expr_loads(x->a[i], buf)) return true;
+  return false;
+}
+
+/* A reduction that may be split across threads: the nest's only store, accumulated by
+ * add, max or min, into a cell chosen by the parallel loops alone, with a value that
+ * does not read the destination. Sets *red to the number of reduced points. */
+static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const bool *par, long *red) {
+  if (stores->len != 1 || !stores->items[0]) return NULL;
+  const Stmt *s = stores->items[0];
+  if (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN) return NULL;
+  if (expr_loads(s->val, s->dst.buf)) return NULL;
+  for (int k = 0; k < s->dst.flat.n; k++) {
+    int v = s->dst.flat.t[k].var;
+    if (v < 0) continue;
+    bool ok = false;
+    for (int i = 0; i < n; i++) ok |= chain[i]->var == v && par[i];
+    if (!ok) return NULL;
+  }
+  *red = 1;
+  for (int i = 0; i < n; i++)
+    if (!par[i]) *red *= chain[i]->ext;
+  return s;
+}
+
+/* Split reduction, kernel 1: thread (point, chunk) folds every chunks-th reduced point
+ * into a local from the neutral element and leaves it in the scratch buffer; kernel 2:
+ * one thread per point folds the chunks into the destination. Adds round differently
+ * from the CPU's sequential order (max and min are exact). */
+static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const bool *par, const Stmt *st, long points,
+                          long red, long chunks) {
+  FILE *o = e->o;
+  bool f32 = ebuf(e, st->dst.buf)->elem == ELEM_F32;
+  e->scratch_elem = ebuf(e, st->dst.buf)->elem;
+  long bytes = points * chunks * (f32 ? 4 : 8);
+  if (bytes > e->scratch) e->scratch = bytes;
+  begin_args(e);
+  use_stmt(e, chain[0]);
+  e->arg[st->dst.buf] = 0; /* not touched by the first kernel */
+  CudaKernel *k = finish_kernel(e, true);
+  k->threads = points * chunks;
+  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
+  fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
+  decompose(e, chain, n, par, true, "t", 1);
+  fprintf(o, "  %s acc = ", f32 ? "float" : "double");
+  c_const(o, op_neutral(st->accum), f32);
+  fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
+  decompose(e, chain, n, par, false, "q", 2);
+  e->to_acc = st;
+  c_stmts(e, &chain[n - 1]->body, 2);
+  e->to_acc = NULL;
+  fputs("  }\n  xs[slot] = acc;\n", o);
+  kernel_tail(e, k);
+
+  begin_args(e);
+  use_access(e, &st->dst, true);
+  k = finish_kernel(e, true);
+  k->threads = points;
+  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
+  fputs("  long slot = t;\n", o);
+  decompose(e, chain, n, par, true, "t", 1);
+  fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
+  c_aff(o, &st->dst.flat);
+  fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
+  c_accum(e, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
+  fprintf(o, ";\n  b%d[", st->dst.buf);
+  c_aff(o, &st->dst.flat);
+  fputs("] = v;\n", o);
+  kernel_tail(e, k);
+}
+
+/* Below this many threads a long reduction is split across more threads. */
+enum { SPLIT_MAX_POINTS = 4096, SPLIT_MIN_RED = 2048, SPLIT_TARGET_THREADS = 65536, SPLIT_MIN_CHUNK = 64 };
+
 static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   /* The chain of perfectly nested loops. */
   const Stmt *chain[64];
@@ -374,22 +506,24 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   bool par[64] = {false};
   if (n && nest_parallelizable(&stores))
     for (int i = 0; i < n; i++) par[i] = var_parallel(&stores, chain[i]->var);
-  CudaKernel *k = new_kernel(e, s);
-  k->threads = 1;
+  long points = 1, red = 0;
   for (int i = 0; i < n; i++)
-    if (par[i]) k->threads *= chain[i]->ext;
-  kernel_head(e, k, func_what(e, f, s));
-  FILE *o = e->o;
-  /* The innermost parallel loop varies fastest across threads: coalesced accesses
-   * when it indexes the last axis, as in the lowering's loop order. */
-  int last_outer = -1;
-  for (int i = 0; i < n; i++)
-    if (par[i]) { last_outer = i; break; }
-  for (int i = n - 1; i >= 0; i--) {
-    if (!par[i]) continue;
-    if (i == last_outer) fprintf(o, "  long i%d = t;\n", chain[i]->var);
-    else fprintf(o, "  long i%d = t %% %ldL;\n  t /= %ldL;\n", chain[i]->var, chain[i]->ext, chain[i]->ext);
+    if (par[i]) points *= chain[i]->ext;
+  const char *what = func_what(e, f, s);
+  const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
+  if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
+    long chunks = SPLIT_TARGET_THREADS / points;
+    if (chunks > red / SPLIT_MIN_CHUNK) chunks = red / SPLIT_MIN_CHUNK;
+    if (chunks > 1) {
+      split_kernels(e, what, chain, n, par, st, points, red, chunks);
+      return;
+    }
   }
+  CudaKernel *k = new_kernel(e, s);
+  k->threads = points;
+  kernel_head(e, k, what);
+  FILE *o = e->o;
+  decompose(e, chain, n, par, true, "t", 1);
   int ind = 1;
   for (int i = 0; i < n; i++) {
     if (par[i]) continue;
@@ -418,11 +552,15 @@ static void plan_func(E *e, int fi) {
     case S_FILL: fill_kernel(e, f, s); break;
     default: nest_kernel(e, f, s); break;
     }
-    if (!st->call) {
-      if (e->p->kernels.len == before) continue;
-      st->index = before;
+    if (st->call) {
+      vec_push(e->a, steps, st);
+      continue;
     }
-    vec_push(e->a, steps, st);
+    for (int k = before; k < e->p->kernels.len; k++) {
+      CudaStep *ks = ANEW(e->a, CudaStep);
+      ks->index = k;
+      vec_push(e->a, steps, ks);
+    }
   }
 }
 
@@ -456,11 +594,12 @@ static const char *prelude =
     "HELPERS(f32, float, f)\n"
     "HELPERS(f64, double, )\n\n";
 
-static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p) {
+static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
   char *txt = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&txt, &len);
   fputs("tdslcuda 1\n", o);
+  if (scratch) fprintf(o, "scratch %ld\n", scratch);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "buf %d %ld\n", i, b->size * (b->elem == ELEM_F64 ? 8 : 4));
@@ -490,6 +629,6 @@ CudaPlan *cuda_plan(Arena *a, const IrModule *m) {
   fclose(e.o);
   p->src = arena_strdup(a, txt);
   free(txt);
-  p->meta = meta_text(a, m, p);
+  p->meta = meta_text(a, m, p, e.scratch);
   return p;
 }

@@ -69,7 +69,8 @@ def close(a, b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return abs(a - b) <= 1e-6 + 1e-5 * abs(a)
+    # The conformance suite's tolerance: split reductions add in another order.
+    return abs(a - b) <= 1e-5 + 1e-4 * abs(a)
 
 
 def compare(cpu, other):
