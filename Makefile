@@ -108,16 +108,25 @@ conformance: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdsl.pc
+
+# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+$(B)/bench/bench: bench/bench.c $(rel_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
+bench: $(B)/bench/bench
+	/usr/bin/python3 bench/run.py $(B)/bench/bench
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean
+.PHONY: all check check-gpu deps conformance install clean bench
 .SECONDARY:

@@ -1,27 +1,48 @@
 /* graph_code.c: subgraphs and the code behind the .forward / .backprop accessors. */
 #include "graph.h"
 
+typedef struct Walk {
+  bool *mark;
+  const Tensor **stack;
+  int sp, n;
+} Walk;
+
+static void visit(Walk *w, const Tensor *r) {
+  if (r && r->id >= 0 && r->id < w->n && !w->mark[r->id]) {
+    w->mark[r->id] = true;
+    w->stack[w->sp++] = r;
+  }
+}
+
+static void visit_leaves(Walk *w, const AExpr *e) {
+  if (!e) return;
+  if (e->kind == AE_BUF) visit(w, e->buf.t);
+  if (e->kind == AE_OP)
+    for (int i = 0; i < 3; i++) visit_leaves(w, e->args[i]);
+}
+
 bool *graph_subgraph(Arena *a, const Graph *g, const Tensor *t) {
   int n = g->tensors.len;
-  bool *mark = ANEWN(a, bool, n > 0 ? n : 1);
-  if (!t || t->id < 0 || t->id >= n) return mark;
-  /* A worklist rather than relying on arguments having smaller ids. */
-  const Tensor **stack = ANEWN(a, const Tensor *, n);
-  int sp = 0;
-  mark[t->id] = true;
-  stack[sp++] = t;
-  while (sp > 0) {
-    const Tensor *u = stack[--sp];
-    if (!u->step) continue;
-    for (int k = 0; k < u->step->nrhs; k++) {
-      Tensor *r = u->step->rhs[k];
-      if (r && r->id >= 0 && r->id < n && !mark[r->id]) {
-        mark[r->id] = true;
-        stack[sp++] = r;
-      }
+  Walk w = {.mark = ANEWN(a, bool, n > 0 ? n : 1), .n = n};
+  if (!t || t->id < 0 || t->id >= n) return w.mark;
+  /* A worklist rather than relying on arguments having smaller ids. The arguments of a
+   * tensor are those of its step and everything its forward code reads: a stacked
+   * literal [a; b] reads b through a second step of its own. */
+  w.stack = ANEWN(a, const Tensor *, n);
+  visit(&w, t);
+  while (w.sp > 0) {
+    const Tensor *u = w.stack[--w.sp];
+    if (u->step)
+      for (int k = 0; k < u->step->nrhs; k++) visit(&w, u->step->rhs[k]);
+    for (int i = 0; i < u->fwd.asgns.len; i++) {
+      const Asgn *as = u->fwd.asgns.items[i];
+      if (as->kind != ASGN_OP) continue;
+      if (as->step)
+        for (int k = 0; k < as->step->nrhs; k++) visit(&w, as->step->rhs[k]);
+      visit_leaves(&w, as->rhs);
     }
   }
-  return mark;
+  return w.mark;
 }
 
 static void append(Arena *a, Code *dst, const Code *src) {

@@ -75,6 +75,12 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
     b->init.values = t->init.values;
     b->init.nvalues = t->init.nvalues;
     b->init.path = t->init.path;
+    /* A model may run from another directory than the compiler: keep files absolute. */
+    char *abs = t->init.path ? realpath(t->init.path, NULL) : NULL;
+    if (abs) {
+      b->init.path = arena_strdup(l->a, abs);
+      free(abs);
+    }
     b->init.file_elems = t->init.file_elems;
   }
   vec_push(l->a, &l->m->bufs, b);
@@ -239,7 +245,12 @@ static const char *asgn_what(L *l, const Asgn *as) {
   const char *acc = as->accum == OP_ARG2 ? "" : op_info[as->accum].infix ? op_info[as->accum].infix : op_info[as->accum].name;
   fprintf(o, " =%s%s ", as->init_neutral || as->accum == OP_ARG2 ? ":" : "", acc);
   aexpr_fmt(o, as->rhs);
-  if (as->loc.file) fprintf(o, " at %s:%d:%d", as->loc.file->path, as->loc.line, as->loc.col);
+  /* The operation's site (the step) says more than the prelude line of its code. */
+  Loc loc = as->step && as->step->loc.file ? as->step->loc : as->loc;
+  if (loc.file) {
+    const char *p = loc.file->path, *slash = strrchr(p, '/');
+    fprintf(o, " at %s:%d:%d", slash ? slash + 1 : p, loc.line, loc.col);
+  }
   fclose(o);
   const char *r = arena_strdup(l->a, buf);
   free(buf);

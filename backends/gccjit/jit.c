@@ -395,7 +395,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->bufs = ANEWN(a, gcc_jit_lvalue *, m->bufs.len + 1);
   for (int i = 0; i < m->bufs.len; i++) {
     IrBuf *b = jbuf(j, i);
-    gcc_jit_type *at = gcc_jit_context_new_array_type(j->c, NULL, j->t_el[b->elem], (int)b->size);
+    gcc_jit_type *at = gcc_jit_context_new_array_type(j->c, NULL, j->t_el[b->elem], b->size > 0 ? (int)b->size : 1);
     j->bufs[i] = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, at, arena_printf(a, "tdsl_buf_%d", i));
     gcc_jit_lvalue_set_alignment(j->bufs[i], 64);
   }

@@ -296,6 +296,59 @@ static void test_check_bounds(void) {
   gb_free(&b);
 }
 
+/* --emit-c renders a complete model: gcc compiles it to a .so that the runtime opens
+ * with dlopen (tdsl_open) and that computes the same numbers. */
+static void test_emit_c(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 0, 1, 1, (int[]){2, 3});
+  Tensor *x = gb_tensor(&b, "x", TK_PARAM, 0, 1, 0, (int[]){3});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  gb_values(&b, w, 6, (double[]){1, 2, 3, 4, 5, 6});
+  gb_values(&b, x, 3, (double[]){7, 8, 9});
+  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){w, x}, 2, (int[]){2, 3});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_it(s, 2, 0, 1);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, w, false, 1), gb_leaf(&b, x, false, 2), NULL), s);
+  Tensor *v = gb_tensor(&b, "v", TK_CONST, 0, 1, 0, (int[]){5});
+  Tensor *z = gb_tensor(&b, "z", TK_OP, 0, 1, 0, (int[]){5});
+  gb_values(&b, v, 5, (double[]){-1, -2, -3, -4, -5});
+  UpdateStep *s2 = gb_step(&b, z, 1, (Tensor *[]){v}, 2, (int[]){5, 3});
+  gb_it(s2, 0, 0, 0);
+  gb_ax(s2, 1, 0, -1, 2, 1, 0, 1, 1);
+  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(&b, v, false, 1), s2);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CHECK(b.ir != NULL);
+  char dir[] = "/tmp/tdsl-emitc-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char *src = arena_printf(&b.a, "%s/m.c", dir), *so = arena_printf(&b.a, "%s/m.so", dir);
+  FILE *f = fopen(src, "w");
+  CHECK(f != NULL);
+  if (!f || !b.ir) return;
+  emit_c(f, b.ir, false);
+  fclose(f);
+  int rc = system(arena_printf(&b.a, "gcc -std=c11 -O2 -w -shared -fPIC -o %s %s -lm", so, src));
+  CHECK(rc == 0);
+  char err[256];
+  b.m = tdsl_open(so, err, sizeof err);
+  CHECK(b.m != NULL);
+  if (b.m) {
+    CHECK(tdsl_init(b.m, 0) == 0);
+    gb_call(&b, "y.forward");
+    gb_call(&b, "z.forward");
+    gb_expect(&b, "y", 2, (double[]){50, 122});
+    gb_expect(&b, "z", 5, (double[]){-1, -1, -2, -3, -4});
+  } else fprintf(stderr, "%s\n", err);
+  gb_free(&b);
+  if (!gb_failures) {
+    unlink(src);
+    unlink(so);
+    rmdir(dir);
+  }
+}
+
 int main(void) {
   for (size_t i = 0; i < sizeof OPTS / sizeof *OPTS; i++) {
     int o = OPTS[i];
@@ -309,6 +362,7 @@ int main(void) {
     test_double(o);
   }
   test_check_bounds();
+  test_emit_c();
   if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
   else fprintf(stderr, "ok\n");
   return gb_failures != 0;
