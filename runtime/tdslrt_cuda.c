@@ -239,7 +239,7 @@ static void launch_error(tdsl_cuda *cu, const char *what, CUresult r) {
 }
 
 static int to_device(tdsl_cuda *cu, CBuf *b) {
-  if (b->state != HOST_NEWER) return 0;
+  if (b->state != HOST_NEWER || !b->bytes) return 0;
   CUresult r = cu->d.MemcpyHtoD(b->dev, b->host, b->bytes);
   if (r) {
     launch_error(cu, "copy to the device", r);
@@ -289,7 +289,7 @@ static void launch(void *ctx, int k) {
 int tdsl_cuda_host_access(tdsl_cuda *cu, int bi, int mode, char *err, size_t n) {
   if (bi < 0 || bi >= cu->nbufs) return 0;
   CBuf *b = &cu->bufs[bi];
-  if (b->state == DEVICE_NEWER && mode != TDSL_CUDA_OVERWRITE) {
+  if (b->state == DEVICE_NEWER && mode != TDSL_CUDA_OVERWRITE && b->bytes) {
     cu->d.CtxSetCurrent(cu->ctx);
     CUresult r = cu->d.MemcpyDtoH(b->host, b->dev, b->bytes);
     if (r) return say(err, n, "cuda model: copy from the device: %s", cu_str(cu, r));

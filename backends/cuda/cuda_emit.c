@@ -387,6 +387,7 @@ static const char *func_what(E *e, const IrFunc *f, const Stmt *s) {
 }
 
 static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
+  if (ebuf(e, s->buf)->size <= 0) return;
   CudaKernel *k = new_kernel(e, s);
   k->threads = ebuf(e, s->buf)->size;
   kernel_head(e, k, func_what(e, f, s));

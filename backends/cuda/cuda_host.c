@@ -37,7 +37,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
 
   for (int i = 0; i < m->bufs.len; i++) {
     IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    gcc_jit_type *at = gcc_jit_context_new_array_type(h->c, NULL, el[b->elem], (int)b->size);
+    gcc_jit_type *at = gcc_jit_context_new_array_type(h->c, NULL, el[b->elem], b->size > 0 ? (int)b->size : 1);
     gcc_jit_lvalue *g = gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, at, arena_printf(a, "tdsl_buf_%d", i));
     gcc_jit_lvalue_set_alignment(g, 64);
   }
