@@ -8,7 +8,7 @@
  * has no matching `in` becomes TOPLET, so the grammar can tell a new item from a
  * `let ... in` expression with one token of lookahead (classify_lets). */
 %define api.pure full
-%define api.prefix {tdsl_}
+%define api.prefix {tdslp_}  /* not tdsl_: that is the runtime's public namespace (tdsl.h) */
 %define api.token.prefix {T_}
 %define parse.error custom
 %define parse.lac full
@@ -36,8 +36,8 @@ typedef struct OpDef OpDef;
 }
 
 %code provides {
-int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P);
-void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg);
+int tdslp_lex(TDSLP_STYPE *lval, TDSLP_LTYPE *lloc, Parser *P);
+void tdslp_error(TDSLP_LTYPE *lloc, Parser *P, const char *msg);
 }
 
 %union {
@@ -58,7 +58,7 @@ void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg);
 /* Deeper expressions are rejected: every later pass recurses over the tree. */
 enum { MAX_DEPTH = 1000 };
 
-static Loc L(Parser *P, TDSL_LTYPE l) {
+static Loc L(Parser *P, TDSLP_LTYPE l) {
   Loc r = {P->f, l.first_line, l.first_column};
   return r;
 }
@@ -679,7 +679,7 @@ static void classify_lets(Parser *P) {
   }
 }
 
-int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P) {
+int tdslp_lex(TDSLP_STYPE *lval, TDSLP_LTYPE *lloc, Parser *P) {
   /* Past the error limit ("too many errors" is printed), end the input. */
   if (P->d->errors > P->d->max_errors) P->pos = P->toks.len - 1;
   Token *t = &P->toks.items[P->pos];
@@ -692,7 +692,7 @@ int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P) {
   return t->kind;
 }
 
-void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg) {
+void tdslp_error(TDSLP_LTYPE *lloc, Parser *P, const char *msg) {
   if (!strcmp(msg, "memory exhausted")) msg = "input nested too deeply";
   diag_error(P->d, L(P, *lloc), "%s", msg);
 }
@@ -824,7 +824,7 @@ Program *parse_program(Arena *a, Diag *d, const SrcFile *f) {
   P.f = f;
   P.toks = lex_all(a, d, f);
   classify_lets(&P);
-  int rc = tdsl_parse(&P);
+  int rc = tdslp_parse(&P);
   if (rc || d->errors > errors || !P.prog) return NULL;
   return P.prog;
 }
