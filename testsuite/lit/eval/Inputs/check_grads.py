@@ -54,6 +54,8 @@ CASES = {
     "outer_sum": ("x +++ \"i;j=>ij\" y", lambda x, y, z, m: x[:, None] + y[None, :]),
     "tropical": ("x @^+ \"i;j=>i\" y", lambda x, y, z, m: (x[:, None] + y[None, :]).max(1)),
     "einmax1": ("m @^^ \"j->i=>i\"", lambda x, y, z, m: m.max(1)),
+    "stack": ("[ x; y ] *. [ [ 1.; 2.; 3. ]; [ 4.; 5.; 6. ] ]",
+              lambda x, y, z, m: np.stack([x, y]) * np.array([[1., 2., 3.], [4., 5., 6.]])),
     "sum_weighted": ("(x *. [ 1.; 2.; 3. ]) + (y *. y)", lambda x, y, z, m: x * np.array([1., 2., 3.]) + y * y),
 }
 
