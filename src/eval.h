@@ -21,8 +21,9 @@
  *   collision gets "_2", "_3"... A binding names its unnamed result tensor; a binding
  *   of an already named tensor adds an alias entry to Graph.names.
  * - A number, `!.x`, `!..n` used as a tensor is a TK_CONST with rows b=[] i=[] o=[1].
- *   `[ a; b ]` containing tensors stacks them: element k is written by its own
- *   PERMUTE step "... | ... -> ... => ... | ... -> k, ..." (first `=:+`, then `=+`).
+ *   `[ a; b ]` containing tensors stacks them: element k is multiplied in by its own
+ *   EINSUM step "k; ... | ... -> ... => ... | ... -> k, ..." with a one-hot constant
+ *   (first `=:+`, then `=+`); see eval_tensor.c.
  * - %cd operands: see eval_code.c. Intermediates (non-primitive sub-expressions) are
  *   computed right before the assignment, together with any existing
  *   non-differentiable computed tensor they read (a learning-rate schedule), the

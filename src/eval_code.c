@@ -404,6 +404,20 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   return s;
 }
 
+/* The seed prohibits inline declarations on the right of an assignment (they would
+ * get no label information there). Function bodies are their own scopes. */
+static const Expr *find_record(const Expr *e) {
+  if (!e || e->kind == E_FUN) return NULL;
+  if (e->kind == E_RECORD) return e;
+  const Expr *r;
+  if ((r = find_record(e->a)) || (r = find_record(e->b)) || (r = find_record(e->c))) return r;
+  for (int i = 0; i < e->items.len; i++)
+    if ((r = find_record(VEC_AT(e->items, Expr, i)))) return r;
+  for (int i = 0; i < e->args.len; i++)
+    if ((r = find_record(VEC_AT(e->args, Arg, i)->e))) return r;
+  return NULL;
+}
+
 Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Frame fr = *outer;
   fr.mode = M_CD; /* assignment operands are non-differentiable */
@@ -422,6 +436,13 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
       diag_error(&st->c->diag, a->loc, "an assignment accepts only ~logic and ~projections options");
       return NULL;
     }
+  }
+  const Expr *rec = find_record(e->b);
+  if (rec) {
+    diag_error(&st->c->diag, rec->loc, "an inline declaration ('%s') cannot appear on the right of an assignment",
+               rec->str);
+    diag_note(&st->c->diag, e->a->loc, "declare it on the left, or in a binding of its own");
+    return NULL;
   }
   Value *lv = eval(st, &fr, e->a);
   if (!lv) return NULL;

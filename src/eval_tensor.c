@@ -171,35 +171,34 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
 }
 
 /* ---- stacking `[ a; b ]` ----
- * Element k is written into the result with its own PERMUTE step whose spec is
- * "... | ... -> ... => ... | ... -> k, ...": the element's axes pass through and a
- * fixed index k on a new leftmost output axis selects where it goes (the axis gets
- * dimension n from the largest fixed index, as in OCANNL's "k=>k2" expansion). The
- * first assignment zero-fills the result (=:+), the others accumulate (=+). */
-static SpecSlot *ellipsis_slot(St *st, int fixed, int col) {
-  SpecSlot *s = ANEW(st->a, SpecSlot);
-  s->has_batch = s->has_input = true;
-  s->batch.rowvar = "batch";
-  s->input.rowvar = "input";
-  s->output.rowvar = "output";
-  s->col = col;
-  if (fixed >= 0) {
-    SpecAxis *ax = ANEW(st->a, SpecAxis);
-    ax->kind = AX_FIXED;
-    ax->fixed = fixed;
-    vec_push(st->a, &s->output.left, ax);
-  }
-  return s;
+ * Element k of n is multiplied into the result by a binary EINSUM step
+ *   "k; ... | ... -> ... => ... | ... -> k, ..."
+ * with a one-hot constant (dimension n, 1 at position k) as its first argument: the
+ * element's axes pass through and the new leftmost output axis gets dimension n from
+ * the constant. Every axis is an ordinary iterator, so this needs nothing beyond plain
+ * einsum inference (a fixed index k in the result would express the same with less
+ * arithmetic, but a fixed 0 there reads as a dimension-1 axis). The first assignment
+ * zero-fills the result (=:+), the others accumulate (=+); element k's gradient is
+ * `g2 =+ v1 * g` through the same step. */
+static const Spec *stack_spec(St *st, Loc loc) {
+  const char *text = "k; ... | ... -> ... => ... | ... -> k, ...";
+  int col;
+  const char *msg;
+  Spec *sp = spec_parse(st->a, text, &col, &msg);
+  if (!sp) diag_error(&st->c->diag, loc, "internal error: stacking spec: %s", msg ? msg : "?");
+  return sp;
 }
 
-static const Spec *stack_spec(St *st, int k) {
-  Spec *sp = ANEW(st->a, Spec);
-  sp->text = arena_printf(st->a, "... | ... -> ... => ... | ... -> %d, ...", k);
-  sp->nargs = 1;
-  sp->multichar = true;
-  sp->args[0] = ellipsis_slot(st, -1, 0);
-  sp->result = ellipsis_slot(st, k, 21);
-  return sp;
+static Tensor *one_hot(St *st, int n, int k, Loc loc) {
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_VALUES;
+  t->init.nvalues = n;
+  t->init.values = ANEWN(st->a, double, n);
+  t->init.values[k] = 1.0;
+  row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_INPUT], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_OUTPUT], 1, &n, NULL, loc);
+  return t;
 }
 
 static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
@@ -211,11 +210,12 @@ static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
   return e;
 }
 
-static AExpr *ae_id(St *st, AExpr *x) {
+static AExpr *ae_op2(St *st, PrimOp op, AExpr *x, AExpr *y) {
   AExpr *e = ANEW(st->a, AExpr);
   e->kind = AE_OP;
-  e->op = OP_ID;
+  e->op = op;
   e->args[0] = x;
+  e->args[1] = y;
   return e;
 }
 
@@ -243,16 +243,24 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     if (!el[k]) return NULL;
     diff = diff || el[k]->diff;
   }
+  const Spec *spec = stack_spec(st, loc);
+  if (!spec) return NULL;
+  Tensor **hot = ANEWN(st->a, Tensor *, n);
+  for (int k = 0; k < n; k++) hot[k] = one_hot(st, n, k, loc);
   Tensor *r = tensor_new(st, TK_OP, loc);
   r->diff = fr->mode == M_OP && diff;
   for (int k = 0; k < n; k++) {
-    UpdateStep *s = step_new(st, LOGIC_PERMUTE, r, 1, &el[k], loc);
-    s->spec = stack_spec(st, k);
+    Tensor *args[2] = {hot[k], el[k]};
+    UpdateStep *s = step_new(st, LOGIC_EINSUM, r, 2, args, loc);
+    s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;
-    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, ae_id(st, ae_buf(st, el[k], false, 1)), s, loc));
-    if (r->diff && el[k]->diff)
-      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 1, OP_ADD, false, ae_id(st, ae_buf(st, r, true, 0)), s, loc));
+    AExpr *fwd = ae_op2(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, el[k], false, 2));
+    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
+    if (r->diff && el[k]->diff) {
+      AExpr *bwd = ae_op2(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, r, true, 0));
+      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 2, OP_ADD, false, bwd, s, loc));
+    }
   }
   return r;
 }
