@@ -149,11 +149,39 @@ static Row *spec_row(Logic *L, SpecEnv *e, StepInfo *info, SpecRow *sr, int kind
   return row_open(s, sr->left.len, beg, v, sr->right.len, end);
 }
 
+static bool arg_has_rowvar(const Spec *sp, int nargs, const char *name) {
+  for (int j = 0; j < nargs; j++)
+    for (int k = 0; k < 3; k++) {
+      const char *v = spec_slot_row(sp->args[j], k)->rowvar;
+      if (v && !strcmp(v, name)) return true;
+    }
+  return false;
+}
+
+/* LANGUAGE.md 9.8: an operation creating its result cannot bind a row variable that no
+ * argument mentions (a %cd assignment to an existing tensor can: its shape binds it). */
+static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
+  const Spec *sp = st->spec;
+  if (st->lhs->step != st) return true;
+  for (int k = 0; k < 3; k++) {
+    SpecRow *r = spec_slot_row(sp->result, k);
+    if (!r->rowvar || arg_has_rowvar(sp, nargs, r->rowvar)) continue;
+    Loc loc = st->spec_loc.file ? spec_error_loc(st->spec_loc, r->col) : st->loc;
+    bool anon = !strcmp(r->rowvar, kind_name[k]);
+    L->s->failed = true;
+    diag_error(L->s->diag, loc, "row variable %s%s%s in the result of \"%s\" does not occur in any argument",
+               anon ? "" : "..", anon ? "..." : r->rowvar, anon ? "" : "..", sp->text);
+    return false;
+  }
+  return true;
+}
+
 static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   const Spec *sp = st->spec;
   SpecEnv e = {0};
   int nargs = sp->nargs < st->nrhs ? sp->nargs : st->nrhs;
+  if (!check_result_rowvars(L, st, nargs)) return;
   for (int j = 0; j < nargs; j++)
     for (int k = 0; k < 3; k++) {
       Row *r = spec_row(L, &e, info, spec_slot_row(sp->args[j], k), k, false);
@@ -287,7 +315,7 @@ bool infer_solve(Solver *s, Graph *g) {
       for (int j = 0; j < st->nrhs && j < 3; j++) info->slot_row[j + 1][k] = trow(&L, st->rhs[j], k);
     }
     step_constraints(&L, st, info);
-    if (!solver_run(s)) return false; /* stage 1: online, in creation order */
+    if (s->failed || !solver_run(s)) return false; /* stage 1: online, in creation order */
   }
   if (!solver_close(s)) return false;
   return check_slices(s, g);
