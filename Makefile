@@ -2,8 +2,10 @@
 #   make            build build/tdslc and the runtime
 #   make check      install dependencies if missing, build, run every test (plain and
 #                   under ASan+UBSan); ends with "N passed, M failed"
+#   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
+.DEFAULT_GOAL := all
 CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
@@ -11,10 +13,19 @@ PREFIX  ?= /usr/local
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
+# The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
+# tdslc still builds and --backend=cuda reports that it is unavailable.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/nvrtc.h),)
+CPPFLAGS_ALL += -DTDSL_HAVE_NVRTC -isystem $(CUDA_HOME)/include -Ibackends/cuda
+LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc
+else
+CPPFLAGS_ALL += -Ibackends/cuda
+endif
 
-SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c))
+SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
 Y_SRC    := $(wildcard grammar/*.y)
 GEN_C    := $(patsubst grammar/%.re,$(B)/gen/%.c,$(RE_SRC)) $(patsubst grammar/%.y,$(B)/gen/%.tab.c,$(Y_SRC))
@@ -102,22 +113,53 @@ check: deps
 	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
 
+# On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
+# both backends (says so and succeeds without a GPU).
+check-gpu: all $(B)/unit/test_cuda_emulate
+	B=$(B) sh testsuite/cuda/check-gpu.sh
+
 conformance: all
 	../shared/conformance/run --tdslc $(B)/tdslc
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man7
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk
+	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdsl.pc
+
+# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+$(B)/bench/bench: bench/bench.c $(rel_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
+bench: $(B)/bench/bench
+	/usr/bin/python3 bench/run.py $(B)/bench/bench
+
+# The demo: dependencies, the compiler, a local install (build/prefix), then the moons
+# and micrograd samples built from their two-line Makefiles against that install.
+DEMO_PREFIX := $(CURDIR)/$(B)/prefix
+demo: deps
+	$(MAKE) all
+	$(MAKE) install PREFIX=$(DEMO_PREFIX)
+	rm -rf $(B)/demo && mkdir -p $(B)/demo && cp -r samples/moons samples/micrograd $(B)/demo/
+	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/micrograd
+	cd $(B)/demo/micrograd && ./micrograd
+	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/moons
+	cd $(B)/demo/moons && ./moons
+
+# Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
+bench-train: all
+	sh bench/train.sh
+bench: bench-train
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean fuzz
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
 .SECONDARY:

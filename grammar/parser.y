@@ -8,7 +8,7 @@
  * has no matching `in` becomes TOPLET, so the grammar can tell a new item from a
  * `let ... in` expression with one token of lookahead (classify_lets). */
 %define api.pure full
-%define api.prefix {tdsl_}
+%define api.prefix {tdslp_}  /* not tdsl_: that is the runtime's public namespace (tdsl.h) */
 %define api.token.prefix {T_}
 %define parse.error custom
 %define parse.lac full
@@ -36,8 +36,8 @@ typedef struct OpDef OpDef;
 }
 
 %code provides {
-int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P);
-void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg);
+int tdslp_lex(TDSLP_STYPE *lval, TDSLP_LTYPE *lloc, Parser *P);
+void tdslp_error(TDSLP_LTYPE *lloc, Parser *P, const char *msg);
 }
 
 %union {
@@ -58,7 +58,7 @@ void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg);
 /* Deeper expressions are rejected: every later pass recurses over the tree. */
 enum { MAX_DEPTH = 1000 };
 
-static Loc L(Parser *P, TDSL_LTYPE l) {
+static Loc L(Parser *P, TDSLP_LTYPE l) {
   Loc r = {P->f, l.first_line, l.first_column};
   return r;
 }
@@ -344,8 +344,15 @@ static Expr *comment(Parser *P, Loc loc, Expr *seq) {
 
 static Expr *tuple(Parser *P, Expr *a, Expr *b) {
   if (a->kind == E_TUPLE && !a->paren) {
+    /* Not fin(): recomputing over all items would make long tuples quadratic. */
     vec_push(P->a, &a->items, b);
-    return fin(P, a);
+    if (depth_of(b) + 1 > a->depth) {
+      Expr probe = *a;
+      probe.items = (PtrVec){0};
+      vec_push(P->a, &probe.items, b);
+      a->depth = fin(P, &probe)->depth;
+    }
+    return a;
   }
   Expr *e = mk(P, E_TUPLE, a->loc);
   vec_push(P->a, &e->items, a);
@@ -673,7 +680,7 @@ static void classify_lets(Parser *P) {
   }
 }
 
-int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P) {
+int tdslp_lex(TDSLP_STYPE *lval, TDSLP_LTYPE *lloc, Parser *P) {
   /* Past the error limit ("too many errors" is printed), end the input. */
   if (P->d->errors > P->d->max_errors) P->pos = P->toks.len - 1;
   Token *t = &P->toks.items[P->pos];
@@ -686,7 +693,7 @@ int tdsl_lex(TDSL_STYPE *lval, TDSL_LTYPE *lloc, Parser *P) {
   return t->kind;
 }
 
-void tdsl_error(TDSL_LTYPE *lloc, Parser *P, const char *msg) {
+void tdslp_error(TDSLP_LTYPE *lloc, Parser *P, const char *msg) {
   if (!strcmp(msg, "memory exhausted")) msg = "input nested too deeply";
   diag_error(P->d, L(P, *lloc), "%s", msg);
 }
@@ -726,6 +733,29 @@ static bool is_closer(yysymbol_kind_t k) {
   }
 }
 
+static bool is_opener(int k) {
+  return k == T_LPAREN || k == T_LBRACKET || k == T_LBRACKBAR || k == T_LBRACE;
+}
+
+static bool is_item_start(int k) {
+  return k == T_TOPLET || k == T_LET_OP || k == T_LET_CD || k == T_OP || k == T_OPEN ||
+         k == T_SEMISEMI;
+}
+
+/* The unclosed bracket before the lookahead, within the current item (or NULL). */
+static Token *unclosed_opener(Parser *P) {
+  int depth = 0;
+  for (int i = P->last - 1; i >= 0; i--) {
+    Token *t = &P->toks.items[i];
+    if (is_item_start(t->kind)) return NULL;
+    if (t->kind == T_RPAREN || t->kind == T_RBRACKET || t->kind == T_BARRBRACKET || t->kind == T_RBRACE)
+      depth++;
+    else if (is_opener(t->kind) && depth-- == 0)
+      return t;
+  }
+  return NULL;
+}
+
 /* "syntax error: unexpected X", plus what was expected when that is short to say:
  * the few acceptable tokens, "an expression", or the one closing token (a missing
  * ')' or 'in'). */
@@ -751,6 +781,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     return 0;
   }
   if (t->kind == T_YYEOF && P->toks.eof_error) return 0; /* the lexer said why */
+  if (t->kind == T_IN && top) {
+    diag_error(P->d, loc, "syntax error: unexpected 'in': a top-level binding has no 'in'");
+    return 0;
+  }
   if (t->kind == T_LET && top) {
     diag_error(P->d, loc, "syntax error: 'let ... in' is not allowed at top level");
     return 0;
@@ -769,6 +803,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected '='", what);
   } else if (closers == 1) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, sym_name(closer));
+    Token *open = unclosed_opener(P);
+    if (open && (closer == YYSYMBOL_RPAREN || closer == YYSYMBOL_RBRACKET ||
+                 closer == YYSYMBOL_BARRBRACKET || closer == YYSYMBOL_RBRACE))
+      diag_note(P->d, open->loc, "to match this '%.*s'", open->len, open->text);
   } else {
     diag_error(P->d, loc, "syntax error: unexpected %s", what);
   }
@@ -783,7 +821,7 @@ Program *parse_program(Arena *a, Diag *d, const SrcFile *f) {
   P.f = f;
   P.toks = lex_all(a, d, f);
   classify_lets(&P);
-  int rc = tdsl_parse(&P);
+  int rc = tdslp_parse(&P);
   if (rc || d->errors > errors || !P.prog) return NULL;
   return P.prog;
 }

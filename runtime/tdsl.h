@@ -1,9 +1,87 @@
-/* tdsl.h: the C runtime for models compiled by tdslc (CLI.md, "The compiled model"). */
+/* tdsl.h: the C runtime for models compiled by tdslc (CLI.md, "The compiled model").
+ *
+ *   char err[256];
+ *   tdsl_model *m = tdsl_open("model.so", err, sizeof err);
+ *   if (!m) { fprintf(stderr, "%s\n", err); return 1; }
+ *   tdsl_init(m, 0);                                  // every tensor: its init, else 0
+ *   tdsl_write(m, "x", xs, 3);                        // host inputs (float32)
+ *   if (tdsl_call(m, "y.forward")) puts(tdsl_error(m));
+ *   tdsl_read(m, "y", ys, 2);
+ *   tdsl_close(m);
+ *
+ * Every function that can fail returns 0 on success and -1 on error, with the message
+ * in tdsl_error(m); nothing aborts. Tensors are found by name, alias, or "T.grad";
+ * routines by name, or "T.forward" / "T.backprop". Data is laid out row-major in the
+ * memory order batch, output, input. The runtime never includes compiler headers. */
 #ifndef TDSL_H
 #define TDSL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TDSL_VERSION "0.1.0"
 
+typedef struct tdsl_model tdsl_model;
+
+typedef enum tdsl_elem { TDSL_F32 = 0, TDSL_F64 = 1 } tdsl_elem;
+enum { TDSL_BATCH = 0, TDSL_OUTPUT = 1, TDSL_INPUT = 2 }; /* axis kinds, in memory order */
+
+typedef struct tdsl_tensor_info {
+  const char *name;          /* "w", "w.grad", "t#12" for an anonymous tensor */
+  int rank;
+  int nkind[3];              /* axes per kind: [TDSL_BATCH], [TDSL_OUTPUT], [TDSL_INPUT] */
+  const int *dims;           /* rank dims in memory order (batch, output, input) */
+  const char *const *labels; /* rank labels, NULL where unlabeled */
+  tdsl_elem elem;
+  long size;                 /* number of elements */
+  void *data;                /* float* or double*: the tensor's storage */
+} tdsl_tensor_info;
+
 const char *tdsl_version(void);
+
+/* Opens a compiled model (.so). On failure returns NULL with a message in err. */
+tdsl_model *tdsl_open(const char *path, char *err, size_t errlen);
+/* Opens a model whose symbols come from resolve (used by tdslc --run; any loader). */
+typedef void *(*tdsl_resolver)(void *handle, const char *symbol);
+tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen);
+void tdsl_close(tdsl_model *m);
+const char *tdsl_error(const tdsl_model *m);
+
+int tdsl_num_tensors(const tdsl_model *m);
+int tdsl_find_tensor(const tdsl_model *m, const char *name); /* index, or -1 */
+int tdsl_tensor(tdsl_model *m, int index, tdsl_tensor_info *out);
+int tdsl_tensor_by_name(tdsl_model *m, const char *name, tdsl_tensor_info *out);
+/* Copies n elements, converting from/to the tensor's element type; n must equal the
+ * tensor's size. */
+int tdsl_read(tdsl_model *m, const char *name, float *dst, long n);
+int tdsl_write(tdsl_model *m, const char *name, const float *src, long n);
+int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n);
+int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n);
+/* Fills a tensor from a raw little-endian float32 file holding exactly its size. */
+int tdsl_load_file(tdsl_model *m, const char *name, const char *path);
+
+int tdsl_num_routines(const tdsl_model *m);
+const char *tdsl_routine_name(const tdsl_model *m, int index);
+int tdsl_find_routine(const tdsl_model *m, const char *name); /* index, or -1 */
+int tdsl_call(tdsl_model *m, const char *name);
+
+int tdsl_num_indices(const tdsl_model *m);
+const char *tdsl_index_name(const tdsl_model *m, int index);
+/* Sets an index symbol; the value must be within its range (0 <= v < range). */
+int tdsl_set_index(tdsl_model *m, const char *name, long value);
+int tdsl_get_index(tdsl_model *m, const char *name, long *value);
+
+/* Initializes every tensor: constants, literals, ranges, files, uniform random
+ * (threefry4x32, counter-based: reproducible for a seed and independent of the order
+ * cells are visited), zero for the rest and for gradients. */
+int tdsl_init(tdsl_model *m, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

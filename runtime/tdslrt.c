@@ -1,4 +1,509 @@
-/* tdslrt.c: runtime entry points (placeholder until the runtime lands). */
+/* tdslrt.c: the runtime for compiled models. A model exports its storage and functions
+ * as plain symbols (tdsl_buf_N, tdsl_sym_N, tdsl_fn_N) plus tdsl_model_meta(), a text
+ * description of them; this file parses that text and does the rest by name. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "tdsl.h"
+#include "tdslrt_cuda.h"
+
+typedef struct RtBuf {
+  char *name;
+  tdsl_elem elem;
+  long size;
+  int rank, nkind[3];
+  int *dims;
+  char **labels;
+  void *data;
+  /* init */
+  int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file */
+  double value;
+  double *values;
+  long nvalues;
+  int stream;
+  long long file_elems;
+  char *path;
+} RtBuf;
+
+typedef struct RtNamed {
+  char *name;
+  int index;
+  void *ptr;
+} RtNamed;
+
+struct tdsl_model {
+  void *dl;
+  tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
+  RtBuf *bufs;
+  int nbufs;
+  RtNamed *syms, *fns, *aliases;
+  int *sym_range;
+  int nsyms, nfns, naliases;
+  char err[512];
+};
 
 const char *tdsl_version(void) { return TDSL_VERSION; }
+
+static int fail(tdsl_model *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+const char *tdsl_error(const tdsl_model *m) { return m ? m->err : "no model"; }
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *r = malloc(n);
+  if (r) memcpy(r, s, n);
+  return r;
+}
+
+/* ---- metadata ---- */
+
+static char *next_tok(char **p) {
+  char *s = *p;
+  while (*s == ' ') s++;
+  if (!*s) return NULL;
+  char *e = s;
+  while (*e && *e != ' ') e++;
+  if (*e) *e++ = 0;
+  *p = e;
+  return s;
+}
+
+static long tok_long(char **p) {
+  char *t = next_tok(p);
+  return t ? strtol(t, NULL, 10) : 0;
+}
+
+static void *grow(void *arr, int n, size_t elsz) {
+  /* Capacity doubles at powers of two. */
+  if (n && (n & (n - 1))) return arr;
+  return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
+}
+
+static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
+  char *copy = xstrdup(text);
+  if (!copy) return fail(m, "out of memory");
+  int rc = 0;
+  char sym[64];
+  for (char *line = copy, *nl; line && *line; line = nl) {
+    nl = strchr(line, '\n');
+    if (nl) *nl++ = 0;
+    char *p = line, *kw = next_tok(&p);
+    if (!kw) continue;
+    if (!strcmp(kw, "buf")) {
+      m->bufs = grow(m->bufs, m->nbufs, sizeof(RtBuf));
+      RtBuf *b = &m->bufs[m->nbufs];
+      memset(b, 0, sizeof *b);
+      int id = (int)tok_long(&p);
+      char *name = next_tok(&p), *el = next_tok(&p);
+      b->name = xstrdup(name ? name : "?");
+      b->elem = el && !strcmp(el, "f64") ? TDSL_F64 : TDSL_F32;
+      b->size = tok_long(&p);
+      for (int k = 0; k < 3; k++) b->nkind[k] = (int)tok_long(&p);
+      b->rank = b->nkind[0] + b->nkind[1] + b->nkind[2];
+      b->dims = calloc((size_t)b->rank + 1, sizeof(int));
+      b->labels = calloc((size_t)b->rank + 1, sizeof(char *));
+      for (int k = 0; k < b->rank; k++) b->dims[k] = (int)tok_long(&p);
+      for (int k = 0; k < b->rank; k++) {
+        char *l = next_tok(&p);
+        b->labels[k] = l && strcmp(l, "-") ? xstrdup(l) : NULL;
+      }
+      snprintf(sym, sizeof sym, "tdsl_buf_%d", id);
+      b->data = res(h, sym);
+      m->nbufs++;
+      if (!b->data) { rc = fail(m, "model has no symbol %s (tensor %s)", sym, b->name); break; }
+    } else if (!strcmp(kw, "init")) {
+      int id = (int)tok_long(&p);
+      char *k = next_tok(&p);
+      if (id < 0 || id >= m->nbufs || !k) continue;
+      RtBuf *b = &m->bufs[id];
+      if (!strcmp(k, "const")) { b->init = 1; b->value = strtod(next_tok(&p), NULL); }
+      else if (!strcmp(k, "values")) {
+        b->init = 2;
+        b->nvalues = tok_long(&p);
+        b->values = calloc((size_t)b->nvalues + 1, sizeof(double));
+        for (long i = 0; i < b->nvalues; i++) {
+          char *t = next_tok(&p);
+          b->values[i] = t ? strtod(t, NULL) : 0;
+        }
+      } else if (!strcmp(k, "range")) b->init = 3;
+      else if (!strcmp(k, "uniform")) { b->init = 4; b->stream = (int)tok_long(&p); }
+      else if (!strcmp(k, "file")) {
+        b->init = 5;
+        b->file_elems = tok_long(&p);
+        while (*p == ' ') p++;
+        b->path = xstrdup(p);
+      }
+    } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
+      RtNamed nd = {0};
+      if (kw[0] == 'a') {
+        nd.name = xstrdup(next_tok(&p));
+        nd.index = (int)tok_long(&p);
+        m->aliases = grow(m->aliases, m->naliases, sizeof nd);
+        m->aliases[m->naliases++] = nd;
+        continue;
+      }
+      nd.index = (int)tok_long(&p);
+      char *name = next_tok(&p);
+      nd.name = xstrdup(name ? name : "?");
+      snprintf(sym, sizeof sym, kw[0] == 's' ? "tdsl_sym_%d" : "tdsl_fn_%d", nd.index);
+      nd.ptr = res(h, sym);
+      if (kw[0] == 's') {
+        m->syms = grow(m->syms, m->nsyms, sizeof nd);
+        m->sym_range = grow(m->sym_range, m->nsyms, sizeof(int));
+        m->sym_range[m->nsyms] = (int)tok_long(&p);
+        m->syms[m->nsyms++] = nd;
+      } else {
+        m->fns = grow(m->fns, m->nfns, sizeof nd);
+        m->fns[m->nfns++] = nd;
+      }
+      if (!nd.ptr) { rc = fail(m, "model has no symbol %s (%s)", sym, nd.name); break; }
+    }
+  }
+  free(copy);
+  return rc;
+}
+
+tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
+  tdsl_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    if (err && errlen) snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
+  const char *text = meta ? meta() : NULL;
+  if (!text || strncmp(text, "tdsl 1\n", 7)) {
+    if (err && errlen) snprintf(err, errlen, "not a tdslc model (no tdsl_model_meta)");
+    free(m);
+    return NULL;
+  }
+  if (parse_meta(m, text, resolve, handle)) {
+    if (err && errlen) snprintf(err, errlen, "%s", m->err);
+    tdsl_close(m);
+    return NULL;
+  }
+  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(resolve, handle, err, errlen))) {
+    tdsl_close(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void *dl_resolve(void *h, const char *name) { return dlsym(h, name); }
+
+tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
+  /* dlopen searches the library path for a bare name; a model is a file. */
+  char buf[4096];
+  if (!strchr(path, '/')) {
+    snprintf(buf, sizeof buf, "./%s", path);
+    path = buf;
+  }
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: %s", path, dlerror());
+    return NULL;
+  }
+  tdsl_model *m = tdsl_open_resolved(dl_resolve, dl, err, errlen);
+  if (!m) {
+    dlclose(dl);
+    return NULL;
+  }
+  m->dl = dl;
+  return m;
+}
+
+void tdsl_close(tdsl_model *m) {
+  if (!m) return;
+  tdsl_cuda_close(m->cuda);
+  for (int i = 0; i < m->nbufs; i++) {
+    RtBuf *b = &m->bufs[i];
+    free(b->name);
+    for (int k = 0; k < b->rank; k++) free(b->labels[k]);
+    free(b->labels);
+    free(b->dims);
+    free(b->values);
+    free(b->path);
+  }
+  for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
+  for (int i = 0; i < m->nfns; i++) free(m->fns[i].name);
+  for (int i = 0; i < m->naliases; i++) free(m->aliases[i].name);
+  free(m->bufs);
+  free(m->syms);
+  free(m->sym_range);
+  free(m->fns);
+  free(m->aliases);
+  if (m->dl) dlclose(m->dl);
+  free(m);
+}
+
+/* ---- tensors ---- */
+
+int tdsl_num_tensors(const tdsl_model *m) { return m->nbufs; }
+
+static int find_exact(const tdsl_model *m, const char *name, size_t len) {
+  for (int i = 0; i < m->nbufs; i++)
+    if (strlen(m->bufs[i].name) == len && !strncmp(m->bufs[i].name, name, len)) return i;
+  for (int i = 0; i < m->naliases; i++)
+    if (strlen(m->aliases[i].name) == len && !strncmp(m->aliases[i].name, name, len)) return m->aliases[i].index;
+  return -1;
+}
+
+/* "T.grad" through an alias: the gradient buffer of what T names. */
+static int find_with_suffix(const tdsl_model *m, const char *name, const char *suffix, const char **base) {
+  size_t n = strlen(name), s = strlen(suffix);
+  if (n <= s || strcmp(name + n - s, suffix)) return -1;
+  int b = find_exact(m, name, n - s);
+  if (b < 0) return -1;
+  *base = m->bufs[b].name;
+  return b;
+}
+
+int tdsl_find_tensor(const tdsl_model *m, const char *name) {
+  int i = find_exact(m, name, strlen(name));
+  if (i >= 0) return i;
+  const char *base;
+  if (find_with_suffix(m, name, ".grad", &base) < 0) return -1;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s.grad", base);
+  return find_exact(m, buf, strlen(buf));
+}
+
+int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
+  if (i < 0 || i >= m->nbufs) return fail(m, "no tensor number %d", i);
+  if (m->cuda && tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err)) return -1;
+  RtBuf *b = &m->bufs[i];
+  out->name = b->name;
+  out->rank = b->rank;
+  memcpy(out->nkind, b->nkind, sizeof out->nkind);
+  out->dims = b->dims;
+  out->labels = (const char *const *)b->labels;
+  out->elem = b->elem;
+  out->size = b->size;
+  out->data = b->data;
+  return 0;
+}
+
+static RtBuf *lookup(tdsl_model *m, const char *name) {
+  int i = tdsl_find_tensor(m, name);
+  if (i < 0) {
+    fail(m, "no tensor named '%s'", name);
+    return NULL;
+  }
+  return &m->bufs[i];
+}
+
+int tdsl_tensor_by_name(tdsl_model *m, const char *name, tdsl_tensor_info *out) {
+  int i = tdsl_find_tensor(m, name);
+  if (i < 0) return fail(m, "no tensor named '%s'", name);
+  return tdsl_tensor(m, i, out);
+}
+
+static double get(const RtBuf *b, long i) { return b->elem == TDSL_F64 ? ((double *)b->data)[i] : ((float *)b->data)[i]; }
+static void set(RtBuf *b, long i, double v) {
+  if (b->elem == TDSL_F64) ((double *)b->data)[i] = v;
+  else ((float *)b->data)[i] = (float)v;
+}
+
+static RtBuf *sized(tdsl_model *m, const char *name, long n) {
+  RtBuf *b = lookup(m, name);
+  if (b && n != b->size) {
+    fail(m, "tensor '%s' has %ld elements, not %ld", name, b->size, n);
+    return NULL;
+  }
+  return b;
+}
+
+/* A cuda model: bring the host copy up to date before the host uses it. */
+static int host_access(tdsl_model *m, RtBuf *b, int mode) {
+  return m->cuda ? tdsl_cuda_host_access(m->cuda, (int)(b - m->bufs), mode, m->err, sizeof m->err) : 0;
+}
+
+int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
+  RtBuf *b = sized(m, name, n);
+  if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
+  for (long i = 0; i < n; i++) dst[i] = (float)get(b, i);
+  return 0;
+}
+int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
+  RtBuf *b = sized(m, name, n);
+  if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
+  for (long i = 0; i < n; i++) set(b, i, src[i]);
+  return 0;
+}
+int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
+  RtBuf *b = sized(m, name, n);
+  if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
+  for (long i = 0; i < n; i++) dst[i] = get(b, i);
+  return 0;
+}
+int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
+  RtBuf *b = sized(m, name, n);
+  if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
+  for (long i = 0; i < n; i++) set(b, i, src[i]);
+  return 0;
+}
+
+/* Reads a raw little-endian float32 file of exactly b->size values into b. */
+static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return fail(m, "cannot read '%s': %s", path, strerror(errno));
+  fseek(f, 0, SEEK_END);
+  long bytes = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  if (bytes != b->size * 4) {
+    fclose(f);
+    return fail(m, "'%s' has %ld bytes (%ld float32 values) but tensor %s has %ld elements", path, bytes,
+                bytes / 4, b->name, b->size);
+  }
+  unsigned char q[4];
+  for (long i = 0; i < b->size; i++) {
+    if (fread(q, 1, 4, f) != 4) {
+      fclose(f);
+      return fail(m, "short read from '%s'", path);
+    }
+    uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    float v;
+    memcpy(&v, &u, 4);
+    set(b, i, v);
+  }
+  fclose(f);
+  return 0;
+}
+
+int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
+  RtBuf *b = lookup(m, name);
+  return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
+}
+
+/* ---- routines and indices ---- */
+
+int tdsl_num_routines(const tdsl_model *m) { return m->nfns; }
+const char *tdsl_routine_name(const tdsl_model *m, int i) { return i >= 0 && i < m->nfns ? m->fns[i].name : NULL; }
+
+static int find_fn(const tdsl_model *m, const char *name) {
+  for (int i = 0; i < m->nfns; i++)
+    if (!strcmp(m->fns[i].name, name)) return i;
+  return -1;
+}
+
+int tdsl_find_routine(const tdsl_model *m, const char *name) {
+  int i = find_fn(m, name);
+  if (i >= 0) return i;
+  const char *sfx[2] = {".forward", ".backprop"}, *base;
+  for (int k = 0; k < 2; k++)
+    if (find_with_suffix(m, name, sfx[k], &base) >= 0) {
+      char buf[512];
+      snprintf(buf, sizeof buf, "%s%s", base, sfx[k]);
+      return find_fn(m, buf);
+    }
+  return -1;
+}
+
+int tdsl_call(tdsl_model *m, const char *name) {
+  int i = tdsl_find_routine(m, name);
+  if (i < 0) {
+    const char *base;
+    size_t n = strlen(name);
+    if (n > 9 && !strcmp(name + n - 9, ".backprop") && find_with_suffix(m, name, ".backprop", &base) >= 0)
+      return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
+    return fail(m, "no routine named '%s'", name);
+  }
+  ((void (*)(void))m->fns[i].ptr)();
+  return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
+}
+
+int tdsl_num_indices(const tdsl_model *m) { return m->nsyms; }
+const char *tdsl_index_name(const tdsl_model *m, int i) { return i >= 0 && i < m->nsyms ? m->syms[i].name : NULL; }
+
+static int find_sym(tdsl_model *m, const char *name) {
+  for (int i = 0; i < m->nsyms; i++)
+    if (!strcmp(m->syms[i].name, name)) return i;
+  return fail(m, "no index symbol named '%s'", name) - 1;
+}
+
+int tdsl_set_index(tdsl_model *m, const char *name, long v) {
+  int i = find_sym(m, name);
+  if (i < 0) return -1;
+  int r = m->sym_range[i];
+  if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
+    return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
+                 : fail(m, "index %s = %ld must be a non-negative int", name, v);
+  *(int *)m->syms[i].ptr = (int)v;
+  return 0;
+}
+
+int tdsl_get_index(tdsl_model *m, const char *name, long *v) {
+  int i = find_sym(m, name);
+  if (i < 0) return -1;
+  *v = *(int *)m->syms[i].ptr;
+  return 0;
+}
+
+/* ---- init ---- */
+
+static uint32_t rotl(uint32_t x, int r) { return x << r | x >> (32 - r); }
+
+/* Threefry-4x32-20 (Salmon et al., Random123): a keyed bijection of a 128-bit counter. */
+static void threefry4x32(const uint32_t key[4], const uint32_t ctr[4], uint32_t out[4]) {
+  static const int R[8][2] = {{10, 26}, {11, 21}, {13, 27}, {23, 5}, {6, 20}, {17, 11}, {25, 10}, {18, 20}};
+  uint32_t ks[5] = {key[0], key[1], key[2], key[3], 0x1BD11BDAu ^ key[0] ^ key[1] ^ key[2] ^ key[3]};
+  uint32_t x[4];
+  for (int i = 0; i < 4; i++) x[i] = ctr[i] + ks[i];
+  for (int r = 0; r < 20; r++) {
+    if (r % 2 == 0) {
+      x[0] += x[1]; x[1] = rotl(x[1], R[r % 8][0]); x[1] ^= x[0];
+      x[2] += x[3]; x[3] = rotl(x[3], R[r % 8][1]); x[3] ^= x[2];
+    } else {
+      x[0] += x[3]; x[3] = rotl(x[3], R[r % 8][0]); x[3] ^= x[0];
+      x[2] += x[1]; x[1] = rotl(x[1], R[r % 8][1]); x[1] ^= x[2];
+    }
+    if (r % 4 == 3) {
+      uint32_t s = (uint32_t)(r + 1) / 4;
+      for (int i = 0; i < 4; i++) x[i] += ks[(s + (uint32_t)i) % 5];
+      x[3] += s;
+    }
+  }
+  memcpy(out, x, sizeof x);
+}
+
+/* Cell i of stream s: counter (i, s), key (seed): independent of visiting order. */
+static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
+  uint32_t key[4] = {(uint32_t)seed, (uint32_t)(seed >> 32), 0x74647331u, 0};
+  uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)stream, 0}, out[4];
+  threefry4x32(key, ctr, out);
+  if (!f64) return (double)(out[0] >> 8) * 0x1p-24;
+  return ((double)(out[0] >> 5) * 67108864.0 + (double)(out[1] >> 6)) * 0x1p-53;
+}
+
+int tdsl_init(tdsl_model *m, uint64_t seed) {
+  for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
+  for (int bi = 0; bi < m->nbufs; bi++) {
+    RtBuf *b = &m->bufs[bi];
+    if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
+    memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
+    switch (b->init) {
+    case 1: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
+    case 2: /* literal cells in memory order; a shorter list repeats */
+      if (b->nvalues > 0)
+        for (long i = 0; i < b->size; i++) set(b, i, b->values[i % b->nvalues]);
+      break;
+    case 3: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
+    case 4: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, i, b->elem == TDSL_F64)); break;
+    case 5:
+      if (load_raw(m, b, b->path)) return -1;
+      break;
+    default: break;
+    }
+  }
+  return 0;
+}

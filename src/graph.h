@@ -218,4 +218,10 @@ void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
 
+/* The tensors reachable from t through step arguments and what its forward code reads
+ * (src/graph_code.c): a mark per tensor id. mode 0 = everything; 1 = stop at tensors
+ * older than new_from unless they are non-differentiable computed tensors; 2 = stop at
+ * every tensor older than new_from (staging uses 1 and 2 for inline-scope questions). */
+char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from);
+
 #endif

@@ -5,12 +5,20 @@
 
 /* The tensors t reads: its step's arguments, and those of the other steps its forward
  * code uses (a stacked tensor has one step per element). */
+static void leaves_of(Arena *a, const AExpr *e, PtrVec *out) {
+  if (!e) return;
+  if (e->kind == AE_BUF && e->buf.t) vec_push(a, out, e->buf.t);
+  if (e->kind == AE_OP)
+    for (int i = 0; i < 3; i++) leaves_of(a, e->args[i], out);
+}
+
 static void inputs_of(Arena *a, const Tensor *t, PtrVec *out) {
   out->len = 0;
   if (t->step)
     for (int i = 0; i < t->step->nrhs; i++) vec_push(a, out, t->step->rhs[i]);
   for (int k = 0; k < t->fwd.asgns.len; k++) {
     Asgn *as = VEC_AT(t->fwd.asgns, Asgn, k);
+    if (as->kind == ASGN_OP) leaves_of(a, as->rhs, out);
     if (!as->step || as->step == t->step) continue;
     for (int i = 0; i < as->step->nrhs; i++) vec_push(a, out, as->step->rhs[i]);
   }

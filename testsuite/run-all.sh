@@ -7,6 +7,9 @@ B=build
 LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
 pass=0
 fail=0
+# libgccjit leaks internally; LeakSanitizer ignores it (the lit config does the same).
+LSAN_OPTIONS="suppressions=$PWD/testsuite/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 
 for kind in unit unit-asan; do
   for t in $B/$kind/test_*; do
@@ -52,6 +55,38 @@ if [ -x "$fz" ]; then
     fail=$((fail + 1)); echo "FAIL: fuzz smoke (see $B/fuzz/smoke.log)"; tail -n 30 $B/fuzz/smoke.log
   fi
 fi
+
+# The shared conformance suite's expectations at -O0, -O3 and in double precision.
+out=$(sh testsuite/conformance/run-flags.sh "$PWD/$B/tdslc" 2>&1)
+echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40
+p=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+f=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+if [ -z "$p" ]; then p=0; f=1; echo "$out" | tail -n 5; fi
+echo "conformance (-O0, -O3, double): $p passed, $f failed"
+pass=$((pass + p))
+fail=$((fail + f))
+
+# Counted parts that print their own "N passed, M failed" last line.
+run_part() {
+  label=$1; shift
+  out=$B/$label.log
+  "$@" > "$out" 2>&1
+  last=$(tail -n 1 "$out")
+  p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+  f=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+  if [ -z "$p" ]; then
+    echo "$label: no result, see $out"; tail -n 5 "$out"; p=0; f=1
+  fi
+  grep -E '^FAIL' "$out" | cut -c1-400 | head -n 40
+  echo "$label: $p passed, $f failed"
+  pass=$((pass + p))
+  fail=$((fail + f))
+}
+# Gradients of every differentiable op and of composite models against PyTorch,
+# finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/tdslc" --workdir "$B/gradcheck"
+# Samples built against the installed toolchain (testsuite/samples.sh).
+run_part samples sh testsuite/samples.sh
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

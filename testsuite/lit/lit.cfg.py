@@ -17,7 +17,22 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("FileCheck", filecheck))
 config.substitutions.append(("%not", os.path.join(config.test_source_root, "not.sh")))
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(root, "testsuite", "lsan.supp")
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 for k in ("PATH", "HOME", "TMPDIR"):
     if k in os.environ:
         config.environment[k] = os.environ[k]
+
+# Tests of generated code need the whole front end (parser, staging, inference): the
+# "pipeline" feature says tdslc can get a small model through --dump-shapes.
+import subprocess, tempfile
+with tempfile.TemporaryDirectory() as d:
+    probe = os.path.join(d, "probe.tdsl")
+    with open(probe, "w") as f:
+        f.write("let%op x = range 2\n")
+    try:
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        if subprocess.run([tdslc, "--dump-shapes", probe], capture_output=True, env=env, timeout=60).returncode == 0:
+            config.available_features.add("pipeline")
+    except Exception:
+        pass

@@ -1,0 +1,294 @@
+/* emit_c.c: C renderings of the loop IR: --emit-c (the same code the gccjit backend
+ * builds, as C source) and --emit-header (typed access for static linking). */
+#include <ctype.h>
+#include <string.h>
+
+#include "jit.h"
+
+static const char *ctype(const IrModule *m, int b) {
+  return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
+}
+
+static void c_aff(FILE *o, const Aff *f) {
+  bool first = true;
+  for (int i = 0; i < f->n; i++) {
+    if (!first) fputs(" + ", o);
+    if (f->t[i].coef != 1) fprintf(o, "%ldL*", f->t[i].coef);
+    if (f->t[i].var >= 0) fprintf(o, "i%d", f->t[i].var);
+    else fprintf(o, "(long)tdsl_sym_%d", -1 - f->t[i].var);
+    first = false;
+  }
+  if (first) fprintf(o, "%ld", f->off);
+  else if (f->off) fprintf(o, " + %ld", f->off);
+}
+
+static void c_const(FILE *o, double v, bool f32) {
+  if (v != v) fputs("NAN", o);
+  else if (v == 1.0 / 0.0) fputs("INFINITY", o);
+  else if (v == -1.0 / 0.0) fputs("-INFINITY", o);
+  else {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0"); /* 1f is not C: 1.0f */
+    fprintf(o, "%s%s", buf, f32 ? "f" : "");
+  }
+}
+
+static void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
+  const char *sfx = f32 ? "f" : "";
+  const char *T = f32 ? "float" : "double";
+  switch (e->kind) {
+  case X_CONST: c_const(o, e->value, f32); return;
+  case X_SYM: fprintf(o, "(%s)tdsl_sym_%d", T, e->sym); return;
+  case X_LOAD:
+    fprintf(o, "(%s)tdsl_buf_%d[", T, e->acc.buf);
+    c_aff(o, &e->acc.flat);
+    fputc(']', o);
+    return;
+  case X_OP: break;
+  }
+  const char *infix = NULL, *fn = NULL;
+  switch (e->op) {
+  case OP_ID: case OP_ARG1: c_expr(o, m, e->a[0], f32); return;
+  case OP_ARG2: c_expr(o, m, e->a[1], f32); return;
+  case OP_ADD: infix = "+"; break;
+  case OP_SUB: infix = "-"; break;
+  case OP_MUL: infix = "*"; break;
+  case OP_DIV: infix = "/"; break;
+  case OP_EXP: fn = "exp"; break;
+  case OP_LOG: fn = "log"; break;
+  case OP_EXP2: fn = "exp2"; break;
+  case OP_LOG2: fn = "log2"; break;
+  case OP_SIN: fn = "sin"; break;
+  case OP_COS: fn = "cos"; break;
+  case OP_SQRT: fn = "sqrt"; break;
+  case OP_TANH: fn = "tanh"; break;
+  case OP_MOD: fn = "fmod"; break;
+  default: break;
+  }
+  if (infix) {
+    fputc('(', o);
+    c_expr(o, m, e->a[0], f32);
+    fprintf(o, " %s ", infix);
+    c_expr(o, m, e->a[1], f32);
+    fputc(')', o);
+    return;
+  }
+  if (e->op == OP_NEG || e->op == OP_RECIP || e->op == OP_RECIP_SQRT) {
+    fputs(e->op == OP_NEG ? "(-" : e->op == OP_RECIP ? "(1 / " : "(1 / sqrt", o);
+    if (e->op == OP_RECIP_SQRT) fputs(sfx, o);
+    fputc('(', o);
+    c_expr(o, m, e->a[0], f32);
+    fputs("))", o);
+    return;
+  }
+  if (e->op == OP_FMA) {
+    fputs("(", o);
+    c_expr(o, m, e->a[0], f32);
+    fputs(" * ", o);
+    c_expr(o, m, e->a[1], f32);
+    fputs(" + ", o);
+    c_expr(o, m, e->a[2], f32);
+    fputs(")", o);
+    return;
+  }
+  if (fn) fprintf(o, "%s%s(", fn, sfx);
+  else fprintf(o, "tdsl_op_%s_%s(", op_info[e->op].name, f32 ? "f32" : "f64");
+  for (int i = 0; i < op_info[e->op].arity; i++) {
+    if (i) fputs(", ", o);
+    c_expr(o, m, e->a[i], f32);
+  }
+  fputc(')', o);
+}
+
+static void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *what, int ind) {
+  const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
+  for (int ax = 0; ax < acc->rank; ax++) {
+    fprintf(o, "{ long ix = ");
+    c_aff(o, &acc->axis[ax]);
+    fprintf(o, "; if (ix < 0 || ix >= %d) { dprintf(2, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
+            b->dims[ax], b->dims[ax], ax, b->name);
+    for (const char *p = what; *p; p++) fprintf(o, *p == '"' || *p == '\\' ? "\\%c" : *p == '%' ? "%%%c" : "%c", *p);
+    fprintf(o, "\\n\", ix); abort(); } }\n%*s", ind * 2, "");
+  }
+}
+
+static void c_check_expr(FILE *o, const IrModule *m, const IrExpr *e, const char *what, int ind) {
+  if (e->kind == X_LOAD) c_check_access(o, m, &e->acc, what, ind);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(o, m, e->a[i], what, ind);
+}
+
+/* --check-bounds: every axis index of every access, as the gccjit backend does. */
+static void c_checks(FILE *o, const IrModule *m, const Stmt *s, int ind) {
+  c_check_access(o, m, &s->dst, s->what, ind);
+  c_check_expr(o, m, s->val, s->what, ind);
+}
+
+static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, bool check) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    fprintf(o, "%*s", ind * 2, "");
+    switch (s->kind) {
+    case S_LOOP:
+      if (s->tile_var >= 0)
+        fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %d < %ld ? %dL*i%d + %d : %ld); i%d++) {\n", s->var, s->tile,
+                s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
+      else fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
+      c_stmts(o, m, &s->body, ind + 1, check);
+      fprintf(o, "%*s}\n", ind * 2, "");
+      break;
+    case S_IF:
+      fputs("if (", o);
+      for (int k = 0; k < s->nguards; k++) {
+        if (k) fputs(" && ", o);
+        fputs("(", o);
+        c_aff(o, &s->guards[k].aff);
+        fputs(") >= 0 && (", o);
+        c_aff(o, &s->guards[k].aff);
+        fprintf(o, ") < %ld", s->guards[k].ext);
+      }
+      fputs(") {\n", o);
+      c_stmts(o, m, &s->body, ind + 1, check);
+      fprintf(o, "%*s}\n", ind * 2, "");
+      break;
+    case S_STORE: {
+      bool f32 = VEC_AT(m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32;
+      if (check) c_checks(o, m, s, ind);
+      fprintf(o, "tdsl_buf_%d[", s->dst.buf);
+      c_aff(o, &s->dst.flat);
+      fputs("] = ", o);
+      IrExpr old = {.kind = X_LOAD, .acc = s->dst};
+      if (s->accum == OP_ARG2) c_expr(o, m, s->val, f32);
+      else {
+        IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
+        c_expr(o, m, &acc, f32);
+      }
+      fputs(";\n", o);
+      break;
+    }
+    case S_FILL:
+      fprintf(o, "for (long k = 0; k < %ld; k++) tdsl_buf_%d[k] = ", VEC_AT(m->bufs, IrBuf, s->buf)->size, s->buf);
+      c_const(o, s->value, false);
+      fputs(";\n", o);
+      break;
+    case S_CALL: fprintf(o, "tdsl_fn_%d(); /* %s */\n", s->callee, VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
+    case S_COMMENT: fprintf(o, "/* %s */\n", s->text); break;
+    }
+  }
+}
+
+static const char *helpers_c =
+    "#define H1(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a) { __VA_ARGS__ }\n"
+    "#define H2(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a, T b) { __VA_ARGS__ }\n"
+    "#define H3(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a, T b, T c) { __VA_ARGS__ }\n"
+    "#define HELPERS(S, T, F) \\\n"
+    "  H1(relu_##S, T, return a >= 0 ? a : 0;) \\\n"
+    "  H1(sat01_##S, T, return a <= 0 ? 0 : a >= 1 ? 1 : a;) \\\n"
+    "  H1(not_##S, T, return a == 0 ? 1 : 0;) \\\n"
+    "  H2(relu_gate_##S, T, return a > 0 ? b : 0;) \\\n"
+    "  H2(sat01_gate_##S, T, return a > 0 && a < 1 ? b : 0;) \\\n"
+    "  H2(lt_##S, T, return a < b;) H2(eq_##S, T, return a == b;) H2(ne_##S, T, return a != b;) \\\n"
+    "  H2(or__##S, T, return a != 0 || b != 0;) H2(and__##S, T, return a != 0 && b != 0;) \\\n"
+    "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
+    "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
+    "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
+    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < 9.0e15)) return pow##F(a, b); \\\n"
+    "     long n = (long)b, k = n < 0 ? -n : n; T r = 1; \\\n"
+    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? 1 / r : r;)\n"
+    "HELPERS(f32, float, f)\n"
+    "HELPERS(f64, double, )\n";
+
+/* The metadata as a C string literal, so the rendering is a complete model source. */
+static void c_meta(FILE *o, const IrModule *m) {
+  Arena a = {0};
+  const char *meta = ir_metadata(&a, m);
+  fputs("const char *tdsl_model_meta(void) {\n  return \"", o);
+  for (const char *p = meta; *p; p++) {
+    if (*p == '\n') fputs(p[1] ? "\\n\"\n         \"" : "\\n", o);
+    else if (*p == '"' || *p == '\\') fprintf(o, "\\%c", *p);
+    else fputc(*p, o);
+  }
+  fputs("\";\n}\n\n", o);
+  arena_free(&a);
+}
+
+void emit_c(FILE *o, const IrModule *m, bool check) {
+  fputs("/* Generated by tdslc: the C rendering of the code the gccjit backend builds. */\n"
+        "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n",
+        o);
+  fputs(helpers_c, o);
+  fputc('\n', o);
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    fprintf(o, "%s tdsl_buf_%d[%ld] __attribute__((aligned(64))); /* %s */\n", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
+  }
+  for (int i = 0; i < m->syms.len; i++)
+    fprintf(o, "int tdsl_sym_%d; /* %s */\n", i, VEC_AT(m->syms, IrSym, i)->name);
+  fputc('\n', o);
+  c_meta(o, m);
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    fprintf(o, "%svoid tdsl_fn_%d(void) { /* %s */\n", f->exported ? "" : "static __attribute__((unused)) ", i, f->name);
+    c_stmts(o, m, &f->body, 1, check);
+    fputs("}\n\n", o);
+  }
+}
+
+static void cname(FILE *o, const char *s) {
+  for (; *s; s++) fputc(isalnum((unsigned char)*s) ? *s : '_', o);
+}
+
+void emit_header(FILE *o, const IrModule *m, const char *model) {
+  fputs("/* Generated by tdslc: typed access to a compiled model, for static linking (tdslc -c)\n"
+        " * or direct access to a .so's storage. The arrays are the tensors (row-major, memory\n"
+        " * order batch, output, input); the functions are the routines. For init, names and\n"
+        " * the rest of the runtime, open the linked-in model with\n"
+        " *   tdsl_open_resolved(MODEL_resolve, NULL, err, sizeof err)   (tdsl.h). */\n",
+        o);
+  fprintf(o, "#ifndef TDSL_MODEL_");
+  cname(o, model);
+  fprintf(o, "_H\n#define TDSL_MODEL_");
+  cname(o, model);
+  fputs("_H\n\n#include <string.h>\n\nconst char *tdsl_model_meta(void);\n", o);
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    fprintf(o, "extern %s tdsl_buf_%d[%ld]; /* %s [", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
+    for (int k = 0; k < b->rank; k++) fprintf(o, "%s%d", k ? "," : "", b->dims[k]);
+    fputs("] */\n#define ", o);
+    cname(o, model);
+    fputc('_', o);
+    cname(o, b->name);
+    fprintf(o, " tdsl_buf_%d\n", i);
+  }
+  for (int i = 0; i < m->syms.len; i++) {
+    fprintf(o, "extern int tdsl_sym_%d;\n#define ", i);
+    cname(o, model);
+    fputs("_sym_", o);
+    cname(o, VEC_AT(m->syms, IrSym, i)->name);
+    fprintf(o, " tdsl_sym_%d\n", i);
+  }
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (!f->exported) continue;
+    fprintf(o, "void tdsl_fn_%d(void); /* %s */\n#define ", i, f->name);
+    cname(o, model);
+    fputc('_', o);
+    cname(o, f->name);
+    fprintf(o, " tdsl_fn_%d\n", i);
+  }
+  /* A resolver over the linked-in symbols, for tdsl_open_resolved. */
+  fputs("\nstatic inline void *", o);
+  cname(o, model);
+  fputs("_resolve(void *h, const char *name) {\n  (void)h;\n"
+        "  if (!strcmp(name, \"tdsl_model_meta\")) return (void *)tdsl_model_meta;\n",
+        o);
+  for (int i = 0; i < m->bufs.len; i++)
+    fprintf(o, "  if (!strcmp(name, \"tdsl_buf_%d\")) return (void *)tdsl_buf_%d;\n", i, i);
+  for (int i = 0; i < m->syms.len; i++)
+    fprintf(o, "  if (!strcmp(name, \"tdsl_sym_%d\")) return (void *)&tdsl_sym_%d;\n", i, i);
+  for (int i = 0; i < m->funcs.len; i++)
+    if (VEC_AT(m->funcs, IrFunc, i)->exported)
+      fprintf(o, "  if (!strcmp(name, \"tdsl_fn_%d\")) return (void *)tdsl_fn_%d;\n", i, i);
+  fputs("  return NULL;\n}\n\n#endif\n", o);
+}

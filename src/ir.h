@@ -1,0 +1,155 @@
+/* ir.h: the loop IR between assignments (graph.h) and code generators.
+ *
+ * A module is a set of buffers (one per tensor value or gradient; a flat array in
+ * memory order batch, output, input), index symbols, and functions. A function body is
+ * a list of statements: counted loops, padding guards, stores, buffer fills and calls.
+ * Indices are affine forms over loop variables and index symbols, so the printer, the
+ * C emitter and the gccjit backend all see the same thing, and bounds are easy to
+ * reason about. Backends never look at graph.h. */
+#ifndef TDSL_IR_H
+#define TDSL_IR_H
+
+#include <stdio.h>
+
+#include "base.h"
+#include "ops.h"
+
+/* One term of an affine form: coef * var (var >= 0: loop variable; var < 0: the index
+ * symbol number -1 - var). */
+typedef struct Term {
+  int var;
+  long coef;
+} Term;
+
+typedef struct Aff {
+  long off;
+  int n;
+  Term *t;
+} Aff;
+
+typedef enum Elem { ELEM_F32, ELEM_F64 } Elem;
+
+typedef struct IrInit {
+  int kind;           /* InitKind (graph.h) */
+  double value;
+  const double *values;
+  int nvalues;
+  const char *path;
+  long long file_elems;
+} IrInit;
+
+typedef struct IrBuf {
+  int id;
+  const char *name;   /* "w", "w.grad", "t#12" for an anonymous tensor */
+  Elem elem;
+  long size;          /* number of cells (>= 1) */
+  int rank;
+  int nk[3];          /* axes per kind: batch, output, input (memory order) */
+  int *dims;          /* rank dims, memory order */
+  const char **labels;/* rank labels (NULL entries when unlabeled) */
+  int tensor_id;      /* seeds the uniform stream */
+  IrInit init;
+} IrBuf;
+
+typedef struct IrSym {
+  int id;
+  const char *name;
+  int range;          /* 0 = unbounded */
+} IrSym;
+
+typedef enum IrExprKind { X_CONST, X_LOAD, X_SYM, X_OP } IrExprKind;
+
+/* One access of a buffer: the flat index plus, per axis, the axis index (for guards
+ * and --check-bounds messages). */
+typedef struct Access {
+  int buf;
+  Aff flat;
+  int rank;
+  Aff *axis;
+} Access;
+
+typedef struct IrExpr IrExpr;
+struct IrExpr {
+  IrExprKind kind;
+  double value;   /* X_CONST */
+  Access acc;     /* X_LOAD */
+  int sym;        /* X_SYM */
+  PrimOp op;      /* X_OP */
+  IrExpr *a[3];
+};
+
+typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT } StmtKind;
+
+/* A bound condition for padding: 0 <= aff < ext. */
+typedef struct Guard {
+  Aff aff;
+  long ext;
+} Guard;
+
+typedef struct Stmt Stmt;
+struct Stmt {
+  StmtKind kind;
+  /* S_LOOP: for var in [0, ext) body; a tiled loop (tile_var >= 0) runs var over
+   * [tile*tile_var, min(tile*(tile_var+1), ext)) */
+  int var;
+  long ext;
+  int tile_var;
+  int tile;
+  /* S_LOOP / S_IF */
+  PtrVec body;       /* Stmt* */
+  /* S_IF: all guards hold */
+  int nguards;
+  Guard *guards;
+  /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites */
+  Access dst;
+  PrimOp accum;
+  IrExpr *val;
+  const char *what;  /* the assignment, for --check-bounds messages and comments */
+  /* S_FILL: every cell of buf = value */
+  int buf;
+  double value;
+  /* S_CALL: callee function index */
+  int callee;
+  /* S_COMMENT */
+  const char *text;
+};
+
+typedef struct IrFunc {
+  int id;
+  const char *name;  /* "step", "y.forward", "t#3.fwd" */
+  bool exported;     /* listed in the model (callable by name) */
+  int nvars;         /* loop variables v0..v(nvars-1) */
+  PtrVec body;       /* Stmt* */
+} IrFunc;
+
+typedef struct IrAlias {
+  const char *name;
+  int buf;
+} IrAlias;
+
+typedef struct IrModule {
+  PtrVec bufs;    /* IrBuf* */
+  PtrVec syms;    /* IrSym* */
+  PtrVec funcs;   /* IrFunc* */
+  PtrVec aliases; /* IrAlias* */
+} IrModule;
+
+/* src/ir_print.c */
+void ir_print(FILE *out, const IrModule *m);
+void aff_print(FILE *out, const Aff *a, const IrModule *m);
+/* The model metadata string the runtime reads (runtime/tdslrt.c parses it). */
+char *ir_metadata(Arena *a, const IrModule *m);
+
+/* Lowering (src/lower.c): every tensor gets a value buffer, differentiable ones a
+ * gradient buffer; per tensor a "NAME.fwd"/"NAME.bwd" function for its own code;
+ * exported "NAME.forward"/"NAME.backprop" per named tensor and one function per
+ * exported routine. Returns NULL after reporting errors. */
+struct Graph;
+struct Diag;
+IrModule *lower_graph(Arena *a, struct Diag *d, struct Graph *g, bool double_prec);
+int ir_find_func(const IrModule *m, const char *name); /* -1 if none */
+
+/* Affine helpers (src/lower.c). */
+void aff_range(const Aff *a, const long *var_ext, long *lo, long *hi); /* ignores symbols */
+
+#endif

@@ -1,0 +1,160 @@
+/* ir_print.c: the text form of the loop IR (--dump-ir) and the model metadata string. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "ir.h"
+
+static void var_name(FILE *out, int var, const IrModule *m) {
+  if (var >= 0) fprintf(out, "i%d", var);
+  else fprintf(out, "%s", VEC_AT(m->syms, IrSym, -1 - var)->name);
+}
+
+void aff_print(FILE *out, const Aff *a, const IrModule *m) {
+  bool first = true;
+  for (int i = 0; i < a->n; i++) {
+    long c = a->t[i].coef;
+    if (!first) fputs(c < 0 ? " - " : " + ", out);
+    else if (c < 0) fputc('-', out);
+    if (labs(c) != 1) fprintf(out, "%ld*", labs(c));
+    var_name(out, a->t[i].var, m);
+    first = false;
+  }
+  if (first) fprintf(out, "%ld", a->off);
+  else if (a->off) fprintf(out, " %c %ld", a->off < 0 ? '-' : '+', labs(a->off));
+}
+
+static const char *bname(const IrModule *m, int b) { return VEC_AT(m->bufs, IrBuf, b)->name; }
+
+static void expr_print(FILE *out, const IrExpr *e, const IrModule *m) {
+  switch (e->kind) {
+  case X_CONST: fprintf(out, "%.9g", e->value); break;
+  case X_SYM: fprintf(out, "%s", VEC_AT(m->syms, IrSym, e->sym)->name); break;
+  case X_LOAD:
+    fprintf(out, "%s[", bname(m, e->acc.buf));
+    aff_print(out, &e->acc.flat, m);
+    fputc(']', out);
+    break;
+  case X_OP:
+    fprintf(out, "%s(", op_info[e->op].name);
+    for (int i = 0; i < op_info[e->op].arity; i++) {
+      if (i) fputs(", ", out);
+      expr_print(out, e->a[i], m);
+    }
+    fputc(')', out);
+    break;
+  }
+}
+
+static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *m) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    fprintf(out, "%*s", ind * 2, "");
+    switch (s->kind) {
+    case S_LOOP:
+      if (s->tile_var >= 0)
+        fprintf(out, "for i%d in %d*i%d ..< min(%d*i%d + %d, %ld)\n", s->var, s->tile, s->tile_var, s->tile,
+                s->tile_var, s->tile, s->ext);
+      else fprintf(out, "for i%d < %ld\n", s->var, s->ext);
+      stmts_print(out, &s->body, ind + 1, m);
+      break;
+    case S_IF:
+      fputs("if ", out);
+      for (int k = 0; k < s->nguards; k++) {
+        if (k) fputs(" && ", out);
+        fputs("0 <= ", out);
+        aff_print(out, &s->guards[k].aff, m);
+        fprintf(out, " < %ld", s->guards[k].ext);
+      }
+      fputc('\n', out);
+      stmts_print(out, &s->body, ind + 1, m);
+      break;
+    case S_STORE:
+      fprintf(out, "%s[", bname(m, s->dst.buf));
+      aff_print(out, &s->dst.flat, m);
+      fprintf(out, "] =%s ", s->accum == OP_ARG2 ? "" : op_info[s->accum].name);
+      expr_print(out, s->val, m);
+      fputc('\n', out);
+      break;
+    case S_FILL: fprintf(out, "fill %s %.9g\n", bname(m, s->buf), s->value); break;
+    case S_CALL: fprintf(out, "call %s\n", VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
+    case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    }
+  }
+}
+
+static void dims_print(FILE *out, const IrBuf *b) {
+  fputc('[', out);
+  for (int i = 0; i < b->rank; i++) fprintf(out, "%s%d", i ? "," : "", b->dims[i]);
+  fputc(']', out);
+}
+
+void ir_print(FILE *out, const IrModule *m) {
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    fprintf(out, "buf %s %s ", b->name, b->elem == ELEM_F64 ? "f64" : "f32");
+    dims_print(out, b);
+    fputc('\n', out);
+  }
+  for (int i = 0; i < m->syms.len; i++) {
+    const IrSym *s = VEC_AT(m->syms, IrSym, i);
+    fprintf(out, "sym %s < %d\n", s->name, s->range);
+  }
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    fprintf(out, "\n%s %s\n", f->exported ? "export" : "func", f->name);
+    stmts_print(out, &f->body, 1, m);
+  }
+}
+
+/* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
+ *   tdsl 1
+ *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
+ *   init ID const V | values N V... | range | uniform | file ELEMS PATH
+ *   sym ID NAME RANGE
+ *   alias NAME BUFID
+ *   fn ID NAME
+ * Symbols: buffer ID is tdsl_buf_ID, symbol ID tdsl_sym_ID, function ID tdsl_fn_ID. */
+char *ir_metadata(Arena *a, const IrModule *m) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *o = open_memstream(&buf, &len);
+  if (!o) return arena_strdup(a, "tdsl 1\n");
+  fputs("tdsl 1\n", o);
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    fprintf(o, "buf %d %s %s %ld %d %d %d", i, b->name, b->elem == ELEM_F64 ? "f64" : "f32", b->size,
+            b->nk[0], b->nk[1], b->nk[2]);
+    for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
+    for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
+    fputc('\n', o);
+    switch (b->init.kind) {
+    case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
+    case INIT_VALUES:
+      fprintf(o, "init %d values %d", i, b->init.nvalues);
+      for (int k = 0; k < b->init.nvalues; k++) fprintf(o, " %.17g", b->init.values[k]);
+      fputc('\n', o);
+      break;
+    case INIT_RANGE: fprintf(o, "init %d range\n", i); break;
+    case INIT_UNIFORM: fprintf(o, "init %d uniform %d\n", i, b->tensor_id); break;
+    case INIT_FILE: fprintf(o, "init %d file %lld %s\n", i, b->init.file_elems, b->init.path ? b->init.path : ""); break;
+    default: break;
+    }
+  }
+  for (int i = 0; i < m->syms.len; i++) {
+    const IrSym *s = VEC_AT(m->syms, IrSym, i);
+    fprintf(o, "sym %d %s %d\n", i, s->name, s->range);
+  }
+  for (int i = 0; i < m->aliases.len; i++) {
+    const IrAlias *al = VEC_AT(m->aliases, IrAlias, i);
+    fprintf(o, "alias %s %d\n", al->name, al->buf);
+  }
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->exported) fprintf(o, "fn %d %s\n", i, f->name);
+  }
+  fclose(o);
+  char *r = arena_strdup(a, buf);
+  free(buf);
+  return r;
+}

@@ -1,0 +1,532 @@
+/* lower.c: assignments (graph.h) -> loop IR (ir.h).
+ *
+ * Each Asgn becomes a loop nest over its step's iteration space. The lhs is indexed
+ * through slot asgn->lhs_slot, every operand leaf through its own slot; an affine axis
+ * index that can leave its operand's extent gets a guard, and a point where any guard
+ * fails contributes nothing (padding). `init_neutral` fills the whole lhs first. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "diag.h"
+#include "graph.h"
+#include "ir.h"
+
+enum { TILE = 16 }; /* loop tile for transposes: 16 floats = one cache line */
+
+typedef struct L {
+  Arena *a;
+  Diag *d;
+  Graph *g;
+  IrModule *m;
+  bool dbl;
+  int *vbuf, *gbuf; /* per tensor id: buffer index or -1 */
+  bool ok;
+} L;
+
+void aff_range(const Aff *a, const long *var_ext, long *lo, long *hi) {
+  long l = a->off, h = a->off;
+  for (int i = 0; i < a->n; i++) {
+    if (a->t[i].var < 0) continue;
+    long span = a->t[i].coef * (var_ext[a->t[i].var] - 1);
+    if (span < 0) l += span; else h += span;
+  }
+  *lo = l;
+  *hi = h;
+}
+
+int ir_find_func(const IrModule *m, const char *name) {
+  for (int i = 0; i < m->funcs.len; i++)
+    if (!strcmp(VEC_AT(m->funcs, IrFunc, i)->name, name)) return i;
+  return -1;
+}
+
+/* ---- buffers ---- */
+
+static const char *tensor_name(L *l, const Tensor *t) {
+  return t->name ? t->name : arena_printf(l->a, "t#%d", t->id);
+}
+
+static int new_buf(L *l, const Tensor *t, bool grad) {
+  IrBuf *b = ANEW(l->a, IrBuf);
+  b->id = l->m->bufs.len;
+  b->name = grad ? arena_printf(l->a, "%s.grad", tensor_name(l, t)) : tensor_name(l, t);
+  b->elem = t->prec == PREC_DOUBLE ? ELEM_F64 : t->prec == PREC_SINGLE ? ELEM_F32
+            : l->dbl ? ELEM_F64 : ELEM_F32;
+  b->tensor_id = t->id;
+  const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
+  b->size = 1;
+  if (t->shape.solved) {
+    for (int k = 0; k < 3; k++) b->rank += t->shape.n[order[k]];
+    b->dims = ANEWN(l->a, int, b->rank + 1);
+    b->labels = ANEWN(l->a, const char *, b->rank + 1);
+    int r = 0;
+    for (int k = 0; k < 3; k++) {
+      b->nk[k] = t->shape.n[order[k]];
+      for (int i = 0; i < t->shape.n[order[k]]; i++) {
+        b->dims[r] = t->shape.dims[order[k]][i].d;
+        b->labels[r] = t->shape.dims[order[k]][i].label;
+        b->size *= b->dims[r];
+        r++;
+      }
+    }
+  }
+  if (!grad) {
+    b->init.kind = t->init.kind;
+    b->init.value = t->init.value;
+    b->init.values = t->init.values;
+    b->init.nvalues = t->init.nvalues;
+    b->init.path = t->init.path;
+    /* A model may run from another directory than the compiler: keep files absolute. */
+    char *abs = t->init.path ? realpath(t->init.path, NULL) : NULL;
+    if (abs) {
+      b->init.path = arena_strdup(l->a, abs);
+      free(abs);
+    }
+    b->init.file_elems = t->init.file_elems;
+  }
+  vec_push(l->a, &l->m->bufs, b);
+  return b->id;
+}
+
+static int buf_of(L *l, Buf b) {
+  int *tab = b.grad ? l->gbuf : l->vbuf;
+  if (tab[b.t->id] < 0) tab[b.t->id] = new_buf(l, b.t, b.grad);
+  return tab[b.t->id];
+}
+
+static IrBuf *irbuf(L *l, int i) { return VEC_AT(l->m->bufs, IrBuf, i); }
+
+static int sym_index(L *l, const IndexSym *s) {
+  for (int i = 0; i < l->g->syms.len; i++)
+    if (VEC_AT(l->g->syms, IndexSym, i) == s) return i;
+  diag_error(l->d, s->loc, "internal error: index symbol %s is not in the graph", s->name);
+  l->ok = false;
+  return 0;
+}
+
+/* ---- affine forms ---- */
+
+static void aff_add_term(Arena *a, Aff *f, int var, long coef) {
+  if (coef == 0) return;
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) {
+      f->t[i].coef += coef;
+      return;
+    }
+  Term *nt = ANEWN(a, Term, f->n + 1);
+  if (f->n) memcpy(nt, f->t, sizeof(Term) * (size_t)f->n);
+  nt[f->n++] = (Term){var, coef};
+  f->t = nt;
+}
+
+/* Drops terms whose coefficients cancelled; largest strides first (reads like
+ * row-major: 6*i0 + i1). */
+static void aff_normalize(Aff *f) {
+  int j = 0;
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].coef) f->t[j++] = f->t[i];
+  f->n = j;
+  for (int i = 1; i < f->n; i++)
+    for (int k = i; k > 0 && labs(f->t[k].coef) > labs(f->t[k - 1].coef); k--) {
+      Term t = f->t[k];
+      f->t[k] = f->t[k - 1];
+      f->t[k - 1] = t;
+    }
+}
+
+typedef struct Nest {
+  const Projections *p;
+  int base;           /* loop variable of iterator 0 */
+  long *var_ext;      /* per function variable */
+} Nest;
+
+/* An operand access through a slot of the projections (slot -1: index 0 everywhere). */
+static Access make_access(L *l, Nest *n, int buf, int slot, Loc loc) {
+  IrBuf *b = irbuf(l, buf);
+  Access acc = {.buf = buf, .rank = b->rank};
+  acc.axis = ANEWN(l->a, Aff, b->rank + 1);
+  if (slot < 0) return acc;
+  if (slot >= n->p->nslots || n->p->rank[slot] != b->rank) {
+    diag_error(l->d, loc, "internal error: %s has rank %d but its projection slot %d has %d axes",
+               b->name, b->rank, slot, slot < n->p->nslots ? n->p->rank[slot] : -1);
+    l->ok = false;
+    return acc;
+  }
+  long stride = 1;
+  for (int ax = b->rank - 1; ax >= 0; ax--) {
+    const AxisIndex *ai = &n->p->idx[slot][ax];
+    Aff *f = &acc.axis[ax];
+    f->off = ai->offset;
+    for (int k = 0; k < ai->nterms; k++)
+      if (n->p->iter_size[ai->iter[k]] != 1) /* a size-1 iterator is always 0: no loop */
+        aff_add_term(l->a, f, n->base + ai->iter[k], ai->coef[k]);
+    if (ai->sym) aff_add_term(l->a, f, -1 - sym_index(l, ai->sym), 1);
+    aff_normalize(f);
+    acc.flat.off += stride * f->off;
+    for (int k = 0; k < f->n; k++) aff_add_term(l->a, &acc.flat, f->t[k].var, stride * f->t[k].coef);
+    stride *= b->dims[ax];
+  }
+  aff_normalize(&acc.flat);
+  return acc;
+}
+
+/* Collects guards for the axes of acc that can fall outside their extent. */
+static void add_guards(L *l, Nest *n, const Access *acc, PtrVec *guards) {
+  IrBuf *b = irbuf(l, acc->buf);
+  for (int ax = 0; ax < acc->rank; ax++) {
+    const Aff *f = &acc->axis[ax];
+    bool has_var = false;
+    for (int k = 0; k < f->n; k++) has_var |= f->t[k].var >= 0;
+    if (!has_var) continue; /* fixed and symbol indices are checked, not skipped */
+    long lo, hi;
+    aff_range(f, n->var_ext, &lo, &hi);
+    if (lo >= 0 && hi < b->dims[ax]) continue;
+    Guard *gd = ANEW(l->a, Guard);
+    gd->aff = *f;
+    gd->ext = b->dims[ax];
+    vec_push(l->a, guards, gd);
+  }
+}
+
+static IrExpr *lower_expr(L *l, Nest *n, const AExpr *e, PtrVec *accs, Loc loc) {
+  IrExpr *x = ANEW(l->a, IrExpr);
+  switch (e->kind) {
+  case AE_CONST:
+    x->kind = X_CONST;
+    x->value = e->value;
+    break;
+  case AE_SYM:
+    x->kind = X_SYM;
+    x->sym = sym_index(l, e->sym);
+    break;
+  case AE_BUF: {
+    x->kind = X_LOAD;
+    x->acc = make_access(l, n, buf_of(l, e->buf), e->slot, loc);
+    vec_push(l->a, accs, &x->acc);
+    break;
+  }
+  case AE_OP:
+    x->kind = X_OP;
+    x->op = e->op;
+    for (int i = 0; i < op_info[e->op].arity; i++) x->a[i] = lower_expr(l, n, e->args[i], accs, loc);
+    break;
+  }
+  return x;
+}
+
+/* ---- assignment descriptions (for --dump-ir comments and bounds messages) ---- */
+
+static void aexpr_fmt(FILE *o, const AExpr *e) {
+  switch (e->kind) {
+  case AE_CONST: fprintf(o, "%g", e->value); break;
+  case AE_SYM: fprintf(o, "%s", e->sym->name); break;
+  case AE_BUF:
+    fprintf(o, "%s%s", e->buf.t->name ? e->buf.t->name : "t#", e->buf.grad ? ".grad" : "");
+    if (!e->buf.t->name) fprintf(o, "%d", e->buf.t->id);
+    break;
+  case AE_OP:
+    fprintf(o, "%s(", op_info[e->op].name);
+    for (int i = 0; i < op_info[e->op].arity; i++) {
+      if (i) fputs(", ", o);
+      aexpr_fmt(o, e->args[i]);
+    }
+    fputc(')', o);
+    break;
+  }
+}
+
+static const char *asgn_what(L *l, const Asgn *as) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *o = open_memstream(&buf, &len);
+  if (!o) return "assignment";
+  AExpr lhs = {.kind = AE_BUF, .buf = as->lhs};
+  aexpr_fmt(o, &lhs);
+  /* as in the source: =: overwrites, =+ / =:+ accumulate */
+  const char *acc = as->accum == OP_ARG2 ? "" : op_info[as->accum].infix ? op_info[as->accum].infix : op_info[as->accum].name;
+  fprintf(o, " =%s%s ", as->init_neutral || as->accum == OP_ARG2 ? ":" : "", acc);
+  aexpr_fmt(o, as->rhs);
+  /* The operation's site (the step) says more than the prelude line of its code. */
+  Loc loc = as->step && as->step->loc.file ? as->step->loc : as->loc;
+  if (loc.file) {
+    const char *p = loc.file->path, *slash = strrchr(p, '/');
+    fprintf(o, " at %s:%d:%d", slash ? slash + 1 : p, loc.line, loc.col);
+  }
+  fclose(o);
+  const char *r = arena_strdup(l->a, buf);
+  free(buf);
+  return r;
+}
+
+/* ---- loop order ---- */
+
+/* Iterators are ordered outermost first by, in turn: the smallest stride they take in
+ * any access (a loop that walks something contiguously belongs inside), the sum of
+ * their strides over all accesses, and their stride in the written tensor (writes
+ * contiguous innermost). This gives i-k-j for a matmul, the reduced axis innermost for
+ * a row sum, and a write-contiguous innermost loop for a permute (then tiled). Ties
+ * keep the projection's order. accs[0] is the written access. */
+typedef struct IterKey {
+  long min, sum, dst;
+} IterKey;
+
+static bool key_outer(IterKey a, IterKey b) {
+  if (a.min != b.min) return a.min > b.min;
+  if (a.sum != b.sum) return a.sum > b.sum;
+  return a.dst > b.dst;
+}
+
+static void loop_order(int niters, int base, PtrVec *accs, int *order) {
+  IterKey key[64];
+  for (int v = 0; v < niters && v < 64; v++) key[v] = (IterKey){LONG_MAX, 0, 0};
+  for (int i = 0; i < accs->len; i++) {
+    const Access *a = accs->items[i];
+    for (int k = 0; k < a->flat.n; k++) {
+      int v = a->flat.t[k].var - base;
+      if (v < 0 || v >= niters || v >= 64) continue;
+      long c = labs(a->flat.t[k].coef);
+      if (c < key[v].min) key[v].min = c;
+      key[v].sum += c;
+      if (i == 0) key[v].dst = c;
+    }
+  }
+  for (int i = 0; i < niters; i++) order[i] = i;
+  for (int i = 1; i < niters; i++) /* stable insertion sort, outermost first */
+    for (int j = i; j > 0 && key_outer(key[order[j]], key[order[j - 1]]); j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+}
+
+static Stmt *new_stmt(L *l, StmtKind k) {
+  Stmt *s = ANEW(l->a, Stmt);
+  s->kind = k;
+  return s;
+}
+
+/* for var < ext (tiled by TILE through tile_var when tile_var >= 0) { body } */
+static Stmt *new_loop(L *l, int var, long ext, int tile_var, Stmt *body) {
+  Stmt *lp = new_stmt(l, S_LOOP);
+  lp->var = var;
+  lp->ext = ext;
+  lp->tile_var = tile_var;
+  lp->tile = tile_var >= 0 ? TILE : 0;
+  vec_push(l->a, &lp->body, body);
+  return lp;
+}
+
+static long coef_of(const Aff *f, int var) {
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) return f->t[i].coef;
+  return 0;
+}
+
+/* A transpose-like nest: the innermost loop p walks some access with a large stride,
+ * while another loop q walks that access contiguously. Tiling p and q keeps both the
+ * written and the read lines in cache (a 4-D permute: several times faster). */
+static void pick_tile(const int *act, int nact, const PtrVec *accs, const long *var_ext, int *tp, int *tq) {
+  if (nact < 2) return;
+  int p = act[nact - 1];
+  if (var_ext[p] < 2 * TILE) return;
+  for (int i = 0; i < accs->len; i++) {
+    const Aff *f = &((const Access *)accs->items[i])->flat;
+    if (labs(coef_of(f, p)) <= 1) continue;
+    for (int k = 0; k < nact - 1; k++)
+      if (coef_of(f, act[k]) == 1 && var_ext[act[k]] >= 2 * TILE) {
+        *tp = p;
+        *tq = act[k];
+        return;
+      }
+  }
+}
+
+static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
+  if (as->kind == ASGN_COMMENT) {
+    Stmt *s = new_stmt(l, S_COMMENT);
+    s->text = as->comment ? as->comment : "";
+    vec_push(l->a, body, s);
+    return;
+  }
+  const Projections *p = as->step ? as->step->proj : NULL;
+  if (!p) {
+    diag_error(l->d, as->loc, "internal error: assignment has no projections");
+    l->ok = false;
+    return;
+  }
+  Nest n = {.p = p, .base = f->nvars};
+  f->nvars += p->niters;
+  n.var_ext = ANEWN(l->a, long, f->nvars + 1);
+  for (int i = 0; i < p->niters; i++) n.var_ext[n.base + i] = p->iter_size[i];
+
+  PtrVec accs = {0};
+  Stmt *st = new_stmt(l, S_STORE);
+  st->what = asgn_what(l, as);
+  st->dst = make_access(l, &n, buf_of(l, as->lhs), as->lhs_slot, as->loc);
+  vec_push(l->a, &accs, &st->dst);
+  st->accum = as->accum;
+  st->val = lower_expr(l, &n, as->rhs, &accs, as->loc);
+
+  if (as->init_neutral) {
+    Stmt *fill = new_stmt(l, S_FILL);
+    fill->buf = st->dst.buf;
+    fill->value = op_neutral(as->accum);
+    vec_push(l->a, body, fill);
+  }
+  /* A comment naming the assignment, so --dump-ir reads like the source. */
+  Stmt *c = new_stmt(l, S_COMMENT);
+  c->text = st->what;
+  vec_push(l->a, body, c);
+
+  PtrVec guards = {0};
+  for (int i = 0; i < accs.len; i++) add_guards(l, &n, accs.items[i], &guards);
+  Stmt *inner = st;
+  if (guards.len) {
+    Stmt *g = new_stmt(l, S_IF);
+    g->nguards = guards.len;
+    g->guards = ANEWN(l->a, Guard, guards.len);
+    for (int i = 0; i < guards.len; i++) g->guards[i] = *(Guard *)guards.items[i];
+    vec_push(l->a, &g->body, st);
+    inner = g;
+  }
+  int order[64];
+  if (p->niters > 64) {
+    diag_error(l->d, as->loc, "internal error: more than 64 iterators");
+    l->ok = false;
+    return;
+  }
+  loop_order(p->niters, n.base, &accs, order);
+  int act[64], nact = 0; /* loop variables, outermost first */
+  for (int i = 0; i < p->niters; i++)
+    if (p->iter_size[order[i]] != 1) act[nact++] = n.base + order[i];
+  int tp = -1, tq = -1;
+  pick_tile(act, nact, &accs, n.var_ext, &tp, &tq);
+  if (tp >= 0) { /* ... tile(q) tile(p) q p */
+    int vq = f->nvars++, vp = f->nvars++;
+    inner = new_loop(l, tp, n.var_ext[tp], vp, inner);
+    inner = new_loop(l, tq, n.var_ext[tq], vq, inner);
+    inner = new_loop(l, vp, (n.var_ext[tp] + TILE - 1) / TILE, -1, inner);
+    inner = new_loop(l, vq, (n.var_ext[tq] + TILE - 1) / TILE, -1, inner);
+  }
+  for (int i = nact - 1; i >= 0; i--)
+    if (act[i] != tp && act[i] != tq) inner = new_loop(l, act[i], n.var_ext[act[i]], -1, inner);
+  vec_push(l->a, body, inner);
+}
+
+static IrFunc *new_func(L *l, const char *name, bool exported) {
+  IrFunc *f = ANEW(l->a, IrFunc);
+  f->id = l->m->funcs.len;
+  f->name = name;
+  f->exported = exported;
+  vec_push(l->a, &l->m->funcs, f);
+  return f;
+}
+
+static void lower_code(L *l, IrFunc *f, const Code *c) {
+  for (int i = 0; i < c->asgns.len; i++) lower_asgn(l, f, &f->body, c->asgns.items[i]);
+}
+
+static void add_call(L *l, IrFunc *f, int callee);
+
+/* Does code[at..] start with all of run? */
+static bool starts_with(const Code *code, int at, const Code *run) {
+  if (!run->asgns.len || run->asgns.len > code->asgns.len - at) return false;
+  for (int k = 0; k < run->asgns.len; k++)
+    if (code->asgns.items[at + k] != run->asgns.items[k]) return false;
+  return true;
+}
+
+/* A routine's code is mostly whole tensors' forward and backprop code (grad_update,
+ * t.forward): those runs become calls of the tensor's function instead of copies,
+ * which keeps the module (and gcc's compile time) linear in the model. */
+static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const int *bwd) {
+  for (int i = 0; i < c->asgns.len;) {
+    int callee = -1, len = 0;
+    for (int t = 0; t < l->g->tensors.len && callee < 0; t++) {
+      Tensor *u = VEC_AT(l->g->tensors, Tensor, t);
+      if (fwd[t] >= 0 && starts_with(c, i, &u->fwd)) callee = fwd[t], len = u->fwd.asgns.len;
+      else if (bwd[t] >= 0 && starts_with(c, i, &u->bwd)) callee = bwd[t], len = u->bwd.asgns.len;
+    }
+    if (callee >= 0) {
+      add_call(l, f, callee);
+      i += len;
+    } else lower_asgn(l, f, &f->body, c->asgns.items[i++]);
+  }
+}
+
+static void add_call(L *l, IrFunc *f, int callee) {
+  if (callee < 0) return;
+  Stmt *s = new_stmt(l, S_CALL);
+  s->callee = callee;
+  vec_push(l->a, &f->body, s);
+}
+
+IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
+  L l = {.a = a, .d = d, .g = g, .dbl = double_prec, .ok = true};
+  l.m = ANEW(a, IrModule);
+  int nt = g->tensors.len;
+  l.vbuf = ANEWN(a, int, nt + 1);
+  l.gbuf = ANEWN(a, int, nt + 1);
+  for (int i = 0; i < nt; i++) l.vbuf[i] = l.gbuf[i] = -1;
+  for (int i = 0; i < nt; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    buf_of(&l, (Buf){t, false});
+    if (t->diff) buf_of(&l, (Buf){t, true});
+  }
+  for (int i = 0; i < g->syms.len; i++) {
+    IndexSym *s = VEC_AT(g->syms, IndexSym, i);
+    IrSym *is = ANEW(a, IrSym);
+    is->id = i;
+    is->name = s->name;
+    is->range = s->range;
+    vec_push(a, &l.m->syms, is);
+  }
+  /* Each tensor's own code once, so that T.forward functions share it. */
+  int *fwd = ANEWN(a, int, nt + 1), *bwd = ANEWN(a, int, nt + 1);
+  for (int i = 0; i < nt; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    fwd[i] = bwd[i] = -1;
+    if (t->kind == TK_OP && t->fwd.asgns.len) {
+      IrFunc *f = new_func(&l, arena_printf(a, "%s.fwd", tensor_name(&l, t)), false);
+      lower_code(&l, f, &t->fwd);
+      fwd[i] = f->id;
+    }
+    if (t->kind == TK_OP && t->diff && t->bwd.asgns.len) {
+      IrFunc *f = new_func(&l, arena_printf(a, "%s.bwd", tensor_name(&l, t)), false);
+      lower_code(&l, f, &t->bwd);
+      bwd[i] = f->id;
+    }
+  }
+  for (int i = 0; i < g->routines.len; i++) {
+    Routine *r = VEC_AT(g->routines, Routine, i);
+    IrFunc *f = new_func(&l, r->name, true);
+    lower_routine(&l, f, &r->code, fwd, bwd);
+  }
+  /* T.forward / T.backprop for every named tensor, under its buffer's name. */
+  bool *done = ANEWN(a, bool, nt + 1);
+  for (int i = 0; i < g->names.len; i++) {
+    NamedTensor *nm = VEC_AT(g->names, NamedTensor, i);
+    Tensor *t = nm->t;
+    int vb = l.vbuf[t->id];
+    if (strcmp(nm->name, irbuf(&l, vb)->name)) {
+      IrAlias *al = ANEW(a, IrAlias);
+      al->name = nm->name;
+      al->buf = vb;
+      vec_push(a, &l.m->aliases, al);
+    }
+    if (done[t->id]) continue;
+    done[t->id] = true;
+    char *mark = graph_subgraph(a, g, t, 0, 0);
+    IrFunc *f = new_func(&l, arena_printf(a, "%s.forward", irbuf(&l, vb)->name), true);
+    for (int k = 0; k < nt; k++)
+      if (mark[k]) add_call(&l, f, fwd[k]);
+    if (t->diff) {
+      f = new_func(&l, arena_printf(a, "%s.backprop", irbuf(&l, vb)->name), true);
+      for (int k = nt - 1; k >= 0; k--)
+        if (mark[k]) add_call(&l, f, bwd[k]);
+    }
+  }
+  return l.ok ? l.m : NULL;
+}

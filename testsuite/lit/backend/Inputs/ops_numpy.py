@@ -1,0 +1,116 @@
+"""Every primitive op (seed syntax-extensions: interpret_unop/binop/ternop) through
+tdslc --run --json, against numpy on edge values (0, -0, +-1, 0.5, -2.5, 3, +-1e30,
++-inf, NaN): pointwise in %cd (`r =: relu a`, `r =: a -?/ b`, `r =: where (a, b, c)`)
+and as accumulators (`z =: a; z =@^ b`). usage: ops_numpy.py TDSLC WORKDIR [FLAGS...]
+Prints one line per mismatch and exits 1 if any."""
+import json, os, subprocess, sys
+import warnings
+import numpy as np
+
+tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+dbl = "--precision=double" in flags
+ft = np.float64 if dbl else np.float32
+os.makedirs(work, exist_ok=True)
+
+E = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
+E3 = [0.0, 1.0, -2.5, np.inf, np.nan]
+n2 = len(E) ** 2
+def arr(v):  # inputs travel as float32 files (--load), whatever the precision
+    return np.array(v, dtype=np.float32).astype(ft)
+
+a2 = arr([x for x in E for _ in E])
+b2 = arr([y for _ in E for y in E])
+a3 = arr([x for x in E3 for _ in E3 for _ in E3])
+b3 = arr([y for _ in E3 for y in E3 for _ in E3])
+c3 = arr([z for _ in E3 for _ in E3 for z in E3])
+
+def w(c, t, f):  # where, as the seed: c != 0 selects t
+    return np.where(c != 0, t, f)
+
+def intpow(a, b):  # ToPowOf: integer exponents by repeated squaring, else pow
+    out = np.empty_like(a)
+    for i, (x, e) in enumerate(zip(a, b)):
+        if np.isfinite(e) and e == np.round(e) and abs(e) < 9e15:
+            n, r, k, xx = int(e), ft(1), abs(int(e)), ft(x)
+            with np.errstate(all="ignore"):
+                while k:
+                    if k & 1: r = ft(r * xx)
+                    xx = ft(xx * xx); k >>= 1
+                out[i] = ft(1) / r if n < 0 else r
+        else:
+            with np.errstate(all="ignore"):
+                out[i] = np.power(ft(x), ft(e))
+    return out
+
+one, zero = ft(1), ft(0)
+UN = {
+    "id": ("id a", lambda a: a), "relu": ("relu a", lambda a: w(a >= 0, a, zero)),
+    "sat01": ("sat01 a", lambda a: w(a <= 0, zero, w(a >= 1, one, a))),
+    "exp": ("exp a", np.exp), "log": ("log a", np.log), "exp2": ("exp2 a", np.exp2),
+    "log2": ("log2 a", np.log2), "sin": ("sin a", np.sin), "cos": ("cos a", np.cos),
+    "sqrt": ("sqrt a", np.sqrt), "recip": ("recip a", lambda a: one / a),
+    "recip_sqrt": ("recip_sqrt a", lambda a: one / np.sqrt(a)), "neg": ("neg a", np.negative),
+    "tanh": ("tanh a", np.tanh), "not": ("not a", lambda a: w(a == 0, one, zero)),
+}
+BIN = {
+    "fst": ("-@>", lambda a, b: a), "snd": ("-/>", lambda a, b: b), "add": ("+", np.add),
+    "sub": ("-", np.subtract), "mul": ("*", np.multiply), "div": ("/", np.divide),
+    "pow": ("**", intpow), "relu_gate": ("-?/", lambda a, b: w(a > 0, b, zero)),
+    "sat01_gate": ("-?^", lambda a, b: w((a > 0) & (a < 1), b, zero)),
+    "lt": ("<", lambda a, b: (a < b).astype(ft)), "eq": ("=", lambda a, b: (a == b).astype(ft)),
+    "ne": ("<>", lambda a, b: (a != b).astype(ft)),
+    "or": ("||", lambda a, b: ((a != 0) | (b != 0)).astype(ft)),
+    "and": ("&&", lambda a, b: ((a != 0) & (b != 0)).astype(ft)),
+    "mod": ("%", np.fmod), "max": ("@^", np.maximum), "min": ("@-", np.minimum),
+}
+ACC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "relu_gate": "?/",
+       "sat01_gate": "?^", "or": "||", "and": "&&", "max": "@^", "min": "@-"}
+TER = {"where": ("where (a3, b3, c3)", lambda a, b, c: w(a != 0, b, c)),
+       "fma": ("fma (a3, b3, c3) ~logic:\".\"", lambda a, b, c: a * b + c)}
+
+lines = [f"let%cd a = {{ a; o = [ {n2} ] }}", f"let%cd b = {{ b; o = [ {n2} ] }}",
+         f"let%cd a3 = {{ a3; o = [ {len(a3)} ] }}", f"let%cd b3 = {{ b3; o = [ {len(a3)} ] }}",
+         f"let%cd c3 = {{ c3; o = [ {len(a3)} ] }}"]
+body, want = [], {}
+with np.errstate(all="ignore"):
+    for k, (src, f) in UN.items():
+        lines.append(f"let%cd u_{k} = {{ u_{k}; o = [ {n2} ] }}")
+        body.append(f"u_{k} =: {src}"); want[f"u_{k}"] = f(a2)
+    for k, (tok, f) in BIN.items():
+        lines.append(f"let%cd b_{k} = {{ b_{k}; o = [ {n2} ] }}")
+        body.append(f"b_{k} =: a {tok} b"); want[f"b_{k}"] = f(a2, b2)
+    for k, tok in ACC.items():
+        lines.append(f"let%cd z_{k} = {{ z_{k}; o = [ {n2} ] }}")
+        body.append(f"z_{k} =: a"); body.append(f"z_{k} ={tok} b"); want[f"z_{k}"] = BIN[k][1](a2, b2)
+    for k, (src, f) in TER.items():
+        lines.append(f"let%cd t_{k} = {{ t_{k}; o = [ {len(a3)} ] }}")
+        body.append(f"t_{k} =: {src}"); want[f"t_{k}"] = f(a3, b3, c3)
+lines.append("let%cd run_ops = " + "; ".join(body))
+with open(os.path.join(work, "ops.tdsl"), "w") as fh:
+    fh.write("\n".join(lines) + "\n")
+args = [tdslc, "--run", "ops.tdsl", "--json", "--call", "run_ops"] + flags
+for name, arr in [("a", a2), ("b", b2), ("a3", a3), ("b3", b3), ("c3", c3)]:
+    arr.astype("<f4").tofile(os.path.join(work, name + ".bin"))
+    args += ["--load", f"{name}={name}.bin"]
+for name in want:
+    args += ["--print", name]
+res = subprocess.run(args, cwd=work, capture_output=True, text=True)
+if res.returncode != 0:
+    print("tdslc failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
+got = {}
+for line in res.stdout.splitlines():
+    o = json.loads(line)
+    got[o["name"]] = np.array([float(v) for v in o["values"]], dtype=np.float64)
+bad = 0
+rtol = 1e-13 if dbl else 2e-6
+ins = {1: (a2,), 2: (a2, b2), 3: (a3, b3, c3)}
+for name, exp in want.items():
+    g, e = got[name], exp.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ok = (np.isnan(e) & np.isnan(g)) | (g == e) | (np.isfinite(e) & (np.abs(g - e) <= rtol * np.abs(e) + 1e-30))
+    for i in np.nonzero(~ok)[0][:3]:
+        bad += 1
+        src = a3 if name.startswith("t_") else a2
+        print(f"{name}[{i}] (a={src[i]}, b={(b3 if name.startswith('t_') else b2)[i]}): got {g[i]!r}, numpy {e[i]!r}")
+print(f"{len(want)} ops checked, {bad} mismatches")
+sys.exit(1 if bad else 0)

@@ -1,0 +1,243 @@
+/* graph_builder.h: builds Graphs with shapes and projections by hand, for the lowering
+ * and backend unit tests (no parser, staging or inference involved), and runs them
+ * through lowering + gccjit + the runtime. Included by testsuite/unit/test_*.c. */
+#ifndef GRAPH_BUILDER_H
+#define GRAPH_BUILDER_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "ir.h"
+#include "jit.h"
+#include "tdsl.h"
+
+typedef struct GB {
+  Arena a;
+  Diag d;
+  Graph g;
+  gcc_jit_context *jc;
+  gcc_jit_result *jr;
+  tdsl_model *m;
+  IrModule *ir;
+} GB;
+
+static int gb_failures;
+
+#define CHECK(cond)                                                         \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      gb_failures++;                                                        \
+    }                                                                       \
+  } while (0)
+
+static inline void gb_init(GB *b) {
+  memset(b, 0, sizeof *b);
+  diag_init(&b->d, stderr);
+}
+
+/* A tensor with nb batch, no output, ni input axes; dims in memory order
+ * (batch, output, input). */
+static inline Tensor *gb_tensor(GB *b, const char *name, TensorKind kind, int nb, int no, int ni, const int *dims) {
+  Tensor *t = ANEW(&b->a, Tensor);
+  t->id = b->g.tensors.len;
+  t->name = name;
+  t->kind = kind;
+  t->shape.solved = true;
+  t->shape.n[KIND_BATCH] = nb;
+  t->shape.n[KIND_OUTPUT] = no;
+  t->shape.n[KIND_INPUT] = ni;
+  int k = 0;
+  int kinds[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT}, counts[3] = {nb, no, ni};
+  for (int r = 0; r < 3; r++) {
+    t->shape.dims[kinds[r]] = ANEWN(&b->a, DimDecl, counts[r] + 1);
+    for (int i = 0; i < counts[r]; i++) t->shape.dims[kinds[r]][i].d = dims[k++];
+  }
+  UpdateStep *s = ANEW(&b->a, UpdateStep);
+  s->id = b->g.steps.len;
+  s->kind = LOGIC_TERMINAL;
+  s->lhs = t;
+  t->step = s;
+  vec_push(&b->a, &b->g.steps, s);
+  vec_push(&b->a, &b->g.tensors, t);
+  if (name) {
+    NamedTensor *nt = ANEW(&b->a, NamedTensor);
+    nt->name = name;
+    nt->t = t;
+    vec_push(&b->a, &b->g.names, nt);
+  }
+  return t;
+}
+
+static inline void gb_values(GB *b, Tensor *t, int n, const double *v) {
+  t->init.kind = INIT_VALUES;
+  t->init.values = ANEWN(&b->a, double, n);
+  memcpy(t->init.values, v, sizeof(double) * (size_t)n);
+  t->init.nvalues = n;
+}
+
+/* The step of an operation: lhs = f(rhs...), with niters iterators. Axis indices are
+ * filled by gb_ax; all start as the fixed index 0. */
+static inline UpdateStep *gb_step(GB *b, Tensor *lhs, int nrhs, Tensor **rhs, int niters, const int *iter_size) {
+  UpdateStep *s = ANEW(&b->a, UpdateStep);
+  s->id = b->g.steps.len;
+  s->kind = LOGIC_EINSUM;
+  s->lhs = lhs;
+  s->nrhs = nrhs;
+  for (int i = 0; i < nrhs; i++) s->rhs[i] = rhs[i];
+  Projections *p = ANEW(&b->a, Projections);
+  p->niters = niters;
+  p->iter_size = ANEWN(&b->a, int, niters + 1);
+  memcpy(p->iter_size, iter_size, sizeof(int) * (size_t)niters);
+  p->nslots = 1 + nrhs;
+  for (int sl = 0; sl < p->nslots; sl++) {
+    Tensor *t = sl ? rhs[sl - 1] : lhs;
+    p->rank[sl] = t->shape.n[0] + t->shape.n[1] + t->shape.n[2];
+    p->idx[sl] = ANEWN(&b->a, AxisIndex, p->rank[sl] + 1);
+  }
+  s->proj = p;
+  if (lhs->step && lhs->step->kind == LOGIC_TERMINAL && lhs->kind == TK_OP) lhs->step = s;
+  vec_push(&b->a, &b->g.steps, s);
+  return s;
+}
+
+/* Axis `axis` of slot `slot`: offset + sum of nterms (coef, iter) pairs. */
+static inline void gb_ax(UpdateStep *s, int slot, int axis, int offset, int nterms, ...) {
+  AxisIndex *ai = &s->proj->idx[slot][axis];
+  ai->offset = offset;
+  ai->nterms = nterms;
+  va_list ap;
+  va_start(ap, nterms);
+  for (int i = 0; i < nterms; i++) {
+    ai->coef[i] = va_arg(ap, int);
+    ai->iter[i] = va_arg(ap, int);
+  }
+  va_end(ap);
+}
+
+/* Axis = iterator `it` (the common case). */
+static inline void gb_it(UpdateStep *s, int slot, int axis, int it) { gb_ax(s, slot, axis, 0, 1, 1, it); }
+
+static inline AExpr *gb_leaf(GB *b, Tensor *t, bool grad, int slot) {
+  AExpr *e = ANEW(&b->a, AExpr);
+  e->kind = AE_BUF;
+  e->buf = (Buf){t, grad};
+  e->slot = slot;
+  return e;
+}
+
+static inline AExpr *gb_const(GB *b, double v) {
+  AExpr *e = ANEW(&b->a, AExpr);
+  e->kind = AE_CONST;
+  e->value = v;
+  return e;
+}
+
+static inline AExpr *gb_op(GB *b, PrimOp op, AExpr *x, AExpr *y, AExpr *z) {
+  AExpr *e = ANEW(&b->a, AExpr);
+  e->kind = AE_OP;
+  e->op = op;
+  e->args[0] = x;
+  e->args[1] = y;
+  e->args[2] = z;
+  return e;
+}
+
+static inline Asgn *gb_asgn(GB *b, Code *code, Buf lhs, int lhs_slot, PrimOp accum, bool init, AExpr *rhs, UpdateStep *s) {
+  Asgn *as = ANEW(&b->a, Asgn);
+  as->kind = ASGN_OP;
+  as->lhs = lhs;
+  as->lhs_slot = lhs_slot;
+  as->accum = accum;
+  as->init_neutral = init;
+  as->rhs = rhs;
+  as->step = s;
+  vec_push(&b->a, &code->asgns, as);
+  return as;
+}
+
+static inline Routine *gb_routine(GB *b, const char *name) {
+  Routine *r = ANEW(&b->a, Routine);
+  r->name = name;
+  vec_push(&b->a, &b->g.routines, r);
+  return r;
+}
+
+static inline IndexSym *gb_sym(GB *b, const char *name, int range) {
+  IndexSym *s = ANEW(&b->a, IndexSym);
+  s->id = b->g.syms.len;
+  s->name = name;
+  s->range = range;
+  vec_push(&b->a, &b->g.syms, s);
+  return s;
+}
+
+static inline void *gb_resolve(void *h, const char *name) {
+  if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
+    return gcc_jit_result_get_code((gcc_jit_result *)h, name);
+  return gcc_jit_result_get_global((gcc_jit_result *)h, name);
+}
+
+/* Lowers, compiles in memory and opens the model; runs init with seed 0. */
+static inline bool gb_open(GB *b, int opt, bool dbl, bool check_bounds) {
+  b->ir = lower_graph(&b->a, &b->d, &b->g, dbl);
+  if (!b->ir) return false;
+  JitOpts o = {.opt_level = opt, .check_bounds = check_bounds, .native = opt >= 2};
+  b->jr = jit_compile_mem(&b->a, b->ir, &o, &b->jc);
+  if (!b->jr) return false;
+  char err[256];
+  b->m = tdsl_open_resolved(gb_resolve, b->jr, err, sizeof err);
+  if (!b->m) {
+    fprintf(stderr, "open: %s\n", err);
+    return false;
+  }
+  return tdsl_init(b->m, 0) == 0;
+}
+
+static inline void gb_close(GB *b) {
+  if (b->m) tdsl_close(b->m);
+  if (b->jr) gcc_jit_result_release(b->jr);
+  if (b->jc) gcc_jit_context_release(b->jc);
+  b->m = NULL;
+  b->jr = NULL;
+  b->jc = NULL;
+}
+
+static inline void gb_free(GB *b) {
+  gb_close(b);
+  arena_free(&b->a);
+}
+
+/* Reads tensor `name` and compares with want (tolerance for single precision). */
+static inline bool gb_expect(GB *b, const char *name, int n, const double *want) {
+  double got[4096];
+  if (n > 4096 || tdsl_read_f64(b->m, name, got, n)) {
+    fprintf(stderr, "read %s: %s\n", name, tdsl_error(b->m));
+    gb_failures++;
+    return false;
+  }
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    bool same = (isnan(want[i]) && isnan(got[i])) || got[i] == want[i] ||
+                fabs(got[i] - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]);
+    if (!same) {
+      fprintf(stderr, "%s[%d] = %.9g, want %.9g\n", name, i, got[i], want[i]);
+      ok = false;
+    }
+  }
+  if (!ok) gb_failures++;
+  return ok;
+}
+
+static inline void gb_call(GB *b, const char *name) {
+  if (tdsl_call(b->m, name)) {
+    fprintf(stderr, "call %s: %s\n", name, tdsl_error(b->m));
+    gb_failures++;
+  }
+}
+
+#endif
