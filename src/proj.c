@@ -166,14 +166,19 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
     for (int e = 0; e < sl && t; e++)
       if ((e == 0 ? st->lhs : st->rhs[e - 1]) == t) p->ns[sl] = sl;
   }
+  /* fixed spec indices first: a result's fixed index selects where the lhs is written,
+   * so its pairing joins even a bigger lhs axis instead of broadcasting */
+  for (int i = 0; i < in->fixed.len; i++)
+    pc_mark(p, pc_node(p, -1, VEC_AT(in->fixed, DimNode, i)), CL_FIXED, (int)(intptr_t)in->fixed_val.items[i], NULL);
   for (int i = 0; i < in->pairs.len; i++) {
     Pairing *pr = VEC_AT(in->pairs, Pairing, i);
     int c = pc_node(p, pr->cur_slot, pr->cur), d = pc_node(p, pr->subr_slot, pr->subr);
-    if (!pr->eq && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
+    bool fixed_subr = false;
+    for (int j = 0; j < in->fixed.len && pr->subr_slot < 0 && !fixed_subr; j++)
+      fixed_subr = VEC_AT(in->fixed, DimNode, j) == pr->subr;
+    if (!pr->eq && !fixed_subr && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
     else pc_union(p, c, d);
   }
-  for (int i = 0; i < in->fixed.len; i++)
-    pc_mark(p, pc_node(p, -1, VEC_AT(in->fixed, DimNode, i)), CL_FIXED, (int)(intptr_t)in->fixed_val.items[i], NULL);
   for (int i = 0; i < in->affine.len; i++) {
     Constraint *c = VEC_AT(in->affine, Constraint, i);
     pc_mark(p, pc_node(p, -1, c->d1), CL_AFFINE, 0, c);

@@ -117,8 +117,13 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
   case AX_VAR: return spec_dim(s, e, ax->name);
   case AX_PLACEHOLDER: return dim_var(s);
   case AX_FIXED: {
-    if (generative && ax->fixed == 0) return dim_known(s, 1, NULL);
-    DimNode *d = dim_var(s);
+    /* generative: a dimension-1 axis for the shape, still written at index 0 */
+    DimNode *d = generative && ax->fixed == 0 ? dim_known(s, 1, NULL) : dim_var(s);
+    if (d->d) {
+      vec_push(s->a, &info->fixed, d);
+      vec_push(s->a, &info->fixed_val, (void *)(intptr_t)0);
+      return d;
+    }
     d->origin.what = arena_printf(s->a, "the fixed index %d", ax->fixed);
     con_at_least(s, d, ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
     vec_push(s->a, &info->fixed, d);
