@@ -430,12 +430,12 @@ static Step simp_row_eq(Solver *s, Constraint *c) {
   pair_dims(s, c, true, a->end + a->nend - ke, b->end + b->nend - ke, ke, -ke);
   int ab = a->nbeg - kb, bb = b->nbeg - kb, ae = a->nend - ke, be = b->nend - ke;
   if (a->var == b->var) {
-    if (ab || bb || ae || be) {
-      solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
-                  what(c->what2));
-      return FAIL;
-    }
-    return DONE;
+    if (!ab && !bb && !ae && !be) return DONE;
+    /* x ++ t = s ++ x: wait; other constraints may solve x, else closing empties it
+     * and the flanks are compared directly (the least material solution) */
+    c->r1 = row_open(s, ab, a->beg + kb, a->var, ae, a->end);
+    c->r2 = row_open(s, bb, b->beg + kb, b->var, be, b->end);
+    return kb || ke ? PROGRESS : PENDING;
   }
   /* a = Ab' a.var Ae', b = Bb' b.var Be' with one of Ab',Bb' and one of Ae',Be' empty:
    * a.var := Bb' R Be', b.var := Ab' R Ae'. */
@@ -513,10 +513,8 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
   }
   Step paired = kb || ke ? PROGRESS : PENDING;
   if (C->var == S->var) {
-    if (!sb && !se) return DONE;
-    solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
-                what(c->what2));
-    return FAIL;
+    if (!sb && !se && !cb && !ce) return DONE;
+    return paired; /* shifted flanks around one variable: as for equations, wait */
   }
   /* Subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
    * axes they could also reach (when both variables end up short): then wait. Same for
