@@ -83,6 +83,8 @@ typedef struct Constraint {
   UpdateStep *step;
   const char *what1, *what2;
   int from_end;      /* C_DIM_*: axis offset within the rows (>= 0 from the left, < 0 from the right) */
+  int slot1, slot2;  /* rows of step's slot tensors (0 lhs, k rhs k), -1 spec/other: the
+                        same tensor in two slots must not share projections */
   bool pending;      /* the last simplification left it as it was */
   DimNode *root1, *root2; /* C_DIM_INEQ: the roots it was last simplified with */
 } Constraint;
@@ -90,6 +92,7 @@ typedef struct Constraint {
 /* A pairing of two axes by one operation: the material of projection equations. */
 typedef struct Pairing {
   DimNode *cur, *subr;
+  int cur_slot, subr_slot; /* -1: a spec axis of the step */
   bool eq;
 } Pairing;
 
@@ -140,8 +143,8 @@ int row_len(const Row *r);        /* axes known so far (beg + end) */
 Constraint *con_add(Solver *s, ConKind k, UpdateStep *step);
 void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w1, const char *w2);
 void con_dim_ineq(Solver *s, DimNode *cur, DimNode *subr, UpdateStep *st, const char *w1, const char *w2);
-void con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2);
-void con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2);
+Constraint *con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2);
+Constraint *con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2);
 void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w);
 Constraint *con_conv(Solver *s, DimNode *in, DimNode *out, DimNode *kernel, int stride, int dilation,
                      bool padded, UpdateStep *st, const char *w);

@@ -17,7 +17,8 @@ typedef enum { CL_ITER, CL_FIXED, CL_AFFINE, CL_SYM } ClassKind;
 
 typedef struct ProjCtx {
   Solver *s;
-  int *local;      /* DimNode id -> local index + 1 (0: none) */
+  int *local;      /* (slot + 1, DimNode id) -> local index + 1 (0: none) */
+  int ndims;
   DimNode **nodes; /* local index -> node */
   int *parent;
   int n, cap;
@@ -27,6 +28,8 @@ typedef struct ProjCtx {
   Constraint **aff;
   int *iter;       /* iterator number, -1 */
   int *size;
+  int *slot;
+  int ns[4];       /* per slot of the current step: its namespace */
 } ProjCtx;
 
 static int pc_find(ProjCtx *p, int i) {
@@ -34,8 +37,14 @@ static int pc_find(ProjCtx *p, int i) {
   return i;
 }
 
-static int pc_node(ProjCtx *p, DimNode *d) {
-  if (p->local[d->id]) return p->local[d->id] - 1;
+/* The projection node of an axis. Axes are identified by their DimNode: rows unified by
+ * an equation share their axes, and then their projections. But a tensor in two slots
+ * (`w * w`) must get distinct projections: a repeated tensor's slot has a namespace of
+ * its own (p->ns; -1 is the shared one, also that of spec axes). */
+static int pc_node(ProjCtx *p, int slot, DimNode *d) {
+  slot = slot >= 0 && slot < 4 ? p->ns[slot] : -1;
+  int key = (slot + 1) * p->ndims + d->id;
+  if (p->local[key]) return p->local[key] - 1;
   if (p->n == p->cap) {
     p->cap = p->cap ? p->cap * 2 : 64;
     p->nodes = realloc(p->nodes, sizeof *p->nodes * (size_t)p->cap);
@@ -45,6 +54,7 @@ static int pc_node(ProjCtx *p, DimNode *d) {
     p->aff = realloc(p->aff, sizeof *p->aff * (size_t)p->cap);
     p->iter = realloc(p->iter, sizeof *p->iter * (size_t)p->cap);
     p->size = realloc(p->size, sizeof *p->size * (size_t)p->cap);
+    p->slot = realloc(p->slot, sizeof *p->slot * (size_t)p->cap);
   }
   int i = p->n++;
   p->nodes[i] = d;
@@ -54,7 +64,8 @@ static int pc_node(ProjCtx *p, DimNode *d) {
   p->aff[i] = NULL;
   p->iter[i] = -1;
   p->size[i] = dim_size(d);
-  p->local[d->id] = i + 1;
+  p->slot[i] = slot; /* the namespace, for pc_reset */
+  p->local[key] = i + 1;
   return i;
 }
 
@@ -80,7 +91,7 @@ static void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) 
 }
 
 static void pc_reset(ProjCtx *p) {
-  for (int i = 0; i < p->n; i++) p->local[p->nodes[i]->id] = 0;
+  for (int i = 0; i < p->n; i++) p->local[(p->slot[i] + 1) * p->ndims + p->nodes[i]->id] = 0; /* slot: the namespace */
   p->n = 0;
 }
 
@@ -135,8 +146,8 @@ static AxisIndex axis_index(ProjCtx *p, int cls, StepInfo *in, int *niters, PtrV
   case CL_AFFINE: {
     Constraint *c = p->aff[cls];
     int ker = dim_size(c->d3);
-    add_class(p, &ix, pc_node(p, c->d2), c->stride, niters, sizes, a);
-    add_class(p, &ix, pc_node(p, c->d3), c->dilation, niters, sizes, a);
+    add_class(p, &ix, pc_node(p, -1, c->d2), c->stride, niters, sizes, a);
+    add_class(p, &ix, pc_node(p, -1, c->d3), c->dilation, niters, sizes, a);
     ix.offset += (int)c->k;
     if (c->padded) ix.offset -= (c->dilation * (ker - 1)) / 2;
     break;
@@ -149,19 +160,30 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
   Solver *s = p->s;
   UpdateStep *st = in->step;
   pc_reset(p);
+  for (int sl = 0; sl < 4; sl++) { /* a repeated tensor's slot gets its own namespace */
+    p->ns[sl] = -1;
+    Tensor *t = sl == 0 ? st->lhs : sl <= st->nrhs && sl <= 3 ? st->rhs[sl - 1] : NULL;
+    for (int e = 0; e < sl && t; e++)
+      if ((e == 0 ? st->lhs : st->rhs[e - 1]) == t) p->ns[sl] = sl;
+  }
+  /* fixed spec indices first: a result's fixed index selects where the lhs is written,
+   * so its pairing joins even a bigger lhs axis instead of broadcasting */
+  for (int i = 0; i < in->fixed.len; i++)
+    pc_mark(p, pc_node(p, -1, VEC_AT(in->fixed, DimNode, i)), CL_FIXED, (int)(intptr_t)in->fixed_val.items[i], NULL);
   for (int i = 0; i < in->pairs.len; i++) {
     Pairing *pr = VEC_AT(in->pairs, Pairing, i);
-    int c = pc_node(p, pr->cur), d = pc_node(p, pr->subr);
-    if (!pr->eq && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
+    int c = pc_node(p, pr->cur_slot, pr->cur), d = pc_node(p, pr->subr_slot, pr->subr);
+    bool fixed_subr = false;
+    for (int j = 0; j < in->fixed.len && pr->subr_slot < 0 && !fixed_subr; j++)
+      fixed_subr = VEC_AT(in->fixed, DimNode, j) == pr->subr;
+    if (!pr->eq && !fixed_subr && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
     else pc_union(p, c, d);
   }
-  for (int i = 0; i < in->fixed.len; i++)
-    pc_mark(p, pc_node(p, VEC_AT(in->fixed, DimNode, i)), CL_FIXED, (int)(intptr_t)in->fixed_val.items[i], NULL);
   for (int i = 0; i < in->affine.len; i++) {
     Constraint *c = VEC_AT(in->affine, Constraint, i);
-    pc_mark(p, pc_node(p, c->d1), CL_AFFINE, 0, c);
+    pc_mark(p, pc_node(p, -1, c->d1), CL_AFFINE, 0, c);
   }
-  if (in->slice) pc_mark(p, pc_node(p, in->slice), CL_SYM, 0, NULL);
+  if (in->slice) pc_mark(p, pc_node(p, 0, in->slice), CL_SYM, 0, NULL); /* it sits in the lhs-side row */
 
   Projections *pj = ANEW(a, Projections);
   pj->nslots = 1 + (st->nrhs < 3 ? st->nrhs : 3);
@@ -172,11 +194,12 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
   for (int sl = 0; sl < pj->nslots; sl++) nax[sl] = slot_axes(s, in, sl, axes[sl], 3 * 64);
   /* iterators: the lhs axes first, in memory order, then the others by first use */
   for (int sl = 0; sl < pj->nslots; sl++)
-    for (int i = 0; i < nax[sl]; i++) class_iter(p, pc_node(p, axes[sl][i]), &niters, &sizes, a);
+    for (int i = 0; i < nax[sl]; i++) class_iter(p, pc_node(p, sl, axes[sl][i]), &niters, &sizes, a);
   for (int sl = 0; sl < pj->nslots; sl++) {
     pj->rank[sl] = nax[sl];
     pj->idx[sl] = ANEWN(a, AxisIndex, nax[sl] + 1);
-    for (int i = 0; i < nax[sl]; i++) pj->idx[sl][i] = axis_index(p, pc_node(p, axes[sl][i]), in, &niters, &sizes, a);
+    for (int i = 0; i < nax[sl]; i++)
+      pj->idx[sl][i] = axis_index(p, pc_node(p, sl, axes[sl][i]), in, &niters, &sizes, a);
   }
   pj->niters = niters;
   pj->iter_size = ANEWN(a, int, niters + 1);
@@ -192,12 +215,13 @@ bool infer_projections(Ctx *c, Graph *g) {
   if (!ok) return false;
   ProjCtx p = {0};
   p.s = &s;
-  p.local = calloc((size_t)s.dims.len + 1, sizeof *p.local);
+  p.ndims = s.dims.len + 1;
+  p.local = calloc((size_t)p.ndims * 5, sizeof *p.local);
   for (int i = 0; i < g->steps.len; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
     StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;
     if (in) st->proj = step_projections(&p, in, &c->arena);
   }
-  free(p.local), free(p.nodes), free(p.parent), free(p.ck), free(p.fixed), free(p.aff), free(p.iter), free(p.size);
+  free(p.local), free(p.nodes), free(p.parent), free(p.ck), free(p.fixed), free(p.aff), free(p.iter), free(p.size), free(p.slot);
   return true;
 }

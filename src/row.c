@@ -150,6 +150,7 @@ Constraint *con_add(Solver *s, ConKind k, UpdateStep *step) {
   Constraint *c = ANEW(s->a, Constraint);
   c->kind = k;
   c->step = step;
+  c->slot1 = c->slot2 = -1;
   vec_push(s->a, &s->cons, c);
   return c;
 }
@@ -159,36 +160,44 @@ static StepInfo *info_of(Solver *s, UpdateStep *st) {
   return s->infos[st->id];
 }
 
-static void record_pair(Solver *s, UpdateStep *st, DimNode *cur, DimNode *subr, bool eq) {
+static void record_pair(Solver *s, UpdateStep *st, DimNode *cur, DimNode *subr, bool eq, int cs, int ss) {
   StepInfo *in = info_of(s, st);
   if (!in) return;
   Pairing *p = ANEW(s->a, Pairing);
   p->cur = cur;
   p->subr = subr;
   p->eq = eq;
+  p->cur_slot = cs;
+  p->subr_slot = ss;
   vec_push(s->a, &in->pairs, p);
 }
 
-void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w1, const char *w2) {
-  Constraint *c = con_add(s, C_DIM_EQ, st);
+static Constraint *dim_con(Solver *s, ConKind k, DimNode *a, DimNode *b, UpdateStep *st, const char *w1,
+                           const char *w2, int sa, int sb) {
+  Constraint *c = con_add(s, k, st);
   c->d1 = a, c->d2 = b, c->what1 = w1, c->what2 = w2;
-  record_pair(s, st, a, b, true);
+  record_pair(s, st, a, b, k == C_DIM_EQ, sa, sb);
+  return c;
+}
+
+void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w1, const char *w2) {
+  dim_con(s, C_DIM_EQ, a, b, st, w1, w2, -1, -1);
 }
 
 void con_dim_ineq(Solver *s, DimNode *cur, DimNode *subr, UpdateStep *st, const char *w1, const char *w2) {
-  Constraint *c = con_add(s, C_DIM_INEQ, st);
-  c->d1 = cur, c->d2 = subr, c->what1 = w1, c->what2 = w2;
-  record_pair(s, st, cur, subr, false);
+  dim_con(s, C_DIM_INEQ, cur, subr, st, w1, w2, -1, -1);
 }
 
-void con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2) {
+Constraint *con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2) {
   Constraint *c = con_add(s, C_ROW_EQ, st);
   c->r1 = a, c->r2 = b, c->what1 = w1, c->what2 = w2;
+  return c;
 }
 
-void con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2) {
+Constraint *con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2) {
   Constraint *c = con_add(s, C_ROW_INEQ, st);
   c->r1 = cur, c->r2 = subr, c->what1 = w1, c->what2 = w2;
+  return c;
 }
 
 void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w) {
@@ -384,8 +393,7 @@ static const char *axis_what(Solver *s, const char *roww, int pos) {
 static void pair_dims(Solver *s, Constraint *c, bool eq, DimNode **a, DimNode **b, int n, int pos0) {
   for (int i = 0; i < n; i++) {
     const char *w1 = axis_what(s, c->what1, pos0 + i), *w2 = axis_what(s, c->what2, pos0 + i);
-    if (eq) con_dim_eq(s, a[i], b[i], c->step, w1, w2);
-    else con_dim_ineq(s, a[i], b[i], c->step, w1, w2);
+    dim_con(s, eq ? C_DIM_EQ : C_DIM_INEQ, a[i], b[i], c->step, w1, w2, c->slot1, c->slot2);
   }
 }
 
@@ -398,7 +406,11 @@ static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel)
 /* r1 = r2. */
 static Step simp_row_eq(Solver *s, Constraint *c) {
   Row *a = row_norm(s, c->r1), *b = row_norm(s, c->r2);
-  if (!a->var && b->var) { Row *t = a; a = b; b = t; }
+  if (!a->var && b->var) { /* a: the open one; the sides' descriptions follow */
+    Row *t = a; a = b; b = t;
+    const char *w = c->what1; c->what1 = c->what2; c->what2 = w;
+    int sl = c->slot1; c->slot1 = c->slot2; c->slot2 = sl;
+  }
   if (!a->var) { /* both closed */
     if (a->nend != b->nend) return fail_rank(s, c, a, b, "has ");
     pair_dims(s, c, true, a->end, b->end, a->nend, 0);
@@ -418,12 +430,12 @@ static Step simp_row_eq(Solver *s, Constraint *c) {
   pair_dims(s, c, true, a->end + a->nend - ke, b->end + b->nend - ke, ke, -ke);
   int ab = a->nbeg - kb, bb = b->nbeg - kb, ae = a->nend - ke, be = b->nend - ke;
   if (a->var == b->var) {
-    if (ab || bb || ae || be) {
-      solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
-                  what(c->what2));
-      return FAIL;
-    }
-    return DONE;
+    if (!ab && !bb && !ae && !be) return DONE;
+    /* x ++ t = s ++ x: wait; other constraints may solve x, else closing empties it
+     * and the flanks are compared directly (the least material solution) */
+    c->r1 = row_open(s, ab, a->beg + kb, a->var, ae, a->end);
+    c->r2 = row_open(s, bb, b->beg + kb, b->var, be, b->end);
+    return kb || ke ? PROGRESS : PENDING;
   }
   /* a = Ab' a.var Ae', b = Bb' b.var Be' with one of Ab',Bb' and one of Ae',Be' empty:
    * a.var := Bb' R Be', b.var := Ab' R Ae'. */
@@ -501,10 +513,8 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
   }
   Step paired = kb || ke ? PROGRESS : PENDING;
   if (C->var == S->var) {
-    if (!sb && !se) return DONE;
-    solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
-                what(c->what2));
-    return FAIL;
+    if (!sb && !se && !cb && !ce) return DONE;
+    return paired; /* shifted flanks around one variable: as for equations, wait */
   }
   /* Subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
    * axes they could also reach (when both variables end up short): then wait. Same for

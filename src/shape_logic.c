@@ -56,21 +56,27 @@ static void tensor_rows(Logic *L, Tensor *t) {
 static Row *trow(Logic *L, Tensor *t, int k) { return L->rows[t->id][k]; }
 
 /* cur >= subr for one kind of rows of two tensors. */
-static void ineq(Logic *L, UpdateStep *st, Tensor *cur, int kc, Tensor *sub, int ks) {
-  con_row_ineq(L->s, trow(L, cur, kc), trow(L, sub, ks), st, row_what(L->s, cur, kc), row_what(L->s, sub, ks));
+/* The tensor in slot `slot` of st (0 lhs, k rhs k). */
+static Tensor *slot_tensor(UpdateStep *st, int slot) { return slot ? st->rhs[slot - 1] : st->lhs; }
+
+/* slot sc's row kc >= slot ss's row ks. */
+static void ineq(Logic *L, UpdateStep *st, int sc, int kc, int ss, int ks) {
+  Tensor *cur = slot_tensor(st, sc), *sub = slot_tensor(st, ss);
+  Constraint *c =
+      con_row_ineq(L->s, trow(L, cur, kc), trow(L, sub, ks), st, row_what(L->s, cur, kc), row_what(L->s, sub, ks));
+  c->slot1 = sc, c->slot2 = ss;
 }
 
-static void pointwise(Logic *L, UpdateStep *st, Tensor *arg) {
-  for (int k = 0; k < 3; k++) ineq(L, st, st->lhs, k, arg, k);
+static void pointwise(Logic *L, UpdateStep *st, int slot) {
+  for (int k = 0; k < 3; k++) ineq(L, st, 0, k, slot, k);
 }
 
 static void compose(Logic *L, UpdateStep *st) {
-  Tensor *t = st->lhs, *a = st->rhs[0], *b = st->rhs[1];
-  ineq(L, st, t, KIND_BATCH, a, KIND_BATCH);
-  ineq(L, st, t, KIND_BATCH, b, KIND_BATCH);
-  ineq(L, st, t, KIND_INPUT, b, KIND_INPUT);
-  ineq(L, st, t, KIND_OUTPUT, a, KIND_OUTPUT);
-  ineq(L, st, a, KIND_INPUT, b, KIND_OUTPUT);
+  ineq(L, st, 0, KIND_BATCH, 1, KIND_BATCH);
+  ineq(L, st, 0, KIND_BATCH, 2, KIND_BATCH);
+  ineq(L, st, 0, KIND_INPUT, 2, KIND_INPUT);
+  ineq(L, st, 0, KIND_OUTPUT, 1, KIND_OUTPUT);
+  ineq(L, st, 1, KIND_INPUT, 2, KIND_OUTPUT);
 }
 
 /* ---------------------------------------------------------------- einsum specs */
@@ -111,8 +117,13 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
   case AX_VAR: return spec_dim(s, e, ax->name);
   case AX_PLACEHOLDER: return dim_var(s);
   case AX_FIXED: {
-    if (generative && ax->fixed == 0) return dim_known(s, 1, NULL);
-    DimNode *d = dim_var(s);
+    /* generative: a dimension-1 axis for the shape, still written at index 0 */
+    DimNode *d = generative && ax->fixed == 0 ? dim_known(s, 1, NULL) : dim_var(s);
+    if (d->d) {
+      vec_push(s->a, &info->fixed, d);
+      vec_push(s->a, &info->fixed_val, (void *)(intptr_t)0);
+      return d;
+    }
     d->origin.what = arena_printf(s->a, "the fixed index %d", ax->fixed);
     con_at_least(s, d, ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
     vec_push(s->a, &info->fixed, d);
@@ -149,24 +160,57 @@ static Row *spec_row(Logic *L, SpecEnv *e, StepInfo *info, SpecRow *sr, int kind
   return row_open(s, sr->left.len, beg, v, sr->right.len, end);
 }
 
+static bool arg_has_rowvar(const Spec *sp, int nargs, const char *name) {
+  for (int j = 0; j < nargs; j++)
+    for (int k = 0; k < 3; k++) {
+      const char *v = spec_slot_row(sp->args[j], k)->rowvar;
+      if (v && !strcmp(v, name)) return true;
+    }
+  return false;
+}
+
+/* LANGUAGE.md 9.8: an operation creating its result cannot bind a row variable that no
+ * argument mentions (a %cd assignment to an existing tensor can: its shape binds it). */
+static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
+  const Spec *sp = st->spec;
+  if (st->lhs->step != st) return true;
+  for (int k = 0; k < 3; k++) {
+    SpecRow *r = spec_slot_row(sp->result, k);
+    if (!r->rowvar || arg_has_rowvar(sp, nargs, r->rowvar)) continue;
+    Loc loc = st->spec_loc.file ? spec_error_loc(st->spec_loc, r->col) : st->loc;
+    bool anon = !strcmp(r->rowvar, kind_name[k]);
+    L->s->failed = true;
+    diag_error(L->s->diag, loc, "row variable %s%s%s in the result of \"%s\" does not occur in any argument",
+               anon ? "" : "..", anon ? "..." : r->rowvar, anon ? "" : "..", sp->text);
+    return false;
+  }
+  return true;
+}
+
 static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   const Spec *sp = st->spec;
   SpecEnv e = {0};
-  int nargs = sp->nargs < st->nrhs ? sp->nargs : st->nrhs;
+  /* A bare shape (`~logic:"ij"`) is the shape of the result and of every argument. */
+  int nargs = sp->nargs ? (sp->nargs < st->nrhs ? sp->nargs : st->nrhs) : st->nrhs;
+  if (sp->nargs && !check_result_rowvars(L, st, nargs)) return;
   for (int j = 0; j < nargs; j++)
     for (int k = 0; k < 3; k++) {
-      Row *r = spec_row(L, &e, info, spec_slot_row(sp->args[j], k), k, false);
+      SpecSlot *slot = sp->nargs ? sp->args[j] : sp->result;
+      Row *r = spec_row(L, &e, info, spec_slot_row(slot, k), k, false);
       Tensor *arg = st->rhs[j];
-      con_row_ineq(s, r, trow(L, arg, k), st,
-                   arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text),
-                   row_what(s, arg, k));
+      Constraint *c =
+          con_row_ineq(s, r, trow(L, arg, k), st,
+                       arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text),
+                       row_what(s, arg, k));
+      c->slot2 = j + 1;
     }
   for (int k = 0; k < 3; k++) {
     bool generative = !st->lhs->decl[k].given;
     Row *r = spec_row(L, &e, info, spec_slot_row(sp->result, k), k, generative);
-    con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
-                 arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
+    Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
+                                 arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
+    c->slot1 = 0;
   }
 }
 
@@ -175,8 +219,10 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
 static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   Tensor *t = st->lhs, *a = st->rhs[0];
-  for (int k = KIND_INPUT; k <= KIND_OUTPUT; k++)
-    con_row_eq(s, trow(L, t, k), trow(L, a, k), st, row_what(s, t, k), row_what(s, a, k));
+  for (int k = KIND_INPUT; k <= KIND_OUTPUT; k++) {
+    Constraint *c = con_row_eq(s, trow(L, t, k), trow(L, a, k), st, row_what(s, t, k), row_what(s, a, k));
+    c->slot1 = 0, c->slot2 = 1;
+  }
   DimNode *sl = dim_var(s);
   sl->origin.what = arena_printf(s->a, "the batch axis sliced by %s", st->sym ? st->sym->name : "@|");
   info->slice = sl;
@@ -193,8 +239,9 @@ static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
     for (int i = 0; i < lb->nend; i++) all[i + 1] = lb->end[i];
     with = row_closed(s, lb->nend + 1, all);
   }
-  con_row_eq(s, trow(L, a, KIND_BATCH), with, st, row_what(s, a, KIND_BATCH),
-             arena_printf(s->a, "the batch row of %s with the sliced axis", tname(s, t)));
+  Constraint *c = con_row_eq(s, trow(L, a, KIND_BATCH), with, st, row_what(s, a, KIND_BATCH),
+                             arena_printf(s->a, "the batch row of %s with the sliced axis", tname(s, t)));
+  c->slot1 = 1, c->slot2 = 0; /* `with` holds the lhs's axes and the sliced one */
 }
 
 static void terminal(Logic *L, UpdateStep *st) {
@@ -216,22 +263,22 @@ static void step_constraints(Logic *L, UpdateStep *st, StepInfo *info) {
   case LOGIC_POINTWISE_UN:
   case LOGIC_POINTWISE_BIN:
   case LOGIC_POINTWISE_TERN:
-    for (int j = 0; j < st->nrhs; j++) pointwise(L, st, st->rhs[j]);
+    for (int j = 1; j <= st->nrhs && j <= 3; j++) pointwise(L, st, j);
     break;
   case LOGIC_COMPOSE: compose(L, st); break;
   case LOGIC_COMPOSE_TERN:
     compose(L, st);
-    if (st->nrhs > 2) pointwise(L, st, st->rhs[2]);
+    if (st->nrhs > 2) pointwise(L, st, 3);
     break;
   case LOGIC_TRANSPOSE:
-    ineq(L, st, st->lhs, KIND_BATCH, st->rhs[0], KIND_BATCH);
-    ineq(L, st, st->lhs, KIND_INPUT, st->rhs[0], KIND_OUTPUT);
-    ineq(L, st, st->lhs, KIND_OUTPUT, st->rhs[0], KIND_INPUT);
+    ineq(L, st, 0, KIND_BATCH, 1, KIND_BATCH);
+    ineq(L, st, 0, KIND_INPUT, 1, KIND_OUTPUT);
+    ineq(L, st, 0, KIND_OUTPUT, 1, KIND_INPUT);
     break;
   case LOGIC_PERMUTE:
   case LOGIC_EINSUM:
     if (st->spec) einsum(L, st, info);
-    else for (int j = 0; j < st->nrhs; j++) pointwise(L, st, st->rhs[j]);
+    else for (int j = 1; j <= st->nrhs && j <= 3; j++) pointwise(L, st, j);
     break;
   case LOGIC_BATCH_SLICE: batch_slice(L, st, info); break;
   }
@@ -287,7 +334,7 @@ bool infer_solve(Solver *s, Graph *g) {
       for (int j = 0; j < st->nrhs && j < 3; j++) info->slot_row[j + 1][k] = trow(&L, st->rhs[j], k);
     }
     step_constraints(&L, st, info);
-    if (!solver_run(s)) return false; /* stage 1: online, in creation order */
+    if (s->failed || !solver_run(s)) return false; /* stage 1: online, in creation order */
   }
   if (!solver_close(s)) return false;
   return check_slices(s, g);

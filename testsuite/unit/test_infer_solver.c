@@ -107,6 +107,49 @@ static void lubs(void) {
   sys_free(&y);
 }
 
+/* {3 >= a, a >= b, 5 >= b}, a and b terminal: b = 1 (two different bounds above it,
+ * one through a), a = 3; in every order of the three inequalities. */
+static void interleave(void) {
+  static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (int o = 0; o < 6; o++) {
+    Sys y;
+    sys_init(&y);
+    Solver *s = &y.s;
+    DimNode *a = dim_var(s), *b = dim_var(s);
+    a->terminal = b->terminal = true;
+    for (int i = 0; i < 3; i++) {
+      switch (orders[o][i]) {
+      case 0: con_dim_ineq(s, dim_known(s, 3, NULL), a, NULL, NULL, NULL); break;
+      case 1: con_dim_ineq(s, a, b, NULL, NULL, NULL); break;
+      default: con_dim_ineq(s, dim_known(s, 5, NULL), b, NULL, NULL, NULL); break;
+      }
+      solver_run(s);
+    }
+    CHECK(solver_close(s), "order %d: %s", o, y.errbuf ? y.errbuf : "");
+    CHECK(dim_size(a) == 3 && dim_size(b) == 1, "order %d: a = %d, b = %d", o, dim_size(a), dim_size(b));
+    sys_free(&y);
+  }
+}
+
+/* One row variable on both sides with shifted flanks: [x] v = v [y] and [x] v >= v [y]
+ * wait for closing, which empties v and compares x with y. */
+static void self_reference(void) {
+  for (int ineq = 0; ineq < 2; ineq++)
+    for (int y = 3; y <= 5; y += 2) {
+      Sys sy;
+      sys_init(&sy);
+      Solver *s = &sy.s;
+      RowVar *v = row_var(s, KIND_OUTPUT);
+      DimNode *a = dim_known(s, 3, NULL), *b = dim_known(s, y, NULL);
+      Row *l = row_open(s, 1, &a, v, 0, NULL), *r = row_open(s, 0, NULL, v, 1, &b);
+      if (ineq) con_row_ineq(s, l, r, NULL, "l", "r");
+      else con_row_eq(s, l, r, NULL, "l", "r");
+      bool ok = solver_close(s);
+      CHECK(ok == (y == 3), "%s [3]v vs v[%d]: %s", ineq ? "ineq" : "eq", y, ok ? "no error" : sy.errbuf);
+      sys_free(&sy);
+    }
+}
+
 static void totals(void) {
   Sys y;
   sys_init(&y);
@@ -321,6 +364,8 @@ static void random_systems(void) {
 
 int main(void) {
   lubs();
+  interleave();
+  self_reference();
   totals();
   convs();
   order_independence();
