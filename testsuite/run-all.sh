@@ -66,5 +66,27 @@ echo "conformance (-O0, -O3, double, --check-bounds): $p passed, $f failed"
 pass=$((pass + p))
 fail=$((fail + f))
 
+# Counted parts that print their own "N passed, M failed" last line.
+run_part() {
+  label=$1; shift
+  out=$B/$label.log
+  "$@" > "$out" 2>&1
+  last=$(tail -n 1 "$out")
+  p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+  f=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+  if [ -z "$p" ]; then
+    echo "$label: no result, see $out"; tail -n 5 "$out"; p=0; f=1
+  fi
+  grep -E '^FAIL' "$out" | cut -c1-400 | head -n 40
+  echo "$label: $p passed, $f failed"
+  pass=$((pass + p))
+  fail=$((fail + f))
+}
+# Gradients of every differentiable op and of composite models against PyTorch,
+# finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/tdslc" --workdir "$B/gradcheck"
+# Samples built against the installed toolchain (testsuite/samples.sh).
+run_part samples sh testsuite/samples.sh
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
