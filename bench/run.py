@@ -2,7 +2,7 @@
 """Runs build/bench/bench (tdslc-generated vs plain C -O3) and numpy (OpenBLAS) on the
 same kernels, then prints the times side by side as ratios to tdslc (best of 5 runs,
 single process; >1 means slower than tdslc). Honest numbers: nothing is tuned per run."""
-import subprocess, sys, time
+import os, subprocess, sys, time
 import numpy as np
 
 def best(f, reps=5):
@@ -29,6 +29,8 @@ numpy_t = {
 flops = {"matmul_512": 2 * 512**3, "bmm_32x128": 2 * 32 * 128**3}
 out = subprocess.run([sys.argv[1] if len(sys.argv) > 1 else "build/bench/bench"],
                      capture_output=True, text=True, check=True).stdout
+print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; tdslc and plain C run one thread, "
+      f"numpy's BLAS may use every core")
 print(f"{'kernel':<15}{'tdslc ms':>10}{'plain C ms':>12}{'numpy ms':>10}   {'C/tdslc':>8}{'numpy/tdslc':>12}  tdslc GFLOP/s")
 for line in out.split("\n"):
     if not line.strip():

@@ -62,7 +62,7 @@ echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40
 p=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 f=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -z "$p" ]; then p=0; f=1; echo "$out" | tail -n 5; fi
-echo "conformance (-O0, -O3, double): $p passed, $f failed"
+echo "conformance (-O0, -O3, double, --check-bounds): $p passed, $f failed"
 pass=$((pass + p))
 fail=$((fail + f))
 
