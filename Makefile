@@ -2,6 +2,7 @@
 #   make            build build/tdslc and the runtime
 #   make check      install dependencies if missing, build, run every test (plain and
 #                   under ASan+UBSan); ends with "N passed, M failed"
+#   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 .DEFAULT_GOAL := all
@@ -14,6 +15,15 @@ CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm
+# The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
+# tdslc still builds and --backend=cuda reports that it is unavailable.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/nvrtc.h),)
+CPPFLAGS_ALL += -DTDSL_HAVE_NVRTC -isystem $(CUDA_HOME)/include -Ibackends/cuda
+LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc
+else
+CPPFLAGS_ALL += -Ibackends/cuda
+endif
 
 SRC      := $(sort $(wildcard src/*.c) $(wildcard backends/gccjit/*.c) $(wildcard backends/cuda/*.c) $(wildcard runtime/*.c))
 RE_SRC   := $(wildcard grammar/*.re)
@@ -103,6 +113,11 @@ check: deps
 	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
 
+# On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
+# both backends (says so and succeeds without a GPU).
+check-gpu: all $(B)/unit/test_cuda_emulate
+	B=$(B) sh testsuite/cuda/check-gpu.sh
+
 conformance: all
 	../shared/conformance/run --tdslc $(B)/tdslc
 
@@ -146,5 +161,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
 .SECONDARY:

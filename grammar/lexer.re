@@ -171,8 +171,10 @@ static const unsigned char *escape(const unsigned char *p, const unsigned char *
 /* A string literal; L->cur is just after the opening quote. Newlines are allowed. */
 static void lex_string(Lexer *L) {
   Loc start = loc_at(L, L->tok);
-  const unsigned char *p = L->cur;
-  char *buf = arena_alloc(L->a, (size_t)(L->lim - p) + 1);
+  const unsigned char *p = L->cur, *q = p;
+  /* Size the buffer to this string only: many strings in a big file stay linear. */
+  while (q < L->lim && *q != '"') q += (*q == '\\' && q + 1 < L->lim) ? 2 : 1;
+  char *buf = arena_alloc(L->a, (size_t)(q - p) + 1);
   size_t n = 0;
   for (;;) {
     if (p >= L->lim) {

@@ -344,8 +344,15 @@ static Expr *comment(Parser *P, Loc loc, Expr *seq) {
 
 static Expr *tuple(Parser *P, Expr *a, Expr *b) {
   if (a->kind == E_TUPLE && !a->paren) {
+    /* Not fin(): recomputing over all items would make long tuples quadratic. */
     vec_push(P->a, &a->items, b);
-    return fin(P, a);
+    if (depth_of(b) + 1 > a->depth) {
+      Expr probe = *a;
+      probe.items = (PtrVec){0};
+      vec_push(P->a, &probe.items, b);
+      a->depth = fin(P, &probe)->depth;
+    }
+    return a;
   }
   Expr *e = mk(P, E_TUPLE, a->loc);
   vec_push(P->a, &e->items, a);
@@ -726,6 +733,29 @@ static bool is_closer(yysymbol_kind_t k) {
   }
 }
 
+static bool is_opener(int k) {
+  return k == T_LPAREN || k == T_LBRACKET || k == T_LBRACKBAR || k == T_LBRACE;
+}
+
+static bool is_item_start(int k) {
+  return k == T_TOPLET || k == T_LET_OP || k == T_LET_CD || k == T_OP || k == T_OPEN ||
+         k == T_SEMISEMI;
+}
+
+/* The unclosed bracket before the lookahead, within the current item (or NULL). */
+static Token *unclosed_opener(Parser *P) {
+  int depth = 0;
+  for (int i = P->last - 1; i >= 0; i--) {
+    Token *t = &P->toks.items[i];
+    if (is_item_start(t->kind)) return NULL;
+    if (t->kind == T_RPAREN || t->kind == T_RBRACKET || t->kind == T_BARRBRACKET || t->kind == T_RBRACE)
+      depth++;
+    else if (is_opener(t->kind) && depth-- == 0)
+      return t;
+  }
+  return NULL;
+}
+
 /* "syntax error: unexpected X", plus what was expected when that is short to say:
  * the few acceptable tokens, "an expression", or the one closing token (a missing
  * ')' or 'in'). */
@@ -751,6 +781,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     return 0;
   }
   if (t->kind == T_YYEOF && P->toks.eof_error) return 0; /* the lexer said why */
+  if (t->kind == T_IN && top) {
+    diag_error(P->d, loc, "syntax error: unexpected 'in': a top-level binding has no 'in'");
+    return 0;
+  }
   if (t->kind == T_LET && top) {
     diag_error(P->d, loc, "syntax error: 'let ... in' is not allowed at top level");
     return 0;
@@ -769,6 +803,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected '='", what);
   } else if (closers == 1) {
     diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, sym_name(closer));
+    Token *open = unclosed_opener(P);
+    if (open && (closer == YYSYMBOL_RPAREN || closer == YYSYMBOL_RBRACKET ||
+                 closer == YYSYMBOL_BARRBRACKET || closer == YYSYMBOL_RBRACE))
+      diag_note(P->d, open->loc, "to match this '%.*s'", open->len, open->text);
   } else {
     diag_error(P->d, loc, "syntax error: unexpected %s", what);
   }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tdsl.h"
+#include "tdslrt_cuda.h"
 
 typedef struct RtBuf {
   char *name;
@@ -37,6 +38,7 @@ typedef struct RtNamed {
 
 struct tdsl_model {
   void *dl;
+  tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
   RtNamed *syms, *fns, *aliases;
@@ -190,6 +192,10 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
+  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(resolve, handle, err, errlen))) {
+    tdsl_close(m);
+    return NULL;
+  }
   return m;
 }
 
@@ -218,6 +224,7 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 
 void tdsl_close(tdsl_model *m) {
   if (!m) return;
+  tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];
     free(b->name);
@@ -273,6 +280,7 @@ int tdsl_find_tensor(const tdsl_model *m, const char *name) {
 
 int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
   if (i < 0 || i >= m->nbufs) return fail(m, "no tensor number %d", i);
+  if (m->cuda && tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err)) return -1;
   RtBuf *b = &m->bufs[i];
   out->name = b->name;
   out->rank = b->rank;
@@ -315,27 +323,32 @@ static RtBuf *sized(tdsl_model *m, const char *name, long n) {
   return b;
 }
 
+/* A cuda model: bring the host copy up to date before the host uses it. */
+static int host_access(tdsl_model *m, RtBuf *b, int mode) {
+  return m->cuda ? tdsl_cuda_host_access(m->cuda, (int)(b - m->bufs), mode, m->err, sizeof m->err) : 0;
+}
+
 int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
   RtBuf *b = sized(m, name, n);
-  if (!b) return -1;
+  if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = (float)get(b, i);
   return 0;
 }
 int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
   RtBuf *b = sized(m, name, n);
-  if (!b) return -1;
+  if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
   return 0;
 }
 int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
   RtBuf *b = sized(m, name, n);
-  if (!b) return -1;
+  if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = get(b, i);
   return 0;
 }
 int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
   RtBuf *b = sized(m, name, n);
-  if (!b) return -1;
+  if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
   return 0;
 }
@@ -369,7 +382,7 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
 
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
   RtBuf *b = lookup(m, name);
-  return b ? load_raw(m, b, path) : -1;
+  return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
 }
 
 /* ---- routines and indices ---- */
@@ -406,7 +419,7 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   ((void (*)(void))m->fns[i].ptr)();
-  return 0;
+  return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 
 int tdsl_num_indices(const tdsl_model *m) { return m->nsyms; }
@@ -476,6 +489,7 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++) {
     RtBuf *b = &m->bufs[bi];
+    if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
     memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
     switch (b->init) {
     case 1: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;

@@ -11,7 +11,14 @@ const char *ctx_stdlib_dir(Ctx *c) {
   for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
     const char *dir = arena_printf(&c->arena, "%s/%s", c->exe_dir, cands[i]);
     const char *probe = arena_printf(&c->arena, "%s/prelude.tdsl", dir);
-    if (access(probe, R_OK) == 0) return dir;
+    if (access(probe, R_OK) == 0) {
+      char *real = realpath(dir, NULL); /* diagnostics show /x/runtime, not /x/build/../runtime */
+      if (real) {
+        dir = arena_strdup(&c->arena, real);
+        free(real);
+      }
+      return dir;
+    }
   }
   return NULL;
 }

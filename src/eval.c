@@ -177,6 +177,7 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
     return NULL;
   }
   st->depth++;
+  int errors = st->c->diag.errors;
   Value *r = NULL;
   switch (f->kind) {
   case FN_CLOSURE: r = call_closure(st, f); break;
@@ -184,6 +185,14 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->depth--;
+  /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
+   * file) gets notes leading back to the application in the user's file. */
+  if (!r && st->c->diag.errors > errors && st->noted != st->c->diag.errors) {
+    const SrcFile *def = f->kind == FN_CLOSURE ? f->body->loc.file : f->kind == FN_OP ? f->op->loc.file : NULL;
+    if (def && def != loc.file)
+      diag_note(&st->c->diag, loc, "in this application of '%s'", f->name ? f->name : "a function");
+    if (loc.file == st->main_file) st->noted = st->c->diag.errors;
+  }
   return r;
 }
 
@@ -757,6 +766,7 @@ Graph *stage_program(Ctx *c, const Program *p) {
   }
   if (!load_file(st, arena_printf(st->a, "%s/prelude.tdsl", st->stdlib_dir), none)) return NULL;
   if (!load_file(st, arena_printf(st->a, "%s/stdlib.tdsl", st->stdlib_dir), none)) return NULL;
+  st->main_file = p->file;
   if (!eval_program(st, p) || c->diag.errors) return NULL;
   return st->g;
 }

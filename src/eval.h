@@ -5,7 +5,35 @@
  *                  stacking, builtins (range, range_of_shape, uniform, file, index)
  *   eval_op.c      `op` definitions: instantiating forward/backward code on a tensor
  *   eval_code.c    %cd assignments and accessors (.forward, .backprop, ...)
- * Everything lives in the context's arena; the evaluator's state is one St. */
+ *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
+ * Everything lives in the context's arena; the evaluator's state is one St.
+ *
+ * Decisions where the contract leaves room (LANGUAGE.md, seeds):
+ * - Scoping: `{ w }` is created once per DeclScope, keyed by the record expression.
+ *   A top-level binding opens a scope (its declarations also become top-level names
+ *   for later items); binding a function's unit parameter `()` opens a fresh one kept
+ *   in the partial application, so `let l1 = layer ~label:["L1"] ()` shares one set
+ *   between all uses of l1. Declared names are visible in their scope before local
+ *   lookups fail (OCANNL hoists them), after local let/fun bindings.
+ * - Names: a declaration is named by its identifier; in a unit scope with a label
+ *   (the ~label argument, else the name of the first named tensor argument after (),
+ *   e.g. sgd_one () p gives "w1.sgd_delta") always "LABEL.ident"; any remaining
+ *   collision gets "_2", "_3"... A binding names its unnamed result tensor; a binding
+ *   of an already named tensor adds an alias entry to Graph.names.
+ * - A number, `!.x`, `!..n` used as a tensor is a TK_CONST with rows b=[] i=[] o=[1].
+ *   `[ a; b ]` containing tensors stacks them: element k is written by its own
+ *   PERMUTE step "... | ... -> ... => ... | ... -> k, ..." (first `=:+`, then `=+`).
+ * - %cd operands: see eval_code.c. Intermediates (non-primitive sub-expressions) are
+ *   computed right before the assignment, together with any existing
+ *   non-differentiable computed tensor they read (a learning-rate schedule), the
+ *   latter once per top-level item. Standalone assignments without ~logic are
+ *   pointwise, `*` and `/` included (the seed lists no default for them); `fma (a, b,
+ *   c)` with three distinct operands composes (COMPOSE_TERN).
+ * - A fill (`g =: 0`, zero_grads, `!@s`) has a LOGIC_POINTWISE_UN step with nrhs 0.
+ * - `let%cd x = e` whose value is a tensor computed by e makes that tensor
+ *   non-differentiable (its inner tensors keep their gradients).
+ * - `**.` is the unary op pointpow_ ~p with p a compile-time number (seed pointpow);
+ *   `fma a b c` (the op) is pointwise; ops accept an uncurried tuple `where (c, a, b)`. */
 #ifndef TDSL_EVAL_H
 #define TDSL_EVAL_H
 
@@ -111,6 +139,8 @@ struct St {
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
   int depth;           /* nesting of function applications */
+  const SrcFile *main_file; /* the user's file (prelude and stdlib come first) */
+  int noted;           /* diag.errors when the last application note chain ended */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
 };

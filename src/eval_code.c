@@ -85,7 +85,8 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     if (!t) return NULL;
     bool grad = f[0] == 'g';
     if (grad && !t->diff && !fr->op) {
-      diag_error(&st->c->diag, e->loc, "'%s' is not differentiable: it has no .grad", t->name ? t->name : "this tensor");
+      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no .grad",
+                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
       return NULL;
     }
     Value *r = val_tensor(st, t, e->loc);
@@ -121,8 +122,8 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     graph_forward_code(st->a, st->g, t, &c->code);
   } else if (bwd) {
     if (!t->diff) {
-      diag_error(&st->c->diag, e->loc, "'%s' is not differentiable: it has no backprop code",
-                 t->name ? t->name : "this tensor");
+      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no backprop code",
+                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
       return NULL;
     }
     graph_backprop_code(st->a, st->g, t, &c->code);

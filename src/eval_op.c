@@ -182,10 +182,7 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   const Spec *spec;
   bool use_padding;
   Loc spec_loc = {0};
-  if (!logic_from_value(st, call, logic, n, &kind, &spec, &use_padding, &spec_loc)) {
-    diag_note(&st->c->diag, loc, "in this application of '%s'", op->name);
-    return NULL;
-  }
+  if (!logic_from_value(st, call, logic, n, &kind, &spec, &use_padding, &spec_loc)) return NULL;
   IndexSym *sym = NULL;
   if (kind == LOGIC_BATCH_SLICE) {
     Value *sv = fn_param(f, "sym");

@@ -278,7 +278,9 @@ Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what) 
     }
     return stack_tensor(st, fr, v, v->loc);
   }
-  diag_error(&st->c->diag, v->loc.file ? v->loc : loc, "expected a tensor for %s, got %s", what, val_kind_name(v));
+  /* A function value's loc is its definition; the application is more useful. */
+  Loc at = v->loc.file && v->kind != V_FN ? v->loc : loc;
+  diag_error(&st->c->diag, at, "expected a tensor for %s, got %s", what, val_kind_name(v));
   return NULL;
 }
 

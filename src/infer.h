@@ -83,7 +83,8 @@ typedef struct Constraint {
   UpdateStep *step;
   const char *what1, *what2;
   int from_end;      /* C_DIM_*: axis offset within the rows (>= 0 from the left, < 0 from the right) */
-  bool record;       /* C_DIM_*: a projection-relevant pairing for step */
+  bool pending;      /* the last simplification left it as it was */
+  DimNode *root1, *root2; /* C_DIM_INEQ: the roots it was last simplified with */
 } Constraint;
 
 /* A pairing of two axes by one operation: the material of projection equations. */
@@ -115,7 +116,7 @@ typedef struct Solver {
   bool failed;
   long long work; /* simplification count: a guard against divergence */
   /* the bounds index (row.c): pending "subr <= cur" edges by subr root id */
-  int *up_head, *up_next, *up_mark, up_n, up_cap, up_stamp;
+  int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp;
   DimNode **up_to;
 } Solver;
 

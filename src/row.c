@@ -108,6 +108,19 @@ Row *row_of_var(Solver *s, RowVar *v) { return row_open(s, 0, NULL, v, 0, NULL);
 
 int row_len(const Row *r) { return r->nbeg + r->nend; }
 
+/* The unsolved variable a row ends up with (NULL: closed) and its number of known
+ * axes, without building the normalized row. */
+static RowVar *row_peek(const Row *r, int *len) {
+  int n = r->nbeg + r->nend;
+  RowVar *v = r->var;
+  while (v && v->solved) {
+    n += v->solved->nbeg + v->solved->nend;
+    v = v->solved->var;
+  }
+  if (len) *len = n;
+  return v;
+}
+
 /* beg ++ solution(var) ++ end, repeatedly, until the variable is unsolved. Rows longer
  * than MAX_RANK are cut (the solver reports divergence before that matters). */
 Row *row_norm(Solver *s, Row *r) {
@@ -269,7 +282,7 @@ static Step set_dim(Solver *s, Constraint *c, DimNode *d, int n, const char *why
 }
 
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
-  DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
+  DimNode *cur = c->root1 = dim_find(c->d1), *sub = c->root2 = dim_find(c->d2);
   if (cur == sub) return DONE;
   if (sub->d) {
     if (sub->d == 1) { /* broadcast */
@@ -439,7 +452,7 @@ static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int ba
 
 /* cur >= subr (seed: solve_row_ineq). */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
-  Row *C = row_norm(s, c->r1), *S = row_norm(s, c->r2);
+  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
   if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
@@ -472,17 +485,20 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
     pair_dims(s, c, false, C->end + n - S->nend, S->end, S->nend, -S->nend);
     int m = n - S->nbeg - S->nend;
     if (m == 0) return set_row_empty(s, c, S->var) ? DONE : FAIL;
+    if (!S->nbeg && !S->nend) return PENDING; /* S's variable is bounded above by C */
     c->r1 = row_closed(s, m, C->end + S->nbeg);
     c->r2 = row_of_var(s, S->var);
-    return S->nbeg || S->nend ? PROGRESS : PENDING;
+    return PROGRESS;
   }
   /* both open: pair the common leftmost and rightmost axes, keep the rest */
   int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
   pair_dims(s, c, false, C->beg, S->beg, kb, 0);
   pair_dims(s, c, false, C->end + C->nend - ke, S->end + S->nend - ke, ke, -ke);
   int cb = C->nbeg - kb, sb = S->nbeg - kb, ce = C->nend - ke, se = S->nend - ke;
-  c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
-  c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  if (kb || ke) {
+    c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
+    c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  }
   Step paired = kb || ke ? PROGRESS : PENDING;
   if (C->var == S->var) {
     if (!sb && !se) return DONE;
@@ -504,7 +520,7 @@ static Step simp_total(Solver *s, Constraint *c) {
   int nunknown = 0, nvars = 0;
   DimNode *unknown = NULL;
   for (int k = 0; k < 3; k++) {
-    Row *r = row_norm(s, c->rows[k]);
+    Row *r = c->rows[k] = row_norm(s, c->rows[k]);
     if (r->var) nvars++;
     for (int pass = 0; pass < 2; pass++) {
       int n = pass ? r->nend : r->nbeg;
@@ -550,6 +566,7 @@ static void bounds_index(Solver *s) {
   int n = s->dims.len;
   s->up_head = realloc(s->up_head, sizeof *s->up_head * (size_t)(n + 1));
   s->up_mark = realloc(s->up_mark, sizeof *s->up_mark * (size_t)(n + 1));
+  s->up_memo = realloc(s->up_memo, sizeof *s->up_memo * (size_t)(n + 1));
   for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
   s->up_stamp = 0;
   s->up_n = 0;
@@ -570,8 +587,8 @@ static void bounds_index(Solver *s) {
 }
 
 static void bounds_free(Solver *s) {
-  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to);
-  s->up_head = s->up_mark = s->up_next = NULL;
+  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to), free(s->up_memo);
+  s->up_head = s->up_mark = s->up_next = s->up_memo = NULL;
   s->up_to = NULL;
   s->up_n = s->up_cap = 0;
 }
@@ -580,32 +597,37 @@ static void bounds_free(Solver *s) {
  * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
  * *label receives the bound's label, if any. */
 static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
-  int lub = 0;
+  if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
   s->up_mark[r->id] = s->up_stamp;
+  s->up_memo[r->id] = 0;
+  int lub = 0;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
     int b;
     if (cur->d) {
       b = cur->d;
       if (b > 1 && cur->label && label && !*label) *label = cur->label;
-    } else if (s->up_mark[cur->id] == s->up_stamp)
-      continue;
-    else
+    } else
       b = dim_lub_rec(s, cur, label);
     if (b == 0) continue;
     if (lub == 0) lub = b;
     else if (lub != b) lub = 1;
   }
+  s->up_memo[r->id] = lub;
   return lub;
 }
 
-static int dim_lub(Solver *s, DimNode *d, const char **label) {
+/* One query; `fresh` forgets the memo of earlier queries (labels are only found on a
+ * fresh walk). */
+static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
   if (label) *label = NULL;
   DimNode *r = dim_find(d);
   if (r->id >= s->dims.len || !s->up_head) return 0;
-  s->up_stamp++;
+  if (fresh) s->up_stamp++;
   return dim_lub_rec(s, r, label);
 }
+
+static int dim_lub(Solver *s, DimNode *d, const char **label) { return dim_lub_q(s, d, label, true); }
 
 static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
   for (int i = 0; i < s->cons.len; i++) {
@@ -620,10 +642,11 @@ static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
 static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
   bounds_index(s);
+  s->up_stamp++; /* one memo for the whole sweep: linear */
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (d->parent || d->d || s->up_head[d->id] < 0) continue;
-    if (dim_lub(s, d, NULL) == 1) {
+    if (dim_lub_q(s, d, NULL, false) == 1) {
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
     }
@@ -632,6 +655,20 @@ static bool force_conflicting_bounds(Solver *s) {
 }
 
 /* ---------------------------------------------------------------- fixpoint */
+
+/* A pending row inequality depends only on its (normalized) rows' variables, a dim
+ * inequality on its roots: if none was solved since, simplifying again is useless. */
+static bool unchanged(const Constraint *c) {
+  switch (c->kind) {
+  case C_ROW_INEQ:
+    return !(c->r1->var && c->r1->var->solved) && !(c->r2->var && c->r2->var->solved);
+  case C_DIM_INEQ: {
+    DimNode *a = dim_find(c->d1), *b = dim_find(c->d2);
+    return a == c->root1 && b == c->root2 && !a->d && !b->d;
+  }
+  default: return false;
+  }
+}
 
 static void compact(Solver *s) {
   int j = 0;
@@ -652,9 +689,11 @@ bool solver_run(Solver *s) {
         solver_fail(s, c, "shape inference does not converge (%s vs %s)", what(c->what1), what(c->what2));
         break;
       }
+      if (c->pending && unchanged(c)) continue;
       Step r = simplify(s, c);
       if (r == DONE) c->done = true;
       if (r != PENDING) progress = true;
+      c->pending = r == PENDING;
     }
     if (s->failed) break;
     compact(s);
@@ -705,8 +744,11 @@ static void default_dim_one(Solver *s, DimNode *r) {
 static bool is_total_carrier(Solver *s, RowVar *v) {
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (!c->done && c->kind == C_TOTAL && c->total_var && row_norm(s, row_of_var(s, c->total_var))->var == v)
-      return true;
+    if (!c->done && c->kind == C_TOTAL && c->total_var) {
+      RowVar *t = c->total_var;
+      while (t && t->solved) t = t->solved->var;
+      if (t == v) return true;
+    }
   }
   return false;
 }
@@ -718,13 +760,12 @@ static int row_lub_len_rec(Solver *s, RowVar *v, char *seen) {
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
-    Row *S = row_norm(s, c->r2);
-    if (S->var != v || row_len(S)) continue;
-    Row *C = row_norm(s, c->r1);
-    int n = row_len(C);
-    if (n == 0 && C->var) {
-      if (seen[C->var->id]) continue;
-      n = row_lub_len_rec(s, C->var, seen);
+    int ns, n;
+    if (row_peek(c->r2, &ns) != v || ns) continue;
+    RowVar *cv = row_peek(c->r1, &n);
+    if (n == 0 && cv) {
+      if (seen[cv->id]) continue;
+      n = row_lub_len_rec(s, cv, seen);
       if (n < 0) continue;
     } else if (n == 0)
       continue;

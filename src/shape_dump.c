@@ -211,7 +211,7 @@ static void print_asgn_text(FILE *out, const char *where, const Asgn *as) {
     if (i) fputs(", ", out);
     dimop_slot(out, pj, slots[i], in_lhs);
   }
-  fputs(" -> ", out);
+  fputs(ns ? " -> " : "-> ", out);
   dimop_slot(out, pj, as->lhs_slot, in_lhs);
   fputc('\n', out);
 }

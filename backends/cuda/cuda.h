@@ -1,0 +1,74 @@
+/* cuda.h: the CUDA backend. The loop IR becomes CUDA C kernels (one per top-level
+ * loop nest or fill of each function), compiled by NVRTC to PTX; the PTX is embedded
+ * in a host module built by libgccjit whose routines launch the kernels through the
+ * runtime (runtime/tdslrt_cuda.c). Sees only ir.h.
+ *
+ * A cuda model exports the symbols of a CPU model (tdsl_buf_N are host mirrors of the
+ * device buffers, tdsl_sym_N, tdsl_fn_N, tdsl_model_meta) plus
+ *   char tdsl_cuda_ptx[]     the PTX text
+ *   char tdsl_cuda_meta[]    "tdslcuda 1", "scratch BYTES" when split reductions need
+ *                            scratch memory, per buffer "buf ID BYTES" and per kernel
+ *                            "kernel ID NAME THREADS NARGS ARG..." where ARG is bN (a
+ *                            buffer read), wN (a buffer written), sN (index symbol) or
+ *                            x0 (the scratch buffer)
+ *   void *tdsl_cuda_ctx      set by the runtime at open
+ *   void (*tdsl_cuda_launch)(void *ctx, int kernel)   set by the runtime at open
+ * A routine is a sequence of tdsl_cuda_launch calls and calls of other routines. */
+#ifndef TDSL_CUDA_H
+#define TDSL_CUDA_H
+
+#include <libgccjit.h>
+#include <stdio.h>
+
+#include "ir.h"
+
+/* Threads per block; the runtime uses the same number. */
+enum { CUDA_BLOCK = 256 };
+
+typedef struct CudaArg {
+  char kind;  /* 'b' buffer read only, 'w' buffer written, 's' index symbol, 'x' scratch */
+  int index;
+} CudaArg;
+
+typedef struct CudaKernel {
+  int id;
+  const char *name;   /* "k12" */
+  long threads;       /* total threads; one per point of the parallel loops */
+  int nargs;
+  CudaArg *args;
+} CudaKernel;
+
+/* One step of a host routine: launch a kernel or call another function. */
+typedef struct CudaStep {
+  bool call;
+  int index;          /* kernel id, or function index */
+} CudaStep;
+
+typedef struct CudaPlan {
+  PtrVec kernels;     /* CudaKernel* */
+  PtrVec *steps;      /* per function: CudaStep* */
+  char *src;          /* the CUDA C source of every kernel */
+  char *meta;         /* tdsl_cuda_meta text */
+} CudaPlan;
+
+/* backends/cuda/cuda_emit.c */
+CudaPlan *cuda_plan(Arena *a, const IrModule *m);
+
+/* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
+ * log as an internal error (or that the toolkit is missing). */
+bool cuda_available(void);
+char *cuda_ptx(Arena *a, const char *src, const char *arch);
+
+/* backends/cuda/cuda_host.c: the host module. */
+bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level,
+                    const char *path, bool object);
+gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level,
+                              gcc_jit_context **ctx_out);
+
+/* backends/cuda/cuda.c: --emit-cuda, --emit-ptx and -o for --backend=cuda (exit status). */
+struct Ctx;
+int cuda_backend(struct Ctx *c, IrModule *m, const char *base);
+/* For --run: compiles in memory, NULL after printing an error. */
+gcc_jit_result *cuda_compile_mem(struct Ctx *c, IrModule *m, gcc_jit_context **ctx_out);
+
+#endif

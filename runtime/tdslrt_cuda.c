@@ -1,0 +1,355 @@
+/* tdslrt_cuda.c: cuda models (see tdslrt_cuda.h). The CUDA driver API is resolved with
+ * dlopen/dlsym so that neither the runtime nor a model links against libcuda: a machine
+ * without a GPU or driver gets an error from tdsl_open, not a link failure. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tdslrt_cuda.h"
+
+/* The few driver API types and entry points used here (cuda.h is not needed to build). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext, *CUmodule, *CUfunction;
+typedef unsigned long long CUdeviceptr;
+enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
+typedef struct Drv {
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                           void **, void **);
+  CUresult (*GetErrorString)(CUresult, const char **);
+} Drv;
+
+/* Driver symbol per Drv slot, in declaration order. */
+static const char *const drv_names[] = {
+    "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
+    "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemFree_v2",
+    "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuGetErrorString"};
+
+enum { SYNCED, HOST_NEWER, DEVICE_NEWER };
+
+typedef struct CBuf {
+  void *host;
+  size_t bytes;
+  CUdeviceptr dev;
+  int state;
+} CBuf;
+
+typedef struct CArg {
+  char kind; /* 'b', 'w', 's' */
+  int index;
+} CArg;
+
+typedef struct CKernel {
+  CUfunction fn;
+  long threads;
+  int nargs;
+  CArg *args;
+} CKernel;
+
+struct tdsl_cuda {
+  void *lib;       /* libcuda.so.1, or NULL when emulating */
+  Drv d;
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  bool have_ctx;
+  int nbufs, nsyms, nkernels;
+  CBuf *bufs;
+  CUdeviceptr scratch; /* for split reductions (the 'x' argument) */
+  int **syms;
+  CKernel *kernels;
+  void **ctx_slot; /* the model's tdsl_cuda_ctx */
+  char err[512];   /* the first launch error since the last tdsl_cuda_take_error */
+};
+
+static int say(char *err, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (err && n) vsnprintf(err, n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static const char *cu_str(const tdsl_cuda *cu, CUresult r) {
+  const char *s = NULL;
+  if (cu->d.GetErrorString && cu->d.GetErrorString(r, &s) == 0 && s) return s;
+  return "unknown CUDA error";
+}
+
+/* ---- emulation: host memory and host-compiled kernels ---- */
+
+static CUresult emu_ok0(unsigned x) { (void)x; return 0; }
+static CUresult emu_device(CUdevice *d, int i) { *d = i; return 0; }
+static CUresult emu_retain(CUcontext *c, CUdevice d) { (void)d; *c = NULL; return 0; }
+static CUresult emu_release(CUdevice d) { (void)d; return 0; }
+static CUresult emu_set(CUcontext c) { (void)c; return 0; }
+static CUresult emu_load(CUmodule *m, const void *ptx, unsigned n, int *o, void **v) {
+  (void)o, (void)v, (void)n;
+  const char *lib = getenv("TDSL_CUDA_EMULATE");
+  if (!ptx || !*(const char *)ptx || !lib) return 218; /* CUDA_ERROR_INVALID_PTX */
+  *m = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  return *m ? 0 : 200; /* CUDA_ERROR_INVALID_IMAGE */
+}
+static CUresult emu_unload(CUmodule m) { return dlclose(m) ? 1 : 0; }
+static CUresult emu_function(CUfunction *f, CUmodule m, const char *name) {
+  char sym[128];
+  snprintf(sym, sizeof sym, "tdsl_emu_%s", name);
+  *f = dlsym(m, sym);
+  return *f ? 0 : 500; /* CUDA_ERROR_NOT_FOUND */
+}
+static CUresult emu_alloc(CUdeviceptr *p, size_t n) {
+  void *m = calloc(1, n);
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return m ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+static CUresult emu_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+static CUresult emu_htod(CUdeviceptr d, const void *h, size_t n) { memcpy((void *)(uintptr_t)d, h, n); return 0; }
+static CUresult emu_dtoh(void *h, CUdeviceptr d, size_t n) { memcpy(h, (void *)(uintptr_t)d, n); return 0; }
+static CUresult emu_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           unsigned sh, void *st, void **params, void **extra) {
+  (void)gy, (void)gz, (void)by, (void)bz, (void)sh, (void)st, (void)extra;
+  void (*entry)(void **, unsigned, unsigned);
+  *(void **)&entry = f;
+  entry(params, gx, bx);
+  return 0;
+}
+static CUresult emu_errstr(CUresult r, const char **s) {
+  *s = r == 218 ? "no PTX or TDSL_CUDA_EMULATE unset" : r == 200 ? "cannot dlopen the TDSL_CUDA_EMULATE library"
+     : r == 500 ? "kernel not found in the emulation library" : "emulation error";
+  return 0;
+}
+
+static const Drv emu_drv = {emu_ok0, emu_device, emu_retain, emu_release, emu_set, emu_load, emu_unload,
+                            emu_function, emu_alloc, emu_free, emu_htod, emu_dtoh, emu_launch, emu_errstr};
+
+/* ---- driver ---- */
+
+static int load_driver(tdsl_cuda *cu, char *err, size_t n) {
+  const char *emu = getenv("TDSL_CUDA_EMULATE");
+  if (emu && *emu) {
+    cu->d = emu_drv;
+    return 0;
+  }
+  cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu->lib) return say(err, n, "cuda model: cannot load libcuda.so.1: %s (no NVIDIA driver on this machine?)", dlerror());
+  void **slot = (void **)&cu->d;
+  for (size_t i = 0; i < sizeof drv_names / sizeof *drv_names; i++) {
+    slot[i] = dlsym(cu->lib, drv_names[i]);
+    if (!slot[i]) return say(err, n, "cuda model: libcuda.so.1 has no %s (driver too old?)", drv_names[i]);
+  }
+  return 0;
+}
+
+static int start(tdsl_cuda *cu, const char *ptx, char *err, size_t n) {
+  CUresult r;
+  if ((r = cu->d.Init(0))) return say(err, n, "cuda model: cuInit failed: %s", cu_str(cu, r));
+  if ((r = cu->d.DeviceGet(&cu->dev, 0))) return say(err, n, "cuda model: no CUDA device: %s", cu_str(cu, r));
+  if ((r = cu->d.DevicePrimaryCtxRetain(&cu->ctx, cu->dev)))
+    return say(err, n, "cuda model: cannot create a context: %s", cu_str(cu, r));
+  cu->have_ctx = true;
+  if ((r = cu->d.CtxSetCurrent(cu->ctx))) return say(err, n, "cuda model: cuCtxSetCurrent failed: %s", cu_str(cu, r));
+  char log[4096] = "";
+  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  if ((r = cu->d.ModuleLoadDataEx(&cu->mod, ptx, 2, opts, vals)))
+    return say(err, n, "cuda model: cannot load the PTX: %s%s%s", cu_str(cu, r), *log ? ": " : "", log);
+  return 0;
+}
+
+/* ---- the kernel table (tdsl_cuda_meta) ---- */
+
+static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void *h, char *err, size_t n) {
+  if (strncmp(text, "tdslcuda 1\n", 11)) return say(err, n, "cuda model: bad kernel table");
+  for (const char *p = text; (p = strchr(p, '\n')); p++) {
+    cu->nbufs += !strncmp(p + 1, "buf ", 4);
+    cu->nkernels += !strncmp(p + 1, "kernel ", 7);
+  }
+  cu->bufs = calloc((size_t)cu->nbufs + 1, sizeof *cu->bufs);
+  cu->kernels = calloc((size_t)cu->nkernels + 1, sizeof *cu->kernels);
+  if (!cu->bufs || !cu->kernels) return say(err, n, "out of memory");
+  char sym[64], name[64];
+  int nb = 0, nk = 0;
+  for (const char *p = text; (p = strchr(p, '\n')); ) {
+    p++;
+    int id, used = 0;
+    long v;
+    if (sscanf(p, "scratch %ld", &v) == 1 && !cu->scratch) {
+      CUresult r = cu->d.MemAlloc(&cu->scratch, (size_t)v);
+      if (r) return say(err, n, "cuda model: cannot allocate %ld bytes of device memory: %s", v, cu_str(cu, r));
+    } else if (sscanf(p, "buf %d %ld", &id, &v) == 2 && nb < cu->nbufs) {
+      CBuf *b = &cu->bufs[nb++];
+      b->bytes = (size_t)v;
+      b->state = HOST_NEWER;
+      snprintf(sym, sizeof sym, "tdsl_buf_%d", id);
+      if (!(b->host = res(h, sym))) return say(err, n, "cuda model: no symbol %s", sym);
+    } else if (sscanf(p, "kernel %d %63s %ld %d%n", &id, name, &v, &id, &used) == 4 && nk < cu->nkernels) {
+      CKernel *k = &cu->kernels[nk++];
+      k->threads = v;
+      k->nargs = id;
+      k->args = calloc((size_t)k->nargs + 1, sizeof *k->args);
+      if (!k->args) return say(err, n, "out of memory");
+      const char *q = p + used;
+      for (int i = 0; i < k->nargs; i++) {
+        int len = 0;
+        if (sscanf(q, " %c%d%n", &k->args[i].kind, &k->args[i].index, &len) != 2) return say(err, n, "cuda model: bad kernel table");
+        q += len;
+        int idx = k->args[i].index;
+        if (k->args[i].kind == 's' && idx >= cu->nsyms) cu->nsyms = idx + 1;
+        if ((k->args[i].kind == 'b' || k->args[i].kind == 'w') && (idx < 0 || idx >= cu->nbufs))
+          return say(err, n, "cuda model: bad kernel table");
+      }
+      CUresult r = cu->d.ModuleGetFunction(&k->fn, cu->mod, name);
+      if (r) return say(err, n, "cuda model: kernel %s: %s", name, cu_str(cu, r));
+    }
+  }
+  cu->syms = calloc((size_t)cu->nsyms + 1, sizeof *cu->syms);
+  if (!cu->syms) return say(err, n, "out of memory");
+  for (int i = 0; i < cu->nsyms; i++) {
+    snprintf(sym, sizeof sym, "tdsl_sym_%d", i);
+    if (!(cu->syms[i] = res(h, sym))) return say(err, n, "cuda model: no symbol %s", sym);
+  }
+  for (int i = 0; i < cu->nbufs; i++) {
+    CUresult r = cu->d.MemAlloc(&cu->bufs[i].dev, cu->bufs[i].bytes ? cu->bufs[i].bytes : 4);
+    if (r) return say(err, n, "cuda model: cannot allocate %zu bytes of device memory: %s", cu->bufs[i].bytes, cu_str(cu, r));
+  }
+  return 0;
+}
+
+/* ---- launches and copies ---- */
+
+static void launch_error(tdsl_cuda *cu, const char *what, CUresult r) {
+  if (!cu->err[0]) snprintf(cu->err, sizeof cu->err, "cuda model: %s: %s", what, cu_str(cu, r));
+}
+
+static int to_device(tdsl_cuda *cu, CBuf *b) {
+  if (b->state != HOST_NEWER || !b->bytes) return 0;
+  CUresult r = cu->d.MemcpyHtoD(b->dev, b->host, b->bytes);
+  if (r) {
+    launch_error(cu, "copy to the device", r);
+    return -1;
+  }
+  b->state = SYNCED;
+  return 0;
+}
+
+/* tdsl_cuda_launch of a model: kernel k with its buffers and the current symbols. */
+static void launch(void *ctx, int k) {
+  tdsl_cuda *cu = ctx;
+  if (cu->err[0] || k < 0 || k >= cu->nkernels) return; /* after an error, the routine stops */
+  CKernel *kn = &cu->kernels[k];
+  cu->d.CtxSetCurrent(cu->ctx);
+  CUdeviceptr ptrs[kn->nargs + 1];
+  int ints[kn->nargs + 1];
+  void *params[kn->nargs + 1];
+  for (int i = 0; i < kn->nargs; i++) {
+    CArg *a = &kn->args[i];
+    if (a->kind == 's') {
+      ints[i] = *cu->syms[a->index];
+      params[i] = &ints[i];
+      continue;
+    }
+    if (a->kind == 'x') {
+      ptrs[i] = cu->scratch;
+      params[i] = &ptrs[i];
+      continue;
+    }
+    if (to_device(cu, &cu->bufs[a->index])) return;
+    ptrs[i] = cu->bufs[a->index].dev;
+    params[i] = &ptrs[i];
+  }
+  long threads = kn->threads > 0 ? kn->threads : 1;
+  unsigned block = threads < 256 ? (unsigned)threads : 256;
+  unsigned grid = (unsigned)((threads + block - 1) / block);
+  CUresult r = cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL);
+  if (r) {
+    launch_error(cu, "kernel launch", r);
+    return;
+  }
+  for (int i = 0; i < kn->nargs; i++)
+    if (kn->args[i].kind == 'w') cu->bufs[kn->args[i].index].state = DEVICE_NEWER;
+}
+
+int tdsl_cuda_host_access(tdsl_cuda *cu, int bi, int mode, char *err, size_t n) {
+  if (bi < 0 || bi >= cu->nbufs) return 0;
+  CBuf *b = &cu->bufs[bi];
+  if (b->state == DEVICE_NEWER && mode != TDSL_CUDA_OVERWRITE && b->bytes) {
+    cu->d.CtxSetCurrent(cu->ctx);
+    CUresult r = cu->d.MemcpyDtoH(b->host, b->dev, b->bytes);
+    if (r) return say(err, n, "cuda model: copy from the device: %s", cu_str(cu, r));
+    b->state = SYNCED;
+  }
+  if (mode != TDSL_CUDA_READ) b->state = HOST_NEWER;
+  return 0;
+}
+
+int tdsl_cuda_take_error(tdsl_cuda *cu, char *err, size_t n) {
+  if (!cu->err[0]) return 0;
+  say(err, n, "%s", cu->err);
+  cu->err[0] = 0;
+  return -1;
+}
+
+/* ---- open and close ---- */
+
+int tdsl_cuda_is_model(const char *meta) {
+  for (const char *p = meta; (p = strstr(p, "\ncuda")); p += 5)
+    if (p[5] == '\n' || !p[5]) return 1;
+  return 0;
+}
+
+tdsl_cuda *tdsl_cuda_open(tdsl_resolver res, void *h, char *err, size_t n) {
+  const char *ptx = res(h, "tdsl_cuda_ptx"), *table = res(h, "tdsl_cuda_meta");
+  void **ctx_slot = res(h, "tdsl_cuda_ctx"), **launch_slot = res(h, "tdsl_cuda_launch");
+  if (!ptx || !table || !ctx_slot || !launch_slot) {
+    say(err, n, "cuda model: missing tdsl_cuda_* symbols");
+    return NULL;
+  }
+  tdsl_cuda *cu = calloc(1, sizeof *cu);
+  if (!cu) {
+    say(err, n, "out of memory");
+    return NULL;
+  }
+  if (load_driver(cu, err, n) || start(cu, ptx, err, n) || parse_table(cu, table, res, h, err, n)) {
+    tdsl_cuda_close(cu);
+    return NULL;
+  }
+  cu->ctx_slot = ctx_slot;
+  *ctx_slot = cu;
+  void (*fn)(void *, int) = launch;
+  memcpy(launch_slot, &fn, sizeof fn);
+  return cu;
+}
+
+void tdsl_cuda_close(tdsl_cuda *cu) {
+  if (!cu) return;
+  if (cu->ctx_slot) *cu->ctx_slot = NULL;
+  if (cu->have_ctx) cu->d.CtxSetCurrent(cu->ctx);
+  for (int i = 0; i < cu->nbufs; i++)
+    if (cu->bufs[i].dev) cu->d.MemFree(cu->bufs[i].dev);
+  if (cu->scratch) cu->d.MemFree(cu->scratch);
+  for (int i = 0; i < cu->nkernels; i++) free(cu->kernels[i].args);
+  if (cu->mod) cu->d.ModuleUnload(cu->mod);
+  if (cu->have_ctx) cu->d.DevicePrimaryCtxRelease(cu->dev);
+  if (cu->lib) dlclose(cu->lib);
+  free(cu->bufs);
+  free(cu->kernels);
+  free(cu->syms);
+  free(cu);
+}

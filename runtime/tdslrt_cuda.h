@@ -1,0 +1,34 @@
+/* tdslrt_cuda.h: the runtime's cuda part, used by tdslrt.c only (not installed).
+ *
+ * A cuda model's host code keeps every tensor in a host mirror (tdsl_buf_N) and
+ * launches kernels through tdsl_cuda_launch; this part loads libcuda.so.1 with dlopen,
+ * loads the PTX, keeps one device buffer per tensor and copies lazily: a buffer goes to
+ * the device before a kernel that uses it when the host copy is newer, and comes back
+ * when the host reads it after a kernel wrote it.
+ *
+ * TDSL_CUDA_EMULATE=LIB.so replaces the driver with host memory and the kernels of LIB
+ * (the model's --emit-cuda source compiled as C with testsuite/cuda/shim.h): the same
+ * bookkeeping, checked without a GPU. */
+#ifndef TDSLRT_CUDA_H
+#define TDSLRT_CUDA_H
+
+#include <stddef.h>
+
+#include "tdsl.h"
+
+typedef struct tdsl_cuda tdsl_cuda;
+
+/* Non-zero when the model's metadata (tdsl_model_meta) has the line "cuda". */
+int tdsl_cuda_is_model(const char *meta);
+/* Loads the driver and the module, allocates device buffers. NULL with err set. */
+tdsl_cuda *tdsl_cuda_open(tdsl_resolver res, void *h, char *err, size_t errlen);
+void tdsl_cuda_close(tdsl_cuda *cu);
+
+enum { TDSL_CUDA_READ, TDSL_CUDA_READ_WRITE, TDSL_CUDA_OVERWRITE };
+/* Before the host touches buffer b: copies it back if the device copy is newer (not for
+ * OVERWRITE) and, unless READ, marks the device copy stale. */
+int tdsl_cuda_host_access(tdsl_cuda *cu, int b, int mode, char *err, size_t errlen);
+/* The first error of the launches since the last call (0 if none), then clears it. */
+int tdsl_cuda_take_error(tdsl_cuda *cu, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,47 @@
+#!/bin/sh
+# make check-gpu: the CUDA backend on a real GPU. Every conformance case with values runs
+# on both backends and must agree (check_cases.py --gpu); then the moons sample trains
+# with each backend and the times are compared. Without an NVIDIA GPU: says so, exit 0.
+cd "$(dirname "$0")/../.." || exit 2
+B=${B:-build}
+if ! python3 -c '
+import ctypes, sys
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    sys.exit("no NVIDIA driver (%s)" % e)
+n = ctypes.c_int(0)
+if cu.cuInit(0) != 0 or cu.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
+    sys.exit("no CUDA device")
+'; then
+  echo "check-gpu: no NVIDIA GPU on this machine: skipped"
+  exit 0
+fi
+fail=0
+# The hand-built graphs of the unit test, on the GPU instead of the emulation.
+if TDSL_CUDA_GPU=1 "$B/unit/test_cuda_emulate" > "$B/check-gpu-unit.log" 2>&1; then
+  echo "PASS unit test_cuda_emulate on the GPU"
+else
+  echo "FAIL unit test_cuda_emulate on the GPU:"; tail -n 20 "$B/check-gpu-unit.log"; fail=1
+fi
+python3 testsuite/cuda/check_cases.py --gpu --tdslc "$B/tdslc" -j 4 || fail=1
+
+if [ -f samples/moons/moons.tdsl ] && [ -f samples/moons/main.c ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  cc -O2 -Iruntime -o "$tmp/moons" samples/moons/main.c "$B/libtdslrt.a" -ldl -lm || fail=1
+  for be in cc cuda; do
+    if ! (cd samples/moons && "../../$B/tdslc" --backend=$be moons.tdsl -o "$tmp/moons-$be.so"); then
+      echo "FAIL moons: --backend=$be does not compile"; fail=1; continue
+    fi
+    start=$(python3 -c 'import time; print(time.time())')
+    if (cd samples/moons && "$tmp/moons" "$tmp/moons-$be.so") > "$tmp/out-$be.txt" 2>&1; then
+      secs=$(python3 -c "import time; print('%.3f' % (time.time() - $start))")
+      echo "moons ($be): training took $secs s; $(grep -i accuracy "$tmp/out-$be.txt" | tail -n 1)"
+    else
+      echo "FAIL moons ($be):"; tail -n 5 "$tmp/out-$be.txt"; fail=1
+    fi
+  done
+fi
+[ $fail = 0 ] && echo "check-gpu: ok" || echo "check-gpu: FAILED"
+exit $fail

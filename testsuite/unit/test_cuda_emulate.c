@@ -1,0 +1,394 @@
+/* The CUDA backend without a GPU, on hand-built graphs: each model is lowered once and
+ * run twice, by the CPU backend (gccjit) and as a cuda model whose kernels are the
+ * generated CUDA source compiled as host C with testsuite/cuda/shim.h (the runtime's
+ * TDSL_CUDA_EMULATE mode: real host routines, kernel table, lazy copies). Every tensor
+ * must come out the same. Also: the kernel source compiles with NVRTC when the toolkit
+ * is there, which loops run in parallel, and that opening a cuda model on a machine
+ * without a driver fails with a message. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "graph_builder.h"
+#include "cuda.h"
+
+typedef struct Cu {
+  char dir[64];
+  gcc_jit_context *jc;
+  gcc_jit_result *jr;
+  tdsl_model *m;
+  CudaPlan *plan;
+} Cu;
+
+static void *cu_resolve(void *h, const char *name) {
+  if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
+    return gcc_jit_result_get_code((gcc_jit_result *)h, name);
+  return gcc_jit_result_get_global((gcc_jit_result *)h, name);
+}
+
+/* The shim next to this file, as an absolute path (tests run from the repository root). */
+static const char *shim_path(void) {
+  static char path[PATH_MAX];
+  if (!path[0] && !realpath("testsuite/cuda/shim.h", path)) return NULL;
+  return path;
+}
+
+/* Compiles the plan's kernels as host C into DIR/k.so. */
+static bool build_emulation(Cu *c, const char *src) {
+  snprintf(c->dir, sizeof c->dir, "/tmp/tdsl-cuda-XXXXXX");
+  if (!mkdtemp(c->dir) || !shim_path()) return false;
+  char path[128], cmd[PATH_MAX + 512];
+  snprintf(path, sizeof path, "%s/k.cu", c->dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  fputs(src, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cc -std=c11 -O1 -w -DTDSL_EMULATE -include '%s' -x c %s/k.cu -shared -fPIC -o %s/k.so -lm", shim_path(),
+           c->dir, c->dir);
+  return system(cmd) == 0;
+}
+
+static void cu_close(Cu *c) {
+  if (c->m) tdsl_close(c->m);
+  if (c->jr) gcc_jit_result_release(c->jr);
+  if (c->jc) gcc_jit_context_release(c->jc);
+  if (c->dir[0]) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
+    if (system(cmd)) fprintf(stderr, "cannot remove %s\n", c->dir);
+  }
+  memset(c, 0, sizeof *c);
+}
+
+/* ptxas (no GPU needed) assembles the PTX for sm_80 and sm_90. */
+static void ptxas_check(Cu *c, const char *ptx) {
+  const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda";
+  char tool[PATH_MAX], path[128], cmd[2 * PATH_MAX];
+  snprintf(tool, sizeof tool, "%s/bin/ptxas", home);
+  if (access(tool, X_OK) || !c->dir[0]) return;
+  snprintf(path, sizeof path, "%s/k.ptx", c->dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(ptx, f);
+  fclose(f);
+  const char *arch[2] = {"sm_80", "sm_90"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s -arch=%s %s -o /dev/null", tool, arch[i], path);
+    if (system(cmd)) {
+      fprintf(stderr, "ptxas -arch=%s failed\n", arch[i]);
+      gb_failures++;
+    }
+  }
+}
+
+/* The cuda model of b's IR, emulated; init with seed 0. */
+static bool cu_open(GB *b, Cu *c) {
+  memset(c, 0, sizeof *c);
+  c->plan = cuda_plan(&b->a, b->ir);
+  if (getenv("TDSL_SHOW_CUDA")) fputs(c->plan->src, stderr); /* for debugging */
+  const char *ptx = "// no toolkit: the emulation ignores the PTX\n";
+  if (cuda_available()) {
+    ptx = cuda_ptx(&b->a, c->plan->src, "sm_80");
+    CHECK(ptx != NULL);
+    if (!ptx) return false;
+  }
+  /* TDSL_CUDA_GPU=1 (make check-gpu): the real driver and GPU instead of the emulation. */
+  bool gpu = getenv("TDSL_CUDA_GPU") != NULL;
+  if (!gpu) CHECK(build_emulation(c, c->plan->src));
+  if (cuda_available()) ptxas_check(c, ptx);
+  c->jr = cuda_host_mem(&b->a, b->ir, c->plan, ptx, 1, &c->jc);
+  CHECK(c->jr != NULL);
+  if (!c->jr) return false;
+  char lib[128], err[512];
+  snprintf(lib, sizeof lib, "%s/k.so", c->dir);
+  if (!gpu) setenv("TDSL_CUDA_EMULATE", lib, 1);
+  c->m = tdsl_open_resolved(cu_resolve, c->jr, err, sizeof err);
+  unsetenv("TDSL_CUDA_EMULATE");
+  if (!c->m) fprintf(stderr, "cuda open: %s\n", err);
+  CHECK(c->m != NULL);
+  return c->m && tdsl_init(c->m, 0) == 0;
+}
+
+/* Every tensor of the CPU model equals the cuda model's (bit for bit in the emulation:
+ * same operations in the same order, up to the C compiler's contraction). */
+static void same_tensors(GB *b, Cu *c, const char *when) {
+  /* Split reductions add in another order; GPU math functions differ by ulps. */
+  double tol = getenv("TDSL_CUDA_GPU") ? 1e-4 : 2e-5;
+  for (int i = 0; i < tdsl_num_tensors(b->m); i++) {
+    tdsl_tensor_info ti;
+    CHECK(tdsl_tensor(b->m, i, &ti) == 0);
+    double *x = calloc((size_t)ti.size, sizeof(double)), *y = calloc((size_t)ti.size, sizeof(double));
+    CHECK(tdsl_read_f64(b->m, ti.name, x, ti.size) == 0);
+    if (tdsl_read_f64(c->m, ti.name, y, ti.size)) {
+      fprintf(stderr, "%s: read %s: %s\n", when, ti.name, tdsl_error(c->m));
+      gb_failures++;
+    }
+    for (long k = 0; k < ti.size; k++)
+      if (!(x[k] == y[k] || (isnan(x[k]) && isnan(y[k])) || fabs(x[k] - y[k]) <= tol * (1 + fabs(x[k])))) {
+        fprintf(stderr, "%s: %s[%ld]: cpu %.9g, cuda %.9g\n", when, ti.name, k, x[k], y[k]);
+        gb_failures++;
+        break;
+      }
+    free(x);
+    free(y);
+  }
+}
+
+/* Runs the routines on both models, comparing everything after each. */
+static void run_both(GB *b, int n, const char **calls) {
+  Cu c;
+  if (!gb_open(b, 1, false, false) || !cu_open(b, &c)) {
+    gb_failures++;
+    cu_close(&c);
+    return;
+  }
+  same_tensors(b, &c, "after init");
+  for (int i = 0; i < n; i++) {
+    gb_call(b, calls[i]);
+    if (tdsl_call(c.m, calls[i])) {
+      fprintf(stderr, "cuda call %s: %s\n", calls[i], tdsl_error(c.m));
+      gb_failures++;
+    }
+    same_tensors(b, &c, calls[i]);
+  }
+  cu_close(&c);
+}
+
+/* ---- graphs ---- */
+
+/* c[i,j] = sum_k a[i,k] b[k,j] (M x K by K x N, from ranges), with backprop into both. */
+static void build_matmul(GB *b, int M, int K, int N) {
+  Tensor *a = gb_tensor(b, "a", TK_PARAM, 0, 1, 1, (int[]){M, K});
+  Tensor *bb = gb_tensor(b, "b", TK_PARAM, 0, 1, 1, (int[]){K, N});
+  Tensor *c = gb_tensor(b, "c", TK_OP, 0, 1, 1, (int[]){M, N});
+  a->init.kind = INIT_UNIFORM;
+  bb->init.kind = INIT_RANGE;
+  a->diff = bb->diff = c->diff = true;
+  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 2);
+  gb_it(s, 2, 0, 2);
+  gb_it(s, 2, 1, 1);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, c, true, 0), gb_leaf(b, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, c, true, 0), NULL), s);
+}
+
+static void test_matmul(int M, int K, int N) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, M, K, N);
+  /* c.grad is set by a fill through the routine "seed": every cell 1. */
+  Routine *r = gb_routine(&b, "seed");
+  UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, gb_const(&b, 1.5), s);
+  run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+  gb_free(&b);
+}
+
+/* Sums and maxima over all or some axes, from -inf; a scalar through slot -1. */
+static void test_reductions(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){70, 300});
+  Tensor *k = gb_tensor(&b, "k", TK_CONST, 0, 1, 0, (int[]){1});
+  Tensor *total = gb_tensor(&b, "total", TK_OP, 0, 1, 0, (int[]){1});
+  Tensor *rowmax = gb_tensor(&b, "rowmax", TK_OP, 0, 1, 0, (int[]){70});
+  Tensor *colsum = gb_tensor(&b, "colsum", TK_OP, 0, 1, 0, (int[]){300});
+  x->init.kind = INIT_UNIFORM;
+  k->init.kind = INIT_CONST;
+  k->init.value = -2;
+  UpdateStep *s1 = gb_step(&b, total, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
+  gb_ax(s1, 0, 0, 0, 0);
+  gb_it(s1, 1, 0, 0);
+  gb_it(s1, 1, 1, 1);
+  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s1);
+  UpdateStep *s2 = gb_step(&b, rowmax, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
+  gb_it(s2, 0, 0, 0);
+  gb_it(s2, 1, 0, 0);
+  gb_it(s2, 1, 1, 1);
+  gb_asgn(&b, &rowmax->fwd, (Buf){rowmax, false}, 0, OP_MAX, true,
+          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s2);
+  UpdateStep *s3 = gb_step(&b, colsum, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
+  gb_it(s3, 0, 0, 1);
+  gb_it(s3, 1, 0, 0);
+  gb_it(s3, 1, 1, 1);
+  gb_asgn(&b, &colsum->fwd, (Buf){colsum, false}, 0, OP_ADD, true,
+          gb_op(&b, OP_TANH, gb_leaf(&b, x, false, 1), NULL, NULL), s3);
+  /* Long reductions into few cells are split across threads: allmax over all of x,
+   * tall[j] = sum_i x2[i, j] + x2[i + 1, j] (padded: i = 4999 contributes nothing). */
+  Tensor *allmax = gb_tensor(&b, "allmax", TK_OP, 0, 1, 0, (int[]){1});
+  Tensor *x2 = gb_tensor(&b, "x2", TK_CONST, 0, 1, 1, (int[]){5000, 3});
+  Tensor *tall = gb_tensor(&b, "tall", TK_OP, 0, 1, 0, (int[]){3});
+  x2->init.kind = INIT_UNIFORM;
+  UpdateStep *s4 = gb_step(&b, allmax, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
+  gb_ax(s4, 0, 0, 0, 0);
+  gb_it(s4, 1, 0, 0);
+  gb_it(s4, 1, 1, 1);
+  gb_asgn(&b, &allmax->fwd, (Buf){allmax, false}, 0, OP_MAX, true,
+          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s4);
+  UpdateStep *s5 = gb_step(&b, tall, 2, (Tensor *[]){x2, x2}, 2, (int[]){3, 5000});
+  gb_it(s5, 0, 0, 0);
+  gb_it(s5, 1, 0, 1);
+  gb_it(s5, 1, 1, 0);
+  gb_ax(s5, 2, 0, 1, 1, 1, 1);
+  gb_it(s5, 2, 1, 0);
+  gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
+          gb_op(&b, OP_ADD, gb_leaf(&b, x2, false, 1), gb_leaf(&b, x2, false, 2), NULL), s5);
+  run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
+  const char *src = cuda_plan(&b.a, b.ir)->src;
+  CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
+  CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
+  gb_free(&b);
+}
+
+/* Padded convolution and max-pool: guards skip the out-of-range points. */
+static void test_padded_conv(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 0, (int[]){500});
+  Tensor *w = gb_tensor(&b, "w", TK_CONST, 0, 1, 0, (int[]){5});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){500});
+  Tensor *z = gb_tensor(&b, "z", TK_OP, 0, 1, 0, (int[]){500});
+  x->init.kind = INIT_UNIFORM;
+  gb_values(&b, w, 5, (double[]){1, -2, 3, 0.5, 0.25});
+  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){x, w}, 2, (int[]){500, 5});
+  gb_it(s, 0, 0, 0);
+  gb_ax(s, 1, 0, -2, 2, 1, 0, 1, 1);
+  gb_it(s, 2, 0, 1);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, w, false, 2), NULL), s);
+  UpdateStep *s2 = gb_step(&b, z, 1, (Tensor *[]){y}, 2, (int[]){500, 5});
+  gb_it(s2, 0, 0, 0);
+  gb_ax(s2, 1, 0, -2, 2, 1, 0, 1, 1);
+  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(&b, y, false, 1), s2);
+  run_both(&b, 2, (const char *[]){"y.forward", "z.forward"});
+  gb_free(&b);
+}
+
+/* Index symbols as kernel arguments; the value set on the host reaches the kernel. */
+static void test_symbol(void) {
+  GB b;
+  gb_init(&b);
+  IndexSym *n = gb_sym(&b, "n", 3);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  x->init.kind = INIT_RANGE;
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
+  gb_it(s, 0, 0, 0);
+  gb_ax(s, 1, 0, 0, 0);
+  s->proj->idx[1][0].sym = n;
+  gb_it(s, 1, 1, 0);
+  AExpr *sym = ANEW(&b.a, AExpr);
+  sym->kind = AE_SYM;
+  sym->sym = n;
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), sym, NULL), s);
+  Cu c;
+  if (gb_open(&b, 1, false, false) && cu_open(&b, &c)) {
+    for (int v = 0; v < 3; v++) {
+      CHECK(tdsl_set_index(b.m, "n", v) == 0 && tdsl_set_index(c.m, "n", v) == 0);
+      gb_call(&b, "y.forward");
+      CHECK(tdsl_call(c.m, "y.forward") == 0);
+      same_tensors(&b, &c, "symbol");
+    }
+  } else gb_failures++;
+  cu_close(&c);
+  gb_free(&b);
+}
+
+/* In place: x[i] = x[i] * 2 runs in parallel; y[i] += y[i+1] reads a neighbour's
+ * cell, so it must run in one thread, in order (the emulation runs threads in
+ * reverse: a parallel version would give other numbers). */
+static void test_in_place(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 0, (int[]){600});
+  Tensor *y = gb_tensor(&b, "y", TK_CONST, 0, 1, 0, (int[]){600});
+  x->init.kind = y->init.kind = INIT_RANGE;
+  Routine *r = gb_routine(&b, "step");
+  UpdateStep *s = gb_step(&b, x, 1, (Tensor *[]){x}, 1, (int[]){600});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0);
+  gb_asgn(&b, &r->code, (Buf){x, false}, 0, OP_MUL, false, gb_const(&b, 2), s);
+  UpdateStep *s2 = gb_step(&b, y, 1, (Tensor *[]){y}, 1, (int[]){599});
+  gb_it(s2, 0, 0, 0);
+  gb_ax(s2, 1, 0, 1, 1, 1, 0);
+  gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, gb_leaf(&b, y, false, 1), s2);
+  run_both(&b, 2, (const char *[]){"step", "step"});
+  const char *src = cuda_plan(&b.a, b.ir)->src;
+  CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
+  CHECK(strstr(src, "if (t >= 1L) return;") != NULL);   /* y: one thread */
+  gb_free(&b);
+}
+
+/* Double precision buffers and constants. */
+static void test_double(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 0, (int[]){2});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  gb_values(&b, x, 2, (double[]){1e8, 0.1});
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
+          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_op(&b, OP_DIV, gb_const(&b, 1), gb_const(&b, 5), NULL), NULL), s);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, true);
+  Cu c;
+  if (b.ir && cu_open(&b, &c)) {
+    CHECK(tdsl_call(c.m, "y.forward") == 0);
+    double got[2];
+    CHECK(tdsl_read_f64(c.m, "y", got, 2) == 0);
+    CHECK(got[0] == 1e8 + 0.2 && got[1] == 0.1 + 0.2);
+  } else gb_failures++;
+  cu_close(&c);
+  gb_free(&b);
+}
+
+/* Without TDSL_CUDA_EMULATE and without a driver, opening fails with a message. */
+static void test_no_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    dlclose(h);
+    fprintf(stderr, "libcuda.so.1 is present: no-driver check skipped\n");
+    return;
+  }
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 2, 3, 4);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CudaPlan *p = cuda_plan(&b.a, b.ir);
+  gcc_jit_context *jc = NULL;
+  gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", 0, &jc);
+  CHECK(jr != NULL);
+  if (jr) {
+    char err[512] = "";
+    unsetenv("TDSL_CUDA_EMULATE");
+    tdsl_model *m = tdsl_open_resolved(cu_resolve, jr, err, sizeof err);
+    CHECK(m == NULL);
+    CHECK(strstr(err, "cuda model: cannot load libcuda.so.1") != NULL);
+    fprintf(stderr, "no driver: %s\n", err);
+    if (m) tdsl_close(m);
+    gcc_jit_result_release(jr);
+  }
+  if (jc) gcc_jit_context_release(jc);
+  gb_free(&b);
+}
+
+int main(void) {
+  test_matmul(2, 3, 4);
+  test_matmul(37, 53, 29);
+  test_reductions();
+  test_padded_conv();
+  test_symbol();
+  test_in_place();
+  test_double();
+  test_no_driver();
+  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
+  else fprintf(stderr, "ok\n");
+  return gb_failures != 0;
+}
