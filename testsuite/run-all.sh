@@ -85,6 +85,9 @@ run_part() {
 # Gradients of every differentiable op and of composite models against PyTorch,
 # finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
 run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/tdslc" --workdir "$B/gradcheck"
+# The same models through the sanitized compiler, against PyTorch only.
+run_part gradcheck-asan /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/asan/tdslc" \
+  --workdir "$B/gradcheck-asan" --no-fd --no-f32
 # Samples built against the installed toolchain (testsuite/samples.sh).
 run_part samples sh testsuite/samples.sh
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tdsl.h"
 
@@ -108,6 +109,8 @@ int main(int argc, char **argv) {
   check(m, tdsl_write(m, "moons_classes", cls, N));
   long step = 0;
   double loss = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int e = 0; e < epochs; e++) {
     loss = 0;
     for (int b = 0; b < N_BATCHES; b++, step++) {
@@ -122,6 +125,9 @@ int main(int argc, char **argv) {
     if (e % 5 == 0 || e == epochs - 1) printf("epoch %3d  loss %.4f\n", e, loss);
     fflush(stdout);
   }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("trained %d epochs (%ld steps of batch %d) in %.3f s\n", epochs, step, BATCH,
+         (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
   int correct = 0;
   for (int i = 0; i < N; i++) correct += (predict(m, xy[2 * i], xy[2 * i + 1]) >= 0) == (cls[i] > 0);
   printf("training accuracy: %d/%d (%.1f%%)\n", correct, N, 100.0 * correct / N);
