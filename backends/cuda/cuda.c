@@ -6,6 +6,7 @@
 
 #include "ctx.h"
 #include "cuda.h"
+#include "jit.h"
 
 static bool toolkit(void) {
   if (cuda_available()) return true;
@@ -35,11 +36,44 @@ static bool arch_ok(const char *arch) {
 
 static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
 
+/* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
+ * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
+ * object opens through tdsl_open_resolved too. */
+static int cuda_header(Ctx *c, IrModule *m, const char *base) {
+  char *txt = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&txt, &len);
+  emit_header(mem, m, base);
+  fclose(mem);
+  const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
+  FILE *f = fopen(c->opt.emit_header, "w");
+  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
+    if (f) fclose(f);
+    free(txt);
+    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    return 2;
+  }
+  fwrite(txt, 1, (size_t)(decl_at - txt), f);
+  fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
+        "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
+  fwrite(decl_at, 1, (size_t)(ret_at - decl_at), f);
+  const char *names[4] = {"tdsl_cuda_ptx", "tdsl_cuda_meta", "&tdsl_cuda_ctx", "&tdsl_cuda_launch"};
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
+  fputs(ret_at, f);
+  free(txt);
+  return fclose(f) ? 2 : 0;
+}
+
 int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   Options *o = &c->opt;
   if (!arch_ok(arch_of(c))) {
     fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
     return 2;
+  }
+  if (o->emit_header) {
+    int rc = cuda_header(c, m, base);
+    if (rc) return rc;
   }
   CudaPlan *p = cuda_plan(&c->arena, m);
   if (o->action == ACT_EMIT_CUDA) {
