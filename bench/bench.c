@@ -8,6 +8,12 @@
 
 #include "graph_builder.h"
 
+/* TDSL_BENCH_O=0..3 picks the optimization level of the generated code (default 3). */
+static int opt_level(void) {
+  const char *e = getenv("TDSL_BENCH_O");
+  return e && *e >= '0' && *e <= '3' ? *e - '0' : 3;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -100,7 +106,7 @@ static void bench_matmul(const char *name, int B, int N, int reps) {
   GB b;
   gb_init(&b);
   g_matmul(&b, B, N);
-  if (!gb_open(&b, 3, false, false)) exit(1);
+  if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long n = (long)(B ? B : 1) * N * N;
   float *a = data(&b, "a", n), *bb = data(&b, "b", n), *c = data(&b, "c", n);
   fill(a, n);
@@ -126,7 +132,7 @@ static void bench_permute(int n, int reps) {
     gb_it(s, 0, k, 3 - k);
   }
   gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
-  if (!gb_open(&b, 3, false, false)) exit(1);
+  if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n * n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", N), *ref = malloc(sizeof(float) * N);
   fill(xs, N);
@@ -148,7 +154,7 @@ static void bench_rowsum(int n, int reps) {
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
   gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s);
-  if (!gb_open(&b, 3, false, false)) exit(1);
+  if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", n), *ref = malloc(sizeof(float) * n);
   fill(xs, N);

@@ -125,6 +125,7 @@ static void skip_comment(Lexer *L) {
   }
   L->cur = p;
   diag_error_span(L->d, start, 2, "unterminated comment");
+  L->out.eof_error = true;
 }
 
 static int hexval(unsigned char c) {
@@ -170,12 +171,15 @@ static const unsigned char *escape(const unsigned char *p, const unsigned char *
 /* A string literal; L->cur is just after the opening quote. Newlines are allowed. */
 static void lex_string(Lexer *L) {
   Loc start = loc_at(L, L->tok);
-  const unsigned char *p = L->cur;
-  char *buf = arena_alloc(L->a, (size_t)(L->lim - p) + 1);
+  const unsigned char *p = L->cur, *q = p;
+  /* Size the buffer to this string only: many strings in a big file stay linear. */
+  while (q < L->lim && *q != '"') q += (*q == '\\' && q + 1 < L->lim) ? 2 : 1;
+  char *buf = arena_alloc(L->a, (size_t)(q - p) + 1);
   size_t n = 0;
   for (;;) {
     if (p >= L->lim) {
       diag_error(L->d, start, "unterminated string literal");
+      L->out.eof_error = true;
       break;
     }
     if (*p == '"') { p++; break; }
@@ -214,27 +218,28 @@ static void lex_string(Lexer *L) {
   t->str = buf;
 }
 
+/* A bad number still yields a number token, so that the parser does not report
+ * consequences of the lexical error. */
 static void lex_number(Lexer *L, bool is_float) {
   const unsigned char *end = L->cur;
+  bool bad = false;
   if (end < L->lim && is_ident_char(*end)) {
     while (end < L->lim && is_ident_char(*end)) end++;
     L->cur = end;
-    Token tmp = {0};
-    tmp.loc = loc_at(L, L->tok);
-    diag_error_span(L->d, tmp.loc, (int)(end - L->tok), "invalid number literal '%.*s'",
-                    (int)(end - L->tok), (const char *)L->tok);
-    return;
+    bad = true;
   }
   Token *t = push(L, is_float ? T_FLOAT : T_INT);
+  if (bad) {
+    diag_error_span(L->d, t->loc, t->len, "invalid number literal '%s'", t->str);
+    return;
+  }
   errno = 0;
   if (is_float) {
     t->fval = strtod(t->str, NULL);
   } else {
     t->ival = strtoll(t->str, NULL, 10);
-    if (errno == ERANGE) {
+    if (errno == ERANGE)
       diag_error_span(L->d, t->loc, t->len, "integer literal '%s' is out of range", t->str);
-      L->out.len--;
-    }
   }
 }
 
@@ -309,6 +314,20 @@ static void lex_token(Lexer *L, bool *done) {
   */
 }
 
+/* "unexpected end of file" is shown right after the last token, on its line, rather
+ * than on the empty line after the final newline. */
+static void place_eof(Lexer *L) {
+  TokenVec *v = &L->out;
+  if (v->len < 2) return;
+  const Token *last = &v->items[v->len - 2];
+  Loc l = last->loc;
+  for (int i = 0; i < last->len; i++) {
+    if (last->text[i] == '\n') l.line++, l.col = 1;
+    else l.col++;
+  }
+  v->items[v->len - 1].loc = l;
+}
+
 TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
   Lexer L = {0};
   L.a = a;
@@ -320,5 +339,6 @@ TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
   L.line = 1;
   bool done = false;
   while (!done) lex_token(&L, &done);
+  place_eof(&L);
   return L.out;
 }

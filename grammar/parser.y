@@ -228,9 +228,10 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
     e->c = rhs;
     return fin(P, e);
   }
+  /* "spec" first, possibly at the left end of a larger operand. */
   Expr **slot = leftmost(&rhs);
   Expr *l = *slot;
-  if (!l->paren && l->kind == E_APP && is_spec(l->a) && !l->a->paren && (l->a->kind == E_STRING || slot == &rhs)) {
+  if (!l->paren && l->kind == E_APP && l->a->kind == E_STRING && !l->a->paren) {
     Expr *b = drop_fn(P, l);
     if (b) {
       e->c = l->a;
@@ -240,11 +241,19 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
     }
   }
   if (!rhs->paren && rhs->kind == E_APP) {
+    /* mixfix: b "spec" */
     Arg *last = VEC_AT(rhs->args, Arg, rhs->args.len - 1);
     if (last->kind == A_POS && last->e->kind == E_STRING && !last->e->paren) {
       e->c = last->e;
       rhs->args.len--;
       e->b = rhs->args.len ? rhs : rhs->a;
+      return fin(P, e);
+    }
+    /* spec_ident b */
+    Expr *b = rhs->a->kind == E_IDENT && !rhs->a->paren ? drop_fn(P, rhs) : NULL;
+    if (b) {
+      e->c = rhs->a;
+      e->b = b;
       return fin(P, e);
     }
   }
@@ -335,8 +344,15 @@ static Expr *comment(Parser *P, Loc loc, Expr *seq) {
 
 static Expr *tuple(Parser *P, Expr *a, Expr *b) {
   if (a->kind == E_TUPLE && !a->paren) {
+    /* Not fin(): recomputing over all items would make long tuples quadratic. */
     vec_push(P->a, &a->items, b);
-    return fin(P, a);
+    if (depth_of(b) + 1 > a->depth) {
+      Expr probe = *a;
+      probe.items = (PtrVec){0};
+      vec_push(P->a, &probe.items, b);
+      a->depth = fin(P, &probe)->depth;
+    }
+    return a;
   }
   Expr *e = mk(P, E_TUPLE, a->loc);
   vec_push(P->a, &e->items, a);
@@ -433,7 +449,7 @@ static void add_item(Parser *P, Item *it) {
 %precedence PREFIXOP
 %precedence DOT
 
-%type <e> seq_expr expr simple_expr
+%type <e> seq_expr expr simple_expr number
 %type <vec> seq_body arg_list list_items params params1 let_bindings record_fields
 %type <arg> arg
 %type <param> param
@@ -582,16 +598,12 @@ arg:
 
 simple_expr:
     IDENT           { $$ = mk1(P, E_IDENT, $1->loc, $1->str, NULL); }
-  | INT             { $$ = mk(P, E_INT, $1->loc); $$->ival = $1->ival; $$ = fin(P, $$); }
-  | FLOAT           { $$ = mk(P, E_FLOAT, $1->loc); $$->fval = $1->fval; $$->str = $1->str; $$ = fin(P, $$); }
+  | number          { $$ = $1; }
   | STRING          { $$ = mk1(P, E_STRING, $1->loc, $1->str, NULL); }
   | TRUE            { $$ = mk(P, E_BOOL, $1->loc); $$->ival = 1; $$ = fin(P, $$); }
   | FALSE           { $$ = mk(P, E_BOOL, $1->loc); $$ = fin(P, $$); }
-  | CHARLIT INT     { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, mk(P, E_INT, $2->loc)); $$->a->ival = $2->ival; }
-  | CHARLIT FLOAT   {
-      Expr *n = mk(P, E_FLOAT, $2->loc); n->fval = $2->fval; n->str = $2->str;
-      $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, n);
-    }
+  | CHARLIT number        { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, $2); }
+  | CHARLIT MINUS number  { $$ = mk1(P, E_LABELED_NUM, $1->loc, $1->str, negate(P, $2, $3)); }
   | LPAREN RPAREN   { $$ = mk(P, E_UNIT, $1->loc); $$ = fin(P, $$); }
   | LPAREN seq_expr RPAREN { $$ = $2; $$->paren = true; }
   | LPAREN operator RPAREN { $$ = mk1(P, E_OPREF, $1->loc, $2->str, NULL); }
@@ -609,6 +621,11 @@ simple_expr:
   ;
 
 field_name: IDENT | FORWARD | BACKWARD ;
+
+number:
+    INT    { $$ = mk(P, E_INT, $1->loc); $$->ival = $1->ival; $$ = fin(P, $$); }
+  | FLOAT  { $$ = mk(P, E_FLOAT, $1->loc); $$->fval = $1->fval; $$->str = $1->str; $$ = fin(P, $$); }
+  ;
 
 list_items:
     expr %prec below_SEMI      { $$ = vnew(P, $1); }
@@ -631,6 +648,11 @@ record_field:
  * takes part too) at bracket depth 0 starts a top-level item. `let%op`, `let%cd`,
  * `op`, `open` and `;;` only occur at top level: they close every open bracket, which
  * also keeps an unclosed bracket from swallowing the rest of the file. */
+static void flush_lets(Token *t, const int *stack, int sp) {
+  for (int k = 0; k < sp; k++)
+    if (t[stack[k]].kind == T_LET) t[stack[k]].kind = T_TOPLET;
+}
+
 static void classify_lets(Parser *P) {
   Token *t = P->toks.items;
   int n = P->toks.len, depth = 0;
@@ -639,13 +661,19 @@ static void classify_lets(Parser *P) {
     switch (t[i].kind) {
     case T_LPAREN: case T_LBRACKET: case T_LBRACKBAR: case T_LBRACE: depth++; break;
     case T_RPAREN: case T_RBRACKET: case T_BARRBRACKET: case T_RBRACE: if (depth) depth--; break;
-    case T_LET: case T_FOR: if (!depth) stack[sp++] = i; break;
+    case T_LET:
+      /* Recovery: a `let` in column 1 inside an unclosed bracket starts an item. */
+      if (depth && t[i].loc.col == 1) {
+        flush_lets(t, stack, sp);
+        sp = depth = 0;
+      }
+      if (!depth) stack[sp++] = i;
+      break;
+    case T_FOR: if (!depth) stack[sp++] = i; break;
     case T_IN: if (!depth && sp) sp--; break;
     case T_LET_OP: case T_LET_CD: case T_OP: case T_OPEN: case T_SEMISEMI: case T_YYEOF:
-      depth = 0;
-      for (int k = 0; k < sp; k++)
-        if (t[stack[k]].kind == T_LET) t[stack[k]].kind = T_TOPLET;
-      sp = 0;
+      flush_lets(t, stack, sp);
+      sp = depth = 0;
       break;
     default: break;
     }
@@ -653,8 +681,8 @@ static void classify_lets(Parser *P) {
 }
 
 int tdslp_lex(TDSLP_STYPE *lval, TDSLP_LTYPE *lloc, Parser *P) {
-  /* Once the error limit is reached, end the input: nothing more would be printed. */
-  if (diag_full(P->d)) P->pos = P->toks.len - 1;
+  /* Past the error limit ("too many errors" is printed), end the input. */
+  if (P->d->errors > P->d->max_errors) P->pos = P->toks.len - 1;
   Token *t = &P->toks.items[P->pos];
   P->last = P->pos;
   if (P->pos < P->toks.len - 1) P->pos++;
@@ -694,31 +722,91 @@ static const char *sym_name(yysymbol_kind_t k) {
   }
 }
 
+static bool is_closer(yysymbol_kind_t k) {
+  switch (k) {
+  case YYSYMBOL_RPAREN: case YYSYMBOL_RBRACKET: case YYSYMBOL_BARRBRACKET: case YYSYMBOL_RBRACE:
+  case YYSYMBOL_IN: case YYSYMBOL_THEN: case YYSYMBOL_DO: case YYSYMBOL_DONE:
+  case YYSYMBOL_ARROW:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool is_opener(int k) {
+  return k == T_LPAREN || k == T_LBRACKET || k == T_LBRACKBAR || k == T_LBRACE;
+}
+
+static bool is_item_start(int k) {
+  return k == T_TOPLET || k == T_LET_OP || k == T_LET_CD || k == T_OP || k == T_OPEN ||
+         k == T_SEMISEMI;
+}
+
+/* The unclosed bracket before the lookahead, within the current item (or NULL). */
+static Token *unclosed_opener(Parser *P) {
+  int depth = 0;
+  for (int i = P->last - 1; i >= 0; i--) {
+    Token *t = &P->toks.items[i];
+    if (is_item_start(t->kind)) return NULL;
+    if (t->kind == T_RPAREN || t->kind == T_RBRACKET || t->kind == T_BARRBRACKET || t->kind == T_RBRACE)
+      depth++;
+    else if (is_opener(t->kind) && depth-- == 0)
+      return t;
+  }
+  return NULL;
+}
+
+/* "syntax error: unexpected X", plus what was expected when that is short to say:
+ * the few acceptable tokens, "an expression", or the one closing token (a missing
+ * ')' or 'in'). */
 static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
   Token *t = lookahead(P);
   Loc loc = L(P, *yypcontext_location(ctx));
-  enum { N = 64 };
+  enum { N = 96 };
   yysymbol_kind_t exp[N];
   int n = yypcontext_expected_tokens(ctx, exp, N);
-  bool want_expr = false, want_let = false;
+  bool want_expr = false, want_let = false, after_operand = false, want_eq = false, top = false;
+  int closers = 0;
+  yysymbol_kind_t closer = YYSYMBOL_YYEMPTY;
   for (int i = 0; i < n; i++) {
-    if (exp[i] == YYSYMBOL_LPAREN) want_expr = true;
+    if (exp[i] == YYSYMBOL_INT) want_expr = true;
     if (exp[i] == YYSYMBOL_LET) want_let = true;
+    if (exp[i] == YYSYMBOL_INFIX_ADD) after_operand = true;
+    if (exp[i] == YYSYMBOL_EQ) want_eq = true;
+    if (exp[i] == YYSYMBOL_TOPLET) top = true;
+    if (is_closer(exp[i])) closers++, closer = exp[i];
   }
   if (t->kind == T_TOPLET && want_let) {
     diag_error(P->d, loc, "syntax error: 'let' without a matching 'in'");
     return 0;
   }
+  if (t->kind == T_YYEOF && P->toks.eof_error) return 0; /* the lexer said why */
+  if (t->kind == T_IN && top) {
+    diag_error(P->d, loc, "syntax error: unexpected 'in': a top-level binding has no 'in'");
+    return 0;
+  }
+  if (t->kind == T_LET && top) {
+    diag_error(P->d, loc, "syntax error: 'let ... in' is not allowed at top level");
+    return 0;
+  }
   const char *what = describe(P, t);
-  if (want_expr && n > 8) {
-    diag_error(P->d, loc, "syntax error: unexpected %s, expected an expression", what);
-  } else if (n > 0 && n <= 4) {
+  if (n > 0 && n <= 4) {
     char buf[256] = "";
     for (int i = 0; i < n; i++) {
       if (i) strcat(buf, i == n - 1 ? " or " : ", ");
       strncat(buf, sym_name(exp[i]), 40);
     }
     diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, buf);
+  } else if (want_expr && !after_operand) {
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected an expression", what);
+  } else if (want_eq && !after_operand) {
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected '='", what);
+  } else if (closers == 1) {
+    diag_error(P->d, loc, "syntax error: unexpected %s, expected %s", what, sym_name(closer));
+    Token *open = unclosed_opener(P);
+    if (open && (closer == YYSYMBOL_RPAREN || closer == YYSYMBOL_RBRACKET ||
+                 closer == YYSYMBOL_BARRBRACKET || closer == YYSYMBOL_RBRACE))
+      diag_note(P->d, open->loc, "to match this '%.*s'", open->len, open->text);
   } else {
     diag_error(P->d, loc, "syntax error: unexpected %s", what);
   }

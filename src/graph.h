@@ -101,7 +101,8 @@ struct Tensor {
 
 typedef enum LogicKind {
   LOGIC_TERMINAL,       /* lhs only; shape information comes from lhs->init and lhs->decl */
-  LOGIC_POINTWISE_UN,   /* lhs >= rhs1 */
+  LOGIC_POINTWISE_UN,   /* lhs >= rhs1; with nrhs == 0 (a fill such as `g =: 0`, `t =: !@s`,
+                           zero_grads) it constrains nothing and iterates over lhs */
   LOGIC_POINTWISE_BIN,  /* lhs >= rhs1, lhs >= rhs2: NumPy-style broadcast per row */
   LOGIC_POINTWISE_TERN, /* where */
   LOGIC_COMPOSE,        /* rhs1 * rhs2: outputs of rhs2 meet inputs of rhs1 */
@@ -207,19 +208,20 @@ struct Projections {
   AxisIndex *idx[4]; /* per slot, per axis in memory order (batch, output, input) */
 };
 
+/* The forward code of t's subgraph, in creation order (parameters, terms and constants
+ * have none): what `t.forward` denotes and `--call T.forward` runs (src/graph_code.c). */
+void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
+/* The backprop code of t's subgraph: the bwd code of its differentiable computed
+ * tensors in reverse creation order (`t.backprop`; empty if t is not differentiable). */
+void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
+
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
 
-/* Subgraphs and the code of the .forward / .backprop accessors (src/graph_code.c), shared
- * by staging (the accessors in %cd code) and the backends (T.forward / T.backprop).
- * The subgraph of t is t plus, transitively, the arguments (step->rhs) of its members.
- * graph_subgraph returns a mark per tensor id (g->tensors.len entries). */
-bool *graph_subgraph(Arena *a, const Graph *g, const Tensor *t);
-/* The fwd code of every TK_OP tensor of t's subgraph, in creation order (a parameter
- * or constant has none: init sets it). */
-Code graph_forward_code(Arena *a, const Graph *g, const Tensor *t);
-/* The bwd code of every differentiable TK_OP tensor of t's subgraph, in reverse
- * creation order. */
-Code graph_backprop_code(Arena *a, const Graph *g, const Tensor *t);
+/* The tensors reachable from t through step arguments and what its forward code reads
+ * (src/graph_code.c): a mark per tensor id. mode 0 = everything; 1 = stop at tensors
+ * older than new_from unless they are non-differentiable computed tensors; 2 = stop at
+ * every tensor older than new_from (staging uses 1 and 2 for inline-scope questions). */
+char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from);
 
 #endif

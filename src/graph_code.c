@@ -1,70 +1,74 @@
-/* graph_code.c: subgraphs and the code behind the .forward / .backprop accessors. */
-#include "graph.h"
+/* graph_code.c: code derived from the graph: the forward and backprop code of a
+ * tensor's subgraph (what `t.forward` / `t.backprop` denote in %cd, and what
+ * `--call T.forward` runs). */
+#include "eval.h"
 
-typedef struct Walk {
-  bool *mark;
-  const Tensor **stack;
-  int sp, n;
-} Walk;
+/* The tensors t reads: its step's arguments, and those of the other steps its forward
+ * code uses (a stacked tensor has one step per element). */
+static void leaves_of(Arena *a, const AExpr *e, PtrVec *out) {
+  if (!e) return;
+  if (e->kind == AE_BUF && e->buf.t) vec_push(a, out, e->buf.t);
+  if (e->kind == AE_OP)
+    for (int i = 0; i < 3; i++) leaves_of(a, e->args[i], out);
+}
 
-static void visit(Walk *w, const Tensor *r) {
-  if (r && r->id >= 0 && r->id < w->n && !w->mark[r->id]) {
-    w->mark[r->id] = true;
-    w->stack[w->sp++] = r;
+static void inputs_of(Arena *a, const Tensor *t, PtrVec *out) {
+  out->len = 0;
+  if (t->step)
+    for (int i = 0; i < t->step->nrhs; i++) vec_push(a, out, t->step->rhs[i]);
+  for (int k = 0; k < t->fwd.asgns.len; k++) {
+    Asgn *as = VEC_AT(t->fwd.asgns, Asgn, k);
+    if (as->kind == ASGN_OP) leaves_of(a, as->rhs, out);
+    if (!as->step || as->step == t->step) continue;
+    for (int i = 0; i < as->step->nrhs; i++) vec_push(a, out, as->step->rhs[i]);
   }
 }
 
-static void visit_leaves(Walk *w, const AExpr *e) {
-  if (!e) return;
-  if (e->kind == AE_BUF) visit(w, e->buf.t);
-  if (e->kind == AE_OP)
-    for (int i = 0; i < 3; i++) visit_leaves(w, e->args[i]);
+static bool stops(const Tensor *t, int mode, int new_from) {
+  if (mode == 1 && t->id < new_from && (t->diff || t->kind != TK_OP)) return true;
+  return mode == 2 && t->id < new_from;
 }
 
-bool *graph_subgraph(Arena *a, const Graph *g, const Tensor *t) {
-  int n = g->tensors.len;
-  Walk w = {.mark = ANEWN(a, bool, n > 0 ? n : 1), .n = n};
-  if (!t || t->id < 0 || t->id >= n) return w.mark;
-  /* A worklist rather than relying on arguments having smaller ids. The arguments of a
-   * tensor are those of its step and everything its forward code reads: a stacked
-   * literal [a; b] reads b through a second step of its own. */
-  w.stack = ANEWN(a, const Tensor *, n);
-  visit(&w, t);
-  while (w.sp > 0) {
-    const Tensor *u = w.stack[--w.sp];
-    if (u->step)
-      for (int k = 0; k < u->step->nrhs; k++) visit(&w, u->step->rhs[k]);
-    for (int i = 0; i < u->fwd.asgns.len; i++) {
-      const Asgn *as = u->fwd.asgns.items[i];
-      if (as->kind != ASGN_OP) continue;
-      if (as->step)
-        for (int k = 0; k < as->step->nrhs; k++) visit(&w, as->step->rhs[k]);
-      visit_leaves(&w, as->rhs);
+/* Marks the tensors reachable from t (iteratively: graphs can be deep). mode: 0 =
+ * everything; 1 = stop at tensors older than new_from unless they are
+ * non-differentiable computed tensors; 2 = stop at every tensor older than new_from. */
+char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from) {
+  int nt = g->tensors.len;
+  char *seen = ANEWN(a, char, nt + 1);
+  PtrVec stack = {0}, in = {0};
+  if (!stops(t, mode, new_from)) {
+    seen[t->id] = 1;
+    vec_push(a, &stack, (void *)t);
+  }
+  while (stack.len) {
+    Tensor *u = stack.items[--stack.len];
+    inputs_of(a, u, &in);
+    for (int i = 0; i < in.len; i++) {
+      Tensor *v = in.items[i];
+      if (!seen[v->id] && !stops(v, mode, new_from)) {
+        seen[v->id] = 1;
+        vec_push(a, &stack, v);
+      }
     }
   }
-  return w.mark;
+  return seen;
 }
 
 static void append(Arena *a, Code *dst, const Code *src) {
   for (int i = 0; i < src->asgns.len; i++) vec_push(a, &dst->asgns, src->asgns.items[i]);
 }
 
-Code graph_forward_code(Arena *a, const Graph *g, const Tensor *t) {
-  Code c = {0};
-  bool *mark = graph_subgraph(a, g, t);
-  for (int i = 0; i < g->tensors.len; i++) {
-    Tensor *u = VEC_AT(g->tensors, Tensor, i);
-    if (mark[i] && u->kind == TK_OP) append(a, &c, &u->fwd);
-  }
-  return c;
+void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out) {
+  char *seen = graph_subgraph(a, g, t, 0, 0);
+  for (int i = 0; i < g->tensors.len; i++)
+    if (seen[i]) append(a, out, &((const Tensor *)g->tensors.items[i])->fwd);
 }
 
-Code graph_backprop_code(Arena *a, const Graph *g, const Tensor *t) {
-  Code c = {0};
-  bool *mark = graph_subgraph(a, g, t);
+void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out) {
+  if (!t->diff) return;
+  char *seen = graph_subgraph(a, g, t, 0, 0);
   for (int i = g->tensors.len - 1; i >= 0; i--) {
-    Tensor *u = VEC_AT(g->tensors, Tensor, i);
-    if (mark[i] && u->kind == TK_OP && u->diff) append(a, &c, &u->bwd);
+    const Tensor *u = g->tensors.items[i];
+    if (seen[i] && u->diff && u->kind == TK_OP) append(a, out, &u->bwd);
   }
-  return c;
 }

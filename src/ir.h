@@ -89,9 +89,12 @@ typedef struct Guard {
 typedef struct Stmt Stmt;
 struct Stmt {
   StmtKind kind;
-  /* S_LOOP: for var in [0, ext) body */
+  /* S_LOOP: for var in [0, ext) body; a tiled loop (tile_var >= 0) runs var over
+   * [tile*tile_var, min(tile*(tile_var+1), ext)) */
   int var;
   long ext;
+  int tile_var;
+  int tile;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
   /* S_IF: all guards hold */

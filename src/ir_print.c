@@ -52,7 +52,10 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     fprintf(out, "%*s", ind * 2, "");
     switch (s->kind) {
     case S_LOOP:
-      fprintf(out, "for i%d < %ld\n", s->var, s->ext);
+      if (s->tile_var >= 0)
+        fprintf(out, "for i%d in %d*i%d ..< min(%d*i%d + %d, %ld)\n", s->var, s->tile, s->tile_var, s->tile,
+                s->tile_var, s->tile, s->ext);
+      else fprintf(out, "for i%d < %ld\n", s->var, s->ext);
       stmts_print(out, &s->body, ind + 1, m);
       break;
     case S_IF:

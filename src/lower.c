@@ -4,6 +4,7 @@
  * through slot asgn->lhs_slot, every operand leaf through its own slot; an affine axis
  * index that can leave its operand's extent gets a guard, and a point where any guard
  * fails contributes nothing (padding). `init_neutral` fills the whole lhs first. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,8 @@
 #include "diag.h"
 #include "graph.h"
 #include "ir.h"
+
+enum { TILE = 16 }; /* loop tile for transposes: 16 floats = one cache line */
 
 typedef struct L {
   Arena *a;
@@ -259,22 +262,39 @@ static const char *asgn_what(L *l, const Asgn *as) {
 
 /* ---- loop order ---- */
 
-/* Iterators are ordered by how far one step moves through memory, summed over all
- * accesses: the largest strides outermost, so that the innermost loop walks the
- * contiguous axis of the lhs and operands (i-k-j for a matmul, the reduced axis
- * innermost for a row sum). Ties keep the projection's order. */
+/* Iterators are ordered outermost first by, in turn: the smallest stride they take in
+ * any access (a loop that walks something contiguously belongs inside), the sum of
+ * their strides over all accesses, and their stride in the written tensor (writes
+ * contiguous innermost). This gives i-k-j for a matmul, the reduced axis innermost for
+ * a row sum, and a write-contiguous innermost loop for a permute (then tiled). Ties
+ * keep the projection's order. accs[0] is the written access. */
+typedef struct IterKey {
+  long min, sum, dst;
+} IterKey;
+
+static bool key_outer(IterKey a, IterKey b) {
+  if (a.min != b.min) return a.min > b.min;
+  if (a.sum != b.sum) return a.sum > b.sum;
+  return a.dst > b.dst;
+}
+
 static void loop_order(int niters, int base, PtrVec *accs, int *order) {
-  long w[64] = {0};
+  IterKey key[64];
+  for (int v = 0; v < niters && v < 64; v++) key[v] = (IterKey){LONG_MAX, 0, 0};
   for (int i = 0; i < accs->len; i++) {
     const Access *a = accs->items[i];
     for (int k = 0; k < a->flat.n; k++) {
       int v = a->flat.t[k].var - base;
-      if (v >= 0 && v < niters && v < 64) w[v] += labs(a->flat.t[k].coef);
+      if (v < 0 || v >= niters || v >= 64) continue;
+      long c = labs(a->flat.t[k].coef);
+      if (c < key[v].min) key[v].min = c;
+      key[v].sum += c;
+      if (i == 0) key[v].dst = c;
     }
   }
   for (int i = 0; i < niters; i++) order[i] = i;
-  for (int i = 1; i < niters; i++) /* stable insertion sort, descending weight */
-    for (int j = i; j > 0 && w[order[j]] > w[order[j - 1]]; j--) {
+  for (int i = 1; i < niters; i++) /* stable insertion sort, outermost first */
+    for (int j = i; j > 0 && key_outer(key[order[j]], key[order[j - 1]]); j--) {
       int t = order[j];
       order[j] = order[j - 1];
       order[j - 1] = t;
@@ -285,6 +305,42 @@ static Stmt *new_stmt(L *l, StmtKind k) {
   Stmt *s = ANEW(l->a, Stmt);
   s->kind = k;
   return s;
+}
+
+/* for var < ext (tiled by TILE through tile_var when tile_var >= 0) { body } */
+static Stmt *new_loop(L *l, int var, long ext, int tile_var, Stmt *body) {
+  Stmt *lp = new_stmt(l, S_LOOP);
+  lp->var = var;
+  lp->ext = ext;
+  lp->tile_var = tile_var;
+  lp->tile = tile_var >= 0 ? TILE : 0;
+  vec_push(l->a, &lp->body, body);
+  return lp;
+}
+
+static long coef_of(const Aff *f, int var) {
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) return f->t[i].coef;
+  return 0;
+}
+
+/* A transpose-like nest: the innermost loop p walks some access with a large stride,
+ * while another loop q walks that access contiguously. Tiling p and q keeps both the
+ * written and the read lines in cache (a 4-D permute: several times faster). */
+static void pick_tile(const int *act, int nact, const PtrVec *accs, const long *var_ext, int *tp, int *tq) {
+  if (nact < 2) return;
+  int p = act[nact - 1];
+  if (var_ext[p] < 2 * TILE) return;
+  for (int i = 0; i < accs->len; i++) {
+    const Aff *f = &((const Access *)accs->items[i])->flat;
+    if (labs(coef_of(f, p)) <= 1) continue;
+    for (int k = 0; k < nact - 1; k++)
+      if (coef_of(f, act[k]) == 1 && var_ext[act[k]] >= 2 * TILE) {
+        *tp = p;
+        *tq = act[k];
+        return;
+      }
+  }
 }
 
 static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
@@ -342,15 +398,20 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
     return;
   }
   loop_order(p->niters, n.base, &accs, order);
-  for (int i = p->niters - 1; i >= 0; i--) {
-    int it = order[i];
-    if (p->iter_size[it] == 1) continue;
-    Stmt *lp = new_stmt(l, S_LOOP);
-    lp->var = n.base + it;
-    lp->ext = p->iter_size[it];
-    vec_push(l->a, &lp->body, inner);
-    inner = lp;
+  int act[64], nact = 0; /* loop variables, outermost first */
+  for (int i = 0; i < p->niters; i++)
+    if (p->iter_size[order[i]] != 1) act[nact++] = n.base + order[i];
+  int tp = -1, tq = -1;
+  pick_tile(act, nact, &accs, n.var_ext, &tp, &tq);
+  if (tp >= 0) { /* ... tile(q) tile(p) q p */
+    int vq = f->nvars++, vp = f->nvars++;
+    inner = new_loop(l, tp, n.var_ext[tp], vp, inner);
+    inner = new_loop(l, tq, n.var_ext[tq], vq, inner);
+    inner = new_loop(l, vp, (n.var_ext[tp] + TILE - 1) / TILE, -1, inner);
+    inner = new_loop(l, vq, (n.var_ext[tq] + TILE - 1) / TILE, -1, inner);
   }
+  for (int i = nact - 1; i >= 0; i--)
+    if (act[i] != tp && act[i] != tq) inner = new_loop(l, act[i], n.var_ext[act[i]], -1, inner);
   vec_push(l->a, body, inner);
 }
 
@@ -365,6 +426,34 @@ static IrFunc *new_func(L *l, const char *name, bool exported) {
 
 static void lower_code(L *l, IrFunc *f, const Code *c) {
   for (int i = 0; i < c->asgns.len; i++) lower_asgn(l, f, &f->body, c->asgns.items[i]);
+}
+
+static void add_call(L *l, IrFunc *f, int callee);
+
+/* Does code[at..] start with all of run? */
+static bool starts_with(const Code *code, int at, const Code *run) {
+  if (!run->asgns.len || run->asgns.len > code->asgns.len - at) return false;
+  for (int k = 0; k < run->asgns.len; k++)
+    if (code->asgns.items[at + k] != run->asgns.items[k]) return false;
+  return true;
+}
+
+/* A routine's code is mostly whole tensors' forward and backprop code (grad_update,
+ * t.forward): those runs become calls of the tensor's function instead of copies,
+ * which keeps the module (and gcc's compile time) linear in the model. */
+static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const int *bwd) {
+  for (int i = 0; i < c->asgns.len;) {
+    int callee = -1, len = 0;
+    for (int t = 0; t < l->g->tensors.len && callee < 0; t++) {
+      Tensor *u = VEC_AT(l->g->tensors, Tensor, t);
+      if (fwd[t] >= 0 && starts_with(c, i, &u->fwd)) callee = fwd[t], len = u->fwd.asgns.len;
+      else if (bwd[t] >= 0 && starts_with(c, i, &u->bwd)) callee = bwd[t], len = u->bwd.asgns.len;
+    }
+    if (callee >= 0) {
+      add_call(l, f, callee);
+      i += len;
+    } else lower_asgn(l, f, &f->body, c->asgns.items[i++]);
+  }
 }
 
 static void add_call(L *l, IrFunc *f, int callee) {
@@ -413,7 +502,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   for (int i = 0; i < g->routines.len; i++) {
     Routine *r = VEC_AT(g->routines, Routine, i);
     IrFunc *f = new_func(&l, r->name, true);
-    lower_code(&l, f, &r->code);
+    lower_routine(&l, f, &r->code, fwd, bwd);
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);
@@ -429,7 +518,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     }
     if (done[t->id]) continue;
     done[t->id] = true;
-    bool *mark = graph_subgraph(a, g, t);
+    char *mark = graph_subgraph(a, g, t, 0, 0);
     IrFunc *f = new_func(&l, arena_printf(a, "%s.forward", irbuf(&l, vb)->name), true);
     for (int k = 0; k < nt; k++)
       if (mark[k]) add_call(&l, f, fwd[k]);

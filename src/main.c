@@ -142,42 +142,6 @@ static const char *dirname_of(Arena *a, const char *path) {
   return arena_strndup(a, path, (size_t)(slash - path));
 }
 
-const char *ctx_stdlib_dir(Ctx *c) {
-  const char *cands[] = {"../runtime", "../share/tdsl"};
-  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
-    const char *dir = arena_printf(&c->arena, "%s/%s", c->exe_dir, cands[i]);
-    const char *probe = arena_printf(&c->arena, "%s/prelude.tdsl", dir);
-    if (access(probe, R_OK) == 0) return dir;
-  }
-  return NULL;
-}
-
-SrcFile *ctx_read_file(Ctx *c, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  size_t n;
-  while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += n;
-    if (cap - len - 1 == 0) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) { free(buf); buf = NULL; break; }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  bool err = ferror(f) || !buf;
-  fclose(f);
-  if (err) { free(buf); return NULL; }
-  SrcFile *sf = ANEW(&c->arena, SrcFile);
-  sf->path = arena_strdup(&c->arena, path);
-  sf->text = arena_strndup(&c->arena, buf, len);
-  sf->len = len;
-  free(buf);
-  return sf;
-}
-
 static int run(Ctx *c) {
   SrcFile *f = ctx_read_file(c, c->opt.input);
   if (!f) {

@@ -20,6 +20,7 @@ typedef struct Token {
 typedef struct TokenVec {
   Token *items;
   int len, cap;
+  bool eof_error; /* an unterminated comment or string was reported */
 } TokenVec;
 
 /* Lexes all of f; reports lexical errors to d and skips the offending text. The last

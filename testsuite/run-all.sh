@@ -43,15 +43,50 @@ run_lit() {
 run_lit plain "$PWD/$B/tdslc"
 run_lit asan "$PWD/$B/asan/tdslc"
 
+# Fuzzing smoke: the front end over the seed corpus plus a few seconds of mutations
+# (`make fuzz` runs longer). New inputs go to a scratch directory, not the corpus.
+fz=$B/fuzz/fuzz_parse
+if [ -x "$fz" ]; then
+  rm -rf $B/fuzz/smoke && mkdir -p $B/fuzz/smoke
+  if "$fz" -max_total_time=20 -timeout=10 -max_len=8192 -artifact_prefix=$B/fuzz/smoke/ \
+       $B/fuzz/smoke testsuite/fuzz/corpus > $B/fuzz/smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "fuzz smoke: passed"
+  else
+    fail=$((fail + 1)); echo "FAIL: fuzz smoke (see $B/fuzz/smoke.log)"; tail -n 30 $B/fuzz/smoke.log
+  fi
+fi
+
 # The shared conformance suite's expectations at -O0, -O3 and in double precision.
 out=$(sh testsuite/conformance/run-flags.sh "$PWD/$B/tdslc" 2>&1)
 echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40
 p=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 f=$(echo "$out" | tail -n 1 | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -z "$p" ]; then p=0; f=1; echo "$out" | tail -n 5; fi
-echo "conformance (-O0, -O3, double): $p passed, $f failed"
+echo "conformance (-O0, -O3, double, --check-bounds): $p passed, $f failed"
 pass=$((pass + p))
 fail=$((fail + f))
+
+# Counted parts that print their own "N passed, M failed" last line.
+run_part() {
+  label=$1; shift
+  out=$B/$label.log
+  "$@" > "$out" 2>&1
+  last=$(tail -n 1 "$out")
+  p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+  f=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+  if [ -z "$p" ]; then
+    echo "$label: no result, see $out"; tail -n 5 "$out"; p=0; f=1
+  fi
+  grep -E '^FAIL' "$out" | cut -c1-400 | head -n 40
+  echo "$label: $p passed, $f failed"
+  pass=$((pass + p))
+  fail=$((fail + f))
+}
+# Gradients of every differentiable op and of composite models against PyTorch,
+# finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/tdslc" --workdir "$B/gradcheck"
+# Samples built against the installed toolchain (testsuite/samples.sh).
+run_part samples sh testsuite/samples.sh
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -26,7 +26,12 @@ static void c_const(FILE *o, double v, bool f32) {
   if (v != v) fputs("NAN", o);
   else if (v == 1.0 / 0.0) fputs("INFINITY", o);
   else if (v == -1.0 / 0.0) fputs("-INFINITY", o);
-  else fprintf(o, "%.17g%s", v, f32 ? "f" : "");
+  else {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0"); /* 1f is not C: 1.0f */
+    fprintf(o, "%s%s", buf, f32 ? "f" : "");
+  }
 }
 
 static void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
@@ -126,7 +131,10 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
     fprintf(o, "%*s", ind * 2, "");
     switch (s->kind) {
     case S_LOOP:
-      fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
+      if (s->tile_var >= 0)
+        fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %d < %ld ? %dL*i%d + %d : %ld); i%d++) {\n", s->var, s->tile,
+                s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
+      else fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
       c_stmts(o, m, &s->body, ind + 1, check);
       fprintf(o, "%*s}\n", ind * 2, "");
       break;
@@ -221,7 +229,7 @@ void emit_c(FILE *o, const IrModule *m, bool check) {
   c_meta(o, m);
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    fprintf(o, "%svoid tdsl_fn_%d(void) { /* %s */\n", f->exported ? "" : "static ", i, f->name);
+    fprintf(o, "%svoid tdsl_fn_%d(void) { /* %s */\n", f->exported ? "" : "static __attribute__((unused)) ", i, f->name);
     c_stmts(o, m, &f->body, 1, check);
     fputs("}\n\n", o);
   }

@@ -276,10 +276,25 @@ static void check_expr(J *j, const IrExpr *e, const char *what) {
 
 static void emit_stmts(J *j, const PtrVec *body);
 
-/* for (var = 0; var < ext; var++) in do-while form (ext >= 1): body emitted by cb. */
-static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, int fill_buf, double fill_v) {
+/* for (var = start; var < end; var++) in do-while form (start < end): the statements
+ * of body, or a fill of buffer fill_buf. A tiled loop (tile_var) starts at
+ * tile*tile_var and ends at min(start + tile, ext). */
+static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, int fill_buf, double fill_v,
+                      gcc_jit_lvalue *tile_var, int tile) {
   if (ext <= 0) return;
-  gcc_jit_block_add_assignment(j->blk, NULL, var, lng(j, 0));
+  gcc_jit_rvalue *end = lng(j, ext);
+  if (tile_var) {
+    gcc_jit_rvalue *start = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, tile), gcc_jit_lvalue_as_rvalue(tile_var));
+    gcc_jit_block_add_assignment(j->blk, NULL, var, start);
+    gcc_jit_lvalue *e = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "end%d", j->nblocks));
+    gcc_jit_block_add_assignment(j->blk, NULL, e, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, start, lng(j, tile)));
+    gcc_jit_block *clamp = new_block(j, j->fn), *go = new_block(j, j->fn);
+    gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_GT, gcc_jit_lvalue_as_rvalue(e), end), clamp, go);
+    gcc_jit_block_add_assignment(clamp, NULL, e, end);
+    gcc_jit_block_end_with_jump(clamp, NULL, go);
+    j->blk = go;
+    end = gcc_jit_lvalue_as_rvalue(e);
+  } else gcc_jit_block_add_assignment(j->blk, NULL, var, lng(j, 0));
   gcc_jit_block *b = new_block(j, j->fn), *after = new_block(j, j->fn);
   gcc_jit_block_end_with_jump(j->blk, NULL, b);
   j->blk = b;
@@ -291,8 +306,8 @@ static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, i
     gcc_jit_block_add_assignment(j->blk, NULL, dst, dbl(j, j->t_el[fb->elem], fill_v));
   }
   gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, 1));
-  gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), lng(j, ext)),
-                                     b, after);
+  gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), end), b,
+                                     after);
   j->blk = after;
 }
 
@@ -312,7 +327,9 @@ static void emit_stmts(J *j, const PtrVec *body) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
     switch (s->kind) {
-    case S_LOOP: emit_loop(j, j->vars[s->var], s->ext, &s->body, 0, 0); break;
+    case S_LOOP:
+      emit_loop(j, j->vars[s->var], s->ext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
+      break;
     case S_IF: {
       gcc_jit_rvalue *cond = NULL;
       for (int k = 0; k < s->nguards; k++) {
@@ -333,7 +350,7 @@ static void emit_stmts(J *j, const PtrVec *body) {
     case S_STORE: emit_store(j, s); break;
     case S_FILL: {
       gcc_jit_lvalue *k = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "f%d", j->nblocks));
-      emit_loop(j, k, jbuf(j, s->buf)->size, NULL, s->buf, s->value);
+      emit_loop(j, k, jbuf(j, s->buf)->size, NULL, s->buf, s->value, NULL, 0);
       break;
     }
     case S_CALL:

@@ -1,7 +1,8 @@
 /* moons: trains the MLP of moons.tdsl on a generated two-half-moons data set through
  * the tdsl.h runtime, prints the loss per epoch, the training accuracy and the learned
  * decision boundary as a terminal plot.
- *   usage: moons [MODEL.so] [--seed N] [--epochs N] */
+ *   usage: moons [MODEL.so] [--seed N] [--epochs N]
+ * Exit status 0 when training succeeded (100% accuracy or final loss < 0.1), else 3. */
 #define _DEFAULT_SOURCE /* M_PI */
 #include <math.h>
 #include <stdbool.h>
@@ -106,8 +107,9 @@ int main(int argc, char **argv) {
   check(m, tdsl_write(m, "moons_flat", xy, 2 * N));
   check(m, tdsl_write(m, "moons_classes", cls, N));
   long step = 0;
+  double loss = 0;
   for (int e = 0; e < epochs; e++) {
-    double loss = 0;
+    loss = 0;
     for (int b = 0; b < N_BATCHES; b++, step++) {
       check(m, tdsl_set_index(m, "batch_n", b));
       check(m, tdsl_set_index(m, "step_n", step));
@@ -116,7 +118,8 @@ int main(int argc, char **argv) {
       check(m, tdsl_read(m, "scalar_loss", &l, 1));
       loss += l;
     }
-    if (e % 5 == 0 || e == epochs - 1) printf("epoch %3d  loss %.4f\n", e, loss / N_BATCHES);
+    loss /= N_BATCHES;
+    if (e % 5 == 0 || e == epochs - 1) printf("epoch %3d  loss %.4f\n", e, loss);
     fflush(stdout);
   }
   int correct = 0;
@@ -124,5 +127,7 @@ int main(int argc, char **argv) {
   printf("training accuracy: %d/%d (%.1f%%)\n", correct, N, 100.0 * correct / N);
   plot(m, xy, cls);
   tdsl_close(m);
-  return correct == N ? 0 : 3;
+  /* Success: every training point classified, or the hinge loss below 0.1 (the noisy
+   * data set can put a point or two on the wrong side). */
+  return correct == N || loss < 0.1 ? 0 : 3;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs the shared conformance suite (../shared/conformance) against build/tdslc with
-# each code-generation flag set: -O0, -O3, --precision=double (every `values`
+# each code-generation flag set: -O0, -O3, --precision=double, -O1 --check-bounds (every `values`
 # expectation must hold with each). Skips cleanly when the suite is absent.
 # Cases listed in xfail.txt (with the reason, a bug in another stage) are reported as
 # XFAIL and do not fail the run. Skips when the compiler has no front end yet.
@@ -29,7 +29,7 @@ fi
 xfail=$(sed -n 's/^\([a-z0-9_]*\).*/\1/p' "$root/testsuite/conformance/xfail.txt" 2>/dev/null | tr '\n' ' ')
 pass=0
 fail=0
-for flags in -O0 -O3 --precision=double; do
+for flags in -O0 -O3 --precision=double "-O1 --check-bounds"; do
   name=$(echo "$flags" | tr -dc 'A-Za-z0-9')
   printf '#!/bin/sh\nexec "%s" "$@" %s\n' "$tdslc" "$flags" > "$tmp/tdslc-$name"
   chmod +x "$tmp/tdslc-$name"

@@ -261,6 +261,39 @@ static void test_double(int opt) {
   gb_free(&b);
 }
 
+/* A transpose y[j,i] = x[i,j] (37x45: not multiples of the tile) is tiled, and exact;
+ * also accumulating into it (y += 2*x^T) so that a tile visits every cell once. */
+static void test_transpose_tiled(int opt) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){37, 45});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 1, (int[]){45, 37});
+  x->init.kind = INIT_RANGE;
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 2, (int[]){37, 45}); /* i j */
+  gb_it(s, 0, 0, 1);
+  gb_it(s, 0, 1, 0);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, false, gb_op(&b, OP_MUL, gb_const(&b, 2), gb_leaf(&b, x, false, 1), NULL), s);
+  CHECK(gb_open(&b, opt, false, false));
+  if (b.m) {
+    gb_call(&b, "y.forward");
+    static double want[37 * 45];
+    for (int i = 0; i < 37; i++)
+      for (int j = 0; j < 45; j++) want[j * 37 + i] = 3.0 * (i * 45 + j);
+    gb_expect(&b, "y", 37 * 45, want);
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&txt, &len);
+    ir_print(o, b.ir);
+    fclose(o);
+    CHECK(strstr(txt, "..< min(16*") != NULL);
+    free(txt);
+  }
+  gb_free(&b);
+}
+
 /* --check-bounds: a fixed index 5 on an axis of 3 traps with a message. */
 static void test_check_bounds(void) {
   GB b;
@@ -360,6 +393,7 @@ int main(void) {
     test_padded_conv(o);
     test_symbol(o);
     test_double(o);
+    test_transpose_tiled(o);
   }
   test_check_bounds();
   test_emit_c();

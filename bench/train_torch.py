@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""train_torch.py: the moons MLP training step (bench/train.tdsl) in PyTorch eager mode,
+single thread: 2-H-H-1 MLP with ReLU, hinge loss averaged over the batch, backward, SGD
+with weight decay.   usage: train_torch.py BATCH HIDDEN [SECONDS]  ->  "steps/s N" """
+import sys
+import time
+
+import torch
+
+
+def main():
+    B, H = int(sys.argv[1]), int(sys.argv[2])
+    secs = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(B, 2, generator=g) * 2 - 1
+    y = torch.where(x[:, :1] * x[:, 1:] > 0, 1.0, -1.0)
+    w1 = (torch.rand(H, 2, generator=g) - 0.5).requires_grad_()
+    b1 = torch.zeros(H, requires_grad=True)
+    w2 = ((torch.rand(H, H, generator=g) - 0.5) / 4).requires_grad_()
+    b2 = torch.zeros(H, requires_grad=True)
+    w3 = (torch.rand(1, H, generator=g) - 0.5).requires_grad_()
+    params = [w1, b1, w2, b2, w3]
+    lr, wd = 0.1, 0.0001
+
+    def step():
+        for p in params:
+            p.grad = None
+        h1 = torch.relu(x @ w1.T + b1)
+        h2 = torch.relu(h1 @ w2.T + b2)
+        loss = torch.relu(1 - y * (h2 @ w3.T)).sum() / B
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p -= lr * (p.grad + wd * p)
+        return loss
+
+    for _ in range(3):
+        step()
+    steps, t0 = 0, time.perf_counter()
+    while True:
+        for _ in range(8):
+            loss = step()
+        steps += 8
+        t = time.perf_counter() - t0
+        if t >= secs:
+            break
+    print("steps/s %.1f\nloss %.6f" % (steps / t, float(loss)))
+
+
+if __name__ == "__main__":
+    main()

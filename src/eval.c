@@ -1,0 +1,772 @@
+/* eval.c: staging core: values, environments, function application, top-level
+ * items, `open`, and the prelude/stdlib loading. See eval.h for the file split. */
+#include "eval.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- values ---- */
+
+Value *val_new(St *st, VKind k, Loc loc) {
+  Value *v = ANEW(st->a, Value);
+  v->kind = k;
+  v->loc = loc;
+  v->slot = -1;
+  return v;
+}
+
+Value *val_int(St *st, long long i, Loc loc) {
+  Value *v = val_new(st, V_INT, loc);
+  v->i = i;
+  return v;
+}
+
+Value *val_float(St *st, double f, Loc loc) {
+  Value *v = val_new(st, V_FLOAT, loc);
+  v->f = f;
+  return v;
+}
+
+static Value *val_bool(St *st, bool b, Loc loc) {
+  Value *v = val_new(st, V_BOOL, loc);
+  v->i = b;
+  return v;
+}
+
+Value *val_tensor(St *st, Tensor *t, Loc loc) {
+  Value *v = val_new(st, V_TENSOR, loc);
+  v->t = t;
+  return v;
+}
+
+Value *val_code(St *st, Loc loc) { return val_new(st, V_CODE, loc); }
+
+const char *val_kind_name(const Value *v) {
+  switch (v->kind) {
+  case V_UNIT: return "unit";
+  case V_INT: return "an integer";
+  case V_FLOAT: return "a float";
+  case V_BOOL: return "a boolean";
+  case V_STRING: return "a string";
+  case V_LIST: return "a list";
+  case V_TUPLE: return "a tuple";
+  case V_ARRAY: return "an array";
+  case V_SYM: return "an index symbol";
+  case V_TENSOR: return "a tensor";
+  case V_CODE: return "code";
+  case V_FN:
+    return v->fn->kind == FN_OP ? "an operation" : "a function";
+  }
+  return "a value";
+}
+
+bool val_is_number(const Value *v) { return v->kind == V_INT || v->kind == V_FLOAT; }
+double val_number(const Value *v) { return v->kind == V_INT ? (double)v->i : v->f; }
+
+/* ---- environments ---- */
+
+Env *env_bind(St *st, Env *env, const char *name, Value *v) {
+  Env *e = ANEW(st->a, Env);
+  e->name = name;
+  e->v = v;
+  e->next = env;
+  return e;
+}
+
+static Tensor *decl_lookup(DeclScope *s, const char *name) {
+  for (; s; s = s->parent)
+    for (int i = s->idents.len - 1; i >= 0; i--)
+      if (!strcmp(VEC_AT(s->idents, const char, i), name)) return VEC_AT(s->tensors, Tensor, i);
+  return NULL;
+}
+
+/* Local bindings first, then the inline declarations in scope (they are hoisted to
+ * their scope as in OCANNL), then the top-level bindings. */
+Value *env_lookup(const Frame *fr, St *st, const char *name) {
+  Env *e = fr->env;
+  for (; e && !e->global; e = e->next)
+    if (!strcmp(e->name, name)) return e->v;
+  Tensor *t = decl_lookup(fr->decls, name);
+  if (t) return val_tensor(st, t, t->loc);
+  for (; e; e = e->next)
+    if (!strcmp(e->name, name)) return e->v;
+  return NULL;
+}
+
+/* ---- functions ---- */
+
+Value *fn_param(Fn *f, const char *name) {
+  for (int i = 0; i < f->nparams; i++)
+    if (f->params[i]->name && !strcmp(f->params[i]->name, name)) return f->bound[i];
+  return NULL;
+}
+
+static Fn *fn_copy(St *st, const Fn *f) {
+  Fn *n = ANEW(st->a, Fn);
+  *n = *f;
+  n->bound = ANEWN(st->a, Value *, f->nparams > 0 ? f->nparams : 1);
+  for (int i = 0; i < f->nparams; i++) n->bound[i] = f->bound[i];
+  return n;
+}
+
+static bool fn_saturated(const Fn *f) {
+  for (int i = 0; i < f->nparams; i++)
+    if (!f->bound[i] && f->params[i]->kind != P_OPTIONAL) return false;
+  return true;
+}
+
+/* The qualifier of inline declarations made after `()`: the ~label argument. */
+static const char *label_of(St *st, Fn *f) {
+  Value *l = fn_param(f, "label");
+  if (!l) return NULL;
+  if (l->kind == V_STRING) return l->s;
+  if (l->kind != V_LIST) return NULL;
+  const char *s = NULL;
+  for (int i = 0; i < l->items.len; i++) {
+    Value *x = VEC_AT(l->items, Value, i);
+    if (x->kind != V_STRING) return NULL;
+    s = s ? arena_printf(st->a, "%s.%s", s, x->s) : x->s;
+  }
+  return s;
+}
+
+/* Without a ~label, inline declarations after () are qualified by the name of the
+ * first named tensor argument after () (sgd_one () p gives "w1.sgd_delta"). */
+static void derive_label(Fn *f) {
+  DeclScope *s = f->unit_scope;
+  if (!s || s->label || fn_param(f, "label")) return;
+  bool after = false;
+  for (int i = 0; i < f->nparams; i++) {
+    if (f->params[i]->kind == P_UNIT) after = true;
+    else if (after && f->params[i]->kind == P_POS && f->bound[i] && f->bound[i]->kind == V_TENSOR &&
+             f->bound[i]->t->name) {
+      s->label = f->bound[i]->t->name;
+      return;
+    }
+  }
+}
+
+static Value *call_closure(St *st, Fn *f) {
+  Frame fr = f->fr;
+  derive_label(f);
+  if (f->unit_scope) fr.decls = f->unit_scope;
+  for (int i = 0; i < f->nparams; i++) {
+    Param *p = f->params[i];
+    if (p->kind == P_UNIT || !p->name) continue;
+    Value *v = f->bound[i];
+    if (!v) {
+      if (p->deflt) {
+        v = eval(st, &fr, p->deflt);
+        if (!v) return NULL;
+      } else
+        v = val_new(st, V_UNIT, p->loc);
+    }
+    fr.env = env_bind(st, fr.env, p->name, v);
+  }
+  return eval(st, &fr, f->body);
+}
+
+static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
+  /* Staging has no recursion construct, but `let g f = f f in g g` still loops. */
+  if (st->depth >= MAX_CALL_DEPTH) {
+    if (st->depth == MAX_CALL_DEPTH) diag_error(&st->c->diag, loc, "compile-time evaluation nests too deeply (endless recursion?)");
+    st->depth++;
+    return NULL;
+  }
+  st->depth++;
+  int errors = st->c->diag.errors;
+  Value *r = NULL;
+  switch (f->kind) {
+  case FN_CLOSURE: r = call_closure(st, f); break;
+  case FN_OP: r = op_apply(st, f, call, loc); break;
+  case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
+  }
+  st->depth--;
+  /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
+   * file) gets notes leading back to the application in the user's file. */
+  if (!r && st->c->diag.errors > errors && st->noted != st->c->diag.errors) {
+    const SrcFile *def = f->kind == FN_CLOSURE ? f->body->loc.file : f->kind == FN_OP ? f->op->loc.file : NULL;
+    if (def && def != loc.file)
+      diag_note(&st->c->diag, loc, "in this application of '%s'", f->name ? f->name : "a function");
+    if (loc.file == st->main_file) st->noted = st->c->diag.errors;
+  }
+  return r;
+}
+
+static int find_labeled(Fn *f, const char *label) {
+  for (int i = 0; i < f->nparams; i++) {
+    Param *p = f->params[i];
+    if (!f->bound[i] && (p->kind == P_LABELED || p->kind == P_OPTIONAL) && p->name &&
+        !strcmp(p->name, label))
+      return i;
+  }
+  return -1;
+}
+
+static int find_positional(Fn *f) {
+  for (int i = 0; i < f->nparams; i++)
+    if (!f->bound[i] && (f->params[i]->kind == P_POS || f->params[i]->kind == P_UNIT)) return i;
+  return -1;
+}
+
+/* OCaml-style application: labels match by name, positional arguments fill the first
+ * free positional or unit parameter; once every non-optional parameter is bound the
+ * function runs and any remaining arguments are applied to its result. Binding the
+ * unit parameter opens a fresh scope for inline declarations. */
+Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
+             const Frame *call, Loc loc) {
+  if (fnv->kind != V_FN) {
+    diag_error(&st->c->diag, loc, "%s is not a function, it cannot be applied", val_kind_name(fnv));
+    return NULL;
+  }
+  Fn *f = fn_copy(st, fnv->fn);
+  const char *what = f->name ? f->name : "function";
+  /* Uncurried application of an operation: `where (c, a, b)` spreads the tuple over
+   * the tensor slots. */
+  if (f->kind == FN_OP && nargs == 1 && args[0]->kind == V_TUPLE && (!argdesc[0] || argdesc[0]->kind == A_POS)) {
+    int free = 0;
+    for (int i = 0; i < f->nparams; i++) free += !f->bound[i] && f->params[i]->kind == P_POS;
+    if (free == args[0]->items.len && free > 1) {
+      Value **spread = (Value **)args[0]->items.items;
+      const Arg **ad = ANEWN(st->a, const Arg *, free);
+      return apply(st, fnv, free, spread, ad, call, loc);
+    }
+  }
+  for (int i = 0; i < nargs; i++) {
+    const Arg *ad = argdesc[i];
+    Loc aloc = ad ? ad->loc : loc;
+    int k;
+    if (ad && ad->kind != A_POS) {
+      k = find_labeled(f, ad->label);
+      if (k < 0) {
+        diag_error(&st->c->diag, aloc, "'%s' has no parameter ~%s", what, ad->label);
+        return NULL;
+      }
+    } else {
+      k = find_positional(f);
+      if (k < 0) {
+        diag_error(&st->c->diag, aloc, "'%s' is applied to too many arguments", what);
+        return NULL;
+      }
+      if (f->params[k]->kind == P_UNIT && args[i]->kind != V_UNIT) {
+        diag_error(&st->c->diag, aloc, "'%s' expects () here, got %s", what, val_kind_name(args[i]));
+        return NULL;
+      }
+    }
+    f->bound[k] = args[i];
+    if (f->params[k]->kind == P_UNIT && f->kind == FN_CLOSURE) {
+      DeclScope *s = ANEW(st->a, DeclScope);
+      s->parent = f->fr.decls;
+      s->label = label_of(st, f);
+      f->unit_scope = s;
+    }
+    if (fn_saturated(f)) {
+      Value *r = fn_call(st, f, call, loc);
+      if (!r || i + 1 == nargs) return r;
+      return apply(st, r, nargs - i - 1, args + i + 1, argdesc + i + 1, call, loc);
+    }
+  }
+  Value *v = val_new(st, V_FN, loc);
+  v->fn = f;
+  return v;
+}
+
+static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrVec *params,
+                           Expr *body, Loc loc) {
+  Fn *f = ANEW(st->a, Fn);
+  f->kind = FN_CLOSURE;
+  f->name = name;
+  f->nparams = params->len;
+  f->params = (Param **)params->items;
+  f->bound = ANEWN(st->a, Value *, params->len > 0 ? params->len : 1);
+  f->body = body;
+  f->fr = *fr;
+  Value *v = val_new(st, V_FN, loc);
+  v->fn = f;
+  /* A function whose only parameter is () runs at once when applied; nothing special. */
+  return v;
+}
+
+/* ---- expressions ---- */
+
+static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
+  Value *v = env_lookup(fr, st, op);
+  if (!v) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+  return v;
+}
+
+static Value *apply2(St *st, const Frame *fr, Value *fn, Value *a, Value *b, Loc loc) {
+  Value *args[2] = {a, b};
+  const Arg *ad[2] = {NULL, NULL};
+  return apply(st, fn, b ? 2 : 1, args, ad, fr, loc);
+}
+
+static bool is_dotted(const char *op) {
+  size_t n = strlen(op);
+  return n >= 2 && op[n - 1] == '.';
+}
+
+/* Folds arithmetic and comparisons on compile-time values; returns NULL (no error) when
+ * the operands are not foldable so that the operator's tensor meaning applies. */
+static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bool *err) {
+  *err = false;
+  if (val_is_number(a) && val_is_number(b)) {
+    bool ints = a->kind == V_INT && b->kind == V_INT && !is_dotted(op);
+    double x = val_number(a), y = val_number(b);
+    char base[8];
+    snprintf(base, sizeof base, "%s", op);
+    if (is_dotted(op)) base[strlen(base) - 1] = 0;
+    if (!strcmp(op, "**") || !strcmp(op, "**.")) return val_float(st, pow(x, y), loc);
+    if (!strcmp(base, "+") || !strcmp(base, "-") || !strcmp(base, "*") || !strcmp(base, "/") ||
+        !strcmp(op, "mod")) {
+      if (ints) {
+        long long p = a->i, q = b->i;
+        if ((base[0] == '/' || !strcmp(op, "mod")) && q == 0) {
+          diag_error(&st->c->diag, loc, "division by zero in a compile-time expression");
+          *err = true;
+          return NULL;
+        }
+        long long r = 0;
+        bool ovf = base[0] == '+' ? __builtin_add_overflow(p, q, &r)
+                 : base[0] == '-' ? __builtin_sub_overflow(p, q, &r)
+                 : base[0] == '*' ? __builtin_mul_overflow(p, q, &r)
+                 : p == LLONG_MIN && q == -1;
+        if (ovf) {
+          diag_error(&st->c->diag, loc, "integer overflow in a compile-time expression");
+          *err = true;
+          return NULL;
+        }
+        if (base[0] == '/') r = p / q;
+        else if (base[0] != '+' && base[0] != '-' && base[0] != '*') r = p % q;
+        return val_int(st, r, loc);
+      }
+      double r = base[0] == '+' ? x + y : base[0] == '-' ? x - y : base[0] == '*' ? x * y
+               : base[0] == '/' ? x / y : fmod(x, y);
+      return val_float(st, r, loc);
+    }
+    if (!strcmp(op, "<")) return val_bool(st, x < y, loc);
+    if (!strcmp(op, ">")) return val_bool(st, x > y, loc);
+    if (!strcmp(op, "<=")) return val_bool(st, x <= y, loc);
+    if (!strcmp(op, ">=")) return val_bool(st, x >= y, loc);
+    if (!strcmp(op, "=") || !strcmp(op, "==")) return val_bool(st, x == y, loc);
+    if (!strcmp(op, "<>") || !strcmp(op, "!=")) return val_bool(st, x != y, loc);
+    return NULL;
+  }
+  if (a->kind == V_BOOL && b->kind == V_BOOL) {
+    if (!strcmp(op, "&&")) return val_bool(st, a->i && b->i, loc);
+    if (!strcmp(op, "||")) return val_bool(st, a->i || b->i, loc);
+    if (!strcmp(op, "=")) return val_bool(st, a->i == b->i, loc);
+    if (!strcmp(op, "<>")) return val_bool(st, a->i != b->i, loc);
+  }
+  if (a->kind == V_STRING && b->kind == V_STRING) {
+    if (!strcmp(op, "^")) {
+      Value *v = val_new(st, V_STRING, loc);
+      v->s = arena_printf(st->a, "%s%s", a->s, b->s);
+      return v;
+    }
+    if (!strcmp(op, "=")) return val_bool(st, !strcmp(a->s, b->s), loc);
+    if (!strcmp(op, "<>")) return val_bool(st, strcmp(a->s, b->s) != 0, loc);
+  }
+  if (a->kind == V_LIST && b->kind == V_LIST && !strcmp(op, "@")) {
+    Value *v = val_new(st, V_LIST, loc);
+    for (int i = 0; i < a->items.len; i++) vec_push(st->a, &v->items, a->items.items[i]);
+    for (int i = 0; i < b->items.len; i++) vec_push(st->a, &v->items, b->items.items[i]);
+    return v;
+  }
+  return NULL;
+}
+
+static bool tensorish(const Value *v) {
+  return v->kind == V_TENSOR || val_is_number(v) || v->kind == V_LIST || v->kind == V_TUPLE ||
+         v->kind == V_ARRAY;
+}
+
+static Value *eval_binop(St *st, const Frame *fr, const Expr *e) {
+  Value *a = eval(st, fr, e->a);
+  if (!a) return NULL;
+  Value *b = eval(st, fr, e->b);
+  if (!b) return NULL;
+  bool err;
+  Value *r = fold_binop(st, e->str, a, b, e->loc, &err);
+  if (r || err) return r;
+  if (!tensorish(a) || !(tensorish(b) || b->kind == V_SYM)) {
+    Value *bad = tensorish(a) ? b : a;
+    diag_error(&st->c->diag, bad == a ? e->a->loc : e->b->loc,
+               "operator '%s' cannot be applied to %s", e->str, val_kind_name(bad));
+    return NULL;
+  }
+  Value *fn = lookup_op(st, fr, e->str, e->loc);
+  if (!fn) return NULL;
+  return apply2(st, fr, fn, a, b, e->loc);
+}
+
+static Value *eval_unop(St *st, const Frame *fr, const Expr *e) {
+  Value *a = eval(st, fr, e->a);
+  if (!a) return NULL;
+  const char *op = e->str;
+  if (!strcmp(op, "!.") || !strcmp(op, "!..")) {
+    if (!val_is_number(a)) {
+      diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(a));
+      return NULL;
+    }
+    double x = op[2] ? trunc(val_number(a)) : val_number(a);
+    Value *v = val_tensor(st, const_scalar(st, x, NULL, e->loc), e->loc);
+    v->is_number = true;
+    return v;
+  }
+  if (!strcmp(op, "!@")) {
+    if (a->kind != V_SYM) {
+      diag_error(&st->c->diag, e->a->loc, "'!@' expects an index symbol, got %s", val_kind_name(a));
+      return NULL;
+    }
+    return val_tensor(st, sym_tensor(st, a->sym, e->loc), e->loc);
+  }
+  /* "-", "-.", "~-", "~-." */
+  if (a->kind == V_INT && strcmp(op, "-.") != 0 && a->i != LLONG_MIN) return val_int(st, -a->i, e->loc);
+  if (val_is_number(a)) return val_float(st, -val_number(a), e->loc);
+  if (!tensorish(a)) {
+    diag_error(&st->c->diag, e->loc, "cannot negate %s", val_kind_name(a));
+    return NULL;
+  }
+  Value *fn = lookup_op(st, fr, "~-", e->loc);
+  if (!fn) return NULL;
+  return apply2(st, fr, fn, a, NULL, e->loc);
+}
+
+static Value *eval_app(St *st, const Frame *fr, const Expr *e) {
+  int n = e->args.len;
+  Value **args = ANEWN(st->a, Value *, n > 0 ? n : 1);
+  const Arg **ad = ANEWN(st->a, const Arg *, n > 0 ? n : 1);
+  for (int i = 0; i < n; i++) {
+    const Arg *a = VEC_AT(e->args, Arg, i);
+    ad[i] = a;
+    args[i] = eval(st, fr, a->e);
+    if (!args[i]) return NULL;
+  }
+  /* `not` on a compile-time boolean is OCaml's not; on tensors it is the prelude op. */
+  if (e->a->kind == E_IDENT && !strcmp(e->a->str, "not") && n == 1 && args[0]->kind == V_BOOL)
+    return val_bool(st, !args[0]->i, e->loc);
+  Value *fn = eval(st, fr, e->a);
+  if (!fn) return NULL;
+  return apply(st, fn, n, args, ad, fr, e->loc);
+}
+
+static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
+  Value *spec = eval(st, fr, e->c);
+  if (!spec) return NULL;
+  Value *a = eval(st, fr, e->a);
+  if (!a) return NULL;
+  Value *b = NULL;
+  if (e->b && !(b = eval(st, fr, e->b))) return NULL;
+  /* `a +* b "spec"` where b is an identifier can reach us with b and the spec
+   * swapped (the parser cannot tell `a +* spec_ident b` from it): trust the values. */
+  if (spec->kind != V_STRING && b && b->kind == V_STRING) {
+    Value *tmp = spec;
+    spec = b;
+    b = tmp;
+  }
+  if (spec->kind != V_STRING) {
+    diag_error(&st->c->diag, e->c->loc, "an einsum spec must be a string, got %s", val_kind_name(spec));
+    return NULL;
+  }
+  Value *fn = lookup_op(st, fr, e->str, e->loc);
+  if (!fn) return NULL;
+  Arg *sa = ANEW(st->a, Arg);
+  sa->kind = A_LABELED;
+  sa->label = "spec";
+  sa->loc = e->c->loc;
+  Value *args[3] = {spec, a, b};
+  const Arg *ad[3] = {sa, NULL, NULL};
+  return apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
+}
+
+static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
+  Env *env = fr->env;
+  for (int i = 0; i < e->bindings.len; i++) {
+    const Binding *b = VEC_AT(e->bindings, Binding, i);
+    Value *v = b->params.len ? make_closure(st, fr, b->name, &b->params, b->body, b->loc)
+                             : eval(st, fr, b->body);
+    if (!v) return NULL;
+    if (b->name) env = env_bind(st, env, b->name, v);
+  }
+  Frame in = *fr;
+  in.env = env;
+  return eval(st, &in, e->a);
+}
+
+static Value *eval_if(St *st, const Frame *fr, const Expr *e) {
+  Value *c = eval(st, fr, e->a);
+  if (!c) return NULL;
+  if (c->kind != V_BOOL) {
+    diag_error(&st->c->diag, e->a->loc, "the condition of 'if' must be a compile-time boolean, got %s",
+               val_kind_name(c));
+    return NULL;
+  }
+  if (c->i) return eval(st, fr, e->b);
+  if (e->c) return eval(st, fr, e->c);
+  return val_new(st, V_UNIT, e->loc);
+}
+
+/* e1; e2; ...: code items are concatenated; otherwise the last value is the result. */
+static Value *eval_seq(St *st, const Frame *fr, const Expr *e) {
+  Value *code = NULL, *last = NULL;
+  for (int i = 0; i < e->items.len; i++) {
+    last = eval(st, fr, VEC_AT(e->items, Expr, i));
+    if (!last) return NULL;
+    if (last->kind == V_CODE) {
+      if (!code) code = val_code(st, e->loc);
+      code_append(st, &code->code, &last->code);
+    }
+  }
+  return code ? code : last;
+}
+
+static Value *eval_items(St *st, const Frame *fr, const Expr *e, VKind k) {
+  Value *v = val_new(st, k, e->loc);
+  for (int i = 0; i < e->items.len; i++) {
+    Value *x = eval(st, fr, VEC_AT(e->items, Expr, i));
+    if (!x) return NULL;
+    vec_push(st->a, &v->items, x);
+  }
+  return v;
+}
+
+static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
+  Value *l = eval(st, fr, e->a);
+  if (!l) return NULL;
+  if (l->kind != V_LIST && l->kind != V_ARRAY) {
+    diag_error(&st->c->diag, e->a->loc, "'for' needs a list, got %s", val_kind_name(l));
+    return NULL;
+  }
+  Value *code = val_code(st, e->loc);
+  for (int i = 0; i < l->items.len; i++) {
+    Frame in = *fr;
+    in.env = env_bind(st, fr->env, e->str, VEC_AT(l->items, Value, i));
+    Value *b = eval(st, &in, e->b);
+    if (!b) return NULL;
+    if (b->kind == V_CODE) code_append(st, &code->code, &b->code);
+    else if (b->kind != V_UNIT) {
+      diag_error(&st->c->diag, e->b->loc, "the body of 'for' must be code, got %s", val_kind_name(b));
+      return NULL;
+    }
+  }
+  return code;
+}
+
+Value *eval(St *st, const Frame *fr, const Expr *e) {
+  switch (e->kind) {
+  case E_INT: return val_int(st, e->ival, e->loc);
+  case E_FLOAT: return val_float(st, e->fval, e->loc);
+  case E_BOOL: return val_bool(st, e->ival != 0, e->loc);
+  case E_UNIT: return val_new(st, V_UNIT, e->loc);
+  case E_STRING: {
+    Value *v = val_new(st, V_STRING, e->loc);
+    v->s = e->str;
+    return v;
+  }
+  case E_IDENT: {
+    Value *v = env_lookup(fr, st, e->str);
+    if (!v) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    return v;
+  }
+  case E_LABELED_NUM: {
+    Value *n = eval(st, fr, e->a);
+    if (!n) return NULL;
+    Value *v = val_tensor(st, const_scalar(st, val_number(n), e->str, e->loc), e->loc);
+    v->is_number = true;
+    return v;
+  }
+  case E_APP: return eval_app(st, fr, e);
+  case E_BINOP: return eval_binop(st, fr, e);
+  case E_EINSUM: return eval_einsum(st, fr, e);
+  case E_UNOP: return eval_unop(st, fr, e);
+  case E_FUN: return make_closure(st, fr, NULL, &e->params, e->a, e->loc);
+  case E_LET: return eval_let(st, fr, e);
+  case E_IF: return eval_if(st, fr, e);
+  case E_SEQ: return eval_seq(st, fr, e);
+  case E_TUPLE: return eval_items(st, fr, e, V_TUPLE);
+  case E_LIST: return eval_items(st, fr, e, V_LIST);
+  case E_ARRAY: return eval_items(st, fr, e, V_ARRAY);
+  case E_RECORD: return eval_record(st, fr, e);
+  case E_FIELD: return eval_field(st, fr, e);
+  case E_ASSIGN: return eval_assign(st, fr, e);
+  case E_FOR: return eval_for(st, fr, e);
+  case E_COMMENT: return eval_comment(st, fr, e);
+  case E_OPREF: return lookup_op(st, fr, e->str, e->loc);
+  }
+  diag_error(&st->c->diag, e->loc, "cannot evaluate this expression");
+  return NULL;
+}
+
+/* ---- top level ---- */
+
+static bool eval_program(St *st, const Program *p);
+
+/* A top-level binding's result: tensors take the binding's name (or get an alias),
+ * %cd code becomes an exported routine, index symbols are named. */
+static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, int first_tensor) {
+  if (kind != I_LET && (v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY)) {
+    Frame fr = {st->globals, kind == I_LET_CD ? M_CD : M_OP, NULL, NULL};
+    Tensor *t = to_tensor(st, &fr, v, b->loc, "the value of this binding");
+    if (!t) return NULL;
+    v = val_tensor(st, t, v->loc);
+  }
+  if (v->kind == V_TENSOR && !v->grad && b->name) {
+    Tensor *t = v->t;
+    if (kind == I_LET_CD && t->id >= first_tensor && t->kind == TK_OP) {
+      t->diff = false; /* a let%cd names a non-differentiable tensor */
+      t->bwd.asgns.len = 0;
+    }
+    if (!t->name) {
+      name_tensor(st, t, b->name, NULL);
+      if (strcmp(t->name, b->name) != 0) add_name(st, b->name, t); /* rebinding: alias */
+    } else if (strcmp(t->name, b->name) != 0) add_name(st, b->name, t);
+  } else if (v->kind == V_CODE && kind == I_LET_CD && b->name) {
+    Routine *r = ANEW(st->a, Routine);
+    r->name = b->name;
+    r->code = v->code;
+    r->loc = b->loc;
+    vec_push(st->a, &st->g->routines, r);
+  } else if (v->kind == V_SYM && b->name && !v->sym->name) {
+    v->sym->name = b->name;
+  }
+  return v;
+}
+
+static bool eval_let_item(St *st, const Item *it) {
+  Mode mode = it->kind == I_LET_CD ? M_CD : M_OP;
+  Env *outer = st->globals;
+  Value **vals = ANEWN(st->a, Value *, it->bindings.len > 0 ? it->bindings.len : 1);
+  bool ok = true;
+  for (int i = 0; i < it->bindings.len; i++) {
+    const Binding *b = VEC_AT(it->bindings, Binding, i);
+    DeclScope *scope = ANEW(st->a, DeclScope);
+    scope->toplevel = true;
+    st->emitted.len = 0;
+    Frame fr = {outer, mode, scope, NULL};
+    int first = st->g->tensors.len;
+    Value *v = b->params.len ? make_closure(st, &fr, b->name, &b->params, b->body, b->loc)
+                             : eval(st, &fr, b->body);
+    if (v) v = finish_binding(st, it->kind, b, v, first);
+    if (!v) {
+      ok = false;
+      if (diag_full(&st->c->diag)) return false;
+      continue;
+    }
+    vals[i] = v;
+  }
+  for (int i = 0; i < it->bindings.len; i++) {
+    const Binding *b = VEC_AT(it->bindings, Binding, i);
+    if (!vals[i] || !b->name) continue;
+    st->globals = env_bind(st, st->globals, b->name, vals[i]);
+    st->globals->global = true;
+  }
+  return ok;
+}
+
+static bool readable(const char *path) { return access(path, R_OK) == 0; }
+
+static const char *dir_of(St *st, const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return ".";
+  return arena_strndup(st->a, path, (size_t)(slash - path));
+}
+
+static bool load_file(St *st, const char *path, Loc loc) {
+  char *real = realpath(path, NULL);
+  const char *key = real ? arena_strdup(st->a, real) : path;
+  free(real);
+  for (int i = 0; i < st->opened.len; i++)
+    if (!strcmp(VEC_AT(st->opened, const char, i), key)) return true; /* opened once */
+  vec_push(st->a, &st->opened, (void *)key);
+  SrcFile *f = ctx_read_file(st->c, path);
+  if (!f) {
+    diag_error(&st->c->diag, loc, "cannot read '%s'", path);
+    return false;
+  }
+  Program *p = parse_program(st->a, &st->c->diag, f);
+  if (!p) return false;
+  const SrcFile *saved = st->file;
+  bool ok = eval_program(st, p);
+  st->file = saved;
+  return ok;
+}
+
+static bool eval_open(St *st, const Item *it) {
+  const char *name = it->path;
+  PtrVec cands = {0};
+  if (name[0] == '/') vec_push(st->a, &cands, (void *)name);
+  else {
+    if (st->file) vec_push(st->a, &cands, arena_printf(st->a, "%s/%s", dir_of(st, st->file->path), name));
+    for (int i = 0; i < st->c->opt.include_dirs.len; i++)
+      vec_push(st->a, &cands, arena_printf(st->a, "%s/%s", VEC_AT(st->c->opt.include_dirs, char, i), name));
+    if (st->stdlib_dir) vec_push(st->a, &cands, arena_printf(st->a, "%s/%s", st->stdlib_dir, name));
+  }
+  for (int i = 0; i < cands.len; i++)
+    if (readable(VEC_AT(cands, char, i))) return load_file(st, VEC_AT(cands, char, i), it->loc);
+  diag_error(&st->c->diag, it->loc, "cannot find '%s' to open", name);
+  diag_note(&st->c->diag, it->loc, "searched the file's directory, the -I directories and the standard library");
+  return false;
+}
+
+static bool eval_opdef(St *st, const Item *it) {
+  const OpDef *op = it->op;
+  Fn *f = ANEW(st->a, Fn);
+  f->kind = FN_OP;
+  f->name = op->name;
+  f->op = op;
+  f->nparams = op->params.len;
+  f->params = (Param **)op->params.items;
+  f->bound = ANEWN(st->a, Value *, f->nparams > 0 ? f->nparams : 1);
+  f->fr.env = st->globals;
+  f->fr.mode = M_CD;
+  for (int i = 0; i < f->nparams; i++)
+    if (f->params[i]->kind == P_UNIT) {
+      diag_error(&st->c->diag, f->params[i]->loc, "an operation cannot take a () parameter");
+      return false;
+    }
+  Value *v = val_new(st, V_FN, it->loc);
+  v->fn = f;
+  st->globals = env_bind(st, st->globals, op->name, v);
+  st->globals->global = true;
+  return true;
+}
+
+static bool eval_program(St *st, const Program *p) {
+  bool ok = true;
+  st->file = p->file;
+  for (int i = 0; i < p->items.len && !diag_full(&st->c->diag); i++) {
+    const Item *it = VEC_AT(p->items, Item, i);
+    bool r = true;
+    switch (it->kind) {
+    case I_LET: case I_LET_OP: case I_LET_CD: r = eval_let_item(st, it); break;
+    case I_OPEN: r = eval_open(st, it); st->file = p->file; break;
+    case I_OPDEF: r = eval_opdef(st, it); break;
+    }
+    ok = ok && r;
+  }
+  return ok;
+}
+
+Graph *stage_program(Ctx *c, const Program *p) {
+  St st0, *st = &st0;
+  memset(st, 0, sizeof *st);
+  st->c = c;
+  st->a = &c->arena;
+  st->g = ANEW(st->a, Graph);
+  st->stdlib_dir = ctx_stdlib_dir(c);
+  install_builtins(st);
+  Loc none = {0};
+  if (!st->stdlib_dir) {
+    diag_error(&c->diag, none, "cannot find prelude.tdsl (the standard library directory)");
+    return NULL;
+  }
+  if (!load_file(st, arena_printf(st->a, "%s/prelude.tdsl", st->stdlib_dir), none)) return NULL;
+  if (!load_file(st, arena_printf(st->a, "%s/stdlib.tdsl", st->stdlib_dir), none)) return NULL;
+  st->main_file = p->file;
+  if (!eval_program(st, p) || c->diag.errors) return NULL;
+  return st->g;
+}

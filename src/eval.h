@@ -1,0 +1,200 @@
+/* eval.h: internals of staging (compile-time evaluation of a Program into a Graph).
+ * Split over:
+ *   eval.c         values, environments, application, items, open
+ *   eval_tensor.c  tensor construction: constants, literals, inline declarations,
+ *                  stacking, builtins (range, range_of_shape, uniform, file, index)
+ *   eval_op.c      `op` definitions: instantiating forward/backward code on a tensor
+ *   eval_code.c    %cd assignments and accessors (.forward, .backprop, ...)
+ *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
+ * Everything lives in the context's arena; the evaluator's state is one St.
+ *
+ * Decisions where the contract leaves room (LANGUAGE.md, seeds):
+ * - Scoping: `{ w }` is created once per DeclScope, keyed by the record expression.
+ *   A top-level binding opens a scope (its declarations also become top-level names
+ *   for later items); binding a function's unit parameter `()` opens a fresh one kept
+ *   in the partial application, so `let l1 = layer ~label:["L1"] ()` shares one set
+ *   between all uses of l1. Declared names are visible in their scope before local
+ *   lookups fail (OCANNL hoists them), after local let/fun bindings.
+ * - Names: a declaration is named by its identifier; in a unit scope with a label
+ *   (the ~label argument, else the name of the first named tensor argument after (),
+ *   e.g. sgd_one () p gives "w1.sgd_delta") always "LABEL.ident"; any remaining
+ *   collision gets "_2", "_3"... A binding names its unnamed result tensor; a binding
+ *   of an already named tensor adds an alias entry to Graph.names.
+ * - A number, `!.x`, `!..n` used as a tensor is a TK_CONST with rows b=[] i=[] o=[1].
+ *   `[ a; b ]` containing tensors stacks them: element k is written by its own
+ *   PERMUTE step "... | ... -> ... => ... | ... -> k, ..." (first `=:+`, then `=+`).
+ * - %cd operands: see eval_code.c. Intermediates (non-primitive sub-expressions) are
+ *   computed right before the assignment, together with any existing
+ *   non-differentiable computed tensor they read (a learning-rate schedule), the
+ *   latter once per top-level item. Standalone assignments without ~logic are
+ *   pointwise, `*` and `/` included (the seed lists no default for them); `fma (a, b,
+ *   c)` with three distinct operands composes (COMPOSE_TERN).
+ * - A fill (`g =: 0`, zero_grads, `!@s`) has a LOGIC_POINTWISE_UN step with nrhs 0.
+ * - `let%cd x = e` whose value is a tensor computed by e makes that tensor
+ *   non-differentiable (its inner tensors keep their gradients).
+ * - `**.` is the unary op pointpow_ ~p with p a compile-time number (seed pointpow);
+ *   `fma a b c` (the op) is pointwise; ops accept an uncurried tuple `where (c, a, b)`. */
+#ifndef TDSL_EVAL_H
+#define TDSL_EVAL_H
+
+#include "ast.h"
+#include "ctx.h"
+#include "graph.h"
+
+typedef struct Value Value;
+typedef struct Env Env;
+typedef struct Fn Fn;
+typedef struct DeclScope DeclScope;
+typedef struct OpInst OpInst;
+
+typedef enum VKind {
+  V_UNIT, V_INT, V_FLOAT, V_BOOL, V_STRING,
+  V_LIST, V_TUPLE, V_ARRAY, /* [ ], ( , ), [| |] */
+  V_SYM,                    /* index symbol */
+  V_TENSOR,                 /* a tensor's value or (grad) gradient */
+  V_CODE,                   /* %cd code */
+  V_FN,                     /* closure, op or builtin (possibly partially applied) */
+} VKind;
+
+struct Value {
+  VKind kind;
+  Loc loc;          /* where the value was written (string literals: the quote) */
+  long long i;      /* V_INT, V_BOOL */
+  double f;         /* V_FLOAT */
+  const char *s;    /* V_STRING */
+  PtrVec items;     /* V_LIST/V_TUPLE/V_ARRAY: Value* */
+  IndexSym *sym;    /* V_SYM */
+  Tensor *t;        /* V_TENSOR */
+  bool grad;        /* V_TENSOR: the gradient node */
+  int slot;         /* V_TENSOR: slot inside an op body (0 = t, k = tk); -1 = none */
+  bool is_number;   /* V_TENSOR: a number lifted to a constant tensor */
+  Code code;        /* V_CODE */
+  Fn *fn;           /* V_FN */
+};
+
+/* Lexical environments are immutable linked lists; closures capture the head. */
+struct Env {
+  const char *name;
+  Value *v;
+  bool global;      /* a top-level binding (inline declarations are searched before these) */
+  Env *next;
+};
+
+typedef enum Mode { M_OP, M_CD } Mode;
+
+/* Inline declarations `{ w }` are created once per scope: a top-level binding, or one
+ * application of a function's unit parameter `()`. Keyed by the record expression. */
+struct DeclScope {
+  DeclScope *parent;
+  bool toplevel;
+  const char *label; /* qualifier from a ~label argument ("L1"), or NULL */
+  PtrVec keys;       /* const Expr* */
+  PtrVec tensors;    /* Tensor* */
+  PtrVec idents;     /* const char*: the declared identifiers */
+};
+
+/* The op instance whose forward/backward body is being evaluated. */
+struct OpInst {
+  UpdateStep *step;
+  Tensor *slots[4]; /* slot 0 = result, k = argument k */
+  bool grad[4];     /* %cd only: argument k is a gradient (`lr *. p.grad`) */
+  int nslots;
+};
+
+/* What every evaluation needs from its lexical position. */
+typedef struct Frame {
+  Env *env;
+  Mode mode;
+  DeclScope *decls;
+  OpInst *op; /* non-NULL inside an op body */
+} Frame;
+
+typedef struct St St;
+typedef Value *(*BuiltinFn)(St *st, Fn *f, const Frame *call, Loc loc);
+
+typedef enum FnKind { FN_CLOSURE, FN_OP, FN_BUILTIN } FnKind;
+
+struct Fn {
+  FnKind kind;
+  const char *name;
+  int nparams;
+  Param **params;
+  Value **bound;       /* per parameter; NULL = not applied yet */
+  Expr *body;          /* FN_CLOSURE */
+  const OpDef *op;     /* FN_OP */
+  BuiltinFn builtin;   /* FN_BUILTIN */
+  Frame fr;            /* captured at definition */
+  DeclScope *unit_scope; /* created when the unit parameter was applied */
+};
+
+enum { MAX_CALL_DEPTH = 2000 };
+
+/* Staging state. */
+struct St {
+  Ctx *c;
+  Arena *a;
+  Graph *g;
+  Env *globals;        /* top-level environment, newest first */
+  PtrVec opened;       /* const char*: files already opened (realpath) */
+  const char *stdlib_dir;
+  const SrcFile *file; /* the file whose items are being evaluated */
+  int depth;           /* nesting of function applications */
+  const SrcFile *main_file; /* the user's file (prelude and stdlib come first) */
+  int noted;           /* diag.errors when the last application note chain ended */
+  PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
+                          intermediate already pulled into the current top-level item */
+};
+
+/* eval.c */
+Value *eval(St *st, const Frame *fr, const Expr *e);
+Value *val_new(St *st, VKind k, Loc loc);
+Value *val_int(St *st, long long i, Loc loc);
+Value *val_float(St *st, double f, Loc loc);
+Value *val_tensor(St *st, Tensor *t, Loc loc);
+Value *val_code(St *st, Loc loc);
+const char *val_kind_name(const Value *v);
+bool val_is_number(const Value *v);
+double val_number(const Value *v);
+Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
+             const Frame *call, Loc loc);
+Env *env_bind(St *st, Env *env, const char *name, Value *v);
+Value *env_lookup(const Frame *fr, St *st, const char *name);
+/* The value bound to a parameter of f by name (labeled or positional), or NULL. */
+Value *fn_param(Fn *f, const char *name);
+
+/* eval_tensor.c */
+Tensor *tensor_new(St *st, TensorKind kind, Loc loc);
+UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
+Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
+/* Converts a value to a tensor (numbers and literals become constants); NULL + error. */
+Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what);
+Value *eval_record(St *st, const Frame *fr, const Expr *e);
+Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc);
+bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what);
+void name_tensor(St *st, Tensor *t, const char *ident, const char *label);
+void add_name(St *st, const char *name, Tensor *t);
+bool name_used(St *st, const char *name);
+Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);
+void install_builtins(St *st);
+
+/* eval_op.c */
+Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc);
+/* Parses a logic string into a step kind (and spec); reports errors at the string. */
+bool logic_from_value(St *st, const Frame *call, Value *logic, int nargs, LogicKind *kind,
+                      const Spec **spec, bool *use_padding, Loc *spec_loc);
+
+/* graph_code.c: marks (in a char array indexed by tensor id) the subgraph of t.
+ * mode 0: all of it; 1: stop at tensors older than new_from unless they are
+ * non-differentiable computed tensors; 2: stop at every tensor older than new_from. */
+
+/* eval_code.c */
+Value *eval_assign(St *st, const Frame *fr, const Expr *e);
+Value *eval_field(St *st, const Frame *fr, const Expr *e);
+Value *eval_comment(St *st, const Frame *fr, const Expr *e);
+void code_append(St *st, Code *dst, const Code *src);
+/* Forward code of the subgraph of t in creation order. mode 0: all of it; 1: tensors
+ * with id >= new_from and the non-differentiable computed tensors they read; 2: only
+ * tensors with id >= new_from. */
+void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from);
+
+#endif

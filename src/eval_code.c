@@ -1,0 +1,457 @@
+/* eval_code.c: %cd code: assignments `LHS ASGN RHS [~logic:SPEC]`, the accessors
+ * (.value .grad .forward .backprop .zero_grads .params) and ~~ comments.
+ *
+ * An assignment's right-hand side becomes an AExpr tree: the top-level primitive
+ * application (infix `A OP B`, `relu A`, `where (A, B, C)`, ...) and nested uncurried
+ * primitive applications are AE_OP nodes; numbers and `!.x` are AE_CONST, `!@s` AE_SYM;
+ * every other operand is evaluated as a non-differentiable tensor expression, and the
+ * forward code of the tensors this creates is emitted before the assignment.
+ *
+ * Slots: inside an op body an operand takes the slot of its slot name (v1 -> 1), a
+ * scalar constant takes -1, and an intermediate tensor the slot of the first slot
+ * tensor it is computed from (argument slots first, then the result). Outside op
+ * bodies an assignment gets a fresh UpdateStep: lhs = the assigned tensor, rhs = the
+ * distinct operand tensors in order of appearance. */
+#include "eval.h"
+
+#include <math.h>
+#include <string.h>
+
+void code_append(St *st, Code *dst, const Code *src) {
+  for (int i = 0; i < src->asgns.len; i++) vec_push(st->a, &dst->asgns, src->asgns.items[i]);
+}
+
+/* ---- subgraphs ---- */
+
+static char *subgraph(St *st, Tensor *t, int mode, int new_from) {
+  return graph_subgraph(st->a, st->g, t, mode, new_from);
+}
+
+static bool was_emitted(St *st, Tensor *t) {
+  for (int i = 0; i < st->emitted.len; i++)
+    if (st->emitted.items[i] == t) return true;
+  return false;
+}
+
+void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
+  char *seen = subgraph(st, t, mode, new_from);
+  for (int i = 0; i < st->g->tensors.len; i++) {
+    if (!seen[i]) continue;
+    Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
+    /* Mode 1 pulls in existing computations (a learning-rate schedule) once per item. */
+    if (mode == 1 && i < new_from) {
+      if (was_emitted(st, u)) continue;
+      vec_push(st->a, &st->emitted, u);
+    }
+    code_append(st, out, &u->fwd);
+  }
+}
+
+/* ---- accessors ---- */
+
+static Tensor *field_tensor(St *st, const Frame *fr, Value *v, const Expr *e) {
+  if (v->kind == V_TENSOR) return v->t;
+  return to_tensor(st, fr, v, e->a->loc, arena_printf(st->a, "the target of .%s", e->str));
+}
+
+static AExpr *ae_const(St *st, double x) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_CONST;
+  e->value = x;
+  return e;
+}
+
+static Asgn *mk_asgn(St *st, Tensor *t, bool grad, int slot, PrimOp accum, bool init, AExpr *rhs,
+                     UpdateStep *step, Loc loc) {
+  Asgn *a = ANEW(st->a, Asgn);
+  a->kind = ASGN_OP;
+  a->lhs.t = t;
+  a->lhs.grad = grad;
+  a->lhs_slot = slot;
+  a->accum = accum;
+  a->init_neutral = init;
+  a->rhs = rhs;
+  a->step = step;
+  a->loc = loc;
+  return a;
+}
+
+Value *eval_field(St *st, const Frame *fr, const Expr *e) {
+  Value *v = eval(st, fr, e->a);
+  if (!v) return NULL;
+  const char *f = e->str;
+  if (!strcmp(f, "value") || !strcmp(f, "grad")) {
+    Tensor *t = field_tensor(st, fr, v, e);
+    if (!t) return NULL;
+    bool grad = f[0] == 'g';
+    if (grad && !t->diff && !fr->op) {
+      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no .grad",
+                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      return NULL;
+    }
+    Value *r = val_tensor(st, t, e->loc);
+    r->grad = grad;
+    r->slot = v->kind == V_TENSOR ? v->slot : -1;
+    return r;
+  }
+  bool fwd = !strcmp(f, "forward"), bwd = !strcmp(f, "backprop"), zero = !strcmp(f, "zero_grads"),
+       params = !strcmp(f, "params");
+  if (!fwd && !bwd && !zero && !params) {
+    diag_error(&st->c->diag, e->loc,
+               "unknown accessor '.%s' (expected value, grad, forward, backprop, zero_grads or params)", f);
+    return NULL;
+  }
+  Tensor *t = field_tensor(st, fr, v, e);
+  if (!t) return NULL;
+  if (v->kind == V_TENSOR && v->grad) {
+    diag_error(&st->c->diag, e->loc, ".%s applies to a tensor, not to a gradient", f);
+    return NULL;
+  }
+  char *seen = subgraph(st, t, 0, 0);
+  int nt = st->g->tensors.len;
+  if (params) {
+    Value *l = val_new(st, V_LIST, e->loc);
+    for (int i = 0; i < nt; i++) {
+      Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
+      if (seen[i] && u->kind == TK_PARAM) vec_push(st->a, &l->items, val_tensor(st, u, e->loc));
+    }
+    return l;
+  }
+  Value *c = val_code(st, e->loc);
+  if (fwd) {
+    graph_forward_code(st->a, st->g, t, &c->code);
+  } else if (bwd) {
+    if (!t->diff) {
+      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no backprop code",
+                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      return NULL;
+    }
+    graph_backprop_code(st->a, st->g, t, &c->code);
+  } else {
+    for (int i = 0; i < nt; i++) {
+      Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
+      if (!seen[i] || !u->diff) continue;
+      UpdateStep *s = step_new(st, LOGIC_POINTWISE_UN, u, 0, NULL, e->loc);
+      vec_push(st->a, &c->code.asgns, mk_asgn(st, u, true, 0, OP_ARG2, false, ae_const(st, 0.0), s, e->loc));
+    }
+  }
+  return c;
+}
+
+/* ---- comments ---- */
+
+Value *eval_comment(St *st, const Frame *fr, const Expr *e) {
+  const char *text = "";
+  for (int i = 0; i < e->items.len; i++) {
+    const Expr *pe = VEC_AT(e->items, Expr, i);
+    Value *p = eval(st, fr, pe);
+    if (!p) return NULL;
+    const char *s;
+    if (p->kind == V_STRING) s = p->s;
+    else if (p->kind == V_TENSOR)
+      s = arena_printf(st->a, "%s%s", p->t->name ? p->t->name : arena_printf(st->a, "#%d", p->t->id),
+                       p->grad ? ".grad" : "");
+    else {
+      diag_error(&st->c->diag, pe->loc, "a comment part must be a string or a tensor, got %s", val_kind_name(p));
+      return NULL;
+    }
+    text = *text ? arena_printf(st->a, "%s %s", text, s) : s;
+  }
+  Value *c = val_code(st, e->loc);
+  Asgn *a = ANEW(st->a, Asgn);
+  a->kind = ASGN_COMMENT;
+  a->comment = text;
+  a->loc = e->loc;
+  vec_push(st->a, &c->code.asgns, a);
+  if (e->a) {
+    Value *b = eval(st, fr, e->a);
+    if (!b) return NULL;
+    if (b->kind == V_CODE) code_append(st, &c->code, &b->code);
+    else if (b->kind != V_UNIT) {
+      diag_error(&st->c->diag, e->a->loc, "the body of a ~~ comment must be code, got %s", val_kind_name(b));
+      return NULL;
+    }
+  }
+  return c;
+}
+
+/* ---- assignments ---- */
+
+typedef struct Rhs {
+  const Frame *fr; /* %cd frame */
+  Code pre;        /* forward code of intermediate tensors */
+  Tensor *lhs;
+  Tensor *ops[3];  /* standalone assignments: distinct operand tensors */
+  int nops;
+  PrimOp top;      /* the top-level primitive */
+} Rhs;
+
+static bool parse_accum(const char *s, PrimOp *accum, bool *init) {
+  if (s[0] != '=') return false;
+  s++;
+  *init = false;
+  if (*s == ':') {
+    *init = true;
+    s++;
+  }
+  if (!*s) {
+    *accum = OP_ARG2;
+    *init = false; /* plain `=:` overwrites */
+    return true;
+  }
+  int op = !strcmp(s, "?/") ? OP_RELU_GATE : !strcmp(s, "?^") ? OP_SAT01_GATE : op_by_infix(s);
+  if (op < 0 || !op_info[op].accum_ok) return false;
+  *accum = (PrimOp)op;
+  return true;
+}
+
+static AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_OP;
+  e->op = op;
+  e->args[0] = a;
+  e->args[1] = b;
+  e->args[2] = c;
+  return e;
+}
+
+static AExpr *leaf(St *st, Rhs *r, const Expr *e);
+
+/* `prim A`, `prim A B`, `prim (A, B)`: returns false (no error) if e is not one. */
+static bool prim_app(St *st, Rhs *r, const Expr *e, AExpr **out) {
+  *out = NULL;
+  if (e->kind != E_APP || e->a->kind != E_IDENT) return false;
+  int op = op_by_name(e->a->str, 0);
+  if (op < 0) return false;
+  int arity = op_info[op].arity;
+  const Expr *args[3];
+  int n = e->args.len;
+  for (int i = 0; i < n; i++)
+    if (VEC_AT(e->args, Arg, i)->kind != A_POS) return false;
+  if (n == 1 && arity > 1 && VEC_AT(e->args, Arg, 0)->e->kind == E_TUPLE) {
+    const Expr *tup = VEC_AT(e->args, Arg, 0)->e;
+    if (tup->items.len != arity) return false;
+    for (int i = 0; i < arity; i++) args[i] = VEC_AT(tup->items, Expr, i);
+  } else if (n == arity) {
+    for (int i = 0; i < arity; i++) args[i] = VEC_AT(e->args, Arg, i)->e;
+  } else
+    return false;
+  AExpr *a[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < arity; i++) {
+    a[i] = leaf(st, r, args[i]);
+    if (!a[i]) return true; /* error reported; *out stays NULL */
+  }
+  *out = ae_op(st, (PrimOp)op, a[0], a[1], a[2]);
+  return true;
+}
+
+static bool scalar_const(const Tensor *t) {
+  if (t->kind != TK_CONST || t->init.kind != INIT_CONST) return false;
+  for (int k = 0; k < 3; k++) {
+    if (!t->decl[k].given) return false;
+    for (int i = 0; i < t->decl[k].n; i++)
+      if (t->decl[k].dims[i].d != 1) return false;
+  }
+  return true;
+}
+
+/* The slot of an intermediate tensor inside an op body: that of the first slot tensor
+ * it is computed from (it is pointwise over it in every prelude use). */
+static int slot_from(const OpInst *inst, Tensor *t, int depth) {
+  for (int k = 1; k < inst->nslots; k++)
+    if (inst->slots[k] == t) return k;
+  if (inst->slots[0] == t) return 0;
+  if (depth > 32 || !t->step) return -2;
+  for (int i = 0; i < t->step->nrhs; i++) {
+    int s = slot_from(inst, t->step->rhs[i], depth + 1);
+    if (s != -2) return s;
+  }
+  return -2;
+}
+
+static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
+  Tensor *t = v->t;
+  if (!v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label)
+    return ae_const(st, t->init.value);
+  /* A new intermediate: emit its forward code, and that of the existing
+   * non-differentiable computed tensors it reads (e.g. a learning-rate schedule). */
+  if (t->id >= new_from) subgraph_forward(st, t, &r->pre, r->fr->op ? 2 : 1, new_from);
+  AExpr *a = ANEW(st->a, AExpr);
+  a->kind = AE_BUF;
+  a->buf.t = t;
+  a->buf.grad = v->grad;
+  if (v->grad && !t->diff && !r->fr->op) {
+    diag_error(&st->c->diag, e->loc, "this tensor is not differentiable: it has no .grad");
+    return NULL;
+  }
+  const OpInst *inst = r->fr->op;
+  if (inst) {
+    if (v->slot >= 0) a->slot = v->slot;
+    else if (scalar_const(t)) a->slot = -1;
+    else if ((a->slot = slot_from(inst, t, 0)) == -2) {
+      diag_error(&st->c->diag, e->loc, "this operand is not computed from the operation's arguments");
+      diag_note(&st->c->diag, e->loc, "inside an op body, operands are slot tensors (v, v1, g2, ...) or constants");
+      return NULL;
+    }
+    return a;
+  }
+  if (t == r->lhs) {
+    a->slot = 0;
+    return a;
+  }
+  for (int i = 0; i < r->nops; i++)
+    if (r->ops[i] == t) {
+      a->slot = i + 1;
+      return a;
+    }
+  if (r->nops == 3) {
+    diag_error(&st->c->diag, e->loc, "an assignment can read at most 3 distinct tensors besides its left-hand side");
+    return NULL;
+  }
+  r->ops[r->nops++] = t;
+  a->slot = r->nops;
+  return a;
+}
+
+static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
+  AExpr *p;
+  if (prim_app(st, r, e, &p)) return p;
+  if (e->kind == E_UNOP && (!strcmp(e->str, "!.") || !strcmp(e->str, "!..") || !strcmp(e->str, "!@"))) {
+    Value *x = eval(st, r->fr, e->a);
+    if (!x) return NULL;
+    if (e->str[1] == '@') {
+      if (x->kind != V_SYM) {
+        diag_error(&st->c->diag, e->a->loc, "'!@' expects an index symbol, got %s", val_kind_name(x));
+        return NULL;
+      }
+      AExpr *s = ANEW(st->a, AExpr);
+      s->kind = AE_SYM;
+      s->sym = x->sym;
+      return s;
+    }
+    if (!val_is_number(x)) {
+      diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", e->str, val_kind_name(x));
+      return NULL;
+    }
+    return ae_const(st, e->str[2] ? trunc(val_number(x)) : val_number(x));
+  }
+  int new_from = st->g->tensors.len;
+  Value *v = eval(st, r->fr, e);
+  if (!v) return NULL;
+  if (val_is_number(v)) return ae_const(st, val_number(v));
+  if (v->kind == V_SYM) {
+    AExpr *s = ANEW(st->a, AExpr);
+    s->kind = AE_SYM;
+    s->sym = v->sym;
+    return s;
+  }
+  if (v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY) {
+    Tensor *t = to_tensor(st, r->fr, v, e->loc, "an assignment operand");
+    if (!t) return NULL;
+    v = val_tensor(st, t, e->loc);
+  }
+  if (v->kind != V_TENSOR) {
+    diag_error(&st->c->diag, e->loc, "an assignment operand must be a tensor or a number, got %s", val_kind_name(v));
+    return NULL;
+  }
+  return buf_leaf(st, r, v, e, new_from);
+}
+
+static AExpr *rhs_top(St *st, Rhs *r, const Expr *e) {
+  r->top = OP_ID;
+  if (e->kind == E_BINOP) {
+    int op = op_by_infix(e->str);
+    if (op >= 0) {
+      AExpr *a = leaf(st, r, e->a);
+      if (!a) return NULL;
+      AExpr *b = leaf(st, r, e->b);
+      if (!b) return NULL;
+      r->top = (PrimOp)op;
+      return ae_op(st, (PrimOp)op, a, b, NULL);
+    }
+  }
+  AExpr *p;
+  if (prim_app(st, r, e, &p)) {
+    if (p) r->top = p->op;
+    return p;
+  }
+  AExpr *a = leaf(st, r, e);
+  return a ? ae_op(st, OP_ID, a, NULL, NULL) : NULL;
+}
+
+/* The projections of a standalone assignment: ~logic, else the primitive's default
+ * (pointwise; fma composes). `*` and `/` have no default projection in the seed's
+ * table ("none"); we use pointwise for them too rather than rejecting the code. */
+static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) {
+  LogicKind kind;
+  const Spec *spec = NULL;
+  bool use_padding = false;
+  Loc spec_loc = {0};
+  if (logic) {
+    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) return NULL;
+    if (kind == LOGIC_BATCH_SLICE) {
+      diag_error(&st->c->diag, logic->loc, "~logic:\"@|\" is not available in assignments");
+      return NULL;
+    }
+  } else if (r->top == OP_FMA && r->nops == 3)
+    kind = LOGIC_COMPOSE_TERN;
+  else
+    kind = r->nops <= 1 ? LOGIC_POINTWISE_UN : r->nops == 2 ? LOGIC_POINTWISE_BIN : LOGIC_POINTWISE_TERN;
+  UpdateStep *s = step_new(st, kind, r->lhs, r->nops, r->ops, e->loc);
+  s->spec = spec;
+  s->use_padding = use_padding;
+  s->spec_loc = spec_loc;
+  return s;
+}
+
+Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
+  Frame fr = *outer;
+  fr.mode = M_CD; /* assignment operands are non-differentiable */
+  PrimOp accum;
+  bool init;
+  if (!parse_accum(e->str, &accum, &init)) {
+    diag_error(&st->c->diag, e->loc, "unknown assignment operator '%s'", e->str);
+    return NULL;
+  }
+  Value *logic = NULL;
+  for (int i = 0; i < e->args.len; i++) {
+    const Arg *a = VEC_AT(e->args, Arg, i);
+    if (a->label && !strcmp(a->label, "logic")) {
+      if (!(logic = eval(st, &fr, a->e))) return NULL;
+    } else if (!a->label || strcmp(a->label, "projections") != 0) {
+      diag_error(&st->c->diag, a->loc, "an assignment accepts only ~logic and ~projections options");
+      return NULL;
+    }
+  }
+  Value *lv = eval(st, &fr, e->a);
+  if (!lv) return NULL;
+  if (lv->kind != V_TENSOR) {
+    diag_error(&st->c->diag, e->a->loc, "the left-hand side of an assignment must be a tensor, got %s",
+               val_kind_name(lv));
+    return NULL;
+  }
+  Value *code = val_code(st, e->loc);
+  /* Inside an op body, gradients of non-differentiable arguments get no code. */
+  if (outer->op && lv->grad && !lv->t->diff) return code;
+  Rhs r = {.fr = &fr, .lhs = lv->t};
+  AExpr *rhs = rhs_top(st, &r, e->b);
+  if (!rhs) return NULL;
+  UpdateStep *step;
+  int lhs_slot = 0;
+  if (outer->op) {
+    step = outer->op->step;
+    lhs_slot = lv->slot;
+    if (lhs_slot < 0) {
+      diag_error(&st->c->diag, e->a->loc, "inside an op body the left-hand side must be a slot (v, g, g1, ...)");
+      return NULL;
+    }
+    if (logic) {
+      diag_error(&st->c->diag, e->loc, "inside an op body assignments use the operation's ~logic");
+      return NULL;
+    }
+  } else if (!(step = standalone_step(st, &r, logic, e)))
+    return NULL;
+  code->code = r.pre;
+  vec_push(st->a, &code->code.asgns, mk_asgn(st, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
+  return code;
+}

@@ -1,0 +1,586 @@
+/* eval_tensor.c: building tensors: constants, ndarray literals, stacking, inline
+ * declarations `{ w ... }`, naming, and the C builtins (index, range, range_of_shape,
+ * uniform, file). */
+#include "eval.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- graph construction ---- */
+
+UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
+  UpdateStep *s = ANEW(st->a, UpdateStep);
+  s->id = st->g->steps.len;
+  s->kind = kind;
+  s->lhs = lhs;
+  s->nrhs = nrhs;
+  for (int i = 0; i < nrhs && i < 3; i++) s->rhs[i] = rhs[i];
+  s->loc = loc;
+  vec_push(st->a, &st->g->steps, s);
+  return s;
+}
+
+/* Terminals (params, terms, constants) get their LOGIC_TERMINAL step at once. */
+Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {
+  Tensor *t = ANEW(st->a, Tensor);
+  t->id = st->g->tensors.len;
+  t->kind = kind;
+  t->loc = loc;
+  t->init.kind = INIT_ZERO;
+  vec_push(st->a, &st->g->tensors, t);
+  if (kind != TK_OP) t->step = step_new(st, LOGIC_TERMINAL, t, 0, NULL, loc);
+  return t;
+}
+
+static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **labels, Loc loc) {
+  r->given = true;
+  r->n = n;
+  r->loc = loc;
+  r->dims = ANEWN(st->a, DimDecl, n > 0 ? n : 1);
+  for (int i = 0; i < n; i++) {
+    r->dims[i].d = dims[i];
+    r->dims[i].label = labels ? labels[i] : NULL;
+  }
+}
+
+/* A number as a tensor: one output axis of dimension 1 (optionally labelled), no batch
+ * or input axes (seed: "Numbers are a special case: an array of (output) dimension 1"). */
+Tensor *const_scalar(St *st, double x, const char *label, Loc loc) {
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_CONST;
+  t->init.value = x;
+  int one = 1;
+  row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_INPUT], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_OUTPUT], 1, &one, &label, loc);
+  return t;
+}
+
+/* ---- names ---- */
+
+bool name_used(St *st, const char *name) {
+  for (int i = 0; i < st->g->tensors.len; i++) {
+    Tensor *t = VEC_AT(st->g->tensors, Tensor, i);
+    if (t->name && !strcmp(t->name, name)) return true;
+  }
+  return false;
+}
+
+void add_name(St *st, const char *name, Tensor *t) {
+  NamedTensor *n = ANEW(st->a, NamedTensor);
+  n->name = name;
+  n->t = t;
+  vec_push(st->a, &st->g->names, n);
+}
+
+/* Tensor names are unique: a label (from ~label) qualifies the identifier ("L1.w");
+ * a remaining collision gets a numeric suffix ("w_2"). */
+void name_tensor(St *st, Tensor *t, const char *ident, const char *label) {
+  const char *base = label ? arena_printf(st->a, "%s.%s", label, ident) : ident;
+  const char *cand = base;
+  for (int n = 2; name_used(st, cand); n++) cand = arena_printf(st->a, "%s_%d", base, n);
+  t->name = cand;
+  add_name(st, cand, t);
+}
+
+/* ---- literals ---- */
+
+static bool is_seq(const Value *v) {
+  return v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY;
+}
+
+static bool has_tensor(const Value *v) {
+  if (v->kind == V_TENSOR) return true;
+  if (!is_seq(v)) return false;
+  for (int i = 0; i < v->items.len; i++)
+    if (has_tensor(VEC_AT(v->items, Value, i))) return true;
+  return false;
+}
+
+static int axis_kind(const Value *v) {
+  return v->kind == V_LIST ? KIND_OUTPUT : v->kind == V_TUPLE ? KIND_INPUT : KIND_BATCH;
+}
+
+enum { MAX_LIT_AXES = 16 };
+typedef struct Lit {
+  int naxes;
+  int kind[MAX_LIT_AXES], dim[MAX_LIT_AXES];
+  long long stride[MAX_LIT_AXES];
+  double *values;
+} Lit;
+
+static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
+  if (depth == l->naxes) {
+    if (!val_is_number(v)) {
+      diag_error(&st->c->diag, v->loc, "an ndarray literal element must be a number, got %s", val_kind_name(v));
+      return false;
+    }
+    l->values[off] = val_number(v);
+    return true;
+  }
+  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth]) {
+    diag_error(&st->c->diag, v->loc, "ragged ndarray literal: expected %s of %d elements here",
+               l->kind[depth] == KIND_OUTPUT ? "a list" : l->kind[depth] == KIND_INPUT ? "a tuple" : "an array",
+               l->dim[depth]);
+    return false;
+  }
+  for (int i = 0; i < v->items.len; i++)
+    if (!lit_fill(st, l, VEC_AT(v->items, Value, i), depth + 1, off + i * l->stride[depth])) return false;
+  return true;
+}
+
+/* Nesting order gives the axes; values are stored in memory order batch, output,
+ * input (each kind keeping its nesting order). */
+static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
+  Lit l = {0};
+  for (Value *x = v; is_seq(x); x = VEC_AT(x->items, Value, 0)) {
+    if (l.naxes == MAX_LIT_AXES) {
+      diag_error(&st->c->diag, loc, "ndarray literal has too many axes");
+      return NULL;
+    }
+    l.kind[l.naxes] = axis_kind(x);
+    l.dim[l.naxes++] = x->items.len;
+    if (x->items.len == 0) {
+      diag_error(&st->c->diag, x->loc, "empty ndarray literal");
+      return NULL;
+    }
+  }
+  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
+  long long size = 1;
+  for (int k = 2; k >= 0; k--)
+    for (int d = l.naxes - 1; d >= 0; d--)
+      if (l.kind[d] == order[k]) {
+        l.stride[d] = size;
+        size *= l.dim[d];
+      }
+  l.values = ANEWN(st->a, double, size);
+  if (!lit_fill(st, &l, v, 0, 0)) return NULL;
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_VALUES;
+  t->init.values = l.values;
+  t->init.nvalues = (int)size;
+  for (int k = 0; k < 3; k++) {
+    int dims[MAX_LIT_AXES], n = 0;
+    for (int d = 0; d < l.naxes; d++)
+      if (l.kind[d] == k) dims[n++] = l.dim[d];
+    row_set(st, &t->decl[k], n, dims, NULL, loc);
+  }
+  return t;
+}
+
+/* ---- stacking `[ a; b ]` ----
+ * Element k is written into the result with its own PERMUTE step whose spec is
+ * "... | ... -> ... => ... | ... -> k, ...": the element's axes pass through and a
+ * fixed index k on a new leftmost output axis selects where it goes (the axis gets
+ * dimension n from the largest fixed index, as in OCANNL's "k=>k2" expansion). The
+ * first assignment zero-fills the result (=:+), the others accumulate (=+). */
+static SpecSlot *ellipsis_slot(St *st, int fixed, int col) {
+  SpecSlot *s = ANEW(st->a, SpecSlot);
+  s->has_batch = s->has_input = true;
+  s->batch.rowvar = "batch";
+  s->input.rowvar = "input";
+  s->output.rowvar = "output";
+  s->col = col;
+  if (fixed >= 0) {
+    SpecAxis *ax = ANEW(st->a, SpecAxis);
+    ax->kind = AX_FIXED;
+    ax->fixed = fixed;
+    vec_push(st->a, &s->output.left, ax);
+  }
+  return s;
+}
+
+static const Spec *stack_spec(St *st, int k) {
+  Spec *sp = ANEW(st->a, Spec);
+  sp->text = arena_printf(st->a, "... | ... -> ... => ... | ... -> %d, ...", k);
+  sp->nargs = 1;
+  sp->multichar = true;
+  sp->args[0] = ellipsis_slot(st, -1, 0);
+  sp->result = ellipsis_slot(st, k, 21);
+  return sp;
+}
+
+static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_BUF;
+  e->buf.t = t;
+  e->buf.grad = grad;
+  e->slot = slot;
+  return e;
+}
+
+static AExpr *ae_id(St *st, AExpr *x) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_OP;
+  e->op = OP_ID;
+  e->args[0] = x;
+  return e;
+}
+
+static Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init,
+                      AExpr *rhs, UpdateStep *step, Loc loc) {
+  Asgn *a = ANEW(st->a, Asgn);
+  a->kind = ASGN_OP;
+  a->lhs.t = lhs;
+  a->lhs.grad = grad;
+  a->lhs_slot = lhs_slot;
+  a->accum = accum;
+  a->init_neutral = init;
+  a->rhs = rhs;
+  a->step = step;
+  a->loc = loc;
+  return a;
+}
+
+static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
+  int n = v->items.len;
+  Tensor **el = ANEWN(st->a, Tensor *, n);
+  bool diff = false;
+  for (int k = 0; k < n; k++) {
+    el[k] = to_tensor(st, fr, VEC_AT(v->items, Value, k), loc, "a stacked element");
+    if (!el[k]) return NULL;
+    diff = diff || el[k]->diff;
+  }
+  Tensor *r = tensor_new(st, TK_OP, loc);
+  r->diff = fr->mode == M_OP && diff;
+  for (int k = 0; k < n; k++) {
+    UpdateStep *s = step_new(st, LOGIC_PERMUTE, r, 1, &el[k], loc);
+    s->spec = stack_spec(st, k);
+    s->spec_loc = loc;
+    if (k == 0) r->step = s;
+    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, ae_id(st, ae_buf(st, el[k], false, 1)), s, loc));
+    if (r->diff && el[k]->diff)
+      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 1, OP_ADD, false, ae_id(st, ae_buf(st, r, true, 0)), s, loc));
+  }
+  return r;
+}
+
+Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what) {
+  if (v->kind == V_TENSOR) {
+    if (v->grad) {
+      diag_error(&st->c->diag, v->loc, "a gradient cannot be used as %s", what);
+      return NULL;
+    }
+    return v->t;
+  }
+  if (val_is_number(v)) return const_scalar(st, val_number(v), NULL, v->loc);
+  if (is_seq(v)) {
+    if (v->items.len == 0) {
+      diag_error(&st->c->diag, v->loc, "an empty list cannot be used as %s", what);
+      return NULL;
+    }
+    if (!has_tensor(v)) return literal_tensor(st, v, v->loc);
+    if (v->kind != V_LIST) {
+      diag_error(&st->c->diag, v->loc, "tensors can only be stacked in a list [ a; b ]");
+      return NULL;
+    }
+    return stack_tensor(st, fr, v, v->loc);
+  }
+  /* A function value's loc is its definition; the application is more useful. */
+  Loc at = v->loc.file && v->kind != V_FN ? v->loc : loc;
+  diag_error(&st->c->diag, at, "expected a tensor for %s, got %s", what, val_kind_name(v));
+  return NULL;
+}
+
+Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc) {
+  Tensor *t = to_tensor(st, fr, v, loc, "a tensor");
+  return t ? val_tensor(st, t, loc) : NULL;
+}
+
+/* ---- declared rows ---- */
+
+/* [ 2; ("rgb", 3) ] */
+bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
+  if (v->kind == V_INT) { /* a single dimension */
+    Value *l = val_new(st, V_LIST, v->loc);
+    vec_push(st->a, &l->items, v);
+    v = l;
+  }
+  if (v->kind != V_LIST) {
+    diag_error(&st->c->diag, v->loc.file ? v->loc : loc, "%s must be a list of dimensions, got %s", what, val_kind_name(v));
+    return false;
+  }
+  int n = v->items.len;
+  int *dims = ANEWN(st->a, int, n > 0 ? n : 1);
+  const char **labels = ANEWN(st->a, const char *, n > 0 ? n : 1);
+  for (int i = 0; i < n; i++) {
+    Value *x = VEC_AT(v->items, Value, i);
+    Value *d = x;
+    if (x->kind == V_TUPLE && x->items.len == 2 && VEC_AT(x->items, Value, 0)->kind == V_STRING) {
+      labels[i] = VEC_AT(x->items, Value, 0)->s;
+      d = VEC_AT(x->items, Value, 1);
+    }
+    if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
+      diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
+                 "a dimension in %s must be a non-negative integer or a (\"label\", dim) pair, got %s", what,
+                 val_kind_name(d));
+      return false;
+    }
+    dims[i] = (int)d->i;
+  }
+  row_set(st, out, n, dims, labels, loc);
+  return true;
+}
+
+/* ---- inline declarations ---- */
+
+static Tensor *scope_find(DeclScope *s, const Expr *key) {
+  if (!s) return NULL;
+  for (int i = 0; i < s->keys.len; i++)
+    if (s->keys.items[i] == key) return VEC_AT(s->tensors, Tensor, i);
+  return NULL;
+}
+
+/* Forgets the tensors (and their steps) created since the marks: an initializer like
+ * `[1.; 2.]` or `uniform ()` builds a constant only to describe the init. */
+static void drop_since(St *st, int ntensors, int nsteps) {
+  st->g->tensors.len = ntensors;
+  st->g->steps.len = nsteps;
+}
+
+static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
+  int nt = st->g->tensors.len, ns = st->g->steps.len;
+  Value *v = eval(st, fr, ie);
+  if (!v) return false;
+  if (val_is_number(v) || (v->kind == V_TENSOR && v->is_number)) {
+    t->init.kind = INIT_CONST;
+    t->init.value = v->kind == V_TENSOR ? v->t->init.value : val_number(v);
+    if (v->kind == V_TENSOR && st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
+    return true;
+  }
+  if (is_seq(v) && !has_tensor(v)) {
+    Tensor *lit = literal_tensor(st, v, ie->loc);
+    if (!lit) return false;
+    v = val_tensor(st, lit, ie->loc);
+  }
+  if (v->kind == V_TENSOR && v->t->kind == TK_CONST && !v->grad) {
+    t->init = v->t->init;
+    for (int k = 0; k < 3; k++)
+      if (v->t->decl[k].given) t->decl[k] = v->t->decl[k];
+    if (st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
+    return true;
+  }
+  diag_error(&st->c->diag, ie->loc,
+             "an initializer must be a number, an ndarray literal or a constant such as uniform (), got %s",
+             v->kind == V_TENSOR ? "a computed tensor" : val_kind_name(v));
+  return false;
+}
+
+static bool record_field(St *st, const Frame *fr, Tensor *t, const Field *f) {
+  const char *n = f->name;
+  int kind = !strcmp(n, "o") || !strcmp(n, "output_dims") ? KIND_OUTPUT
+           : !strcmp(n, "i") || !strcmp(n, "input_dims")  ? KIND_INPUT
+           : !strcmp(n, "b") || !strcmp(n, "batch_dims")  ? KIND_BATCH : -1;
+  if (kind < 0 && strcmp(n, "prec") != 0) {
+    diag_error(&st->c->diag, f->loc, "unknown field '%s' in an inline declaration (expected o, i, b or prec)", n);
+    return false;
+  }
+  if (kind < 0) {
+    const char *p = f->e->kind == E_IDENT || f->e->kind == E_STRING ? f->e->str : "";
+    if (!strcmp(p, "single")) t->prec = PREC_SINGLE;
+    else if (!strcmp(p, "double")) t->prec = PREC_DOUBLE;
+    else {
+      diag_error(&st->c->diag, f->e->loc, "prec must be single or double");
+      return false;
+    }
+    return true;
+  }
+  Value *v = eval(st, fr, f->e);
+  if (!v) return false;
+  return rowdecl_from_value(st, v, &t->decl[kind], f->e->loc, n);
+}
+
+/* `{ w ... }`: a parameter in %op, a non-differentiable term in %cd; created once per
+ * declaration scope (see DeclScope). */
+Value *eval_record(St *st, const Frame *fr, const Expr *e) {
+  Tensor *t = scope_find(fr->decls, e);
+  if (t) return val_tensor(st, t, e->loc);
+  bool param = fr->mode == M_OP;
+  if (!param && e->a) {
+    diag_error(&st->c->diag, e->a->loc, "an inline declaration in %%cd cannot have an initializer ('%s')", e->str);
+    diag_note(&st->c->diag, e->loc, "declare it in %%op to get an initialized parameter");
+    return NULL;
+  }
+  t = tensor_new(st, param ? TK_PARAM : TK_TERM, e->loc);
+  t->diff = param;
+  if (param) t->init.kind = INIT_UNIFORM;
+  if (e->a && !record_init(st, fr, t, e->a)) return NULL;
+  for (int i = 0; i < e->fields.len; i++)
+    if (!record_field(st, fr, t, VEC_AT(e->fields, Field, i))) return NULL;
+  /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
+  if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
+  DeclScope *s = fr->decls;
+  name_tensor(st, t, e->str, s ? s->label : NULL);
+  if (s) {
+    vec_push(st->a, &s->keys, (void *)e);
+    vec_push(st->a, &s->tensors, t);
+    vec_push(st->a, &s->idents, (void *)e->str);
+  }
+  /* Declared in a top-level binding: visible to every later top-level item. */
+  if (s && s->toplevel) {
+    st->globals = env_bind(st, st->globals, e->str, val_tensor(st, t, e->loc));
+    st->globals->global = true;
+  }
+  return val_tensor(st, t, e->loc);
+}
+
+/* `!@sym`: a scalar whose forward code is `t =: sym`. */
+Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc) {
+  Tensor *t = tensor_new(st, TK_OP, loc);
+  int one = 1;
+  row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_INPUT], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_OUTPUT], 1, &one, NULL, loc);
+  t->step = step_new(st, LOGIC_POINTWISE_UN, t, 0, NULL, loc);
+  AExpr *r = ANEW(st->a, AExpr);
+  r->kind = AE_SYM;
+  r->sym = sym;
+  vec_push(st->a, &t->fwd.asgns, asgn_new(st, t, false, 0, OP_ARG2, false, r, t->step, loc));
+  return t;
+}
+
+/* ---- builtins ---- */
+
+static Value *arg_or_null(Fn *f, const char *name) { return fn_param(f, name); }
+
+static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *n = arg_or_null(f, "n");
+  IndexSym *s = ANEW(st->a, IndexSym);
+  if (n->kind == V_INT && n->i >= 0 && n->i <= INT_MAX) s->range = (int)n->i;
+  else if (n->kind != V_UNIT) {
+    diag_error(&st->c->diag, n->loc, "index expects a non-negative integer or (), got %s", val_kind_name(n));
+    return NULL;
+  }
+  s->id = st->g->syms.len;
+  s->loc = loc;
+  vec_push(st->a, &st->g->syms, s);
+  Value *v = val_new(st, V_SYM, loc);
+  v->sym = s;
+  return v;
+}
+
+static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *n = arg_or_null(f, "n");
+  if (n->kind != V_INT || n->i <= 0 || n->i > INT_MAX) {
+    diag_error(&st->c->diag, n->loc, "range expects a positive integer, got %s",
+               n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
+    return NULL;
+  }
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_RANGE;
+  int d = (int)n->i;
+  row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_INPUT], 0, NULL, NULL, loc);
+  row_set(st, &t->decl[KIND_OUTPUT], 1, &d, NULL, loc);
+  return val_tensor(st, t, loc);
+}
+
+static Value *bi_range_of_shape(St *st, Fn *f, const Frame *call, Loc loc) {
+  static const char *names[3] = {"batch_dims", "input_dims", "output_dims"};
+  static const int kinds[3] = {KIND_BATCH, KIND_INPUT, KIND_OUTPUT};
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_RANGE;
+  for (int k = 0; k < 3; k++) {
+    Value *v = arg_or_null(f, names[k]);
+    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[kinds[k]], 0, NULL, NULL, loc);
+    else if (!rowdecl_from_value(st, v, &t->decl[kinds[k]], loc, names[k])) return NULL;
+  }
+  return val_tensor(st, t, loc);
+}
+
+static Value *bi_uniform(St *st, Fn *f, const Frame *call, Loc loc) {
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_UNIFORM;
+  return val_tensor(st, t, loc);
+}
+
+static Value *bi_file(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *p = arg_or_null(f, "path");
+  if (p->kind != V_STRING) {
+    diag_error(&st->c->diag, p->loc, "file expects a path string, got %s", val_kind_name(p));
+    return NULL;
+  }
+  const char *path = p->s;
+  if (path[0] != '/' && p->loc.file) {
+    const char *sp = p->loc.file->path, *slash = strrchr(sp, '/');
+    if (slash) path = arena_printf(st->a, "%.*s/%s", (int)(slash - sp), sp, path);
+  }
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    diag_error(&st->c->diag, p->loc, "cannot read the data file '%s'", path);
+    return NULL;
+  }
+  if (sb.st_size % 4 != 0) {
+    diag_error(&st->c->diag, p->loc, "the data file '%s' has %lld bytes, not a whole number of float32 values",
+               path, (long long)sb.st_size);
+    return NULL;
+  }
+  Tensor *t = tensor_new(st, TK_CONST, loc);
+  t->init.kind = INIT_FILE;
+  t->init.path = path;
+  t->init.file_elems = (long long)sb.st_size / 4;
+  return val_tensor(st, t, loc);
+}
+
+static Value *bi_float(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = arg_or_null(f, "x");
+  if (!val_is_number(x)) {
+    diag_error(&st->c->diag, x->loc, "float expects a number, got %s", val_kind_name(x));
+    return NULL;
+  }
+  return val_float(st, val_number(x), loc);
+}
+
+static Value *bi_int(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = arg_or_null(f, "x");
+  if (!val_is_number(x)) {
+    diag_error(&st->c->diag, x->loc, "int expects a number, got %s", val_kind_name(x));
+    return NULL;
+  }
+  double d = trunc(val_number(x));
+  if (!(d >= -9.2e18 && d <= 9.2e18)) {
+    diag_error(&st->c->diag, x->loc, "int: %g is out of range", val_number(x));
+    return NULL;
+  }
+  return val_int(st, (long long)d, loc);
+}
+
+/* Parameters from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()" unit. */
+static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
+  Fn *f = ANEW(st->a, Fn);
+  f->kind = FN_BUILTIN;
+  f->name = name;
+  f->builtin = fn;
+  PtrVec ps = {0};
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", sig);
+  for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+    Param *p = ANEW(st->a, Param);
+    if (!strcmp(tok, "()")) p->kind = P_UNIT;
+    else if (tok[0] == '~') { p->kind = P_LABELED; p->name = arena_strdup(st->a, tok + 1); }
+    else if (tok[0] == '?') { p->kind = P_OPTIONAL; p->name = arena_strdup(st->a, tok + 1); }
+    else { p->kind = P_POS; p->name = arena_strdup(st->a, tok); }
+    vec_push(st->a, &ps, p);
+  }
+  f->nparams = ps.len;
+  f->params = (Param **)ps.items;
+  f->bound = ANEWN(st->a, Value *, ps.len > 0 ? ps.len : 1);
+  Value *v = val_new(st, V_FN, (Loc){0});
+  v->fn = f;
+  st->globals = env_bind(st, st->globals, name, v);
+  st->globals->global = true;
+}
+
+void install_builtins(St *st) {
+  builtin(st, "index", "n", bi_index);
+  builtin(st, "range", "n", bi_range);
+  builtin(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
+  builtin(st, "uniform", "()", bi_uniform);
+  builtin(st, "file", "path", bi_file);
+  builtin(st, "float", "x", bi_float);
+  builtin(st, "float_of_int", "x", bi_float);
+  builtin(st, "int", "x", bi_int);
+  builtin(st, "int_of_float", "x", bi_int);
+}

@@ -1,0 +1,163 @@
+/* infer.h: shape inference internals (seed shape-inference.md), shared by
+ *   src/row.c          dims, rows, constraints, the solver and its closing stages
+ *   src/shape_logic.c  constraints per UpdateStep (LogicKind), Tensor.shape, errors
+ *   src/proj.c         projections per UpdateStep
+ *   src/shape_dump.c   --dump-shapes / --dump-projections
+ *
+ * Representation. A dimension is a DimNode in a union-find forest: a root either
+ * knows its size d (> 0, with an optional label) or is an unknown variable. A row is
+ * `beg ++ var ++ end`: leftmost axes, an optional row variable, rightmost axes (a row
+ * without a variable is closed: all its axes are in `end`). Solving a row variable
+ * points it at a Row; rows are read through row_norm, which substitutes solved
+ * variables.
+ *
+ * Constraints are kept in one list and simplified again and again until nothing
+ * changes (a fixpoint); a simplification either discharges a constraint, replaces it
+ * by simpler ones, solves a variable, or leaves it pending. Every rule is a sound
+ * deduction, so the fixpoint does not depend on the order of the constraints; the
+ * closing stages 2-7 then make the defaulting decisions, one stage at a time, each
+ * computed from a snapshot and followed by a new fixpoint. */
+#ifndef TDSL_INFER_H
+#define TDSL_INFER_H
+
+#include "ctx.h"
+
+typedef struct DimNode DimNode;
+typedef struct RowVar RowVar;
+typedef struct Row Row;
+
+/* Where a dimension or a constraint came from, for diagnostics. */
+typedef struct Origin {
+  const char *what; /* "output axis 1 of w", "einsum axis j", ... (NULL: unknown) */
+  Loc loc;          /* declaration or operation location */
+  bool has_loc;
+} Origin;
+
+struct DimNode {
+  int id;
+  DimNode *parent;  /* union-find link; NULL at a root */
+  int d;            /* root only: > 0 known size, 0 unknown */
+  const char *label;
+  bool terminal;    /* an axis of a terminal tensor: closes to its LUB (stage 3) */
+  Tensor *owner;    /* the terminal tensor (parameters must not default to 1) */
+  bool meets_one;   /* root only: was compared with a dimension-1 axis it broadcasts
+                       over, so closing a bound below it to 1 is not arbitrary */
+  Origin origin;    /* who fixed the size (roots with d > 0) or created the variable */
+};
+
+struct Row {
+  int nbeg, nend;
+  DimNode **beg, **end;
+  RowVar *var; /* NULL: closed row, nbeg == 0 */
+};
+
+struct RowVar {
+  int id;
+  Row *solved;
+  bool terminal;
+  Tensor *owner;
+  int kind;    /* KIND_* of the row it stands for */
+};
+
+typedef enum ConKind {
+  C_DIM_EQ,   /* d1 = d2 */
+  C_DIM_INEQ, /* d1 (cur) >= d2 (subr): d2 = d1 or d2 = 1 */
+  C_ROW_EQ,   /* r1 = r2 */
+  C_ROW_INEQ, /* r1 (cur) >= r2 (subr): at least as many axes, axis-wise >= */
+  C_AT_LEAST, /* d1 >= k as a size (a fixed index k-1 reads it) */
+  C_TOTAL,    /* product of rows[0..2] = k (Total_elems) */
+  C_CONV,     /* d1 (input) relates to d2 (output) and d3 (kernel) */
+} ConKind;
+
+typedef struct Constraint {
+  ConKind kind;
+  bool done;
+  DimNode *d1, *d2, *d3;
+  Row *r1, *r2;
+  Row *rows[3];
+  RowVar *total_var; /* C_TOTAL: the row variable that takes the remaining elements */
+  long long k;       /* C_AT_LEAST bound, C_TOTAL elements, C_CONV constant offset */
+  int stride, dilation;
+  bool padded;
+  /* Provenance: the operation and what each side describes. */
+  UpdateStep *step;
+  const char *what1, *what2;
+  int from_end;      /* C_DIM_*: axis offset within the rows (>= 0 from the left, < 0 from the right) */
+  bool pending;      /* the last simplification left it as it was */
+  DimNode *root1, *root2; /* C_DIM_INEQ: the roots it was last simplified with */
+} Constraint;
+
+/* A pairing of two axes by one operation: the material of projection equations. */
+typedef struct Pairing {
+  DimNode *cur, *subr;
+  bool eq;
+} Pairing;
+
+/* Per UpdateStep bookkeeping for projections. */
+typedef struct StepInfo {
+  UpdateStep *step;
+  Row *slot_row[4][3]; /* the tensors' rows, by slot and kind */
+  PtrVec pairs;        /* Pairing* derived from this step's row constraints */
+  PtrVec fixed;        /* DimNode* spec axes with a fixed index (fixed_val parallel) */
+  PtrVec fixed_val;    /* (intptr_t) index */
+  PtrVec affine;       /* Constraint* C_CONV of this step's spec */
+  DimNode *slice;      /* BATCH_SLICE: the removed axis, indexed by step->sym */
+} StepInfo;
+
+typedef struct Solver {
+  Arena *a;
+  Diag *diag;
+  PtrVec cons;   /* Constraint* */
+  PtrVec dims;   /* DimNode* (all created) */
+  PtrVec rvars;  /* RowVar* */
+  StepInfo *cur_info; /* pairings are recorded here while deriving */
+  StepInfo **infos;   /* by step id (NULL for unit tests that use the solver alone) */
+  int ninfos;
+  bool failed;
+  long long work; /* simplification count: a guard against divergence */
+  /* the bounds index (row.c): pending "subr <= cur" edges by subr root id */
+  int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp;
+  DimNode **up_to;
+} Solver;
+
+void solver_init(Solver *s, Arena *a, Diag *diag);
+
+/* Dimensions. */
+DimNode *dim_find(DimNode *d);
+DimNode *dim_var(Solver *s);
+DimNode *dim_known(Solver *s, int d, const char *label);
+int dim_size(DimNode *d); /* 0 if unknown */
+
+/* Rows. */
+Row *row_closed(Solver *s, int n, DimNode **dims);
+Row *row_open(Solver *s, int nbeg, DimNode **beg, RowVar *v, int nend, DimNode **end);
+RowVar *row_var(Solver *s, int kind);
+Row *row_of_var(Solver *s, RowVar *v);
+Row *row_norm(Solver *s, Row *r); /* substitutes solved variables */
+int row_len(const Row *r);        /* axes known so far (beg + end) */
+
+/* Constraints (added to the pending list; solve with solver_run). */
+Constraint *con_add(Solver *s, ConKind k, UpdateStep *step);
+void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w1, const char *w2);
+void con_dim_ineq(Solver *s, DimNode *cur, DimNode *subr, UpdateStep *st, const char *w1, const char *w2);
+void con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2);
+void con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2);
+void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w);
+Constraint *con_conv(Solver *s, DimNode *in, DimNode *out, DimNode *kernel, int stride, int dilation,
+                     bool padded, UpdateStep *st, const char *w);
+void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep *st, const char *w);
+
+/* Solving. solver_run reaches the fixpoint of the pending constraints (stage 1);
+ * solver_close runs the closing stages 2..7. Both return false after an error. */
+bool solver_run(Solver *s);
+bool solver_close(Solver *s);
+void solver_free(Solver *s); /* the malloc'ed scratch (arena data stays) */
+/* Fails with a located error (also used by the logic for out-of-solver checks). */
+void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Derives the constraints of every UpdateStep of g (shape_logic.c) and solves them,
+ * stages 1-7; fills s->infos. Used by infer_shapes and, again from scratch (fresh
+ * projection identities, seed "derive_projections"), by infer_projections. */
+bool infer_solve(Solver *s, Graph *g);
+
+#endif

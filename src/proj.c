@@ -1,0 +1,203 @@
+/* proj.c: projection inference (seed shape-inference.md, "Projections inference").
+ *
+ * Shape inference is re-run from scratch (fresh identities), and every axis pairing
+ * an operation's row constraints produced is kept with that operation (StepInfo.pairs),
+ * so axes equated elsewhere never share an iterator here. Per step, a union-find over
+ * the paired axes gives the projection classes: a pairing that broadcasts a
+ * dimension-1 axis into a larger one fixes the small side at index 0 instead of
+ * joining it; a class holding a fixed spec index, a convolution input or the sliced
+ * batch axis is indexed by it; every other class is an iterator. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+
+typedef enum { CL_ITER, CL_FIXED, CL_AFFINE, CL_SYM } ClassKind;
+
+typedef struct ProjCtx {
+  Solver *s;
+  int *local;      /* DimNode id -> local index + 1 (0: none) */
+  DimNode **nodes; /* local index -> node */
+  int *parent;
+  int n, cap;
+  /* per class root */
+  ClassKind *ck;
+  int *fixed;
+  Constraint **aff;
+  int *iter;       /* iterator number, -1 */
+  int *size;
+} ProjCtx;
+
+static int pc_find(ProjCtx *p, int i) {
+  while (p->parent[i] != i) i = p->parent[i] = p->parent[p->parent[i]];
+  return i;
+}
+
+static int pc_node(ProjCtx *p, DimNode *d) {
+  if (p->local[d->id]) return p->local[d->id] - 1;
+  if (p->n == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 64;
+    p->nodes = realloc(p->nodes, sizeof *p->nodes * (size_t)p->cap);
+    p->parent = realloc(p->parent, sizeof *p->parent * (size_t)p->cap);
+    p->ck = realloc(p->ck, sizeof *p->ck * (size_t)p->cap);
+    p->fixed = realloc(p->fixed, sizeof *p->fixed * (size_t)p->cap);
+    p->aff = realloc(p->aff, sizeof *p->aff * (size_t)p->cap);
+    p->iter = realloc(p->iter, sizeof *p->iter * (size_t)p->cap);
+    p->size = realloc(p->size, sizeof *p->size * (size_t)p->cap);
+  }
+  int i = p->n++;
+  p->nodes[i] = d;
+  p->parent[i] = i;
+  p->ck[i] = CL_ITER;
+  p->fixed[i] = 0;
+  p->aff[i] = NULL;
+  p->iter[i] = -1;
+  p->size[i] = dim_size(d);
+  p->local[d->id] = i + 1;
+  return i;
+}
+
+static void pc_union(ProjCtx *p, int a, int b) {
+  a = pc_find(p, a), b = pc_find(p, b);
+  if (a == b) return;
+  p->parent[b] = a;
+  /* the stronger kind wins: affine > sym > fixed > iterator */
+  if (p->ck[b] > p->ck[a] || (p->ck[b] == CL_AFFINE && p->ck[a] != CL_AFFINE)) {
+    p->ck[a] = p->ck[b];
+    p->fixed[a] = p->fixed[b];
+    p->aff[a] = p->aff[b];
+  }
+  if (p->size[b] > p->size[a]) p->size[a] = p->size[b];
+}
+
+static void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) {
+  i = pc_find(p, i);
+  if (p->ck[i] >= k && p->ck[i] != CL_ITER) return;
+  p->ck[i] = k;
+  p->fixed[i] = fixed;
+  p->aff[i] = aff;
+}
+
+static void pc_reset(ProjCtx *p) {
+  for (int i = 0; i < p->n; i++) p->local[p->nodes[i]->id] = 0;
+  p->n = 0;
+}
+
+/* The axes of one slot in memory order (batch, output, input). */
+static int slot_axes(Solver *s, StepInfo *in, int slot, DimNode **out, int max) {
+  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
+  int n = 0;
+  for (int o = 0; o < 3; o++) {
+    Row *r = row_norm(s, in->slot_row[slot][order[o]]);
+    for (int i = 0; i < r->nbeg && n < max; i++) out[n++] = r->beg[i];
+    for (int i = 0; i < r->nend && n < max; i++) out[n++] = r->end[i];
+  }
+  return n;
+}
+
+static int class_iter(ProjCtx *p, int cls, int *niters, PtrVec *sizes, Arena *a) {
+  cls = pc_find(p, cls);
+  if (p->ck[cls] != CL_ITER) return -1;
+  if (p->iter[cls] < 0) {
+    p->iter[cls] = (*niters)++;
+    vec_push(a, sizes, (void *)(intptr_t)(p->size[cls] > 0 ? p->size[cls] : 1));
+  }
+  return p->iter[cls];
+}
+
+static void add_term(AxisIndex *ix, int coef, int iter) {
+  for (int i = 0; i < ix->nterms; i++)
+    if (ix->iter[i] == iter) {
+      ix->coef[i] += coef;
+      return;
+    }
+  if (ix->nterms < MAX_AFFINE_TERMS) {
+    ix->coef[ix->nterms] = coef;
+    ix->iter[ix->nterms++] = iter;
+  }
+}
+
+/* Index of a class that is an iterator or a fixed position, scaled by coef. */
+static void add_class(ProjCtx *p, AxisIndex *ix, int cls, int coef, int *niters, PtrVec *sizes, Arena *a) {
+  cls = pc_find(p, cls);
+  if (p->ck[cls] == CL_FIXED) ix->offset += coef * p->fixed[cls];
+  else if (p->ck[cls] == CL_ITER) add_term(ix, coef, class_iter(p, cls, niters, sizes, a));
+}
+
+static AxisIndex axis_index(ProjCtx *p, int cls, StepInfo *in, int *niters, PtrVec *sizes, Arena *a) {
+  AxisIndex ix = {0};
+  cls = pc_find(p, cls);
+  switch (p->ck[cls]) {
+  case CL_ITER: ix.nterms = 1, ix.coef[0] = 1, ix.iter[0] = class_iter(p, cls, niters, sizes, a); break;
+  case CL_FIXED: ix.offset = p->fixed[cls]; break;
+  case CL_SYM: ix.sym = in->step->sym; break;
+  case CL_AFFINE: {
+    Constraint *c = p->aff[cls];
+    int ker = dim_size(c->d3);
+    add_class(p, &ix, pc_node(p, c->d2), c->stride, niters, sizes, a);
+    add_class(p, &ix, pc_node(p, c->d3), c->dilation, niters, sizes, a);
+    ix.offset += (int)c->k;
+    if (c->padded) ix.offset -= (c->dilation * (ker - 1)) / 2;
+    break;
+  }
+  }
+  return ix;
+}
+
+static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
+  Solver *s = p->s;
+  UpdateStep *st = in->step;
+  pc_reset(p);
+  for (int i = 0; i < in->pairs.len; i++) {
+    Pairing *pr = VEC_AT(in->pairs, Pairing, i);
+    int c = pc_node(p, pr->cur), d = pc_node(p, pr->subr);
+    if (!pr->eq && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
+    else pc_union(p, c, d);
+  }
+  for (int i = 0; i < in->fixed.len; i++)
+    pc_mark(p, pc_node(p, VEC_AT(in->fixed, DimNode, i)), CL_FIXED, (int)(intptr_t)in->fixed_val.items[i], NULL);
+  for (int i = 0; i < in->affine.len; i++) {
+    Constraint *c = VEC_AT(in->affine, Constraint, i);
+    pc_mark(p, pc_node(p, c->d1), CL_AFFINE, 0, c);
+  }
+  if (in->slice) pc_mark(p, pc_node(p, in->slice), CL_SYM, 0, NULL);
+
+  Projections *pj = ANEW(a, Projections);
+  pj->nslots = 1 + (st->nrhs < 3 ? st->nrhs : 3);
+  int niters = 0;
+  PtrVec sizes = {0};
+  DimNode *axes[4][3 * 64 + 8];
+  int nax[4];
+  for (int sl = 0; sl < pj->nslots; sl++) nax[sl] = slot_axes(s, in, sl, axes[sl], 3 * 64);
+  /* iterators: the lhs axes first, in memory order, then the others by first use */
+  for (int sl = 0; sl < pj->nslots; sl++)
+    for (int i = 0; i < nax[sl]; i++) class_iter(p, pc_node(p, axes[sl][i]), &niters, &sizes, a);
+  for (int sl = 0; sl < pj->nslots; sl++) {
+    pj->rank[sl] = nax[sl];
+    pj->idx[sl] = ANEWN(a, AxisIndex, nax[sl] + 1);
+    for (int i = 0; i < nax[sl]; i++) pj->idx[sl][i] = axis_index(p, pc_node(p, axes[sl][i]), in, &niters, &sizes, a);
+  }
+  pj->niters = niters;
+  pj->iter_size = ANEWN(a, int, niters + 1);
+  for (int i = 0; i < niters; i++) pj->iter_size[i] = (int)(intptr_t)sizes.items[i];
+  return pj;
+}
+
+bool infer_projections(Ctx *c, Graph *g) {
+  Solver s;
+  solver_init(&s, &c->arena, &c->diag);
+  bool ok = infer_solve(&s, g);
+  solver_free(&s);
+  if (!ok) return false;
+  ProjCtx p = {0};
+  p.s = &s;
+  p.local = calloc((size_t)s.dims.len + 1, sizeof *p.local);
+  for (int i = 0; i < g->steps.len; i++) {
+    UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
+    StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;
+    if (in) st->proj = step_projections(&p, in, &c->arena);
+  }
+  free(p.local), free(p.nodes), free(p.parent), free(p.ck), free(p.fixed), free(p.aff), free(p.iter), free(p.size);
+  return true;
+}

@@ -1,0 +1,978 @@
+/* row.c: dimensions, rows and the constraint solver of shape inference (seed
+ * shape-inference.md, "Solving the constraints"). See infer.h for the representation. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+
+enum { MAX_RANK = 64 };                    /* a longer row means a diverging system */
+enum { WORK_LIMIT = 200 * 1000 * 1000 };   /* simplifications before we give up */
+typedef enum { PENDING, PROGRESS, DONE, FAIL } Step;
+
+void solver_init(Solver *s, Arena *a, Diag *diag) {
+  memset(s, 0, sizeof *s);
+  s->a = a;
+  s->diag = diag;
+}
+
+/* ---------------------------------------------------------------- dimensions */
+
+DimNode *dim_find(DimNode *d) {
+  DimNode *r = d;
+  while (r->parent) r = r->parent;
+  while (d != r) { /* path compression */
+    DimNode *next = d->parent;
+    d->parent = r;
+    d = next;
+  }
+  return r;
+}
+
+static DimNode *dim_new(Solver *s) {
+  DimNode *d = ANEW(s->a, DimNode);
+  d->id = s->dims.len;
+  vec_push(s->a, &s->dims, d);
+  return d;
+}
+
+DimNode *dim_var(Solver *s) { return dim_new(s); }
+
+DimNode *dim_known(Solver *s, int d, const char *label) {
+  DimNode *n = dim_new(s);
+  n->d = d;
+  n->label = label;
+  return n;
+}
+
+int dim_size(DimNode *d) { return dim_find(d)->d; }
+
+/* A fresh variable standing for one more axis of row variable v. */
+static DimNode *dim_for_rowvar(Solver *s, RowVar *v) {
+  DimNode *d = dim_new(s);
+  d->terminal = v->terminal;
+  d->owner = v->owner;
+  return d;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+static DimNode **dims_copy(Solver *s, int n, DimNode **src) {
+  if (n == 0) return NULL;
+  DimNode **p = ANEWN(s->a, DimNode *, n);
+  memcpy(p, src, sizeof *p * (size_t)n);
+  return p;
+}
+
+Row *row_closed(Solver *s, int n, DimNode **dims) {
+  Row *r = ANEW(s->a, Row);
+  r->nend = n;
+  r->end = dims_copy(s, n, dims);
+  return r;
+}
+
+Row *row_open(Solver *s, int nbeg, DimNode **beg, RowVar *v, int nend, DimNode **end) {
+  if (!v) {
+    DimNode *tmp[2 * MAX_RANK + 2];
+    int n = 0;
+    for (int i = 0; i < nbeg && n < 2 * MAX_RANK; i++) tmp[n++] = beg[i];
+    for (int i = 0; i < nend && n < 2 * MAX_RANK + 2; i++) tmp[n++] = end[i];
+    return row_closed(s, n, tmp);
+  }
+  Row *r = ANEW(s->a, Row);
+  r->nbeg = nbeg;
+  r->beg = dims_copy(s, nbeg, beg);
+  r->var = v;
+  r->nend = nend;
+  r->end = dims_copy(s, nend, end);
+  return r;
+}
+
+RowVar *row_var(Solver *s, int kind) {
+  RowVar *v = ANEW(s->a, RowVar);
+  v->id = s->rvars.len;
+  v->kind = kind;
+  vec_push(s->a, &s->rvars, v);
+  return v;
+}
+
+static RowVar *row_var_like(Solver *s, RowVar *v) {
+  RowVar *w = row_var(s, v->kind);
+  w->terminal = v->terminal;
+  w->owner = v->owner;
+  return w;
+}
+
+Row *row_of_var(Solver *s, RowVar *v) { return row_open(s, 0, NULL, v, 0, NULL); }
+
+int row_len(const Row *r) { return r->nbeg + r->nend; }
+
+/* The unsolved variable a row ends up with (NULL: closed) and its number of known
+ * axes, without building the normalized row. */
+static RowVar *row_peek(const Row *r, int *len) {
+  int n = r->nbeg + r->nend;
+  RowVar *v = r->var;
+  while (v && v->solved) {
+    n += v->solved->nbeg + v->solved->nend;
+    v = v->solved->var;
+  }
+  if (len) *len = n;
+  return v;
+}
+
+/* beg ++ solution(var) ++ end, repeatedly, until the variable is unsolved. Rows longer
+ * than MAX_RANK are cut (the solver reports divergence before that matters). */
+Row *row_norm(Solver *s, Row *r) {
+  if (!r->var || !r->var->solved) return r;
+  DimNode *beg[MAX_RANK * 2], *end[MAX_RANK * 2];
+  int nb = 0, ne = 0;
+  for (int i = 0; i < r->nbeg && nb < MAX_RANK; i++) beg[nb++] = r->beg[i];
+  for (int i = 0; i < r->nend && ne < MAX_RANK; i++) end[ne++] = r->end[i];
+  RowVar *v = r->var;
+  while (v && v->solved) {
+    Row *sol = v->solved;
+    for (int i = 0; i < sol->nbeg && nb < MAX_RANK * 2; i++) beg[nb++] = sol->beg[i];
+    /* sol->end goes in front of what we already have at the end */
+    int add = sol->nend;
+    if (ne + add > MAX_RANK * 2) add = MAX_RANK * 2 - ne;
+    memmove(end + add, end, sizeof *end * (size_t)ne);
+    for (int i = 0; i < add; i++) end[i] = sol->end[i];
+    ne += add;
+    v = sol->var;
+  }
+  return row_open(s, nb, beg, v, ne, end);
+}
+
+/* ---------------------------------------------------------------- constraints */
+
+Constraint *con_add(Solver *s, ConKind k, UpdateStep *step) {
+  Constraint *c = ANEW(s->a, Constraint);
+  c->kind = k;
+  c->step = step;
+  vec_push(s->a, &s->cons, c);
+  return c;
+}
+
+static StepInfo *info_of(Solver *s, UpdateStep *st) {
+  if (!st || !s->infos || st->id < 0 || st->id >= s->ninfos) return NULL;
+  return s->infos[st->id];
+}
+
+static void record_pair(Solver *s, UpdateStep *st, DimNode *cur, DimNode *subr, bool eq) {
+  StepInfo *in = info_of(s, st);
+  if (!in) return;
+  Pairing *p = ANEW(s->a, Pairing);
+  p->cur = cur;
+  p->subr = subr;
+  p->eq = eq;
+  vec_push(s->a, &in->pairs, p);
+}
+
+void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w1, const char *w2) {
+  Constraint *c = con_add(s, C_DIM_EQ, st);
+  c->d1 = a, c->d2 = b, c->what1 = w1, c->what2 = w2;
+  record_pair(s, st, a, b, true);
+}
+
+void con_dim_ineq(Solver *s, DimNode *cur, DimNode *subr, UpdateStep *st, const char *w1, const char *w2) {
+  Constraint *c = con_add(s, C_DIM_INEQ, st);
+  c->d1 = cur, c->d2 = subr, c->what1 = w1, c->what2 = w2;
+  record_pair(s, st, cur, subr, false);
+}
+
+void con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2) {
+  Constraint *c = con_add(s, C_ROW_EQ, st);
+  c->r1 = a, c->r2 = b, c->what1 = w1, c->what2 = w2;
+}
+
+void con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2) {
+  Constraint *c = con_add(s, C_ROW_INEQ, st);
+  c->r1 = cur, c->r2 = subr, c->what1 = w1, c->what2 = w2;
+}
+
+void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w) {
+  Constraint *c = con_add(s, C_AT_LEAST, st);
+  c->d1 = d, c->k = k, c->what1 = w;
+}
+
+Constraint *con_conv(Solver *s, DimNode *in, DimNode *out, DimNode *kernel, int stride, int dilation,
+                     bool padded, UpdateStep *st, const char *w) {
+  Constraint *c = con_add(s, C_CONV, st);
+  c->d1 = in, c->d2 = out, c->d3 = kernel;
+  c->stride = stride > 0 ? stride : 1;
+  c->dilation = dilation > 0 ? dilation : 1;
+  c->padded = padded;
+  c->what1 = w;
+  return c;
+}
+
+void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep *st, const char *w) {
+  Constraint *c = con_add(s, C_TOTAL, st);
+  for (int k = 0; k < 3; k++) c->rows[k] = rows[k];
+  c->total_var = carrier;
+  c->k = n;
+  c->what1 = w;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void note_origin(Solver *s, DimNode *d) {
+  DimNode *r = dim_find(d);
+  if (r->d > 0 && r->origin.has_loc)
+    diag_note(s->diag, r->origin.loc, "dimension %d%s%s comes from %s", r->d, r->label ? " labelled " : "",
+              r->label ? r->label : "", r->origin.what ? r->origin.what : "here");
+}
+
+void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) {
+  if (s->failed) return;
+  s->failed = true;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  Loc loc = {0};
+  if (c && c->step) loc = c->step->loc;
+  diag_error(s->diag, loc, "%s", buf);
+}
+
+static const char *what(const char *w) { return w ? w : "an axis"; }
+
+static Step fail_dims(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
+  DimNode *ra = dim_find(a), *rb = dim_find(b);
+  if (ra->d == rb->d)
+    solver_fail(s, c, "label mismatch: %s vs %s for dimension %d (%s vs %s)", ra->label, rb->label, ra->d,
+                what(c->what1), what(c->what2));
+  else
+    solver_fail(s, c, "dimension mismatch: %d vs %d (%s vs %s)", ra->d, rb->d, what(c->what1), what(c->what2));
+  note_origin(s, a);
+  note_origin(s, b);
+  return FAIL;
+}
+
+/* ---------------------------------------------------------------- dim rules */
+
+static bool labels_clash(DimNode *a, DimNode *b) { return a->label && b->label && strcmp(a->label, b->label); }
+
+/* Links two roots. Known sizes and labels must agree; an unlabeled dim takes the label. */
+static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
+  DimNode *ra = dim_find(a), *rb = dim_find(b);
+  if (ra == rb) return DONE;
+  if (ra->d && rb->d && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
+  if (!ra->d && rb->d) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
+  rb->parent = ra;
+  if (!ra->label) ra->label = rb->label;
+  ra->terminal = ra->terminal || rb->terminal;
+  ra->meets_one = ra->meets_one || rb->meets_one;
+  if (!ra->owner) ra->owner = rb->owner;
+  if (!ra->d && !ra->origin.what) ra->origin = rb->origin;
+  return DONE;
+}
+
+/* Solves d := n (a size computed by a rule; the note points at the operation). */
+static Step set_dim(Solver *s, Constraint *c, DimNode *d, int n, const char *why) {
+  DimNode *k = dim_known(s, n, NULL);
+  if (c && c->step) {
+    k->origin.loc = c->step->loc;
+    k->origin.has_loc = true;
+  }
+  k->origin.what = why;
+  return unify_dim(s, c, d, k) == FAIL ? FAIL : PROGRESS;
+}
+
+static Step simp_dim_ineq(Solver *s, Constraint *c) {
+  DimNode *cur = c->root1 = dim_find(c->d1), *sub = c->root2 = dim_find(c->d2);
+  if (cur == sub) return DONE;
+  if (sub->d) {
+    if (sub->d == 1) { /* broadcast */
+      cur->meets_one = true;
+      return DONE;
+    }
+    if (!cur->d) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
+    if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
+    if (!cur->label) cur->label = sub->label;
+    else if (!sub->label) sub->label = cur->label;
+    return DONE;
+  }
+  if (cur->d == 1) return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
+  return PENDING; /* sub is bounded above by cur */
+}
+
+static Step simp_at_least(Solver *s, Constraint *c) {
+  DimNode *d = dim_find(c->d1);
+  if (!d->d) return PENDING;
+  if (d->d < c->k) {
+    solver_fail(s, c, "fixed index %lld is out of range for dimension %d (%s)", c->k - 1, d->d, what(c->what1));
+    note_origin(s, c->d1);
+    return FAIL;
+  }
+  return DONE;
+}
+
+/* Valid:  in = stride*(out-1) + dilation*(kernel-1) + 1.  Padded: in = stride*out. */
+static Step simp_conv(Solver *s, Constraint *c) {
+  int in = dim_size(c->d1), out = dim_size(c->d2), ker = dim_size(c->d3);
+  int st = c->stride, dl = c->dilation;
+  if (c->padded) {
+    if (in && out) {
+      if (in == st * out) return DONE;
+    } else if (in) {
+      if (in % st == 0) return set_dim(s, c, c->d2, in / st, "a padded convolution");
+    } else if (out) {
+      return set_dim(s, c, c->d1, st * out, "a padded convolution");
+    } else
+      return PENDING;
+    solver_fail(s, c, "padded convolution (%s): input size %d is not stride %d times output size %d", what(c->what1),
+                in, st, out ? out : in / st);
+    return FAIL;
+  }
+  in -= in ? (int)c->k : 0; /* a constant offset (`o+1`) shifts the window */
+  if (in && out && ker) {
+    if (in == st * (out - 1) + dl * (ker - 1) + 1) return DONE;
+  } else if (in && ker) {
+    int num = in - dl * (ker - 1) - 1;
+    if (num >= 0 && num % st == 0) return set_dim(s, c, c->d2, num / st + 1, "a valid convolution");
+  } else if (out && ker) {
+    return set_dim(s, c, c->d1, st * (out - 1) + dl * (ker - 1) + 1 + (int)c->k, "a valid convolution");
+  } else if (in && out) {
+    int num = in - st * (out - 1) - 1;
+    if (num >= 0 && num % dl == 0) return set_dim(s, c, c->d3, num / dl + 1, "a valid convolution");
+    ker = 0;
+  } else
+    return PENDING;
+  if (ker)
+    solver_fail(s, c,
+                "valid convolution (%s): input size %d does not satisfy input = %d*(output-1) + %d*(%d-1) + 1 "
+                "for kernel size %d",
+                what(c->what1), in, st, dl, ker, ker);
+  else
+    solver_fail(s, c, "valid convolution (%s): input size %d and output size %d fit no kernel size", what(c->what1),
+                in, out);
+  note_origin(s, c->d1);
+  return FAIL;
+}
+
+/* ---------------------------------------------------------------- row rules */
+
+static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
+  Row *n = row_norm(s, val);
+  if (n->var == v) {
+    solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
+                what(c->what2));
+    return false;
+  }
+  if (row_len(n) > MAX_RANK) {
+    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
+                what(c->what1), what(c->what2));
+    return false;
+  }
+  v->solved = val;
+  return true;
+}
+
+static bool set_row_empty(Solver *s, Constraint *c, RowVar *v) { return solve_rowvar(s, c, v, row_closed(s, 0, NULL)); }
+
+static const char *axis_what(Solver *s, const char *roww, int pos) {
+  if (!roww) roww = "a row";
+  if (pos == -1) return arena_printf(s->a, "the last axis of %s", roww);
+  if (pos < 0) return arena_printf(s->a, "axis %d from the end of %s", -pos, roww);
+  return arena_printf(s->a, "axis %d of %s", pos, roww);
+}
+
+/* Pairs a[i] with b[i] for i < n; positions are reported from `pos0` (negative: from the right). */
+static void pair_dims(Solver *s, Constraint *c, bool eq, DimNode **a, DimNode **b, int n, int pos0) {
+  for (int i = 0; i < n; i++) {
+    const char *w1 = axis_what(s, c->what1, pos0 + i), *w2 = axis_what(s, c->what2, pos0 + i);
+    if (eq) con_dim_eq(s, a[i], b[i], c->step, w1, w2);
+    else con_dim_ineq(s, a[i], b[i], c->step, w1, w2);
+  }
+}
+
+static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel) {
+  solver_fail(s, c, "shape mismatch: %s has %d axes, %s %s%d", what(c->what1), row_len(a), what(c->what2), rel,
+              row_len(b));
+  return FAIL;
+}
+
+/* r1 = r2. */
+static Step simp_row_eq(Solver *s, Constraint *c) {
+  Row *a = row_norm(s, c->r1), *b = row_norm(s, c->r2);
+  if (!a->var && b->var) { Row *t = a; a = b; b = t; }
+  if (!a->var) { /* both closed */
+    if (a->nend != b->nend) return fail_rank(s, c, a, b, "has ");
+    pair_dims(s, c, true, a->end, b->end, a->nend, 0);
+    return DONE;
+  }
+  if (!b->var) { /* a open, b closed */
+    int n = b->nend;
+    if (n < row_len(a)) return fail_rank(s, c, a, b, "has only ");
+    pair_dims(s, c, true, a->beg, b->end, a->nbeg, 0);
+    pair_dims(s, c, true, a->end, b->end + n - a->nend, a->nend, -a->nend);
+    if (!solve_rowvar(s, c, a->var, row_closed(s, n - a->nbeg - a->nend, b->end + a->nbeg))) return FAIL;
+    return DONE;
+  }
+  int kb = a->nbeg < b->nbeg ? a->nbeg : b->nbeg;
+  int ke = a->nend < b->nend ? a->nend : b->nend;
+  pair_dims(s, c, true, a->beg, b->beg, kb, 0);
+  pair_dims(s, c, true, a->end + a->nend - ke, b->end + b->nend - ke, ke, -ke);
+  int ab = a->nbeg - kb, bb = b->nbeg - kb, ae = a->nend - ke, be = b->nend - ke;
+  if (a->var == b->var) {
+    if (ab || bb || ae || be) {
+      solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
+                  what(c->what2));
+      return FAIL;
+    }
+    return DONE;
+  }
+  /* a = Ab' a.var Ae', b = Bb' b.var Be' with one of Ab',Bb' and one of Ae',Be' empty:
+   * a.var := Bb' R Be', b.var := Ab' R Ae'. */
+  RowVar *r = row_var_like(s, a->var);
+  r->terminal = a->var->terminal || b->var->terminal;
+  if (!r->owner) r->owner = b->var->owner;
+  Row *va = row_open(s, bb, b->beg + kb, r, be, b->end);
+  Row *vb = row_open(s, ab, a->beg + kb, r, ae, a->end);
+  RowVar *av = a->var, *bv = b->var;
+  if (!solve_rowvar(s, c, av, va) || !solve_rowvar(s, c, bv, vb)) return FAIL;
+  return DONE;
+}
+
+/* Replaces cv by `front ++ cv' ++ back` with fresh variables; true on success. */
+static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int back) {
+  DimNode *f[MAX_RANK], *b[MAX_RANK];
+  if (front > MAX_RANK || back > MAX_RANK) {
+    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
+                what(c->what1), what(c->what2));
+    return false;
+  }
+  for (int i = 0; i < front; i++) f[i] = dim_for_rowvar(s, v);
+  for (int i = 0; i < back; i++) b[i] = dim_for_rowvar(s, v);
+  return solve_rowvar(s, c, v, row_open(s, front, f, row_var_like(s, v), back, b));
+}
+
+/* cur >= subr (seed: solve_row_ineq). */
+static Step simp_row_ineq(Solver *s, Constraint *c) {
+  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
+  if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
+    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
+    return FAIL;
+  }
+  if (!S->var) {
+    int n = S->nend;
+    if (!C->var) {
+      if (C->nend < n) return fail_rank(s, c, C, S, "has ");
+      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, C->nend - n);
+      return DONE;
+    }
+    if (n <= C->nend) {
+      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, -n);
+      return DONE;
+    }
+    if (n < C->nbeg + C->nend) return PENDING; /* alignment depends on C's row variable */
+    pair_dims(s, c, false, C->beg, S->end, C->nbeg, 0);
+    pair_dims(s, c, false, C->end, S->end + n - C->nend, C->nend, -C->nend);
+    int m = n - C->nbeg - C->nend;
+    if (m == 0) return DONE;
+    if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
+    Row *v = row_norm(s, row_of_var(s, C->var)); /* cv' ++ fresh(m) */
+    pair_dims(s, c, false, v->end, S->end + C->nbeg, m, C->nbeg);
+    return DONE;
+  }
+  if (!C->var) {
+    int n = C->nend;
+    if (n < row_len(S)) return fail_rank(s, c, C, S, "has ");
+    pair_dims(s, c, false, C->end, S->beg, S->nbeg, 0);
+    pair_dims(s, c, false, C->end + n - S->nend, S->end, S->nend, -S->nend);
+    int m = n - S->nbeg - S->nend;
+    if (m == 0) return set_row_empty(s, c, S->var) ? DONE : FAIL;
+    if (!S->nbeg && !S->nend) return PENDING; /* S's variable is bounded above by C */
+    c->r1 = row_closed(s, m, C->end + S->nbeg);
+    c->r2 = row_of_var(s, S->var);
+    return PROGRESS;
+  }
+  /* both open: pair the common leftmost and rightmost axes, keep the rest */
+  int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
+  pair_dims(s, c, false, C->beg, S->beg, kb, 0);
+  pair_dims(s, c, false, C->end + C->nend - ke, S->end + S->nend - ke, ke, -ke);
+  int cb = C->nbeg - kb, sb = S->nbeg - kb, ce = C->nend - ke, se = S->nend - ke;
+  if (kb || ke) {
+    c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
+    c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  }
+  Step paired = kb || ke ? PROGRESS : PENDING;
+  if (C->var == S->var) {
+    if (!sb && !se) return DONE;
+    solver_fail(s, c, "cyclic shape constraint: a row would contain itself (%s vs %s)", what(c->what1),
+                what(c->what2));
+    return FAIL;
+  }
+  /* Subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
+   * axes they could also reach (when both variables end up short): then wait. Same for
+   * the leftmost side. */
+  if ((se && cb) || (sb && ce)) return paired;
+  if (sb || se) return expand_rowvar(s, c, C->var, sb, se) ? PROGRESS : FAIL;
+  return paired; /* subr's variable is bounded above by cur */
+}
+
+/* Total_elems over three rows: solves the last unknown dimension when it is alone. */
+static Step simp_total(Solver *s, Constraint *c) {
+  long long prod = 1;
+  int nunknown = 0, nvars = 0;
+  DimNode *unknown = NULL;
+  for (int k = 0; k < 3; k++) {
+    Row *r = c->rows[k] = row_norm(s, c->rows[k]);
+    if (r->var) nvars++;
+    for (int pass = 0; pass < 2; pass++) {
+      int n = pass ? r->nend : r->nbeg;
+      DimNode **d = pass ? r->end : r->beg;
+      for (int i = 0; i < n; i++) {
+        int sz = dim_size(d[i]);
+        if (sz) prod *= sz;
+        else nunknown++, unknown = d[i];
+        if (prod > (1LL << 40)) prod = 1LL << 40;
+      }
+    }
+  }
+  if (nvars) return PENDING;
+  if (nunknown == 0) {
+    if (prod == c->k) return DONE;
+    solver_fail(s, c, "%s has %lld elements but its shape has %lld", what(c->what1), c->k, prod);
+    return FAIL;
+  }
+  if (nunknown > 1) return PENDING;
+  if (prod > 0 && c->k % prod == 0) return set_dim(s, c, unknown, (int)(c->k / prod), c->what1);
+  solver_fail(s, c, "%s has %lld elements, not a multiple of %lld", what(c->what1), c->k, prod);
+  return FAIL;
+}
+
+static Step simplify(Solver *s, Constraint *c) {
+  switch (c->kind) {
+  case C_DIM_EQ: return unify_dim(s, c, c->d1, c->d2);
+  case C_DIM_INEQ: return simp_dim_ineq(s, c);
+  case C_ROW_EQ: return simp_row_eq(s, c);
+  case C_ROW_INEQ: return simp_row_ineq(s, c);
+  case C_AT_LEAST: return simp_at_least(s, c);
+  case C_TOTAL: return simp_total(s, c);
+  case C_CONV: return simp_conv(s, c);
+  }
+  return PENDING;
+}
+
+/* ---------------------------------------------------------------- bounds */
+
+/* An index of the pending dim inequalities by their subr root: the edges "subr <= cur"
+ * between variables, rebuilt whenever bounds are queried (a snapshot). */
+static void bounds_index(Solver *s) {
+  int n = s->dims.len;
+  s->up_head = realloc(s->up_head, sizeof *s->up_head * (size_t)(n + 1));
+  s->up_mark = realloc(s->up_mark, sizeof *s->up_mark * (size_t)(n + 1));
+  s->up_memo = realloc(s->up_memo, sizeof *s->up_memo * (size_t)(n + 1));
+  for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
+  s->up_stamp = 0;
+  s->up_n = 0;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_DIM_INEQ) continue;
+    DimNode *sub = dim_find(c->d2);
+    if (sub->d) continue;
+    if (s->up_n == s->up_cap) {
+      s->up_cap = s->up_cap ? 2 * s->up_cap : 256;
+      s->up_next = realloc(s->up_next, sizeof *s->up_next * (size_t)s->up_cap);
+      s->up_to = realloc(s->up_to, sizeof *s->up_to * (size_t)s->up_cap);
+    }
+    s->up_to[s->up_n] = c->d1;
+    s->up_next[s->up_n] = s->up_head[sub->id];
+    s->up_head[sub->id] = s->up_n++;
+  }
+}
+
+static void bounds_free(Solver *s) {
+  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to), free(s->up_memo);
+  s->up_head = s->up_mark = s->up_next = s->up_memo = NULL;
+  s->up_to = NULL;
+  s->up_n = s->up_cap = 0;
+}
+
+/* The upper bound of an unknown dim root through the indexed inequalities (transitive):
+ * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
+ * *label receives the bound's label, if any. */
+static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
+  if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
+  s->up_mark[r->id] = s->up_stamp;
+  s->up_memo[r->id] = 0;
+  int lub = 0;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]);
+    int b;
+    if (cur->d) {
+      b = cur->d;
+      if (b > 1 && cur->label && label && !*label) *label = cur->label;
+    } else
+      b = dim_lub_rec(s, cur, label);
+    if (b == 0) continue;
+    if (lub == 0) lub = b;
+    else if (lub != b) lub = 1;
+  }
+  s->up_memo[r->id] = lub;
+  return lub;
+}
+
+/* One query; `fresh` forgets the memo of earlier queries (labels are only found on a
+ * fresh walk). */
+static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
+  if (label) *label = NULL;
+  DimNode *r = dim_find(d);
+  if (r->id >= s->dims.len || !s->up_head) return 0;
+  if (fresh) s->up_stamp++;
+  return dim_lub_rec(s, r, label);
+}
+
+static int dim_lub(Solver *s, DimNode *d, const char **label) { return dim_lub_q(s, d, label, true); }
+
+static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != k) continue;
+    if (dim_find(c->d1) == r || (k == C_CONV && (dim_find(c->d2) == r || dim_find(c->d3) == r))) return true;
+  }
+  return false;
+}
+
+/* Two different sizes above a variable force it to 1 (seed: only one LUB > 1). */
+static bool force_conflicting_bounds(Solver *s) {
+  bool progress = false;
+  bounds_index(s);
+  s->up_stamp++; /* one memo for the whole sweep: linear */
+  for (int i = 0; i < s->dims.len && !s->failed; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    if (d->parent || d->d || s->up_head[d->id] < 0) continue;
+    if (dim_lub_q(s, d, NULL, false) == 1) {
+      set_dim(s, NULL, d, 1, "two different broadcast targets");
+      progress = true;
+    }
+  }
+  return progress;
+}
+
+/* ---------------------------------------------------------------- fixpoint */
+
+/* A pending row inequality depends only on its (normalized) rows' variables, a dim
+ * inequality on its roots: if none was solved since, simplifying again is useless. */
+static bool unchanged(const Constraint *c) {
+  switch (c->kind) {
+  case C_ROW_INEQ:
+    return !(c->r1->var && c->r1->var->solved) && !(c->r2->var && c->r2->var->solved);
+  case C_DIM_INEQ: {
+    DimNode *a = dim_find(c->d1), *b = dim_find(c->d2);
+    return a == c->root1 && b == c->root2 && !a->d && !b->d;
+  }
+  default: return false;
+  }
+}
+
+static void compact(Solver *s) {
+  int j = 0;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (!c->done) s->cons.items[j++] = c;
+  }
+  s->cons.len = j;
+}
+
+bool solver_run(Solver *s) {
+  while (!s->failed) {
+    bool progress = false;
+    for (int i = 0; i < s->cons.len && !s->failed; i++) {
+      Constraint *c = VEC_AT(s->cons, Constraint, i);
+      if (c->done) continue;
+      if (++s->work > WORK_LIMIT) {
+        solver_fail(s, c, "shape inference does not converge (%s vs %s)", what(c->what1), what(c->what2));
+        break;
+      }
+      if (c->pending && unchanged(c)) continue;
+      Step r = simplify(s, c);
+      if (r == DONE) c->done = true;
+      if (r != PENDING) progress = true;
+      c->pending = r == PENDING;
+    }
+    if (s->failed) break;
+    compact(s);
+    if (!progress && !force_conflicting_bounds(s)) break;
+  }
+  return !s->failed;
+}
+
+/* ---------------------------------------------------------------- closing stages */
+
+static void fail_param(Solver *s, DimNode *d) {
+  if (s->failed) return;
+  s->failed = true;
+  Tensor *t = d->owner;
+  diag_error(s->diag, t->loc, "cannot infer a dimension of parameter '%s': nothing determines it%s%s",
+             t->name ? t->name : "?", d->origin.what ? " (" : "", d->origin.what ? d->origin.what : "");
+  if (d->origin.what && d->origin.what[0]) diag_note(s->diag, t->loc, "declare it, e.g. with o = [ ... ] or i = [ ... ]");
+}
+
+/* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
+ * what the program says (e.g. w3's output in LANGUAGE.md section 8, broadcast with
+ * moons_class's 1), not a guess. */
+static bool meets_one_rec(Solver *s, DimNode *r) {
+  if (r->meets_one) return true;
+  s->up_mark[r->id] = s->up_stamp;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]);
+    if (!cur->d && s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
+  }
+  return false;
+}
+
+static bool meets_one(Solver *s, DimNode *r) {
+  bounds_index(s);
+  s->up_stamp++;
+  return meets_one_rec(s, dim_find(r));
+}
+
+/* Sets an unknown dim root to 1 by default (parameters must be determined). */
+static void default_dim_one(Solver *s, DimNode *r) {
+  if (r->owner && r->owner->kind == TK_PARAM && !meets_one(s, r)) {
+    fail_param(s, r);
+    return;
+  }
+  set_dim(s, NULL, r, 1, NULL);
+}
+
+static bool is_total_carrier(Solver *s, RowVar *v) {
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (!c->done && c->kind == C_TOTAL && c->total_var) {
+      RowVar *t = c->total_var;
+      while (t && t->solved) t = t->solved->var;
+      if (t == v) return true;
+    }
+  }
+  return false;
+}
+
+/* Number of known axes of the least upper bound of row variable v: -1 when none. */
+static int row_lub_len_rec(Solver *s, RowVar *v, char *seen) {
+  int best = -1;
+  seen[v->id] = 1;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_ROW_INEQ) continue;
+    int ns, n;
+    if (row_peek(c->r2, &ns) != v || ns) continue;
+    RowVar *cv = row_peek(c->r1, &n);
+    if (n == 0 && cv) {
+      if (seen[cv->id]) continue;
+      n = row_lub_len_rec(s, cv, seen);
+      if (n < 0) continue;
+    } else if (n == 0)
+      continue;
+    if (best < 0 || n < best) best = n;
+  }
+  return best;
+}
+
+static int row_lub_len(Solver *s, RowVar *v) {
+  char *seen = calloc((size_t)s->rvars.len + 1, 1);
+  int n = row_lub_len_rec(s, v, seen);
+  free(seen);
+  return n;
+}
+
+static DimNode *root_or_null(DimNode *d) {
+  DimNode *r = dim_find(d);
+  return r->d ? NULL : r;
+}
+
+/* Stage 2: terminal dims with no upper bound and no other constraint become 1. */
+static bool stage2(Solver *s) {
+  PtrVec todo = {0};
+  bounds_index(s);
+  for (int i = 0; i < s->dims.len; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    DimNode *r = root_or_null(d);
+    if (!r || r != d || !r->terminal) continue;
+    if (dim_lub(s, r, NULL) || has_dim_constraint(s, r, C_AT_LEAST) || has_dim_constraint(s, r, C_CONV)) continue;
+    vec_push(s->a, &todo, r);
+  }
+  for (int i = 0; i < todo.len && !s->failed; i++)
+    if (root_or_null(VEC_AT(todo, DimNode, i))) default_dim_one(s, VEC_AT(todo, DimNode, i));
+  return todo.len > 0;
+}
+
+/* Stage 3: terminal dims and rows take their least upper bounds; rows without one
+ * get no further axes (except the carrier of a Total_elems constraint). */
+static bool stage3(Solver *s) {
+  bool changed = false;
+  int n = s->dims.len;
+  int *lub = calloc((size_t)n + 1, sizeof *lub);
+  const char **labels = calloc((size_t)n + 1, sizeof *labels);
+  bounds_index(s);
+  for (int i = 0; i < n; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub(s, d, &labels[i]);
+  }
+  for (int i = 0; i < n && !s->failed; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    if (!lub[i] || !root_or_null(d)) continue;
+    const char *label = lub[i] > 1 ? labels[i] : NULL;
+    set_dim(s, NULL, d, lub[i], NULL);
+    if (label && !dim_find(d)->label) dim_find(d)->label = label;
+    changed = true;
+  }
+  free(lub);
+  free(labels);
+  int nr = s->rvars.len;
+  for (int i = 0; i < nr && !s->failed; i++) {
+    RowVar *v = VEC_AT(s->rvars, RowVar, i);
+    if (v->solved || !v->terminal) continue;
+    int len = row_lub_len(s, v);
+    if (len < 0 && is_total_carrier(s, v)) continue;
+    if (len < 0) len = 0;
+    DimNode *dims[MAX_RANK];
+    for (int j = 0; j < len && j < MAX_RANK; j++) dims[j] = dim_for_rowvar(s, v);
+    v->solved = row_closed(s, len < MAX_RANK ? len : MAX_RANK, dims);
+    changed = true;
+  }
+  return changed;
+}
+
+/* Stage 4: dims read at fixed indices take their LUB, else the lower bound. */
+static bool stage4(Solver *s) {
+  bool changed = false;
+  for (int i = 0; i < s->cons.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_AT_LEAST) continue;
+    DimNode *r = root_or_null(c->d1);
+    if (!r) continue;
+    bounds_index(s);
+    int lub = dim_lub(s, r, NULL);
+    set_dim(s, c, r, lub > 1 && lub >= c->k ? lub : (int)c->k, "a fixed index");
+    changed = true;
+  }
+  return changed;
+}
+
+/* Stage 5: Total_elems with a still-unknown carrier row. */
+static bool stage5(Solver *s) {
+  bool changed = false;
+  for (int i = 0; i < s->cons.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
+    RowVar *v = row_norm(s, row_of_var(s, c->total_var))->var;
+    if (!v) continue;
+    long long prod = 1;
+    bool known = true;
+    for (int k = 0; k < 3; k++) {
+      Row *r = row_norm(s, c->rows[k]);
+      if (r->var && r->var != v) known = false;
+      for (int j = 0; j < r->nbeg; j++) prod *= dim_size(r->beg[j]);
+      for (int j = 0; j < r->nend; j++) prod *= dim_size(r->end[j]);
+    }
+    if (!known || prod <= 0) continue;
+    if (prod == c->k) set_row_empty(s, c, v);
+    else if (c->k % prod == 0) {
+      DimNode *d = dim_for_rowvar(s, v);
+      solve_rowvar(s, c, v, row_closed(s, 1, &d));
+      set_dim(s, c, d, (int)(c->k / prod), c->what1);
+    } else {
+      solver_fail(s, c, "%s has %lld elements, not a multiple of %lld", what(c->what1), c->k, prod);
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+/* Stage 6: row variables in remaining inequalities get no further axes. First those
+ * that only ever appear on the smaller (subr) side, which lets the larger sides grow to
+ * fit them, repeatedly; then all the others. */
+static bool stage6_pass(Solver *s, bool only_subr) {
+  char *on_cur = calloc((size_t)s->rvars.len + 1, 1);
+  PtrVec todo = {0};
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_ROW_INEQ) continue;
+    Row *r = row_norm(s, c->r1);
+    if (r->var) on_cur[r->var->id] = 1;
+  }
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_ROW_INEQ) continue;
+    for (int side = 0; side < 2; side++) {
+      Row *r = row_norm(s, side ? c->r2 : c->r1);
+      if (r->var && (!only_subr || (side == 1 && !on_cur[r->var->id]))) vec_push(s->a, &todo, c);
+    }
+  }
+  free(on_cur);
+  bool changed = false;
+  for (int i = 0; i < todo.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(todo, Constraint, i);
+    for (int side = 1; side >= 0; side--) {
+      if (only_subr && side == 0) continue;
+      Row *r = row_norm(s, side ? c->r2 : c->r1);
+      if (r->var && !r->var->solved) {
+        set_row_empty(s, c, r->var);
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+static bool stage6(Solver *s) {
+  bool changed = false;
+  for (int round = 0; round < 4 * MAX_RANK && stage6_pass(s, true); round++) {
+    changed = true;
+    if (!solver_run(s)) return true;
+  }
+  return stage6_pass(s, false) || changed;
+}
+
+/* Stage 7: everything left: dims 1, rows no further axes. */
+static bool stage7(Solver *s) {
+  bool changed = false;
+  for (int i = 0; i < s->rvars.len && !s->failed; i++) {
+    RowVar *v = VEC_AT(s->rvars, RowVar, i);
+    if (!v->solved) {
+      v->solved = row_closed(s, 0, NULL);
+      changed = true;
+    }
+  }
+  for (int i = 0; i < s->dims.len && !s->failed; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    if (!d->parent && !d->d) {
+      default_dim_one(s, d);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool solver_close(Solver *s) {
+  if (!solver_run(s)) return false;
+  stage2(s);
+  if (!solver_run(s)) return false;
+  for (int round = 0; round < 4 * MAX_RANK && stage3(s); round++)
+    if (!solver_run(s)) return false;
+  if (s->failed) return false;
+  bool (*later[])(Solver *) = {stage4, stage5, stage6, stage7};
+  for (size_t i = 0; i < sizeof later / sizeof *later; i++) {
+    later[i](s);
+    if (!solver_run(s)) return false;
+  }
+  /* A second sweep: stage 7 may have unlocked constraints that leave variables. */
+  stage7(s);
+  if (!solver_run(s)) return false;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (!c->done) {
+      solver_fail(s, c, "unsatisfiable shape constraint (%s vs %s)", what(c->what1), what(c->what2));
+      return false;
+    }
+  }
+  return true;
+}
+
+void solver_free(Solver *s) { bounds_free(s); }

@@ -1,0 +1,325 @@
+/* shape_logic.c: the constraints each operation contributes (seed shape-inference.md,
+ * "Deriving the constraints": get_inequalities, einsum_slot_spec_to_dims_bio), stage 1
+ * online in creation order, the closing stages, and Tensor.shape. */
+#include <stdint.h>
+#include <string.h>
+
+#include "infer.h"
+
+static const char *kind_name[3] = {"batch", "input", "output"};
+
+typedef Row *RowTriple[3];
+
+typedef struct Logic {
+  Solver *s;
+  Graph *g;
+  RowTriple *rows; /* per tensor id */
+} Logic;
+
+static const char *tname(Solver *s, const Tensor *t) {
+  if (t->name) return t->name;
+  return arena_printf(s->a, "the tensor created at %d:%d", t->loc.line, t->loc.col);
+}
+
+static const char *row_what(Solver *s, const Tensor *t, int kind) {
+  return arena_printf(s->a, "the %s row of %s", kind_name[kind], tname(s, t));
+}
+
+/* A tensor's three rows: declared rows are exact; parameters have no batch axes unless
+ * declared; everything else is a row variable (terminal for non-computed tensors). */
+static void tensor_rows(Logic *L, Tensor *t) {
+  Solver *s = L->s;
+  for (int k = 0; k < 3; k++) {
+    RowDecl *rd = &t->decl[k];
+    if (rd->given) {
+      DimNode **dims = ANEWN(s->a, DimNode *, rd->n + 1);
+      for (int i = 0; i < rd->n; i++) {
+        DimNode *d = dim_known(s, rd->dims[i].d, rd->dims[i].label);
+        d->origin.what = arena_printf(s->a, "%s axis %d of %s", kind_name[k], i, tname(s, t));
+        d->origin.loc = rd->loc.file ? rd->loc : t->loc;
+        d->origin.has_loc = true;
+        d->owner = t;
+        dims[i] = d;
+      }
+      L->rows[t->id][k] = row_closed(s, rd->n, dims);
+    } else if (k == KIND_BATCH && t->kind == TK_PARAM) {
+      L->rows[t->id][k] = row_closed(s, 0, NULL);
+    } else {
+      RowVar *v = row_var(s, k);
+      v->terminal = t->kind != TK_OP;
+      v->owner = t;
+      L->rows[t->id][k] = row_of_var(s, v);
+    }
+  }
+}
+
+static Row *trow(Logic *L, Tensor *t, int k) { return L->rows[t->id][k]; }
+
+/* cur >= subr for one kind of rows of two tensors. */
+static void ineq(Logic *L, UpdateStep *st, Tensor *cur, int kc, Tensor *sub, int ks) {
+  con_row_ineq(L->s, trow(L, cur, kc), trow(L, sub, ks), st, row_what(L->s, cur, kc), row_what(L->s, sub, ks));
+}
+
+static void pointwise(Logic *L, UpdateStep *st, Tensor *arg) {
+  for (int k = 0; k < 3; k++) ineq(L, st, st->lhs, k, arg, k);
+}
+
+static void compose(Logic *L, UpdateStep *st) {
+  Tensor *t = st->lhs, *a = st->rhs[0], *b = st->rhs[1];
+  ineq(L, st, t, KIND_BATCH, a, KIND_BATCH);
+  ineq(L, st, t, KIND_BATCH, b, KIND_BATCH);
+  ineq(L, st, t, KIND_INPUT, b, KIND_INPUT);
+  ineq(L, st, t, KIND_OUTPUT, a, KIND_OUTPUT);
+  ineq(L, st, a, KIND_INPUT, b, KIND_OUTPUT);
+}
+
+/* ---------------------------------------------------------------- einsum specs */
+
+typedef struct SpecEnv {
+  PtrVec names; /* const char*: axis variable names */
+  PtrVec dims;  /* DimNode*, parallel */
+  PtrVec rnames;
+  PtrVec rvars; /* RowVar*, parallel */
+} SpecEnv;
+
+static DimNode *spec_dim(Solver *s, SpecEnv *e, const char *name) {
+  for (int i = 0; i < e->names.len; i++)
+    if (!strcmp(VEC_AT(e->names, char, i), name)) return VEC_AT(e->dims, DimNode, i);
+  DimNode *d = dim_var(s);
+  d->origin.what = arena_printf(s->a, "einsum axis %s", name);
+  vec_push(s->a, &e->names, (void *)name);
+  vec_push(s->a, &e->dims, d);
+  return d;
+}
+
+static RowVar *spec_rowvar(Solver *s, SpecEnv *e, const char *name, int kind) {
+  for (int i = 0; i < e->rnames.len; i++)
+    if (!strcmp(VEC_AT(e->rnames, char, i), name)) return VEC_AT(e->rvars, RowVar, i);
+  RowVar *v = row_var(s, kind);
+  vec_push(s->a, &e->rnames, (void *)name);
+  vec_push(s->a, &e->rvars, v);
+  return v;
+}
+
+static int coef(SpecCoef c) { return c.value > 0 ? c.value : 1; }
+
+/* One spec axis as a dim. `generative`: a fixed 0 is simply a dimension-1 axis. */
+static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bool generative) {
+  Solver *s = L->s;
+  UpdateStep *st = info->step;
+  switch (ax->kind) {
+  case AX_VAR: return spec_dim(s, e, ax->name);
+  case AX_PLACEHOLDER: return dim_var(s);
+  case AX_FIXED: {
+    if (generative && ax->fixed == 0) return dim_known(s, 1, NULL);
+    DimNode *d = dim_var(s);
+    d->origin.what = arena_printf(s->a, "the fixed index %d", ax->fixed);
+    con_at_least(s, d, ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
+    vec_push(s->a, &info->fixed, d);
+    vec_push(s->a, &info->fixed_val, (void *)(intptr_t)ax->fixed);
+    return d;
+  }
+  case AX_AFFINE: {
+    DimNode *in = dim_var(s);
+    bool padded = ax->conv == CONV_PADDED || (ax->conv == CONV_SCOPE && st->use_padding);
+    DimNode *out = spec_dim(s, e, ax->name);
+    /* `2*o` and `o+1` have no kernel: a kernel of size 1 */
+    DimNode *ker = ax->kernel ? spec_dim(s, e, ax->kernel) : dim_known(s, 1, NULL);
+    padded = padded || ax->conv == CONV_NONE;
+    const char *w = arena_printf(s->a, "convolution axis %s%s%s in \"%s\"", ax->name, padded ? "=+" : "<+",
+                                 ax->kernel ? ax->kernel : "", st->spec->text);
+    in->origin.what = w;
+    Constraint *c = con_conv(s, in, out, ker, coef(ax->stride), coef(ax->dilation), padded, st, w);
+    c->k = ax->offset;
+    vec_push(s->a, &info->affine, c);
+    return in;
+  }
+  }
+  return dim_var(s);
+}
+
+static Row *spec_row(Logic *L, SpecEnv *e, StepInfo *info, SpecRow *sr, int kind, bool generative) {
+  Solver *s = L->s;
+  DimNode **beg = ANEWN(s->a, DimNode *, sr->left.len + 1);
+  DimNode **end = ANEWN(s->a, DimNode *, sr->right.len + 1);
+  for (int i = 0; i < sr->left.len; i++) beg[i] = spec_axis(L, e, info, VEC_AT(sr->left, SpecAxis, i), generative);
+  for (int i = 0; i < sr->right.len; i++) end[i] = spec_axis(L, e, info, VEC_AT(sr->right, SpecAxis, i), generative);
+  if (!sr->rowvar) return row_closed(s, sr->left.len, beg);
+  RowVar *v = spec_rowvar(s, e, sr->rowvar, kind);
+  return row_open(s, sr->left.len, beg, v, sr->right.len, end);
+}
+
+static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
+  Solver *s = L->s;
+  const Spec *sp = st->spec;
+  SpecEnv e = {0};
+  int nargs = sp->nargs < st->nrhs ? sp->nargs : st->nrhs;
+  for (int j = 0; j < nargs; j++)
+    for (int k = 0; k < 3; k++) {
+      Row *r = spec_row(L, &e, info, spec_slot_row(sp->args[j], k), k, false);
+      Tensor *arg = st->rhs[j];
+      con_row_ineq(s, r, trow(L, arg, k), st,
+                   arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text),
+                   row_what(s, arg, k));
+    }
+  for (int k = 0; k < 3; k++) {
+    bool generative = !st->lhs->decl[k].given;
+    Row *r = spec_row(L, &e, info, spec_slot_row(sp->result, k), k, generative);
+    con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
+                 arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
+  }
+}
+
+/* ---------------------------------------------------------------- other logics */
+
+static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
+  Solver *s = L->s;
+  Tensor *t = st->lhs, *a = st->rhs[0];
+  for (int k = KIND_INPUT; k <= KIND_OUTPUT; k++)
+    con_row_eq(s, trow(L, t, k), trow(L, a, k), st, row_what(s, t, k), row_what(s, a, k));
+  DimNode *sl = dim_var(s);
+  sl->origin.what = arena_printf(s->a, "the batch axis sliced by %s", st->sym ? st->sym->name : "@|");
+  info->slice = sl;
+  Row *lb = row_norm(s, trow(L, t, KIND_BATCH));
+  Row *with = lb->var ? row_open(s, 0, NULL, lb->var, 0, NULL) : NULL;
+  if (lb->var) { /* [sl] ++ beg ++ var ++ end */
+    DimNode **beg = ANEWN(s->a, DimNode *, lb->nbeg + 1);
+    beg[0] = sl;
+    for (int i = 0; i < lb->nbeg; i++) beg[i + 1] = lb->beg[i];
+    with = row_open(s, lb->nbeg + 1, beg, lb->var, lb->nend, lb->end);
+  } else {
+    DimNode **all = ANEWN(s->a, DimNode *, lb->nend + 1);
+    all[0] = sl;
+    for (int i = 0; i < lb->nend; i++) all[i + 1] = lb->end[i];
+    with = row_closed(s, lb->nend + 1, all);
+  }
+  con_row_eq(s, trow(L, a, KIND_BATCH), with, st, row_what(s, a, KIND_BATCH),
+             arena_printf(s->a, "the batch row of %s with the sliced axis", tname(s, t)));
+}
+
+static void terminal(Logic *L, UpdateStep *st) {
+  Tensor *t = st->lhs;
+  long long n = t->init.kind == INIT_VALUES ? t->init.nvalues : t->init.kind == INIT_FILE ? t->init.file_elems : -1;
+  if (n < 0 || (t->decl[0].given && t->decl[1].given && t->decl[2].given)) return;
+  Row *rows[3];
+  RowVar *carrier = NULL;
+  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
+  for (int k = 0; k < 3; k++) rows[k] = trow(L, t, k);
+  for (int i = 0; i < 3 && !carrier; i++) carrier = rows[order[i]]->var;
+  con_total(L->s, rows, carrier, n, st,
+            arena_printf(L->s->a, "%s (%s)", tname(L->s, t), t->init.kind == INIT_FILE ? t->init.path : "literal"));
+}
+
+static void step_constraints(Logic *L, UpdateStep *st, StepInfo *info) {
+  switch (st->kind) {
+  case LOGIC_TERMINAL: terminal(L, st); break;
+  case LOGIC_POINTWISE_UN:
+  case LOGIC_POINTWISE_BIN:
+  case LOGIC_POINTWISE_TERN:
+    for (int j = 0; j < st->nrhs; j++) pointwise(L, st, st->rhs[j]);
+    break;
+  case LOGIC_COMPOSE: compose(L, st); break;
+  case LOGIC_COMPOSE_TERN:
+    compose(L, st);
+    if (st->nrhs > 2) pointwise(L, st, st->rhs[2]);
+    break;
+  case LOGIC_TRANSPOSE:
+    ineq(L, st, st->lhs, KIND_BATCH, st->rhs[0], KIND_BATCH);
+    ineq(L, st, st->lhs, KIND_INPUT, st->rhs[0], KIND_OUTPUT);
+    ineq(L, st, st->lhs, KIND_OUTPUT, st->rhs[0], KIND_INPUT);
+    break;
+  case LOGIC_PERMUTE:
+  case LOGIC_EINSUM:
+    if (st->spec) einsum(L, st, info);
+    else for (int j = 0; j < st->nrhs; j++) pointwise(L, st, st->rhs[j]);
+    break;
+  case LOGIC_BATCH_SLICE: batch_slice(L, st, info); break;
+  }
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static bool check_slices(Solver *s, Graph *g) {
+  for (int i = 0; i < s->ninfos; i++) {
+    StepInfo *in = s->infos[i];
+    if (!in || !in->slice || !in->step->sym || in->step->sym->range <= 0) continue;
+    int d = dim_size(in->slice);
+    IndexSym *sym = in->step->sym;
+    if (d != sym->range) {
+      s->failed = true;
+      diag_error(s->diag, in->step->loc,
+                 "index symbol '%s' has range %d but the sliced leftmost batch axis of %s has dimension %d", sym->name,
+                 sym->range, tname(s, in->step->rhs[0]), d);
+      if (sym->loc.file) diag_note(s->diag, sym->loc, "'%s' declared here", sym->name);
+      return false;
+    }
+  }
+  (void)g;
+  return true;
+}
+
+/* Builds and solves every constraint of g into s (which the caller initialized). */
+bool infer_solve(Solver *s, Graph *g) {
+  Logic L = {s, g, ANEWN(s->a, RowTriple, g->tensors.len + 1)};
+  int nsteps = 0;
+  for (int i = 0; i < g->steps.len; i++) {
+    int id = VEC_AT(g->steps, UpdateStep, i)->id;
+    if (id + 1 > nsteps) nsteps = id + 1;
+  }
+  s->ninfos = nsteps;
+  s->infos = ANEWN(s->a, StepInfo *, nsteps + 1);
+  for (int i = 0; i < g->tensors.len; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    if (t->id < 0 || t->id >= g->tensors.len) {
+      diag_error(s->diag, t->loc, "internal error: tensor id %d out of range", t->id);
+      return false;
+    }
+    tensor_rows(&L, t);
+  }
+  for (int i = 0; i < g->steps.len; i++) {
+    UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
+    StepInfo *info = ANEW(s->a, StepInfo);
+    info->step = st;
+    if (st->id >= 0) s->infos[st->id] = info;
+    info->slot_row[0][0] = trow(&L, st->lhs, 0);
+    for (int k = 0; k < 3; k++) {
+      info->slot_row[0][k] = trow(&L, st->lhs, k);
+      for (int j = 0; j < st->nrhs && j < 3; j++) info->slot_row[j + 1][k] = trow(&L, st->rhs[j], k);
+    }
+    step_constraints(&L, st, info);
+    if (!solver_run(s)) return false; /* stage 1: online, in creation order */
+  }
+  if (!solver_close(s)) return false;
+  return check_slices(s, g);
+}
+
+static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
+  t->shape.solved = true;
+  for (int k = 0; k < 3; k++) {
+    Row *r = row_norm(s, rows[k]);
+    int n = row_len(r);
+    t->shape.n[k] = n;
+    t->shape.dims[k] = ANEWN(s->a, DimDecl, n + 1);
+    for (int i = 0; i < n; i++) {
+      DimNode *d = dim_find(i < r->nbeg ? r->beg[i] : r->end[i - r->nbeg]);
+      t->shape.dims[k][i].d = d->d;
+      t->shape.dims[k][i].label = d->label;
+    }
+  }
+}
+
+bool infer_shapes(Ctx *c, Graph *g) {
+  Solver s;
+  solver_init(&s, &c->arena, &c->diag);
+  bool ok = infer_solve(&s, g);
+  solver_free(&s);
+  if (!ok) return false;
+  for (int i = 0; i < g->steps.len; i++) {
+    UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
+    StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;
+    if (!in) continue;
+    fill_shape(&s, st->lhs, in->slot_row[0]);
+    for (int j = 0; j < st->nrhs && j < 3; j++) fill_shape(&s, st->rhs[j], in->slot_row[j + 1]);
+  }
+  return true;
+}

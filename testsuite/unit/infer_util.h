@@ -1,0 +1,153 @@
+/* infer_util.h: builds Graphs by hand for shape/projection inference unit tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "infer.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                          \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      failures++;                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);    \
+      fprintf(stderr, __VA_ARGS__);                                               \
+      fputc('\n', stderr);                                                        \
+    }                                                                             \
+  } while (0)
+
+typedef struct TB {
+  Ctx ctx;
+  Graph *g;
+  char *errbuf;
+  size_t errlen;
+  FILE *errf;
+  int line;
+} TB;
+
+static inline void tb_init(TB *b) {
+  memset(b, 0, sizeof *b);
+  b->errf = open_memstream(&b->errbuf, &b->errlen);
+  diag_init(&b->ctx.diag, b->errf);
+  b->g = ANEW(&b->ctx.arena, Graph);
+}
+
+static inline void tb_free(TB *b) {
+  fclose(b->errf);
+  free(b->errbuf);
+  arena_free(&b->ctx.arena);
+}
+
+static inline const char *tb_errors(TB *b) {
+  fflush(b->errf);
+  return b->errbuf ? b->errbuf : "";
+}
+
+static inline Loc tb_loc(TB *b) {
+  Loc l = {NULL, ++b->line, 1};
+  return l;
+}
+
+/* "2,rgb=3" -> a declared row; NULL -> undeclared. */
+static inline void tb_row(TB *b, RowDecl *rd, const char *s) {
+  if (!s) return;
+  rd->given = true;
+  rd->dims = ANEWN(&b->ctx.arena, DimDecl, 16);
+  while (*s) {
+    const char *eq = strchr(s, '='), *comma = strchr(s, ',');
+    if (!comma) comma = s + strlen(s);
+    if (eq && eq < comma) {
+      rd->dims[rd->n].label = arena_strndup(&b->ctx.arena, s, (size_t)(eq - s));
+      s = eq + 1;
+    }
+    rd->dims[rd->n++].d = atoi(s);
+    s = *comma ? comma + 1 : comma;
+  }
+}
+
+static inline UpdateStep *tb_step_raw(TB *b, LogicKind k, Tensor *lhs) {
+  UpdateStep *st = ANEW(&b->ctx.arena, UpdateStep);
+  st->id = b->g->steps.len;
+  st->kind = k;
+  st->lhs = lhs;
+  st->loc = tb_loc(b);
+  vec_push(&b->ctx.arena, &b->g->steps, st);
+  return st;
+}
+
+static inline Tensor *tb_new(TB *b, const char *name, TensorKind kind) {
+  Tensor *t = ANEW(&b->ctx.arena, Tensor);
+  t->id = b->g->tensors.len;
+  t->name = name;
+  t->kind = kind;
+  t->loc = tb_loc(b);
+  vec_push(&b->ctx.arena, &b->g->tensors, t);
+  if (name) {
+    NamedTensor *nt = ANEW(&b->ctx.arena, NamedTensor);
+    nt->name = name;
+    nt->t = t;
+    vec_push(&b->ctx.arena, &b->g->names, nt);
+  }
+  return t;
+}
+
+/* A terminal tensor with declared rows (NULL = undeclared). */
+static inline Tensor *tb_term(TB *b, const char *name, TensorKind kind, const char *batch, const char *input,
+                       const char *output) {
+  Tensor *t = tb_new(b, name, kind);
+  tb_row(b, &t->decl[KIND_BATCH], batch);
+  tb_row(b, &t->decl[KIND_INPUT], input);
+  tb_row(b, &t->decl[KIND_OUTPUT], output);
+  t->step = tb_step_raw(b, LOGIC_TERMINAL, t);
+  return t;
+}
+
+/* A constant with every row declared ("" = no axes). */
+static inline Tensor *tb_const(TB *b, const char *name, const char *batch, const char *input, const char *output) {
+  return tb_term(b, name, TK_CONST, batch, input, output);
+}
+
+static inline Spec *tb_spec(Arena *a, const char *text) {
+  int col;
+  const char *msg;
+  Spec *sp = spec_parse(a, text, &col, &msg);
+  if (!sp) {
+    fprintf(stderr, "bad spec \"%s\" at %d: %s\n", text, col, msg);
+    exit(2);
+  }
+  return sp;
+}
+
+/* A computed tensor: lhs = op(rhs...), spec may be NULL. */
+static inline Tensor *tb_op(TB *b, const char *name, LogicKind k, const char *spec, Tensor *r1, Tensor *r2, Tensor *r3) {
+  Tensor *t = tb_new(b, name, TK_OP);
+  UpdateStep *st = tb_step_raw(b, k, t);
+  st->rhs[0] = r1, st->rhs[1] = r2, st->rhs[2] = r3;
+  st->nrhs = r3 ? 3 : r2 ? 2 : 1;
+  if (spec) st->spec = tb_spec(&b->ctx.arena, spec);
+  t->step = st;
+  return t;
+}
+
+/* The shape of t as --dump-shapes prints it. */
+static inline const char *tb_shape(TB *b, Tensor *t) {
+  Graph one = {0};
+  NamedTensor nt = {"x", t};
+  vec_push(&b->ctx.arena, &one.names, &nt);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  dump_shapes(m, &one, false);
+  fclose(m);
+  char *r = arena_strdup(&b->ctx.arena, buf + 3);
+  free(buf);
+  r[strlen(r) - 1] = 0;
+  return r;
+}
+
+#define CHECK_SHAPE(b, t, want)                                                     \
+  do {                                                                              \
+    const char *got_ = tb_shape((b), (t));                                          \
+    CHECK(!strcmp(got_, (want)), "%s: got '%s', want '%s'", (t)->name, got_, want); \
+  } while (0)

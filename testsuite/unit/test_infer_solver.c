@@ -1,0 +1,331 @@
+/* The constraint solver alone: closing stages, LUBs, Total_elems, convolution sizes,
+ * order independence over many permutations, and termination on random systems. */
+#include "infer_util.h"
+
+/* A tiny xorshift generator: deterministic across runs. */
+static unsigned long long rng = 88172645463325252ULL;
+static unsigned rnd(unsigned n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (unsigned)(rng % n);
+}
+
+typedef struct Sys {
+  Arena arena;
+  Diag diag;
+  FILE *errf;
+  char *errbuf;
+  size_t errlen;
+  Solver s;
+} Sys;
+
+static void sys_init(Sys *y) {
+  memset(y, 0, sizeof *y);
+  y->errf = open_memstream(&y->errbuf, &y->errlen);
+  diag_init(&y->diag, y->errf);
+  solver_init(&y->s, &y->arena, &y->diag);
+}
+
+static void sys_free(Sys *y) {
+  solver_free(&y->s);
+  fclose(y->errf);
+  free(y->errbuf);
+  arena_free(&y->arena);
+}
+
+static Row *known_row(Solver *s, int n, const int *d) {
+  DimNode *dims[16];
+  for (int i = 0; i < n; i++) dims[i] = dim_known(s, d[i], NULL);
+  return row_closed(s, n, dims);
+}
+
+static Row *var_row(Solver *s, bool terminal) {
+  RowVar *v = row_var(s, KIND_OUTPUT);
+  v->terminal = terminal;
+  return row_of_var(s, v);
+}
+
+/* "3,4" / "[r]" style rendering of a solved row. */
+static void row_str(Solver *s, Row *r, char *buf, size_t cap) {
+  Row *n = row_norm(s, r);
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < row_len(n) && len + 16 < cap; i++) {
+    DimNode *d = i < n->nbeg ? n->beg[i] : n->end[i - n->nbeg];
+    len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", dim_size(d));
+  }
+  if (n->var) snprintf(buf + len, cap - len, "%s..", len ? "," : "");
+}
+
+static void lubs(void) {
+  Sys y;
+  /* a terminal variable below 3 closes to 3 */
+  sys_init(&y);
+  Solver *s = &y.s;
+  DimNode *v = dim_var(s);
+  v->terminal = true;
+  con_dim_ineq(s, dim_known(s, 3, NULL), v, NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 3, "terminal LUB: %d", dim_size(v));
+  sys_free(&y);
+  /* below 3 and below 4: only 1 fits both */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  v->terminal = true;
+  DimNode *w = dim_var(s);
+  con_dim_ineq(s, w, v, NULL, NULL, NULL);
+  con_dim_ineq(s, dim_known(s, 3, NULL), w, NULL, NULL, NULL);
+  con_dim_ineq(s, dim_known(s, 4, NULL), v, NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 1, "conflicting bounds: %d", dim_size(v));
+  CHECK(dim_size(w) == 1, "w: %d", dim_size(w));
+  sys_free(&y);
+  /* a non-terminal variable with only an upper bound closes to 1 (stage 7) */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  con_dim_ineq(s, dim_known(s, 3, NULL), v, NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 1, "non-terminal: %d", dim_size(v));
+  sys_free(&y);
+  /* a transitive row LUB: r <= q <= [5 | ..]; r terminal closes to one axis of 5 */
+  sys_init(&y);
+  s = &y.s;
+  Row *r = var_row(s, true), *q = var_row(s, false), *top = var_row(s, false);
+  con_row_ineq(s, q, r, NULL, NULL, NULL);
+  con_row_ineq(s, top, q, NULL, NULL, NULL);
+  int five[] = {5};
+  con_row_ineq(s, top, known_row(s, 1, five), NULL, NULL, NULL);
+  char buf[128];
+  CHECK(solver_close(s), "%s", y.errbuf ? y.errbuf : "");
+  row_str(s, r, buf, sizeof buf);
+  CHECK(!strcmp(buf, "5"), "row LUB: %s", buf);
+  sys_free(&y);
+  /* At_least: a fixed index 2 with nothing else gives exactly 3 (stage 4) */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  con_at_least(s, v, 3, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 3, "at least: %d", dim_size(v));
+  sys_free(&y);
+}
+
+static void totals(void) {
+  Sys y;
+  sys_init(&y);
+  Solver *s = &y.s;
+  int three[] = {3};
+  Row *rows[3] = {var_row(s, true), row_closed(s, 0, NULL), known_row(s, 1, three)};
+  con_total(s, rows, rows[0]->var, 12, NULL, "file");
+  char buf[128];
+  CHECK(solver_close(s), "%s", y.errbuf);
+  row_str(s, rows[0], buf, sizeof buf);
+  CHECK(!strcmp(buf, "4"), "total 12 over 3: batch %s", buf);
+  sys_free(&y);
+
+  sys_init(&y);
+  s = &y.s;
+  Row *r2[3] = {var_row(s, true), row_closed(s, 0, NULL), known_row(s, 1, three)};
+  con_total(s, r2, r2[0]->var, 3, NULL, "file");
+  CHECK(solver_close(s), "%s", y.errbuf);
+  row_str(s, r2[0], buf, sizeof buf);
+  CHECK(!strcmp(buf, ""), "total 3 over 3: batch '%s'", buf);
+  sys_free(&y);
+
+  sys_init(&y);
+  s = &y.s;
+  DimNode *u = dim_var(s);
+  Row *r3[3] = {row_closed(s, 0, NULL), row_closed(s, 0, NULL), row_closed(s, 1, &u)};
+  con_total(s, r3, NULL, 7, NULL, "file");
+  CHECK(solver_close(s) && dim_size(u) == 7, "total solves the last dim: %d", dim_size(u));
+  sys_free(&y);
+
+  sys_init(&y);
+  s = &y.s;
+  Row *r4[3] = {row_closed(s, 0, NULL), row_closed(s, 0, NULL), known_row(s, 1, three)};
+  con_total(s, r4, NULL, 7, NULL, "file");
+  CHECK(!solver_close(s), "7 elements in a 3-shape must fail");
+  sys_free(&y);
+}
+
+/* in, out, kernel sizes (0 = unknown); expects the solved triple or failure. */
+static void conv1(bool padded, int stride, int dil, int in, int out, int ker, int win, int wout, int wker, bool ok) {
+  Sys y;
+  sys_init(&y);
+  Solver *s = &y.s;
+  DimNode *a = in ? dim_known(s, in, NULL) : dim_var(s);
+  DimNode *b = out ? dim_known(s, out, NULL) : dim_var(s);
+  DimNode *k = ker ? dim_known(s, ker, NULL) : dim_var(s);
+  con_conv(s, a, b, k, stride, dil, padded, NULL, "conv");
+  bool r = solver_run(s);
+  CHECK(r == ok, "conv %s s=%d d=%d %d,%d,%d: %s", padded ? "padded" : "valid", stride, dil, in, out, ker,
+        y.errbuf ? y.errbuf : "");
+  if (r && ok)
+    CHECK(dim_size(a) == win && dim_size(b) == wout && dim_size(k) == wker, "conv solved %d,%d,%d want %d,%d,%d",
+          dim_size(a), dim_size(b), dim_size(k), win, wout, wker);
+  sys_free(&y);
+}
+
+static void convs(void) {
+  conv1(false, 1, 1, 6, 0, 3, 6, 4, 3, true);  /* 6 = (o-1) + 3 */
+  conv1(false, 1, 2, 7, 0, 3, 7, 3, 3, true);  /* dilation 2 */
+  conv1(false, 2, 1, 9, 0, 3, 9, 4, 3, true);  /* stride 2 */
+  conv1(false, 2, 1, 4, 0, 2, 4, 2, 2, true);  /* the seed's 4x4 example */
+  conv1(false, 2, 1, 5, 0, 2, 0, 0, 0, false); /* 5 = 2*(o-1) + 2 has no solution */
+  conv1(false, 1, 1, 2, 0, 3, 0, 0, 0, false); /* kernel larger than the input */
+  conv1(false, 1, 1, 0, 4, 3, 6, 4, 3, true);  /* input from output and kernel */
+  conv1(false, 1, 1, 6, 4, 0, 6, 4, 3, true);  /* kernel from input and output */
+  conv1(true, 1, 1, 5, 0, 3, 5, 5, 3, true);   /* padded: same size */
+  conv1(true, 2, 1, 8, 0, 3, 8, 4, 3, true);   /* padded, stride 2 */
+  conv1(true, 2, 1, 0, 3, 3, 6, 3, 3, true);
+  conv1(true, 2, 1, 7, 0, 3, 0, 0, 0, false);  /* 7 is not 2*o */
+}
+
+/* ---- order independence: a fixed system, many permutations of its constraints */
+
+enum { NT = 8 };
+typedef struct PItem { int kind; int a, b, ka, kb; } PItem; /* row ineq/eq between tensor rows */
+
+static void render(Solver *s, Row *rows[NT][3], char *out, size_t cap) {
+  size_t len = 0;
+  for (int t = 0; t < NT; t++)
+    for (int k = 0; k < 3; k++) {
+      char buf[128];
+      row_str(s, rows[t][k], buf, sizeof buf);
+      len += (size_t)snprintf(out + len, cap - len, "%s%s", buf, k == 2 ? ";" : "|");
+    }
+}
+
+/* tensors: 0 x (5|->2) 1 target (5|->3) 2 b1 (param, o=8) 3 w1 (param) 4 w1*x
+ *          5 h = b1 + 4 6 w2 (param) 7 out = w2 * h (and out - target through 7 >= 1) */
+static void build_rows(Solver *s, Row *rows[NT][3]) {
+  int five[] = {5}, two[] = {2}, three[] = {3}, eight[] = {8};
+  rows[0][0] = known_row(s, 1, five), rows[0][1] = row_closed(s, 0, NULL), rows[0][2] = known_row(s, 1, two);
+  rows[1][0] = known_row(s, 1, five), rows[1][1] = row_closed(s, 0, NULL), rows[1][2] = known_row(s, 1, three);
+  rows[2][0] = row_closed(s, 0, NULL), rows[2][1] = var_row(s, true), rows[2][2] = known_row(s, 1, eight);
+  rows[3][0] = row_closed(s, 0, NULL), rows[3][1] = var_row(s, true), rows[3][2] = var_row(s, true);
+  rows[6][0] = row_closed(s, 0, NULL), rows[6][1] = var_row(s, true), rows[6][2] = var_row(s, true);
+  for (int t = 4; t < NT; t++)
+    if (t != 6)
+      for (int k = 0; k < 3; k++) rows[t][k] = var_row(s, false);
+}
+
+static const PItem items[] = {
+    /* 4 = w1 * x */
+    {0, 4, 3, 0, 0}, {0, 4, 0, 0, 0}, {0, 4, 0, 1, 1}, {0, 4, 3, 2, 2}, {0, 3, 0, 1, 2},
+    /* 5 = b1 + 4 */
+    {0, 5, 2, 0, 0}, {0, 5, 2, 1, 1}, {0, 5, 2, 2, 2}, {0, 5, 4, 0, 0}, {0, 5, 4, 1, 1}, {0, 5, 4, 2, 2},
+    /* 7 = w2 * 5 */
+    {0, 7, 6, 0, 0}, {0, 7, 5, 0, 0}, {0, 7, 5, 1, 1}, {0, 7, 6, 2, 2}, {0, 6, 5, 1, 2},
+    /* 7 >= target (as if a %cd step wrote out - target into out) */
+    {0, 7, 1, 0, 0}, {0, 7, 1, 1, 1}, {0, 7, 1, 2, 2},
+};
+enum { NITEMS = sizeof items / sizeof *items };
+
+static bool solve_perm(const int *perm, bool online, char *out, size_t cap) {
+  Sys y;
+  sys_init(&y);
+  Solver *s = &y.s;
+  Row *rows[NT][3];
+  build_rows(s, rows);
+  for (int i = 0; i < NITEMS; i++) {
+    const PItem *it = &items[perm[i]];
+    con_row_ineq(s, rows[it->a][it->ka], rows[it->b][it->kb], NULL, "cur", "subr");
+    if (online) solver_run(s);
+  }
+  bool ok = solver_close(s);
+  if (ok) render(s, rows, out, cap);
+  else snprintf(out, cap, "error: %s", y.errbuf ? y.errbuf : "");
+  sys_free(&y);
+  return ok;
+}
+
+static void order_independence(void) {
+  int perm[NITEMS];
+  for (int i = 0; i < NITEMS; i++) perm[i] = i;
+  char want[2048], got[2048];
+  CHECK(solve_perm(perm, true, want, sizeof want), "%s", want);
+  CHECK(strstr(want, "|2|8;") != NULL, "w1 should be 2->8: %s", want); /* w1 = tensor 3 */
+  for (int round = 0; round < 300; round++) {
+    for (int i = NITEMS - 1; i > 0; i--) {
+      int j = (int)rnd((unsigned)i + 1), t = perm[i];
+      perm[i] = perm[j], perm[j] = t;
+    }
+    solve_perm(perm, round & 1, got, sizeof got);
+    CHECK(!strcmp(got, want), "permutation %d gives\n  %s\nnot\n  %s", round, got, want);
+  }
+}
+
+/* ---- termination on random systems */
+
+static Row *random_row(Solver *s, DimNode **pool, int npool, RowVar **rpool, int nrpool) {
+  DimNode *beg[4], *end[4];
+  int nb = (int)rnd(3), ne = (int)rnd(4);
+  for (int i = 0; i < nb; i++) beg[i] = pool[rnd((unsigned)npool)];
+  for (int i = 0; i < ne; i++) end[i] = pool[rnd((unsigned)npool)];
+  if (rnd(3) == 0) return row_open(s, 0, NULL, NULL, ne, end);
+  return row_open(s, nb, beg, rpool[rnd((unsigned)nrpool)], ne, end);
+}
+
+static void random_systems(void) {
+  int nok = 0;
+  for (int round = 0; round < 3000; round++) {
+    Sys y;
+    sys_init(&y);
+    Solver *s = &y.s;
+    DimNode *pool[12];
+    RowVar *rpool[5];
+    int npool = 3 + (int)rnd(9), nr = 1 + (int)rnd(5);
+    for (int i = 0; i < npool; i++) {
+      pool[i] = rnd(2) ? dim_var(s) : dim_known(s, 1 + (int)rnd(4), rnd(5) == 0 ? "l" : NULL);
+      pool[i]->terminal = rnd(2);
+    }
+    for (int i = 0; i < nr; i++) {
+      rpool[i] = row_var(s, (int)rnd(3));
+      rpool[i]->terminal = rnd(2);
+    }
+    int ncons = 1 + (int)rnd(12);
+    for (int i = 0; i < ncons; i++) {
+      switch (rnd(7)) {
+      case 0: con_dim_eq(s, pool[rnd((unsigned)npool)], pool[rnd((unsigned)npool)], NULL, NULL, NULL); break;
+      case 1: con_dim_ineq(s, pool[rnd((unsigned)npool)], pool[rnd((unsigned)npool)], NULL, NULL, NULL); break;
+      case 2:
+        con_row_eq(s, random_row(s, pool, npool, rpool, nr), random_row(s, pool, npool, rpool, nr), NULL, NULL, NULL);
+        break;
+      case 3:
+      case 4:
+        con_row_ineq(s, random_row(s, pool, npool, rpool, nr), random_row(s, pool, npool, rpool, nr), NULL, NULL,
+                     NULL);
+        break;
+      case 5:
+        con_conv(s, pool[rnd((unsigned)npool)], pool[rnd((unsigned)npool)], pool[rnd((unsigned)npool)],
+                 1 + (int)rnd(2), 1 + (int)rnd(2), rnd(2), NULL, "conv");
+        break;
+      default: {
+        Row *rows[3] = {random_row(s, pool, npool, rpool, nr), random_row(s, pool, npool, rpool, nr),
+                        random_row(s, pool, npool, rpool, nr)};
+        if (rnd(2)) con_at_least(s, pool[rnd((unsigned)npool)], 1 + (int)rnd(4), NULL, NULL);
+        else con_total(s, rows, rows[0]->var, 1 + (int)rnd(24), NULL, "total");
+      }
+      }
+    }
+    bool ok = solver_close(s);
+    nok += ok;
+    if (ok) /* a success leaves no variable behind */
+      for (int i = 0; i < s->dims.len; i++) {
+        DimNode *d = VEC_AT(s->dims, DimNode, i);
+        CHECK(dim_size(d) > 0, "round %d: dim %d unsolved after a successful close", round, i);
+      }
+    sys_free(&y);
+  }
+  printf("random systems: %d of 3000 satisfiable\n", nok);
+  CHECK(nok > 100 && nok < 2900, "the generator should give both outcomes: %d", nok);
+}
+
+int main(void) {
+  lubs();
+  totals();
+  convs();
+  order_independence();
+  random_systems();
+  if (failures) fprintf(stderr, "%d checks failed\n", failures);
+  else printf("all checks passed\n");
+  return failures != 0;
+}
