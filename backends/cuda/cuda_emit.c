@@ -297,7 +297,8 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
     indent(e, ind);
     if (s == e->to_acc) {
       fputs("acc = ", o);
-      c_accum(e, s->accum, f32, "acc", s->val, NULL);
+      if (s->accum == OP_ARG2) c_expr(e, s->val, f32);
+      else c_accum(e, s->accum, f32, "acc", s->val, NULL);
       fputs(";\n", o);
       break;
     }
@@ -430,13 +431,11 @@ static bool expr_loads(const IrExpr *x, int buf) {
   return false;
 }
 
-/* A reduction that may be split across threads: the nest's only store, accumulated by
- * add, max or min, into a cell chosen by the parallel loops alone, with a value that
- * does not read the destination. Sets *red to the number of reduced points. */
-static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
+/* The nest's only store, when its cell depends on the parallel loops alone and its value
+ * does not read the destination: the thread can accumulate in a register and store once. */
+static const Stmt *register_store(const PtrVec *stores, const Stmt **chain, int n, const int *par) {
   if (stores->len != 1 || !stores->items[0]) return NULL;
   const Stmt *s = stores->items[0];
-  if (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN) return NULL;
   if (expr_loads(s->val, s->dst.buf)) return NULL;
   for (int k = 0; k < s->dst.flat.n; k++) {
     int v = s->dst.flat.t[k].var;
@@ -445,6 +444,14 @@ static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, 
     for (int i = 0; i < n; i++) ok |= chain[i]->var == v && par[i] == PAR;
     if (!ok) return NULL;
   }
+  return s;
+}
+
+/* A reduction that may be split across threads: a register store accumulated by add,
+ * max or min. Sets *red to the number of reduced points. */
+static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
+  const Stmt *s = register_store(stores, chain, n, par);
+  if (!s || (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN)) return NULL;
   *red = 1;
   for (int i = 0; i < n; i++)
     if (par[i] == SEQ) *red *= chain[i]->ext;
@@ -540,6 +547,16 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   kernel_head(e, k, what);
   FILE *o = e->o;
   decompose(e, chain, n, par, PAR, "t", 1);
+  bool seq = false;
+  for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
+  /* A reduction in the thread: the cell stays in a register across the loops. */
+  const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
+  if (reg) {
+    fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
+    c_aff(o, &reg->dst.flat);
+    fputs("];\n", o);
+    e->to_acc = reg;
+  }
   int ind = 1;
   for (int i = 0; i < n; i++) {
     if (par[i] != SEQ) continue;
@@ -551,6 +568,12 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   while (--ind > 0) {
     indent(e, ind);
     fputs("}\n", o);
+  }
+  if (reg) {
+    fprintf(o, "  b%d[", reg->dst.buf);
+    c_aff(o, &reg->dst.flat);
+    fputs("] = acc;\n", o);
+    e->to_acc = NULL;
   }
   kernel_tail(e, k);
 }
