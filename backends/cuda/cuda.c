@@ -88,6 +88,11 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, out, o->object) ? 0 : 1;
 }
 
+bool cuda_can_run(void) {
+  const char *emu = getenv("TDSL_CUDA_EMULATE");
+  return (emu && *emu) || toolkit();
+}
+
 gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
