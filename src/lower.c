@@ -382,15 +382,6 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
 
   PtrVec guards = {0};
   for (int i = 0; i < accs.len; i++) add_guards(l, &n, accs.items[i], &guards);
-  Stmt *inner = st;
-  if (guards.len) {
-    Stmt *g = new_stmt(l, S_IF);
-    g->nguards = guards.len;
-    g->guards = ANEWN(l->a, Guard, guards.len);
-    for (int i = 0; i < guards.len; i++) g->guards[i] = *(Guard *)guards.items[i];
-    vec_push(l->a, &g->body, st);
-    inner = g;
-  }
   int order[64];
   if (p->niters > 64) {
     diag_error(l->d, as->loc, "internal error: more than 64 iterators");
@@ -403,15 +394,30 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
     if (p->iter_size[order[i]] != 1) act[nact++] = n.base + order[i];
   int tp = -1, tq = -1;
   pick_tile(act, nact, &accs, n.var_ext, &tp, &tq);
+  /* The nest, outermost first: loops[k] binds var[k] (tiled: tile[k] through tvar[k]). */
+  int nl = 0, var[68], tvar[68];
+  long ext[68];
+  for (int i = 0; i < nact; i++)
+    if (act[i] != tp && act[i] != tq) var[nl] = act[i], ext[nl] = n.var_ext[act[i]], tvar[nl++] = -1;
   if (tp >= 0) { /* ... tile(q) tile(p) q p */
     int vq = f->nvars++, vp = f->nvars++;
-    inner = new_loop(l, tp, n.var_ext[tp], vp, inner);
-    inner = new_loop(l, tq, n.var_ext[tq], vq, inner);
-    inner = new_loop(l, vp, (n.var_ext[tp] + TILE - 1) / TILE, -1, inner);
-    inner = new_loop(l, vq, (n.var_ext[tq] + TILE - 1) / TILE, -1, inner);
+    var[nl] = vq, ext[nl] = (n.var_ext[tq] + TILE - 1) / TILE, tvar[nl++] = -1;
+    var[nl] = vp, ext[nl] = (n.var_ext[tp] + TILE - 1) / TILE, tvar[nl++] = -1;
+    var[nl] = tq, ext[nl] = n.var_ext[tq], tvar[nl++] = vq;
+    var[nl] = tp, ext[nl] = n.var_ext[tp], tvar[nl++] = vp;
   }
-  for (int i = nact - 1; i >= 0; i--)
-    if (act[i] != tp && act[i] != tq) inner = new_loop(l, act[i], n.var_ext[act[i]], -1, inner);
+  /* A perfect nest: the guards (if any) wrap the store inside the innermost loop. The
+   * CUDA backend maps such nests onto threads, and gcc unswitches what it can. */
+  Stmt *inner = st;
+  if (guards.len) {
+    Stmt *g = new_stmt(l, S_IF);
+    g->nguards = guards.len;
+    g->guards = ANEWN(l->a, Guard, guards.len);
+    for (int i = 0; i < guards.len; i++) g->guards[i] = *(Guard *)guards.items[i];
+    vec_push(l->a, &g->body, st);
+    inner = g;
+  }
+  for (int d = nl - 1; d >= 0; d--) inner = new_loop(l, var[d], ext[d], tvar[d], inner);
   vec_push(l->a, body, inner);
 }
 
