@@ -197,6 +197,7 @@ int backend_main(Ctx *c, Graph *g) {
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through do_run. */
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
   if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
+  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, m); return 0;
   case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;

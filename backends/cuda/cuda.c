@@ -1,10 +1,12 @@
 /* cuda.c: the --backend=cuda driver: --emit-cuda prints the kernels, --emit-ptx writes
  * NVRTC's PTX to -o, otherwise the PTX goes into a .so/.o with the host routines. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctx.h"
 #include "cuda.h"
+#include "jit.h"
 
 static bool toolkit(void) {
   if (cuda_available()) return true;
@@ -22,29 +24,87 @@ static int write_text(const char *path, const char *text) {
   return fclose(f) ? 2 : 0;
 }
 
+/* sm_NN with an optional a/f suffix (sm_90a): anything else would reach NVRTC as an
+ * option error. */
+static bool arch_ok(const char *arch) {
+  if (strncmp(arch, "sm_", 3) || !isdigit((unsigned char)arch[3])) return false;
+  const char *p = arch + 3;
+  while (isdigit((unsigned char)*p)) p++;
+  if (*p == 'a' || *p == 'f') p++;
+  return *p == 0;
+}
+
+static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
+
+/* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
+ * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
+ * object opens through tdsl_open_resolved too. */
+static int cuda_header(Ctx *c, IrModule *m, const char *base) {
+  char *txt = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&txt, &len);
+  emit_header(mem, m, base);
+  fclose(mem);
+  const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
+  FILE *f = fopen(c->opt.emit_header, "w");
+  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
+    if (f) fclose(f);
+    free(txt);
+    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    return 2;
+  }
+  fwrite(txt, 1, (size_t)(decl_at - txt), f);
+  fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
+        "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
+  fwrite(decl_at, 1, (size_t)(ret_at - decl_at), f);
+  const char *names[4] = {"tdsl_cuda_ptx", "tdsl_cuda_meta", "&tdsl_cuda_ctx", "&tdsl_cuda_launch"};
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
+  fputs(ret_at, f);
+  free(txt);
+  return fclose(f) ? 2 : 0;
+}
+
 int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   Options *o = &c->opt;
+  if (!arch_ok(arch_of(c))) {
+    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
+    return 2;
+  }
+  if (o->emit_header) {
+    int rc = cuda_header(c, m, base);
+    if (rc) return rc;
+  }
   CudaPlan *p = cuda_plan(&c->arena, m);
   if (o->action == ACT_EMIT_CUDA) {
     fputs(p->src, stdout);
     return 0;
   }
   if (!toolkit()) return 2;
-  char *ptx = cuda_ptx(&c->arena, p->src, o->arch ? o->arch : "sm_80");
+  char *ptx = cuda_ptx(&c->arena, p->src, arch_of(c));
   if (!ptx) return 1;
   if (o->action == ACT_EMIT_PTX) return write_text(o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
   return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, out, o->object) ? 0 : 1;
 }
 
+bool cuda_can_run(void) {
+  const char *emu = getenv("TDSL_CUDA_EMULATE");
+  return (emu && *emu) || toolkit();
+}
+
 gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
+  if (!arch_ok(arch_of(c))) {
+    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
+    return NULL;
+  }
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
   CudaPlan *p = cuda_plan(&c->arena, m);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
-                       : cuda_ptx(&c->arena, p->src, c->opt.arch ? c->opt.arch : "sm_80");
+                       : cuda_ptx(&c->arena, p->src, arch_of(c));
   return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;
 }

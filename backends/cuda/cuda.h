@@ -68,7 +68,9 @@ gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, co
 /* backends/cuda/cuda.c: --emit-cuda, --emit-ptx and -o for --backend=cuda (exit status). */
 struct Ctx;
 int cuda_backend(struct Ctx *c, IrModule *m, const char *base);
-/* For --run: compiles in memory, NULL after printing an error. */
+/* For --run: whether it can compile (the toolkit, or the emulation: otherwise says why),
+ * then compiles in memory, NULL after printing an error. */
+bool cuda_can_run(void);
 gcc_jit_result *cuda_compile_mem(struct Ctx *c, IrModule *m, gcc_jit_context **ctx_out);
 
 #endif

@@ -256,6 +256,9 @@ static void c_accum(E *e, PrimOp op, bool f32, const char *lhs, const IrExpr *rh
 
 /* ---- statements ---- */
 
+/* A loop of a tiled nest: var runs over [tile*tile_var, min(tile*(tile_var+1), ext)). */
+static bool tiled(const Stmt *s) { return s->kind == S_LOOP && s->tile > 0 && s->tile_var >= 0; }
+
 static void indent(E *e, int ind) { fprintf(e->o, "%*s", ind * 2, ""); }
 
 static void c_stmts(E *e, const PtrVec *body, int ind);
@@ -265,7 +268,10 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
   switch (s->kind) {
   case S_LOOP:
     indent(e, ind);
-    fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", s->var, s->var, s->ext, s->var);
+    if (tiled(s))
+      fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", s->var, s->tile,
+              s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
+    else fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", s->var, s->var, s->ext, s->var);
     c_stmts(e, &s->body, ind + 1);
     indent(e, ind);
     fputs("}\n", o);
@@ -291,7 +297,8 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
     indent(e, ind);
     if (s == e->to_acc) {
       fputs("acc = ", o);
-      c_accum(e, s->accum, f32, "acc", s->val, NULL);
+      if (s->accum == OP_ARG2) c_expr(e, s->val, f32);
+      else c_accum(e, s->accum, f32, "acc", s->val, NULL);
       fputs(";\n", o);
       break;
     }
@@ -400,7 +407,10 @@ static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
 /* Declares the chain variables with par[i] == want from the linear index in variable
  * v: the innermost varies fastest (coalesced accesses when it indexes the last axis,
  * as in the lowering's loop order), the outermost takes the rest. */
-static void decompose(E *e, const Stmt **chain, int n, const bool *par, bool want, const char *v, int ind) {
+/* Roles of the chain loops. */
+enum { SEQ, PAR, DROP /* the tile loop of a tiled chain loop: the tiled loop runs whole */ };
+
+static void decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
   int first = -1;
   for (int i = 0; i < n && first < 0; i++)
     if (par[i] == want) first = i;
@@ -421,24 +431,30 @@ static bool expr_loads(const IrExpr *x, int buf) {
   return false;
 }
 
-/* A reduction that may be split across threads: the nest's only store, accumulated by
- * add, max or min, into a cell chosen by the parallel loops alone, with a value that
- * does not read the destination. Sets *red to the number of reduced points. */
-static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const bool *par, long *red) {
+/* The nest's only store, when its cell depends on the parallel loops alone and its value
+ * does not read the destination: the thread can accumulate in a register and store once. */
+static const Stmt *register_store(const PtrVec *stores, const Stmt **chain, int n, const int *par) {
   if (stores->len != 1 || !stores->items[0]) return NULL;
   const Stmt *s = stores->items[0];
-  if (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN) return NULL;
   if (expr_loads(s->val, s->dst.buf)) return NULL;
   for (int k = 0; k < s->dst.flat.n; k++) {
     int v = s->dst.flat.t[k].var;
     if (v < 0) continue;
     bool ok = false;
-    for (int i = 0; i < n; i++) ok |= chain[i]->var == v && par[i];
+    for (int i = 0; i < n; i++) ok |= chain[i]->var == v && par[i] == PAR;
     if (!ok) return NULL;
   }
+  return s;
+}
+
+/* A reduction that may be split across threads: a register store accumulated by add,
+ * max or min. Sets *red to the number of reduced points. */
+static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
+  const Stmt *s = register_store(stores, chain, n, par);
+  if (!s || (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN)) return NULL;
   *red = 1;
   for (int i = 0; i < n; i++)
-    if (!par[i]) *red *= chain[i]->ext;
+    if (par[i] == SEQ) *red *= chain[i]->ext;
   return s;
 }
 
@@ -446,7 +462,7 @@ static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, 
  * into a local from the neutral element and leaves it in the scratch buffer; kernel 2:
  * one thread per point folds the chunks into the destination. Adds round differently
  * from the CPU's sequential order (max and min are exact). */
-static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const bool *par, const Stmt *st, long points,
+static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st, long points,
                           long red, long chunks) {
   FILE *o = e->o;
   bool f32 = ebuf(e, st->dst.buf)->elem == ELEM_F32;
@@ -460,11 +476,11 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   k->threads = points * chunks;
   kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
   fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
-  decompose(e, chain, n, par, true, "t", 1);
+  decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s acc = ", f32 ? "float" : "double");
   c_const(o, op_neutral(st->accum), f32);
   fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
-  decompose(e, chain, n, par, false, "q", 2);
+  decompose(e, chain, n, par, SEQ, "q", 2);
   e->to_acc = st;
   c_stmts(e, &chain[n - 1]->body, 2);
   e->to_acc = NULL;
@@ -477,7 +493,7 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   k->threads = points;
   kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
   fputs("  long slot = t;\n", o);
-  decompose(e, chain, n, par, true, "t", 1);
+  decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
   c_aff(o, &st->dst.flat);
   fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
@@ -504,12 +520,18 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   }
   PtrVec stores = {0};
   collect_stores(s, &stores, e->a);
-  bool par[64] = {false};
+  /* A tiled chain loop runs over its whole extent (tiles are for CPU caches): its tile
+   * loop, further out in the chain, goes. */
+  int par[64] = {SEQ};
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < j && tiled(chain[j]); i++)
+      if (chain[i]->var == chain[j]->tile_var) par[i] = DROP;
   if (n && nest_parallelizable(&stores))
-    for (int i = 0; i < n; i++) par[i] = var_parallel(&stores, chain[i]->var);
+    for (int i = 0; i < n; i++)
+      if (par[i] != DROP && var_parallel(&stores, chain[i]->var)) par[i] = PAR;
   long points = 1, red = 0;
   for (int i = 0; i < n; i++)
-    if (par[i]) points *= chain[i]->ext;
+    if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
   const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
   if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
@@ -524,10 +546,20 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   k->threads = points;
   kernel_head(e, k, what);
   FILE *o = e->o;
-  decompose(e, chain, n, par, true, "t", 1);
+  decompose(e, chain, n, par, PAR, "t", 1);
+  bool seq = false;
+  for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
+  /* A reduction in the thread: the cell stays in a register across the loops. */
+  const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
+  if (reg) {
+    fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
+    c_aff(o, &reg->dst.flat);
+    fputs("];\n", o);
+    e->to_acc = reg;
+  }
   int ind = 1;
   for (int i = 0; i < n; i++) {
-    if (par[i]) continue;
+    if (par[i] != SEQ) continue;
     indent(e, ind++);
     fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", chain[i]->var, chain[i]->var, chain[i]->ext, chain[i]->var);
   }
@@ -536,6 +568,12 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   while (--ind > 0) {
     indent(e, ind);
     fputs("}\n", o);
+  }
+  if (reg) {
+    fprintf(o, "  b%d[", reg->dst.buf);
+    c_aff(o, &reg->dst.flat);
+    fputs("] = acc;\n", o);
+    e->to_acc = NULL;
   }
   kernel_tail(e, k);
 }

@@ -35,7 +35,10 @@ if [ -f samples/moons/moons.tdsl ] && [ -f samples/moons/main.c ]; then
       echo "FAIL moons: --backend=$be does not compile"; fail=1; continue
     fi
     start=$(python3 -c 'import time; print(time.time())')
-    if (cd samples/moons && "$tmp/moons" "$tmp/moons-$be.so") > "$tmp/out-$be.txt" 2>&1; then
+    # moons exits 3 when the training accuracy is below 100%: not a failure here.
+    rc=0
+    (cd samples/moons && "$tmp/moons" "$tmp/moons-$be.so") > "$tmp/out-$be.txt" 2>&1 || rc=$?
+    if [ $rc = 0 ] || [ $rc = 3 ]; then
       secs=$(python3 -c "import time; print('%.3f' % (time.time() - $start))")
       echo "moons ($be): training took $secs s; $(grep -i accuracy "$tmp/out-$be.txt" | tail -n 1)"
     else

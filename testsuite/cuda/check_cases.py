@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Checks tdslc's CUDA backend on every conformance case that has "values".
 
-  check_cases.py [--tdslc PATH] [--cases DIR] [--gpu] [--filter SUBSTR] [-v] [-j N]
+  check_cases.py [--tdslc PATH] [--cases DIR]... [--gpu] [--filter SUBSTR] [-v] [-j N]
 
-Without --gpu (make check; no GPU needed), for each case:
+Cases: the shared conformance suite (../shared/conformance/cases) and this backend's own
+(testsuite/cuda/cases, same format). Without --gpu (make check; no GPU needed), for each
+case:
   1. the CPU backend runs it (tdslc --run ... --json), as the conformance runner does;
      a case the CPU backend cannot run is skipped (not this backend's failure);
   2. tdslc --backend=cuda -o NAME.so compiles it (NVRTC), and --emit-ptx gives PTX that
@@ -149,23 +151,28 @@ class Checker:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tdslc", default=os.path.join(ROOT, "build", "tdslc"))
-    ap.add_argument("--cases", default=os.path.join(ROOT, "..", "shared", "conformance", "cases"))
+    ap.add_argument("--cases", action="append",
+                    help="a directory of cases (repeatable; default: the shared conformance cases and "
+                         "testsuite/cuda/cases)")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--filter", default="")
     ap.add_argument("-v", action="store_true")
-    ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    # Mostly waiting on compilers and the linker: more jobs than cores.
+    ap.add_argument("-j", type=int, default=4 * (os.cpu_count() or 2))
     o = ap.parse_args()
     o.tdslc = os.path.abspath(o.tdslc)
-    if not os.path.isdir(o.cases):
-        print("no conformance cases at %s: nothing to check" % o.cases)
-        return 0
+    dirs = o.cases or [os.path.join(ROOT, "..", "shared", "conformance", "cases"), os.path.join(HERE, "cases")]
     cases = []
-    for f in sorted(os.listdir(o.cases)):
-        if f.endswith(".expect.json") and o.filter in f:
-            p = os.path.join(o.cases, f)
-            with open(p) as fh:
-                if "values" in json.load(fh) and os.path.exists(p[: -len(".expect.json")] + ".tdsl"):
-                    cases.append(p)
+    for d in dirs:
+        if not os.path.isdir(d):
+            print("no cases at %s" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".expect.json") and o.filter in f:
+                p = os.path.join(d, f)
+                with open(p) as fh:
+                    if "values" in json.load(fh) and os.path.exists(p[: -len(".expect.json")] + ".tdsl"):
+                        cases.append(p)
     # The toolkit: tdslc built with NVRTC and ptxas present.
     linked = run(["ldd", o.tdslc], ROOT)[1]
     toolkit = "libnvrtc" in linked and os.path.exists(os.path.join(CUDA_HOME, "bin", "ptxas"))
