@@ -119,7 +119,7 @@ typedef struct Solver {
   bool failed;
   long long work; /* simplification count: a guard against divergence */
   /* the bounds index (row.c): pending "subr <= cur" edges by subr root id */
-  int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp;
+  int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;
 } Solver;
 

@@ -580,6 +580,7 @@ static void bounds_index(Solver *s) {
   for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
   s->up_stamp = 0;
   s->up_n = 0;
+  s->up_nodes = n;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_DIM_INEQ) continue;
@@ -607,6 +608,7 @@ static void bounds_free(Solver *s) {
  * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
  * *label receives the bound's label, if any. */
 static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
+  if (r->id >= s->up_nodes) return 0; /* created after the snapshot: no bound recorded */
   if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
   s->up_mark[r->id] = s->up_stamp;
   s->up_memo[r->id] = 0;
@@ -632,7 +634,7 @@ static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
 static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
   if (label) *label = NULL;
   DimNode *r = dim_find(d);
-  if (r->id >= s->dims.len || !s->up_head) return 0;
+  if (!s->up_head) return 0;
   if (fresh) s->up_stamp++;
   return dim_lub_rec(s, r, label);
 }
@@ -655,7 +657,7 @@ static bool force_conflicting_bounds(Solver *s) {
   s->up_stamp++; /* one memo for the whole sweep: linear */
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (d->parent || d->d || s->up_head[d->id] < 0) continue;
+    if (d->parent || d->d || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
     if (dim_lub_q(s, d, NULL, false) == 1) {
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
@@ -728,6 +730,7 @@ static void fail_param(Solver *s, DimNode *d) {
  * moons_class's 1), not a guess. */
 static bool meets_one_rec(Solver *s, DimNode *r) {
   if (r->meets_one) return true;
+  if (r->id >= s->up_nodes) return false;
   s->up_mark[r->id] = s->up_stamp;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);

@@ -1,0 +1,88 @@
+/* Declarativeness over whole graphs: random programs of pointwise, compose, transpose
+ * and einsum operations over declared, partly declared and undeclared tensors are
+ * inferred with their steps in creation order and in shuffled orders; the outcome
+ * (shapes, or failure) must not change. Also: no crash, no hang on any of them. */
+#include "infer_util.h"
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ULL;
+static unsigned rnd(unsigned n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (unsigned)(rng % n);
+}
+
+static const char *rand_row(void) {
+  static const char *rows[] = {"", "2", "3", "1", "2,3", "3,2", "1,3", "2,2"};
+  return rows[rnd(8)];
+}
+
+static const char *specs1[] = {"i => i", "ij => ji", "...|i->o => ...|o->i", "... => 0", "i... => ...i",
+                               "..v..|... => ...|..v..", "ij => i"};
+static const char *specs2[] = {"i; i => i", "ij; jk => ik", "i; j => ij", "...|i->j; ...|j => ...|i",
+                               "..r..; ..r.. => ..r.."};
+
+/* Builds random program number `seed` into b; returns the tensors' count. */
+static int build(TB *b, unsigned long long seed, Tensor **ts) {
+  rng = seed * 0x2545F4914F6CDD1DULL + 1;
+  int n = 0;
+  int nterm = 2 + (int)rnd(3);
+  for (int i = 0; i < nterm; i++) {
+    char *name = arena_printf(&b->ctx.arena, "t%d", i);
+    switch (rnd(3)) {
+    case 0: ts[n++] = tb_const(b, name, rnd(3) ? "" : rand_row(), rnd(2) ? "" : rand_row(), rand_row()); break;
+    case 1: ts[n++] = tb_term(b, name, TK_TERM, NULL, NULL, NULL); break;
+    default: ts[n++] = tb_term(b, name, TK_PARAM, NULL, NULL, rnd(2) ? rand_row() : NULL); break;
+    }
+  }
+  int nops = 2 + (int)rnd(5);
+  for (int i = 0; i < nops; i++) {
+    char *name = arena_printf(&b->ctx.arena, "o%d", i);
+    Tensor *x = ts[rnd((unsigned)n)], *y = ts[rnd((unsigned)n)];
+    switch (rnd(5)) {
+    case 0: ts[n++] = tb_op(b, name, LOGIC_POINTWISE_BIN, NULL, x, y, NULL); break;
+    case 1: ts[n++] = tb_op(b, name, LOGIC_COMPOSE, NULL, x, y, NULL); break;
+    case 2: ts[n++] = tb_op(b, name, LOGIC_TRANSPOSE, NULL, x, NULL, NULL); break;
+    case 3: ts[n++] = tb_op(b, name, LOGIC_PERMUTE, specs1[rnd(7)], x, NULL, NULL); break;
+    default: ts[n++] = tb_op(b, name, LOGIC_EINSUM, specs2[rnd(5)], x, y, NULL); break;
+    }
+  }
+  return n;
+}
+
+/* Infers with the steps permuted by `shuffle` (0: creation order); renders the outcome. */
+static void outcome(unsigned long long seed, unsigned shuffle, char *out, size_t cap) {
+  TB b;
+  tb_init(&b);
+  Tensor *ts[32];
+  int n = build(&b, seed, ts);
+  if (shuffle) {
+    rng = shuffle;
+    PtrVec *v = &b.g->steps;
+    for (int i = v->len - 1; i > 0; i--) {
+      int j = (int)rnd((unsigned)i + 1);
+      void *t = v->items[i];
+      v->items[i] = v->items[j], v->items[j] = t;
+    }
+  }
+  bool ok = infer_shapes(&b.ctx, b.g) && !b.ctx.diag.errors;
+  size_t len = (size_t)snprintf(out, cap, "%s", ok ? "ok" : "error");
+  for (int i = 0; ok && i < n && len + 40 < cap; i++) len += (size_t)snprintf(out + len, cap - len, " %s", tb_shape(&b, ts[i]));
+  tb_free(&b);
+}
+
+int main(void) {
+  int nok = 0, nprog = 400;
+  char want[4096], got[4096];
+  for (int p = 0; p < nprog; p++) {
+    outcome((unsigned long long)p + 1, 0, want, sizeof want);
+    nok += !strncmp(want, "ok", 2);
+    for (unsigned k = 1; k <= 8; k++) {
+      outcome((unsigned long long)p + 1, k * 7919u, got, sizeof got);
+      CHECK(!strcmp(got, want), "program %d, order %u:\n  %s\nin creation order:\n  %s", p, k, got, want);
+    }
+  }
+  printf("random programs: %d of %d satisfiable\n", nok, nprog);
+  CHECK(nok > 20, "the generator should give satisfiable programs: %d", nok);
+  if (failures) fprintf(stderr, "%d checks failed\n", failures);
+  else printf("all checks passed\n");
+  return failures != 0;
+}
