@@ -282,7 +282,7 @@ class Checker:
 def selftest(sel, fd_elems):
     """Validates the cases themselves: inputs away from kinks and ties, FD accurate enough."""
     import torch
-    bad = 0
+    bad = good = 0
     for c in sel:
         if c.torch is None or not c.fd or c.sgd or c.must_fail:
             continue
@@ -304,8 +304,10 @@ def selftest(sel, fd_elems):
                 fd = (4 * (v[2] - v[3]) / H - (v[0] - v[1]) / (2 * H)) / 3
                 if not abs(fd - g[i]) <= 1e-6 * max(abs(fd), scale):
                     errs.append("%s[%d]: torch %.12g fd %.12g" % (n, i, g[i], fd))
-        print(("FAIL %s: %s" % (c.name, "; ".join(errs))) if errs else "ok " + c.name)
+        print(("FAIL selftest %s: %s" % (c.name, "; ".join(errs))) if errs else "PASS selftest " + c.name)
         bad += bool(errs)
+        good += not errs
+    print("%d passed, %d failed" % (good, bad))
     return 1 if bad else 0
 
 
