@@ -84,6 +84,9 @@ run_part() {
 }
 # Gradients of every differentiable op and of composite models against PyTorch,
 # finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+# The cases themselves: PyTorch's gradients against finite differences of PyTorch's loss
+# (inputs away from kinks and ties, finite differences accurate to the tolerance).
+run_part gradcheck-selftest /usr/bin/python3 testsuite/gradcheck/gradcheck.py --selftest
 run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/tdslc" --workdir "$B/gradcheck"
 # The same models through the sanitized compiler, against PyTorch only.
 run_part gradcheck-asan /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/asan/tdslc" \

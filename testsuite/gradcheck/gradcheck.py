@@ -12,7 +12,7 @@ and compares the gradients that tdslc computes
 
     tdslc --run M.tdsl --precision=double --call step --print loss --print P.grad ... --json
 
-with three independent oracles:
+with independent oracles:
 
   torch  PyTorch (float64) on the same values:  |got - want| <= 1e-9 * max(|want|, scale)
   fd     central finite differences of the loss that tdslc computes in double precision
@@ -29,11 +29,16 @@ near-zero entry obtained by cancellation is judged against the magnitude of its 
 
 Finite differences perturb a parameter through `--load P=FILE` (raw float32), which CLI.md
 runs after `init` (the case `load_overrides_init` checks that it overrides the literal
-initializer). Loads are float32, so every parameter value is a multiple of 2^-6 with
-|value| < 8 and p +- h is exact in float32: the perturbed model sees exactly p +- h, and
+initializer). Loads are float32, so every parameter value is a multiple of 1/32 with
+|value| <= 3 and p +- h is exact in float32: the perturbed model sees exactly p +- h, and
 the unperturbed parameters keep their literal values, which are the same doubles.
 Parameters with more than --fd-elems elements get that many spread elements plus one
 random directional derivative (d in {-1, 1}^n, still exact in float32).
+
+Other checks: `sgd` (parameters after 3 steps of sgd_update, against PyTorch gradients
+and the seed's sgd_one, 1e-9), `load` (--load overrides init). `--selftest` checks the
+cases themselves without tdslc (PyTorch gradients against finite differences of the
+PyTorch loss: no kink or tie within reach of the perturbation).
 
 Prints "PASS case/check" or "FAIL case/check: reason" per check and ends with
 "N passed, M failed"; exit status 0 iff nothing failed.
@@ -41,7 +46,6 @@ Prints "PASS case/check" or "FAIL case/check: reason" per check and ends with
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -282,7 +286,7 @@ class Checker:
 def selftest(sel, fd_elems):
     """Validates the cases themselves: inputs away from kinks and ties, FD accurate enough."""
     import torch
-    bad = 0
+    bad = good = 0
     for c in sel:
         if c.torch is None or not c.fd or c.sgd or c.must_fail:
             continue
@@ -304,8 +308,10 @@ def selftest(sel, fd_elems):
                 fd = (4 * (v[2] - v[3]) / H - (v[0] - v[1]) / (2 * H)) / 3
                 if not abs(fd - g[i]) <= 1e-6 * max(abs(fd), scale):
                     errs.append("%s[%d]: torch %.12g fd %.12g" % (n, i, g[i], fd))
-        print(("FAIL %s: %s" % (c.name, "; ".join(errs))) if errs else "ok " + c.name)
+        print(("FAIL selftest %s: %s" % (c.name, "; ".join(errs))) if errs else "PASS selftest " + c.name)
         bad += bool(errs)
+        good += not errs
+    print("%d passed, %d failed" % (good, bad))
     return 1 if bad else 0
 
 
