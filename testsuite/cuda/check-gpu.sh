@@ -40,7 +40,8 @@ if [ -f samples/moons/moons.tdsl ] && [ -f samples/moons/main.c ]; then
     (cd samples/moons && "$tmp/moons" "$tmp/moons-$be.so") > "$tmp/out-$be.txt" 2>&1 || rc=$?
     if [ $rc = 0 ] || [ $rc = 3 ]; then
       secs=$(python3 -c "import time; print('%.3f' % (time.time() - $start))")
-      echo "moons ($be): training took $secs s; $(grep -i accuracy "$tmp/out-$be.txt" | tail -n 1)"
+      echo "moons ($be): run took $secs s; $(grep '^trained' "$tmp/out-$be.txt" | tail -n 1);" \
+        "$(grep -i accuracy "$tmp/out-$be.txt" | tail -n 1)"
     else
       echo "FAIL moons ($be):"; tail -n 5 "$tmp/out-$be.txt"; fail=1
     fi
