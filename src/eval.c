@@ -178,12 +178,15 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   }
   st->depth++;
   int errors = st->c->diag.errors;
+  Loc saved_site = st->user_loc;
+  if (loc.file == st->main_file) st->user_loc = loc;
   Value *r = NULL;
   switch (f->kind) {
   case FN_CLOSURE: r = call_closure(st, f); break;
   case FN_OP: r = op_apply(st, f, call, loc); break;
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
+  st->user_loc = saved_site;
   st->depth--;
   /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
    * file) gets notes leading back to the application in the user's file. */

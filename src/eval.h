@@ -142,6 +142,8 @@ struct St {
   int depth;           /* nesting of function applications */
   const SrcFile *main_file; /* the user's file (prelude and stdlib come first) */
   int noted;           /* diag.errors when the last application note chain ended */
+  Loc user_loc;        /* the innermost application in the user's file: operations
+                          that library code (prelude, stdlib) creates are reported there */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
 };
@@ -166,6 +168,8 @@ Value *fn_param(Fn *f, const char *name);
 /* eval_tensor.c */
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc);
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
+/* loc, or the user's application site when loc is inside the prelude or stdlib. */
+Loc site_loc(const St *st, Loc loc);
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
 /* Converts a value to a tensor (numbers and literals become constants); NULL + error. */
 Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what);

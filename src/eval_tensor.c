@@ -10,6 +10,13 @@
 
 /* ---- graph construction ---- */
 
+Loc site_loc(const St *st, Loc loc) {
+  if (!loc.file || loc.file == st->main_file || !st->user_loc.file || !st->stdlib_dir) return loc;
+  size_t n = strlen(st->stdlib_dir);
+  if (strncmp(loc.file->path, st->stdlib_dir, n) != 0 || loc.file->path[n] != '/') return loc;
+  return st->user_loc;
+}
+
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
   UpdateStep *s = ANEW(st->a, UpdateStep);
   s->id = st->g->steps.len;
@@ -17,7 +24,7 @@ UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs
   s->lhs = lhs;
   s->nrhs = nrhs;
   for (int i = 0; i < nrhs && i < 3; i++) s->rhs[i] = rhs[i];
-  s->loc = loc;
+  s->loc = site_loc(st, loc);
   vec_push(st->a, &st->g->steps, s);
   return s;
 }
@@ -27,7 +34,7 @@ Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {
   Tensor *t = ANEW(st->a, Tensor);
   t->id = st->g->tensors.len;
   t->kind = kind;
-  t->loc = loc;
+  t->loc = site_loc(st, loc);
   t->init.kind = INIT_ZERO;
   vec_push(st->a, &st->g->tensors, t);
   if (kind != TK_OP) t->step = step_new(st, LOGIC_TERMINAL, t, 0, NULL, loc);
