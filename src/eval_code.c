@@ -54,28 +54,6 @@ static Tensor *field_tensor(St *st, const Frame *fr, Value *v, const Expr *e) {
   return to_tensor(st, fr, v, e->a->loc, arena_printf(st->a, "the target of .%s", e->str));
 }
 
-static AExpr *ae_const(St *st, double x) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_CONST;
-  e->value = x;
-  return e;
-}
-
-static Asgn *mk_asgn(St *st, Tensor *t, bool grad, int slot, PrimOp accum, bool init, AExpr *rhs,
-                     UpdateStep *step, Loc loc) {
-  Asgn *a = ANEW(st->a, Asgn);
-  a->kind = ASGN_OP;
-  a->lhs.t = t;
-  a->lhs.grad = grad;
-  a->lhs_slot = slot;
-  a->accum = accum;
-  a->init_neutral = init;
-  a->rhs = rhs;
-  a->step = step;
-  a->loc = loc;
-  return a;
-}
-
 Value *eval_field(St *st, const Frame *fr, const Expr *e) {
   Value *v = eval(st, fr, e->a);
   if (!v) return NULL;
@@ -132,7 +110,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
       Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
       if (!seen[i] || !u->diff) continue;
       UpdateStep *s = step_new(st, LOGIC_POINTWISE_UN, u, 0, NULL, e->loc);
-      vec_push(st->a, &c->code.asgns, mk_asgn(st, u, true, 0, OP_ARG2, false, ae_const(st, 0.0), s, e->loc));
+      vec_push(st->a, &c->code.asgns, asgn_new(st, u, true, 0, OP_ARG2, false, ae_const(st, 0.0), s, e->loc));
     }
   }
   return c;
@@ -205,16 +183,6 @@ static bool parse_accum(const char *s, PrimOp *accum, bool *init) {
   return true;
 }
 
-static AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_OP;
-  e->op = op;
-  e->args[0] = a;
-  e->args[1] = b;
-  e->args[2] = c;
-  return e;
-}
-
 static AExpr *leaf(St *st, Rhs *r, const Expr *e);
 
 /* `prim A`, `prim A B`, `prim (A, B)`: returns false (no error) if e is not one. */
@@ -276,10 +244,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   /* A new intermediate: emit its forward code, and that of the existing
    * non-differentiable computed tensors it reads (e.g. a learning-rate schedule). */
   if (t->id >= new_from) subgraph_forward(st, t, &r->pre, r->fr->op ? 2 : 1, new_from);
-  AExpr *a = ANEW(st->a, AExpr);
-  a->kind = AE_BUF;
-  a->buf.t = t;
-  a->buf.grad = v->grad;
+  AExpr *a = ae_buf(st, t, v->grad, 0);
   if (v->grad && !t->diff && !r->fr->op) {
     diag_error(&st->c->diag, e->loc, "this tensor is not differentiable: it has no .grad");
     return NULL;
@@ -473,6 +438,6 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   } else if (!(step = standalone_step(st, &r, logic, e)))
     return NULL;
   code->code = r.pre;
-  vec_push(st->a, &code->code.asgns, mk_asgn(st, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
+  vec_push(st->a, &code->code.asgns, asgn_new(st, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
   return code;
 }

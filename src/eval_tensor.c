@@ -208,7 +208,7 @@ static Tensor *one_hot(St *st, int n, int k, Loc loc) {
   return t;
 }
 
-static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
+AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
   AExpr *e = ANEW(st->a, AExpr);
   e->kind = AE_BUF;
   e->buf.t = t;
@@ -217,17 +217,25 @@ static AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
   return e;
 }
 
-static AExpr *ae_op2(St *st, PrimOp op, AExpr *x, AExpr *y) {
+AExpr *ae_const(St *st, double x) {
   AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_OP;
-  e->op = op;
-  e->args[0] = x;
-  e->args[1] = y;
+  e->kind = AE_CONST;
+  e->value = x;
   return e;
 }
 
-static Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init,
-                      AExpr *rhs, UpdateStep *step, Loc loc) {
+AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c) {
+  AExpr *e = ANEW(st->a, AExpr);
+  e->kind = AE_OP;
+  e->op = op;
+  e->args[0] = a;
+  e->args[1] = b;
+  e->args[2] = c;
+  return e;
+}
+
+Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
+               UpdateStep *step, Loc loc) {
   Asgn *a = ANEW(st->a, Asgn);
   a->kind = ASGN_OP;
   a->lhs.t = lhs;
@@ -262,10 +270,10 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;
-    AExpr *fwd = ae_op2(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, el[k], false, 2));
+    AExpr *fwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, el[k], false, 2), NULL);
     vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
     if (r->diff && el[k]->diff) {
-      AExpr *bwd = ae_op2(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, r, true, 0));
+      AExpr *bwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, r, true, 0), NULL);
       vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 2, OP_ADD, false, bwd, s, loc));
     }
   }
