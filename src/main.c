@@ -81,7 +81,9 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       else if (!strcmp(v, "cuda")) o->backend = BACKEND_CUDA;
       else return bad_usage("unknown backend '%s' (expected cc or cuda)", v);
     } else if ((v = opt_value(argc, argv, &i, "--arch"))) {
-      if (strncmp(v, "sm_", 3) != 0) return bad_usage("bad --arch '%s' (expected sm_NN)", v);
+      if (strncmp(v, "sm_", 3) != 0 || strlen(v) < 5 || strspn(v + 3, "0123456789") < 2 ||
+          strspn(v + 3, "0123456789abf") != strlen(v + 3))
+        return bad_usage("bad --arch '%s' (expected sm_NN)", v);
       o->arch = v;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3])
       o->opt_level = a[2] - '0';
