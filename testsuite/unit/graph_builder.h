@@ -240,4 +240,44 @@ static inline void gb_call(GB *b, const char *name) {
   }
 }
 
+/* ---- graphs shared by the backend tests (gccjit and cuda emulation) ---- */
+
+/* A 1-D padded convolution step: out[o] over rhs[0][o + k - pad] (and rhs[1][k] when
+ * nrhs == 2), iterators o < n and k < kernel. */
+static inline UpdateStep *gb_conv1d_step(GB *b, Tensor *out, int nrhs, Tensor **rhs, int n, int kernel, int pad) {
+  UpdateStep *s = gb_step(b, out, nrhs, rhs, 2, (int[]){n, kernel});
+  gb_it(s, 0, 0, 0);
+  gb_ax(s, 1, 0, -pad, 2, 1, 0, 1, 1);
+  if (nrhs == 2) gb_it(s, 2, 0, 1);
+  return s;
+}
+
+/* y = x conv w (sum) and z = v conv window (max), both padded: the caller initializes
+ * x, w and v (v may be y). */
+static inline void gb_conv1d_graph(GB *b, Tensor *x, Tensor *w, Tensor *y, Tensor *v, Tensor *z, int n, int kernel) {
+  int pad = (kernel - 1) / 2;
+  UpdateStep *s = gb_conv1d_step(b, y, 2, (Tensor *[]){x, w}, n, kernel, pad);
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, x, false, 1), gb_leaf(b, w, false, 2), NULL), s);
+  UpdateStep *s2 = gb_conv1d_step(b, z, 1, (Tensor *[]){v}, n, kernel, pad);
+  gb_asgn(b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(b, v, false, 1), s2);
+}
+
+/* y[o] = x[n, o] + n for x = range of shape 3|2 and the index symbol n (range 3). */
+static inline Tensor *gb_symbol_graph(GB *b) {
+  IndexSym *n = gb_sym(b, "n", 3);
+  Tensor *x = gb_tensor(b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
+  Tensor *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  x->init.kind = INIT_RANGE;
+  UpdateStep *s = gb_step(b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
+  gb_it(s, 0, 0, 0);
+  gb_ax(s, 1, 0, 0, 0);
+  s->proj->idx[1][0].sym = n;
+  gb_it(s, 1, 1, 0);
+  AExpr *sym = ANEW(&b->a, AExpr);
+  sym->kind = AE_SYM;
+  sym->sym = n;
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(b, OP_ADD, gb_leaf(b, x, false, 1), sym, NULL), s);
+  return y;
+}
+
 #endif

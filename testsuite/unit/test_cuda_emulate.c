@@ -257,15 +257,7 @@ static void test_padded_conv(void) {
   Tensor *z = gb_tensor(&b, "z", TK_OP, 0, 1, 0, (int[]){500});
   x->init.kind = INIT_UNIFORM;
   gb_values(&b, w, 5, (double[]){1, -2, 3, 0.5, 0.25});
-  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){x, w}, 2, (int[]){500, 5});
-  gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, -2, 2, 1, 0, 1, 1);
-  gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, w, false, 2), NULL), s);
-  UpdateStep *s2 = gb_step(&b, z, 1, (Tensor *[]){y}, 2, (int[]){500, 5});
-  gb_it(s2, 0, 0, 0);
-  gb_ax(s2, 1, 0, -2, 2, 1, 0, 1, 1);
-  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(&b, y, false, 1), s2);
+  gb_conv1d_graph(&b, x, w, y, y, z, 500, 5);
   run_both(&b, 2, (const char *[]){"y.forward", "z.forward"});
   gb_free(&b);
 }
@@ -274,19 +266,7 @@ static void test_padded_conv(void) {
 static void test_symbol(void) {
   GB b;
   gb_init(&b);
-  IndexSym *n = gb_sym(&b, "n", 3);
-  Tensor *x = gb_tensor(&b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  x->init.kind = INIT_RANGE;
-  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
-  gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, 0, 0);
-  s->proj->idx[1][0].sym = n;
-  gb_it(s, 1, 1, 0);
-  AExpr *sym = ANEW(&b.a, AExpr);
-  sym->kind = AE_SYM;
-  sym->sym = n;
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), sym, NULL), s);
+  gb_symbol_graph(&b);
   Cu c;
   if (gb_open(&b, 1, false, false) && cu_open(&b, &c)) {
     for (int v = 0; v < 3; v++) {

@@ -184,15 +184,7 @@ static void test_padded_conv(int opt) {
   x->init.kind = INIT_RANGE;
   gb_values(&b, w, 3, (double[]){1, 2, 3});
   gb_values(&b, v, 5, (double[]){-1, -2, -3, -4, -5});
-  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){x, w}, 2, (int[]){5, 3});
-  gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, -1, 2, 1, 0, 1, 1);
-  gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, w, false, 2), NULL), s);
-  UpdateStep *s2 = gb_step(&b, z, 1, (Tensor *[]){v}, 2, (int[]){5, 3});
-  gb_it(s2, 0, 0, 0);
-  gb_ax(s2, 1, 0, -1, 2, 1, 0, 1, 1);
-  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(&b, v, false, 1), s2);
+  gb_conv1d_graph(&b, x, w, y, v, z, 5, 3);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -207,19 +199,7 @@ static void test_padded_conv(int opt) {
 static void test_symbol(int opt) {
   GB b;
   gb_init(&b);
-  IndexSym *n = gb_sym(&b, "n", 3);
-  Tensor *x = gb_tensor(&b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  x->init.kind = INIT_RANGE;
-  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
-  gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, 0, 0);
-  s->proj->idx[1][0].sym = n;
-  gb_it(s, 1, 1, 0);
-  AExpr *sym = ANEW(&b.a, AExpr);
-  sym->kind = AE_SYM;
-  sym->sym = n;
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), sym, NULL), s);
+  Tensor *y = gb_symbol_graph(&b);
   Routine *r = gb_routine(&b, "step");
   vec_push(&b.a, &r->code.asgns, y->fwd.asgns.items[0]);
   CHECK(gb_open(&b, opt, false, false));
