@@ -137,6 +137,9 @@ typedef struct IrModule {
 /* src/ir_print.c */
 void ir_print(FILE *out, const IrModule *m);
 void aff_print(FILE *out, const Aff *a, const IrModule *m);
+/* The affine form as a C expression of type long: loop variables iN, index symbols
+ * SYM_PREFIX followed by the symbol number (used by the C and CUDA emitters). */
+void aff_print_c(FILE *out, const char *sym_prefix, const Aff *f);
 /* The model metadata string the runtime reads (runtime/tdslrt.c parses it). */
 char *ir_metadata(Arena *a, const IrModule *m);
 

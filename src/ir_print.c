@@ -10,6 +10,17 @@ static void var_name(FILE *out, int var, const IrModule *m) {
   else fprintf(out, "%s", VEC_AT(m->syms, IrSym, -1 - var)->name);
 }
 
+void aff_print_c(FILE *out, const char *sym_prefix, const Aff *f) {
+  for (int i = 0; i < f->n; i++) {
+    if (i) fputs(" + ", out);
+    if (f->t[i].coef != 1) fprintf(out, "%ldL*", f->t[i].coef);
+    if (f->t[i].var >= 0) fprintf(out, "i%d", f->t[i].var);
+    else fprintf(out, "(long)%s%d", sym_prefix, -1 - f->t[i].var);
+  }
+  if (f->n == 0) fprintf(out, "%ldL", f->off);
+  else if (f->off) fprintf(out, " + %ldL", f->off);
+}
+
 void aff_print(FILE *out, const Aff *a, const IrModule *m) {
   bool first = true;
   for (int i = 0; i < a->n; i++) {

@@ -141,19 +141,6 @@ static bool nest_parallelizable(const PtrVec *stores) {
 
 /* ---- expressions ---- */
 
-static void c_aff(FILE *o, const Aff *f) {
-  bool first = true;
-  for (int i = 0; i < f->n; i++) {
-    if (!first) fputs(" + ", o);
-    if (f->t[i].coef != 1) fprintf(o, "%ldL*", f->t[i].coef);
-    if (f->t[i].var >= 0) fprintf(o, "i%d", f->t[i].var);
-    else fprintf(o, "(long)s%d", -1 - f->t[i].var);
-    first = false;
-  }
-  if (first) fprintf(o, "%ldL", f->off);
-  else if (f->off) fprintf(o, " + %ldL", f->off);
-}
-
 static void c_const(FILE *o, double v, bool f32) {
   const char *T = f32 ? "float" : "double";
   if (v != v) fprintf(o, "((%s)TDSL_NAN)", T);
@@ -207,7 +194,7 @@ static void c_expr(E *e, const IrExpr *x, bool f32) {
   case X_LOAD:
     if ((ebuf(e, x->acc.buf)->elem == ELEM_F32) != f32) fprintf(o, "(%s)", T);
     fprintf(o, "b%d[", x->acc.buf);
-    c_aff(o, &x->acc.flat);
+    aff_print_c(o, "s", &x->acc.flat);
     fputc(']', o);
     return;
   case X_OP: break;
@@ -282,9 +269,9 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
     for (int k = 0; k < s->nguards; k++) {
       if (k) fputs(" && ", o);
       fputs("(", o);
-      c_aff(o, &s->guards[k].aff);
+      aff_print_c(o, "s", &s->guards[k].aff);
       fputs(") >= 0 && (", o);
-      c_aff(o, &s->guards[k].aff);
+      aff_print_c(o, "s", &s->guards[k].aff);
       fprintf(o, ") < %ldL", s->guards[k].ext);
     }
     fputs(") {\n", o);
@@ -303,7 +290,7 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
       break;
     }
     fprintf(o, "b%d[", s->dst.buf);
-    c_aff(o, &s->dst.flat);
+    aff_print_c(o, "s", &s->dst.flat);
     fputs("] = ", o);
     IrExpr old = {.kind = X_LOAD, .acc = s->dst};
     IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
@@ -495,11 +482,11 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   fputs("  long slot = t;\n", o);
   decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
-  c_aff(o, &st->dst.flat);
+  aff_print_c(o, "s", &st->dst.flat);
   fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
   c_accum(e, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
   fprintf(o, ";\n  b%d[", st->dst.buf);
-  c_aff(o, &st->dst.flat);
+  aff_print_c(o, "s", &st->dst.flat);
   fputs("] = v;\n", o);
   kernel_tail(e, k);
 }
@@ -553,7 +540,7 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
   if (reg) {
     fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
-    c_aff(o, &reg->dst.flat);
+    aff_print_c(o, "s", &reg->dst.flat);
     fputs("];\n", o);
     e->to_acc = reg;
   }
@@ -571,7 +558,7 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   }
   if (reg) {
     fprintf(o, "  b%d[", reg->dst.buf);
-    c_aff(o, &reg->dst.flat);
+    aff_print_c(o, "s", &reg->dst.flat);
     fputs("] = acc;\n", o);
     e->to_acc = NULL;
   }

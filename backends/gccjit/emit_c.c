@@ -9,19 +9,6 @@ static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
-static void c_aff(FILE *o, const Aff *f) {
-  bool first = true;
-  for (int i = 0; i < f->n; i++) {
-    if (!first) fputs(" + ", o);
-    if (f->t[i].coef != 1) fprintf(o, "%ldL*", f->t[i].coef);
-    if (f->t[i].var >= 0) fprintf(o, "i%d", f->t[i].var);
-    else fprintf(o, "(long)tdsl_sym_%d", -1 - f->t[i].var);
-    first = false;
-  }
-  if (first) fprintf(o, "%ld", f->off);
-  else if (f->off) fprintf(o, " + %ld", f->off);
-}
-
 static void c_const(FILE *o, double v, bool f32) {
   if (v != v) fputs("NAN", o);
   else if (v == 1.0 / 0.0) fputs("INFINITY", o);
@@ -42,7 +29,7 @@ static void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
   case X_SYM: fprintf(o, "(%s)tdsl_sym_%d", T, e->sym); return;
   case X_LOAD:
     fprintf(o, "(%s)tdsl_buf_%d[", T, e->acc.buf);
-    c_aff(o, &e->acc.flat);
+    aff_print_c(o, "tdsl_sym_", &e->acc.flat);
     fputc(']', o);
     return;
   case X_OP: break;
@@ -105,7 +92,7 @@ static void c_check_access(FILE *o, const IrModule *m, const Access *acc, const 
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
-    c_aff(o, &acc->axis[ax]);
+    aff_print_c(o, "tdsl_sym_", &acc->axis[ax]);
     fprintf(o, "; if (ix < 0 || ix >= %d) { dprintf(2, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
             b->dims[ax], b->dims[ax], ax, b->name);
     for (const char *p = what; *p; p++) fprintf(o, *p == '"' || *p == '\\' ? "\\%c" : *p == '%' ? "%%%c" : "%c", *p);
@@ -143,9 +130,9 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
       for (int k = 0; k < s->nguards; k++) {
         if (k) fputs(" && ", o);
         fputs("(", o);
-        c_aff(o, &s->guards[k].aff);
+        aff_print_c(o, "tdsl_sym_", &s->guards[k].aff);
         fputs(") >= 0 && (", o);
-        c_aff(o, &s->guards[k].aff);
+        aff_print_c(o, "tdsl_sym_", &s->guards[k].aff);
         fprintf(o, ") < %ld", s->guards[k].ext);
       }
       fputs(") {\n", o);
@@ -156,7 +143,7 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
       bool f32 = VEC_AT(m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32;
       if (check) c_checks(o, m, s, ind);
       fprintf(o, "tdsl_buf_%d[", s->dst.buf);
-      c_aff(o, &s->dst.flat);
+      aff_print_c(o, "tdsl_sym_", &s->dst.flat);
       fputs("] = ", o);
       IrExpr old = {.kind = X_LOAD, .acc = s->dst};
       if (s->accum == OP_ARG2) c_expr(o, m, s->val, f32);
