@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "ctx.h"
 #include "cuda.h"
 #include "ir.h"
@@ -19,7 +20,7 @@ static const char *model_base(Ctx *c) {
 }
 
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
+  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true};
   return o;
 }
 
@@ -102,7 +103,7 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   if (ti->size == 0) fputs("  (empty)\n", o);
 }
 
-static void *jit_resolve(void *h, const char *name) {
+void *backend_jit_resolve(void *h, const char *name) {
   if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
     return gcc_jit_result_get_code((gcc_jit_result *)h, name);
   return gcc_jit_result_get_global((gcc_jit_result *)h, name);
@@ -111,6 +112,20 @@ static void *jit_resolve(void *h, const char *name) {
 static int run_err(const char *what, const tdsl_model *m) {
   fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
   return 1;
+}
+
+int backend_prepare(Ctx *c, tdsl_model *m) {
+  Options *o = &c->opt;
+  if (tdsl_init(m, o->seed)) return run_err("init", m);
+  for (int i = 0; i < o->sets.len; i++) {
+    RunSet *s = o->sets.items[i];
+    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
+  }
+  for (int i = 0; i < o->loads.len; i++) {
+    RunLoad *l = o->loads.items[i];
+    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
+  }
+  return 0;
 }
 
 static int run_model(Ctx *c, tdsl_model *m) {
@@ -131,15 +146,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
               (const char *)o->calls.items[i]);
       return 1;
     }
-  if (tdsl_init(m, o->seed)) return run_err("init", m);
-  for (int i = 0; i < o->sets.len; i++) {
-    RunSet *s = o->sets.items[i];
-    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
-  }
-  for (int i = 0; i < o->loads.len; i++) {
-    RunLoad *l = o->loads.items[i];
-    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
-  }
+  if (backend_prepare(c, m)) return 1;
   if (o->calls.len) {
     for (int i = 0; i < o->calls.len; i++)
       if (tdsl_call(m, o->calls.items[i])) return run_err("--call", m);
@@ -167,7 +174,7 @@ static int do_run(Ctx *c, IrModule *m) {
   gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
   if (!r) return 1;
   char err[512];
-  tdsl_model *model = tdsl_open_resolved(jit_resolve, r, err, sizeof err);
+  tdsl_model *model = tdsl_open_resolved(backend_jit_resolve, r, err, sizeof err);
   int rc;
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
@@ -196,12 +203,13 @@ int backend_main(Ctx *c, Graph *g) {
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through do_run. */
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
+  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, m); return 0;
   case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
   case ACT_RUN: return do_run(c, m);
+  case ACT_CHECK: return check_model(c, m);
   default: break;
   }
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", model_base(c), o->object ? "o" : "so");

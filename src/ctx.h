@@ -19,6 +19,7 @@ typedef enum Action {
   ACT_EMIT_CUDA,
   ACT_EMIT_PTX,
   ACT_RUN,
+  ACT_CHECK,   /* --check: the differential oracle (src/check.c) */
 } Action;
 
 typedef enum Backend { BACKEND_CC, BACKEND_CUDA } Backend;
@@ -39,7 +40,8 @@ typedef struct Options {
   bool json;
   bool check_bounds;      /* --check-bounds */
   PtrVec include_dirs;    /* -I DIR (const char*) */
-  /* --run */
+  int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */
+  /* --run (and --check) */
   unsigned long long seed;
   PtrVec sets;            /* RunSet* */
   PtrVec loads;           /* RunLoad* */

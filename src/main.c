@@ -34,6 +34,9 @@ static void usage(FILE *out) {
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
         "      [--print TENSOR]...\n"
+        "  --check                compile twice (plain -O0 reference, as configured), run every\n"
+        "                         routine on both, compare every tensor [--seed/--set/--load]\n"
+        "  --check-ulps=N         --check tolerance (default 256; 0: bitwise)\n"
         "  --version, --help\n",
         out);
 }
@@ -68,6 +71,8 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
+  o->check_ulps = -1;
+  bool seeded = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -107,10 +112,17 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
+    else if (!strcmp(a, "--check")) o->action = ACT_CHECK;
+    else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
+      long long u;
+      if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
+      o->check_ulps = (int)u;
+    }
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;
       if (!parse_int(v, &s) || s < 0) return bad_usage("bad --seed '%s'", v);
       o->seed = (unsigned long long)s;
+      seeded = true;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
       long long val;
@@ -133,8 +145,11 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len))
-    return bad_usage("%s", "--set/--load/--call/--print need --run");
+  bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
+  if (!runs && (o->sets.len || o->loads.len || seeded))
+    return bad_usage("%s", "--seed/--set/--load need --run or --check");
+  if (o->action != ACT_RUN && (o->calls.len || o->prints.len)) return bad_usage("%s", "--call/--print need --run");
+  if (o->action != ACT_CHECK && o->check_ulps >= 0) return bad_usage("%s", "--check-ulps needs --check");
   return 0;
 }
 

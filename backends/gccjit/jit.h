@@ -20,6 +20,7 @@ typedef struct JitOpts {
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
+  bool schedule;     /* loop scheduling passes may run; off for the --check reference */
 } JitOpts;
 
 /* Compiles to a shared library (object=false) or an object file. Returns false after
