@@ -19,6 +19,7 @@
 #include "check.h"
 #include "cuda.h"
 #include "jit.h"
+#include "run.h"
 
 typedef struct Built {
   gcc_jit_context *jc;
@@ -30,7 +31,7 @@ static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built
   out->r = cuda ? cuda_compile_mem(c, ir, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
   if (!out->r) return false;
   char err[512];
-  out->m = tdsl_open_resolved(backend_jit_resolve, out->r, err, sizeof err);
+  out->m = tdsl_open_resolved(run_jit_resolve, out->r, err, sizeof err);
   if (!out->m) fprintf(stderr, "tdslc: error: --check: %s\n", err);
   return out->m != NULL;
 }
@@ -152,7 +153,7 @@ static void print_cell_index(FILE *o, const tdsl_tensor_info *t, long cell) {
 /* ---- driving both builds ---- */
 
 static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routine) {
-  if (backend_prepare(c, ref) || backend_prepare(c, opt)) return 1;
+  if (run_prepare(c, ref) || run_prepare(c, opt)) return 1;
   tdsl_model *b[2] = {ref, opt};
   for (int k = 0; k < 2; k++)
     if (tdsl_call(b[k], routine)) {

@@ -1,5 +1,4 @@
-/* check.h: tdslc --check, the differential oracle (src/check.c), and the pieces of the
- * --run driver (src/backend.c) it shares. */
+/* check.h: tdslc --check, the differential oracle (src/check.c). */
 #ifndef TDSL_CHECK_H
 #define TDSL_CHECK_H
 
@@ -17,11 +16,5 @@ int check_model(Ctx *c, IrModule *m);
 /* The comparison itself, on two open models of the same IR module: label names the
  * candidate in messages; ulps 0 compares bitwise. Prints a summary line on success. */
 int check_models(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, int ulps, const char *label);
-
-/* src/backend.c: symbols of an in-memory gccjit result, for tdsl_open_resolved. */
-void *backend_jit_resolve(void *handle, const char *symbol);
-/* src/backend.c: tdsl_init with --seed, then every --set and --load; 1 after printing
- * an error. */
-int backend_prepare(Ctx *c, tdsl_model *m);
 
 #endif
