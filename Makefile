@@ -14,7 +14,7 @@ B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
-LDLIBS  := -lgccjit -ldl -lm
+LDLIBS  := -lgccjit -ldl -lm -lcjson
 # The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
 # tdslc still builds and --backend=cuda reports that it is unavailable.
 CUDA_HOME ?= /usr/local/cuda
@@ -69,11 +69,13 @@ $(B)/asan/tdslc: $(asan_OBJ)
 
 # The runtime: what compiled models and host programs link. It never includes compiler headers.
 RT_OBJ := $(patsubst runtime/%.c,$(B)/rt/%.o,$(RT_SRC))
-$(B)/rt/%.o: runtime/%.c runtime/tdsl.h
+$(B)/rt/%.o: runtime/%.c runtime/tdsl.h runtime/tdslrt_int.h
 	@mkdir -p $(dir $@)
 	$(CC) -Iruntime $(WFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+# Checkpoints (runtime/checkpoint.c) parse their JSON header with cJSON; a static host
+# that never calls tdsl_save/tdsl_load does not pull that object in.
 $(B)/libtdslrt.so: $(RT_OBJ)
-	$(CC) -shared -o $@ $^ -ldl -lm
+	$(CC) -shared -o $@ $^ -ldl -lm -lcjson
 $(B)/libtdslrt.a: $(RT_OBJ)
 	ar rcs $@ $^
 

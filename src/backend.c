@@ -11,12 +11,7 @@
 #include "jit.h"
 #include "tdsl.h"
 
-static const char *model_base(Ctx *c) {
-  const char *in = c->opt.input, *slash = strrchr(in, '/');
-  const char *b = slash ? slash + 1 : in;
-  const char *dot = strrchr(b, '.');
-  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
-}
+static const char *model_base(Ctx *c) { return ctx_model_base(c); }
 
 static JitOpts jit_opts(Ctx *c) {
   JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
@@ -136,6 +131,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
     RunSet *s = o->sets.items[i];
     if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
   }
+  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
     if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
@@ -153,6 +149,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
+  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return run_err("--save", m);
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);

@@ -45,6 +45,11 @@ typedef struct Options {
   PtrVec loads;           /* RunLoad* */
   PtrVec calls;           /* const char* */
   PtrVec prints;          /* const char* */
+  const char *save;       /* --save PATH: checkpoint after the calls */
+  const char *load_ckpt;  /* --load-checkpoint PATH: after init */
+  /* make dependencies */
+  bool md;                /* -MD */
+  const char *mf;         /* -MF FILE */
 } Options;
 
 typedef struct Ctx {
@@ -52,13 +57,21 @@ typedef struct Ctx {
   Diag diag;
   Options opt;
   const char *exe_dir;    /* directory of the tdslc executable (stdlib lookup) */
+  PtrVec deps;            /* every file the model depends on (const char*), for -MD */
 } Ctx;
 
 /* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../runtime in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
-/* Reads a file into an arena-allocated SrcFile; NULL if unreadable. */
+/* Reads a file into an arena-allocated SrcFile (recorded in c->deps); NULL if unreadable. */
 SrcFile *ctx_read_file(Ctx *c, const char *path);
+/* Records a file the compiled model depends on (c->deps, once per path). */
+void ctx_add_dep(Ctx *c, const char *path);
+/* The base name of the input without its extension: the default output's stem. */
+const char *ctx_model_base(Ctx *c);
+/* -MD / -MF: writes "TARGET: DEPS" and a phony rule per dependency (as gcc -MD -MP);
+ * returns an exit status (2 when the file cannot be written). src/depfile.c */
+int write_depfile(Ctx *c, const char *target);
 
 /* Pipeline stages. Each returns false after reporting errors through c->diag. */
 Graph *stage_program(Ctx *c, const Program *p);       /* src/eval*.c */

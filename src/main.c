@@ -33,7 +33,8 @@ static void usage(FILE *out) {
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
-        "      [--print TENSOR]...\n"
+        "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
+        "  -MD, -MF FILE          also write a make dependency file (default: OUT with .d)\n"
         "  --version, --help\n",
         out);
 }
@@ -128,13 +129,23 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       vec_push(&c->arena, &o->loads, l);
     } else if ((v = opt_value(argc, argv, &i, "--call"))) vec_push(&c->arena, &o->calls, (void *)v);
     else if ((v = opt_value(argc, argv, &i, "--print"))) vec_push(&c->arena, &o->prints, (void *)v);
+    else if ((v = opt_value(argc, argv, &i, "--save"))) o->save = v;
+    else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) o->load_ckpt = v;
+    else if (!strcmp(a, "-MD")) o->md = true;
+    else if (!strcmp(a, "-MF")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      o->mf = argv[i];
+      o->md = true;
+    }
     else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len))
-    return bad_usage("%s", "--set/--load/--call/--print need --run");
+  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len || o->save || o->load_ckpt))
+    return bad_usage("%s", "--set/--load/--call/--print/--save/--load-checkpoint need --run");
+  if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
+    return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
   return 0;
 }
 
@@ -172,7 +183,11 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  return backend_main(c, g);
+  int rc = backend_main(c, g);
+  if (rc || !c->opt.md) return rc;
+  const Options *o = &c->opt;
+  const char *ext = o->action == ACT_EMIT_PTX ? "ptx" : o->object ? "o" : "so";
+  return write_depfile(c, o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext));
 }
 
 int main(int argc, char **argv) {
