@@ -97,6 +97,8 @@ int tdsl_load(tdsl_model *m, const char *path);
 int tdsl_num_routines(const tdsl_model *m);
 const char *tdsl_routine_name(const tdsl_model *m, int index);
 int tdsl_find_routine(const tdsl_model *m, const char *name); /* index, or -1 */
+/* Runs a routine; "init" (unless the model defines a routine of that name) runs
+ * tdsl_init again with the seed of the last tdsl_init. */
 int tdsl_call(tdsl_model *m, const char *name);
 
 int tdsl_num_indices(const tdsl_model *m);

@@ -46,6 +46,7 @@ struct tdsl_model {
   RtNamed *syms, *fns, *aliases;
   int *sym_range;
   int nsyms, nfns, naliases;
+  uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
 
@@ -435,6 +436,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 
 int tdsl_call(tdsl_model *m, const char *name) {
   int i = tdsl_find_routine(m, name);
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -510,6 +512,7 @@ static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
+  m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++) {
     RtBuf *b = &m->bufs[bi];

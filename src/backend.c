@@ -121,7 +121,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
     }
   }
   for (int i = 0; i < o->calls.len; i++)
-    if (tdsl_find_routine(m, o->calls.items[i]) < 0) {
+    if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init")) {
       fprintf(stderr, "tdslc: error: --call %s: no routine of that name (an exported routine, T.forward or T.backprop)\n",
               (const char *)o->calls.items[i]);
       return 1;

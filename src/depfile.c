@@ -38,6 +38,7 @@ int write_depfile(Ctx *c, const char *target) {
   }
   fputc('\n', o);
   for (int i = 0; i < c->deps.len; i++) {
+    if (!strcmp(c->deps.items[i], c->opt.input)) continue; /* as gcc -MP: not the input */
     fputc('\n', o);
     put_path(o, c->deps.items[i]);
     fputs(":\n", o);
