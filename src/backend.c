@@ -59,6 +59,54 @@ static double cell(const tdsl_tensor_info *ti, long i) {
   return ti->elem == TDSL_F64 ? ((double *)ti->data)[i] : ((float *)ti->data)[i];
 }
 
+/* Rank <= 2: a grid, the last axis along a row. */
+static void print_grid(FILE *o, const tdsl_tensor_info *ti) {
+  char num[64];
+  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
+  if (row <= 0) row = 1;
+  for (long i = 0; i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
+    if ((i + 1) % row == 0) fputc('\n', o);
+  }
+}
+
+/* Rank >= 3: nested brackets as numpy prints them: numbers right-aligned to a common
+ * width, a blank line between blocks of the outer axes. */
+static void print_block(FILE *o, char **strs, int width, const int *dims, int rank, int axis, long *at) {
+  fputc('[', o);
+  for (int i = 0; i < dims[axis]; i++) {
+    if (axis == rank - 1) {
+      fprintf(o, "%s%*s", i ? " " : "", width, strs[*at]);
+      ++*at;
+      continue;
+    }
+    if (i) {
+      for (int k = 0; k < rank - axis - 1; k++) fputc('\n', o);
+      fprintf(o, "%*s", axis + 1, "");
+    }
+    print_block(o, strs, width, dims, rank, axis + 1, at);
+  }
+  fputc(']', o);
+}
+
+static void print_nested(FILE *o, const tdsl_tensor_info *ti) {
+  char **strs = calloc((size_t)ti->size, sizeof *strs);
+  char num[64];
+  int width = 1;
+  for (long i = 0; strs && i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    strs[i] = strdup(num);
+    int n = (int)strlen(num);
+    if (n > width) width = n;
+  }
+  long at = 0;
+  if (strs) print_block(o, strs, width, ti->dims, ti->rank, 0, &at);
+  fputc('\n', o);
+  for (long i = 0; strs && i < ti->size; i++) free(strs[i]);
+  free(strs);
+}
+
 static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, bool json) {
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
@@ -79,22 +127,12 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
     fputs("]}\n", o);
     return;
   }
-  /* A grid: the last axis along a row, a blank line between blocks of the axis before. */
   fprintf(o, "%s: ", name);
   shape_str(o, ti);
   fputc('\n', o);
-  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
-  long block = ti->rank > 1 ? row * ti->dims[ti->rank - 2] : ti->size + 1;
-  if (row <= 0) row = 1;
-  for (long i = 0; i < ti->size; i++) {
-    num_fmt(num, sizeof num, cell(ti, i), f32, false);
-    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
-    if ((i + 1) % row == 0) {
-      fputc('\n', o);
-      if ((i + 1) % block == 0 && i + 1 < ti->size) fputc('\n', o);
-    }
-  }
   if (ti->size == 0) fputs("  (empty)\n", o);
+  else if (ti->rank >= 3) print_nested(o, ti);
+  else print_grid(o, ti);
 }
 
 static void *jit_resolve(void *h, const char *name) {

@@ -37,6 +37,7 @@ typedef struct Options {
   bool double_prec;       /* --precision=double */
   const char *emit_header;/* --emit-header=FILE.h */
   bool json;
+  bool verbose;           /* --verbose: extra information in non-fixed output */
   bool check_bounds;      /* --check-bounds */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   /* --run */
@@ -78,6 +79,8 @@ Graph *stage_program(Ctx *c, const Program *p);       /* src/eval*.c */
 bool infer_shapes(Ctx *c, Graph *g);                  /* src/infer*.c */
 bool infer_projections(Ctx *c, Graph *g);
 void dump_shapes(FILE *out, const Graph *g, bool json);
+/* With verbose: parameters marked with their sizes, then their count (--verbose). */
+void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose);
 void dump_projections(FILE *out, const Graph *g, bool json);
 /* Lowering and backends: returns a process exit status (0, 1, or 2). */
 int backend_main(Ctx *c, Graph *g);                   /* src/lower.c + backends/ */

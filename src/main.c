@@ -31,6 +31,7 @@ static void usage(FILE *out) {
         "  --dump-projections     print each assignment's loops and index expressions\n"
         "  --dump-ir              print the lowered loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
+        "  --verbose              with --dump-shapes: mark parameters, count their values\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
         "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
@@ -106,6 +107,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-projections")) o->action = ACT_DUMP_PROJECTIONS;
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
+    else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
@@ -144,6 +146,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   if (!o->input) return bad_usage("%s", "no input file");
   if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len || o->save || o->load_ckpt))
     return bad_usage("%s", "--set/--load/--call/--print/--save/--load-checkpoint need --run");
+  if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
   if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
     return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
   return 0;
@@ -175,7 +178,7 @@ static int run(Ctx *c) {
   }
   if (!infer_shapes(c, g) || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_SHAPES) {
-    dump_shapes(stdout, g, c->opt.json);
+    dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return 0;
   }
   if (!infer_projections(c, g) || c->diag.errors) return 1;
