@@ -61,7 +61,7 @@ typedef struct Ctx {
   PtrVec deps;            /* every file the model depends on (const char*), for -MD */
 } Ctx;
 
-/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../runtime in the build
+/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../lib in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
 /* Reads a file into an arena-allocated SrcFile (recorded in c->deps); NULL if unreadable. */
@@ -82,7 +82,5 @@ void dump_shapes(FILE *out, const Graph *g, bool json);
 /* With verbose: parameters marked with their sizes, then their count (--verbose). */
 void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose);
 void dump_projections(FILE *out, const Graph *g, bool json);
-/* Lowering and backends: returns a process exit status (0, 1, or 2). */
-int backend_main(Ctx *c, Graph *g);                   /* src/lower.c + backends/ */
 
 #endif
