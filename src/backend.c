@@ -9,6 +9,7 @@
 #include "cuda.h"
 #include "ir.h"
 #include "jit.h"
+#include "sched.h"
 #include "tdsl.h"
 
 static const char *model_base(Ctx *c) {
@@ -19,7 +20,8 @@ static const char *model_base(Ctx *c) {
 }
 
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
+  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
+               .strict_fp = c->opt.strict_fp};
   return o;
 }
 
@@ -198,9 +200,13 @@ int backend_main(Ctx *c, Graph *g) {
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
   if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
+  /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
+   * nests onto threads itself). */
+  SchedOpts so = {.strict_fp = o->strict_fp};
+  IrModule *shown = cuda ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
-  case ACT_DUMP_IR: ir_print(stdout, m); return 0;
-  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
+  case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
+  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds); return 0;
   case ACT_RUN: return do_run(c, m);
   default: break;
   }

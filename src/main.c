@@ -25,11 +25,12 @@ static void usage(FILE *out) {
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
+        "  --strict-fp            keep the source order of sums (default: reassociate)\n"
         "  --dump-ast             print the syntax tree, then stop\n"
         "  --dump-graph           print the staged tensor graph, then stop\n"
         "  --dump-shapes          print every named tensor's inferred shape, then stop\n"
         "  --dump-projections     print each assignment's loops and index expressions\n"
-        "  --dump-ir              print the lowered loop IR, then stop\n"
+        "  --dump-ir              print the scheduled loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
@@ -106,6 +107,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
+    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;

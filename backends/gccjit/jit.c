@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jit.h"
+#include "sched.h"
 
 typedef struct J {
   Arena *a;
@@ -357,6 +358,7 @@ static void emit_stmts(J *j, const PtrVec *body) {
       gcc_jit_block_add_eval(j->blk, NULL, gcc_jit_context_new_call(j->c, NULL, j->funcs[s->callee], 0, NULL));
       break;
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
+    case S_KERNEL: break; /* TODO */
     }
   }
 }
@@ -381,6 +383,10 @@ static const char *host_arch(Arena *a) {
 }
 
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
+  if (o->schedule) {
+    SchedOpts so = {.strict_fp = o->strict_fp};
+    m = sched_module(a, m, &so);
+  }
   J jj = {.a = a, .m = m, .o = o};
   J *j = &jj;
   j->c = gcc_jit_context_acquire();
