@@ -202,7 +202,7 @@ int backend_main(Ctx *c, Graph *g) {
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
-  SchedOpts so = {.strict_fp = o->strict_fp};
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
   IrModule *shown = cuda ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;

@@ -8,7 +8,7 @@
  * accumulators plus 2 B vectors and an A broadcast within 16 registers. A kc x nr
  * panel of B (16 KiB for f32) stays in L1 across the rows of an mc x kc block of A
  * (72 KiB, L2); the packed kc x nc block of B (256 KiB) sits in L2/L3. */
-enum { MR = 6, KC = 256, MC = 72, NC = 256, VEC_BYTES = 32 };
+enum { MR = 6, KC = 256, MC = 72, NC_BYTES = 512 * 1024 };
 /* Below this many multiply-adds packing costs more than the register tile saves. */
 enum { KERNEL_MIN_WORK = 32768 };
 /* A reduction shorter than this gains nothing from partial sums. */
@@ -141,21 +141,26 @@ static Stmt *copy_loop(Arena *a, const Stmt *lp, Stmt *body) {
   return n;
 }
 
-static Stmt *make_kernel(Arena *a, const IrModule *m, const Contraction *c) {
+static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Contraction *c) {
   Kernel *k = ANEW(a, Kernel);
   k->store = c->store;
   k->a_arg = c->a_arg;
   k->var[0] = c->i, k->var[1] = c->j, k->var[2] = c->k;
   k->ext[0] = c->m, k->ext[1] = c->n, k->ext[2] = c->kext;
   int esize = VEC_AT(m->bufs, IrBuf, c->store->dst.buf)->elem == ELEM_F64 ? 8 : 4;
-  k->vw = VEC_BYTES / esize;
-  k->mr = MR;
+  int vb = o->vec_bytes ? o->vec_bytes : 32;
+  /* 12 accumulators in 16 registers (AVX2), 24 in 32 (AVX-512) */
+  int MR_ = vb >= 64 ? 2 * MR : MR, KC_ = KC, MC_ = vb >= 64 ? 4 * MR_ : MC;
+  /* the packed B block lives on the stack: at most 512 KiB */
+  int NC_ = (int)(NC_BYTES / ((long)KC_ * esize)) / (2 * (vb / esize)) * (2 * (vb / esize));
+  k->vw = vb / esize;
+  k->mr = MR_;
   k->nr = 2 * k->vw;
   /* Blocks no larger than the problem (rounded up to whole tiles): less scratch. */
-  k->kc = c->kext < KC ? (int)c->kext : KC;
-  long mt = (c->m + MR - 1) / MR * MR, nt = (c->n + k->nr - 1) / k->nr * k->nr;
-  k->mc = mt < MC ? (int)mt : MC;
-  k->nc = nt < NC ? (int)nt : NC;
+  k->kc = c->kext < KC_ ? (int)c->kext : KC_;
+  long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
+  k->mc = mt < MC_ ? (int)mt : MC_;
+  k->nc = nt < NC_ ? (int)nt : NC_;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;
@@ -192,12 +197,21 @@ static Stmt *make_reduction(Arena *a, const IrModule *m, Stmt *nest) {
 }
 
 static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
-  if (s->kind != S_LOOP || o->strict_fp) return s;
+  if (s->kind != S_LOOP || o->strict_fp || o->check_bounds) return s;
   Contraction c;
   long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
-  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) return make_kernel(a, m, &c);
+  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) return make_kernel(a, m, o, &c);
   Stmt *r = make_reduction(a, m, s);
   return r ? r : s;
+}
+
+int sched_host_vec_bytes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx")) return 32;
+#endif
+  return 16;
 }
 
 IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {

@@ -30,7 +30,8 @@ gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c
 
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
   if (o->schedule) {
-    SchedOpts so = {.strict_fp = o->strict_fp};
+    /* without -march the target is plain x86-64: 16-byte vectors */
+    SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
     m = sched_module(a, m, &so);
   }
   J jj = {.a = a, .m = m, .o = o};
