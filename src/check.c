@@ -70,6 +70,7 @@ static void walk_stmts(const IrModule *m, Order *o, const PtrVec *body, const ch
     case S_STORE: note_write(o, s->dst.buf, s->what, fn); break;
     case S_FILL: note_write(o, s->buf, NULL, fn); break;
     case S_CALL: walk_func(m, o, s->callee); break;
+    case S_KERNEL: note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn); break;
     case S_COMMENT: break;
     }
   }
@@ -204,7 +205,8 @@ int check_model(Ctx *c, IrModule *ir) {
   bool cuda = op->backend == BACKEND_CUDA;
   if (cuda && !cuda_can_run()) return 2;
   JitOpts ref_o = {.opt_level = 0, .check_bounds = op->check_bounds, .native = false, .schedule = false};
-  JitOpts opt_o = {.opt_level = op->opt_level, .check_bounds = op->check_bounds, .native = true, .schedule = true};
+  JitOpts opt_o = {.opt_level = op->opt_level, .check_bounds = op->check_bounds, .native = true, .schedule = true,
+                   .strict_fp = op->strict_fp};
   int ulps = op->check_ulps >= 0 ? op->check_ulps : (!cuda && op->opt_level == 0) ? 0 : CHECK_DEFAULT_ULPS;
   const char *label = arena_printf(&c->arena, "%s-O%d", cuda ? "cuda " : "", op->opt_level);
   Built ref = {0}, opt = {0};
