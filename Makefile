@@ -104,7 +104,13 @@ $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
-fuzz: $(B)/fuzz/fuzz_parse
+# `make fuzz` runs both fuzzers for FUZZ_TIME seconds each: the front end's libFuzzer
+# harness and the whole-pipeline fuzzer (testsuite/fuzz/pipeline.py: generated and
+# mutated programs through every stage of the ASan+UBSan compiler; FUZZ_SEED to repeat).
+fuzz: fuzz-parse fuzz-pipeline
+fuzz-pipeline: $(B)/asan/tdslc
+	/usr/bin/python3 testsuite/fuzz/pipeline.py --tdslc $(B)/asan/tdslc --time $(FUZZ_TIME) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+fuzz-parse: $(B)/fuzz/fuzz_parse
 	@mkdir -p $(B)/fuzz/new
 	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 -dict=testsuite/fuzz/tdsl.dict \
 	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/new testsuite/fuzz/corpus
@@ -170,5 +176,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz fuzz-parse fuzz-pipeline
 .SECONDARY:

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tdsl.h"
 #include "tdslrt_cuda.h"
@@ -38,12 +39,18 @@ typedef struct RtNamed {
   void *ptr;
 } RtNamed;
 
+/* Set while a model is open: a pointer that is not an open model is refused. */
+#define MODEL_MAGIC 0x7464736cu
+
 struct tdsl_model {
+  unsigned magic;
   void *dl;
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
   RtNamed *syms, *fns, *aliases;
+  int *fault;          /* --check-bounds models: set by a failed check (tdsl_fault) */
+  const char *fault_msg;
   int *sym_range;
   int nsyms, nfns, naliases;
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
@@ -60,7 +67,21 @@ static int fail(tdsl_model *m, const char *fmt, ...) {
   return -1;
 }
 
-const char *tdsl_error(const tdsl_model *m) { return m ? m->err : "no model"; }
+static bool live(const tdsl_model *m) { return m && m->magic == MODEL_MAGIC; }
+
+const char *tdsl_error(const tdsl_model *m) {
+  if (!m) return "no model (NULL)";
+  return live(m) ? m->err : "not an open model";
+}
+
+/* The checks every function makes of its arguments. */
+static int need(tdsl_model *m, const char *fn, const char *what, const void *p) {
+  return p ? 0 : fail(m, "%s: NULL %s", fn, what);
+}
+static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
+  if (n < 0) return fail(m, "%s: negative element count %ld", fn, n);
+  return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
+}
 
 int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
@@ -198,11 +219,16 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
 }
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
+  if (!resolve) {
+    if (err && errlen) snprintf(err, errlen, "tdsl_open_resolved: NULL resolver");
+    return NULL;
+  }
   tdsl_model *m = calloc(1, sizeof *m);
   if (!m) {
     if (err && errlen) snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  m->magic = MODEL_MAGIC;
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
   if (!text || strncmp(text, "tdsl 1\n", 7)) {
@@ -215,6 +241,9 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
+  /* Models built with --check-bounds report a failed check here instead of aborting. */
+  m->fault = resolve(handle, "tdsl_fault");
+  m->fault_msg = resolve(handle, "tdsl_fault_msg");
   if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(resolve, handle, err, errlen))) {
     tdsl_close(m);
     return NULL;
@@ -227,6 +256,15 @@ static void *dl_resolve(void *h, const char *name) { return dlsym(h, name); }
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   /* dlopen searches the library path for a bare name; a model is a file. */
   char buf[4096];
+  if (!path || !*path) {
+    if (err && errlen) snprintf(err, errlen, "tdsl_open: %s model path", path ? "empty" : "NULL");
+    return NULL;
+  }
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: it is a directory", path);
+    return NULL;
+  }
   if (!strchr(path, '/')) {
     snprintf(buf, sizeof buf, "./%s", path);
     path = buf;
@@ -246,7 +284,8 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 }
 
 void tdsl_close(tdsl_model *m) {
-  if (!m) return;
+  if (!live(m)) return;
+  m->magic = 0;
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];
@@ -271,7 +310,7 @@ void tdsl_close(tdsl_model *m) {
 
 /* ---- tensors ---- */
 
-int tdsl_num_tensors(const tdsl_model *m) { return m->nbufs; }
+int tdsl_num_tensors(const tdsl_model *m) { return live(m) ? m->nbufs : -1; }
 
 static int find_exact(const tdsl_model *m, const char *name, size_t len) {
   for (int i = 0; i < m->nbufs; i++)
@@ -292,6 +331,7 @@ static int find_with_suffix(const tdsl_model *m, const char *name, const char *s
 }
 
 int tdsl_find_tensor(const tdsl_model *m, const char *name) {
+  if (!live(m) || !name) return -1;
   int i = find_exact(m, name, strlen(name));
   if (i >= 0) return i;
   const char *base;
@@ -302,6 +342,8 @@ int tdsl_find_tensor(const tdsl_model *m, const char *name) {
 }
 
 int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
+  if (!live(m)) return -1;
+  if (need(m, "tdsl_tensor", "info pointer", out)) return -1;
   if (i < 0 || i >= m->nbufs) return fail(m, "no tensor number %d", i);
   if (m->cuda && tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err)) return -1;
   RtBuf *b = &m->bufs[i];
@@ -318,6 +360,7 @@ int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
 }
 
 static RtBuf *lookup(tdsl_model *m, const char *name) {
+  if (need(m, "tensor lookup", "name", name)) return NULL;
   int i = tdsl_find_tensor(m, name);
   if (i < 0) {
     fail(m, "no tensor named '%s'", name);
@@ -327,6 +370,7 @@ static RtBuf *lookup(tdsl_model *m, const char *name) {
 }
 
 int tdsl_tensor_by_name(tdsl_model *m, const char *name, tdsl_tensor_info *out) {
+  if (!live(m) || need(m, "tdsl_tensor_by_name", "name", name)) return -1;
   int i = tdsl_find_tensor(m, name);
   if (i < 0) return fail(m, "no tensor named '%s'", name);
   return tdsl_tensor(m, i, out);
@@ -353,24 +397,28 @@ static int host_access(tdsl_model *m, RtBuf *b, int mode) {
 }
 
 int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
+  if (!live(m) || need(m, "tdsl_read", "name", name) || need_data(m, "tdsl_read", dst, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = (float)get(b, i);
   return 0;
 }
 int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
+  if (!live(m) || need(m, "tdsl_write", "name", name) || need_data(m, "tdsl_write", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
   return 0;
 }
 int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
+  if (!live(m) || need(m, "tdsl_read_f64", "name", name) || need_data(m, "tdsl_read_f64", dst, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = get(b, i);
   return 0;
 }
 int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
+  if (!live(m) || need(m, "tdsl_write_f64", "name", name) || need_data(m, "tdsl_write_f64", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
@@ -379,6 +427,8 @@ int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
 
 /* Reads a raw little-endian float32 file of exactly b->size values into b. */
 static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return fail(m, "cannot read '%s': it is a directory", path);
   FILE *f = fopen(path, "rb");
   if (!f) return fail(m, "cannot read '%s': %s", path, strerror(errno));
   fseek(f, 0, SEEK_END);
@@ -405,6 +455,7 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
 }
 
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
+  if (!live(m) || need(m, "tdsl_load_file", "name", name) || need(m, "tdsl_load_file", "path", path)) return -1;
   if (tdsl_rt_is_npy(path)) return tdsl_rt_load_npy(m, name, path);
   RtBuf *b = lookup(m, name);
   return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
@@ -412,8 +463,8 @@ int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
 
 /* ---- routines and indices ---- */
 
-int tdsl_num_routines(const tdsl_model *m) { return m->nfns; }
-const char *tdsl_routine_name(const tdsl_model *m, int i) { return i >= 0 && i < m->nfns ? m->fns[i].name : NULL; }
+int tdsl_num_routines(const tdsl_model *m) { return live(m) ? m->nfns : -1; }
+const char *tdsl_routine_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nfns ? m->fns[i].name : NULL; }
 
 static int find_fn(const tdsl_model *m, const char *name) {
   for (int i = 0; i < m->nfns; i++)
@@ -422,6 +473,7 @@ static int find_fn(const tdsl_model *m, const char *name) {
 }
 
 int tdsl_find_routine(const tdsl_model *m, const char *name) {
+  if (!live(m) || !name) return -1;
   int i = find_fn(m, name);
   if (i >= 0) return i;
   const char *sfx[2] = {".forward", ".backprop"}, *base;
@@ -435,6 +487,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 }
 
 int tdsl_call(tdsl_model *m, const char *name) {
+  if (!live(m) || need(m, "tdsl_call", "name", name)) return -1;
   int i = tdsl_find_routine(m, name);
   if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
   if (i < 0) {
@@ -444,12 +497,17 @@ int tdsl_call(tdsl_model *m, const char *name) {
       return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
     return fail(m, "no routine named '%s'", name);
   }
+  if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
   ((void (*)(void))m->fns[i].ptr)();
-  return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
+  if (m->fault && *m->fault) {
+    *m->fault = 0;
+    return fail(m, "%s: %.400s", name, m->fault_msg ? m->fault_msg : "index out of range");
+  }
+  return m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 
-int tdsl_num_indices(const tdsl_model *m) { return m->nsyms; }
-const char *tdsl_index_name(const tdsl_model *m, int i) { return i >= 0 && i < m->nsyms ? m->syms[i].name : NULL; }
+int tdsl_num_indices(const tdsl_model *m) { return live(m) ? m->nsyms : -1; }
+const char *tdsl_index_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nsyms ? m->syms[i].name : NULL; }
 
 static int find_sym(tdsl_model *m, const char *name) {
   for (int i = 0; i < m->nsyms; i++)
@@ -458,6 +516,7 @@ static int find_sym(tdsl_model *m, const char *name) {
 }
 
 int tdsl_set_index(tdsl_model *m, const char *name, long v) {
+  if (!live(m) || need(m, "tdsl_set_index", "name", name)) return -1;
   int i = find_sym(m, name);
   if (i < 0) return -1;
   int r = m->sym_range[i];
@@ -469,6 +528,7 @@ int tdsl_set_index(tdsl_model *m, const char *name, long v) {
 }
 
 int tdsl_get_index(tdsl_model *m, const char *name, long *v) {
+  if (!live(m) || need(m, "tdsl_get_index", "name", name) || need(m, "tdsl_get_index", "value pointer", v)) return -1;
   int i = find_sym(m, name);
   if (i < 0) return -1;
   *v = *(int *)m->syms[i].ptr;
@@ -512,6 +572,7 @@ static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
+  if (!live(m)) return -1;
   m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++) {

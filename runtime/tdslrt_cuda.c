@@ -76,7 +76,12 @@ struct tdsl_cuda {
   int **syms;
   CKernel *kernels;
   void **ctx_slot; /* the model's tdsl_cuda_ctx */
-  char err[512];   /* the first launch error since the last tdsl_cuda_take_error */
+  /* The first error of a launch or copy. It is sticky: after an illegal access the CUDA
+   * context is unusable and every buffer may be stale, so every later call, read or
+   * write of the model fails with it instead of returning stale data. */
+  char err[512];
+  long launches;   /* emulation: launches so far, for fault injection */
+  long fault_at;   /* emulation: TDSL_CUDA_EMULATE_FAULT=N fails the Nth launch */
 };
 
 static int say(char *err, size_t n, const char *fmt, ...) {
@@ -132,7 +137,8 @@ static CUresult emu_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
 }
 static CUresult emu_errstr(CUresult r, const char **s) {
   *s = r == 218 ? "no PTX or TDSL_CUDA_EMULATE unset" : r == 200 ? "cannot dlopen the TDSL_CUDA_EMULATE library"
-     : r == 500 ? "kernel not found in the emulation library" : "emulation error";
+     : r == 500 ? "kernel not found in the emulation library"
+     : r == 700 ? "an illegal memory access was encountered (emulated fault)" : "emulation error";
   return 0;
 }
 
@@ -145,6 +151,8 @@ static int load_driver(tdsl_cuda *cu, char *err, size_t n) {
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   if (emu && *emu) {
     cu->d = emu_drv;
+    const char *fault = getenv("TDSL_CUDA_EMULATE_FAULT");
+    cu->fault_at = fault ? strtol(fault, NULL, 10) : 0;
     return 0;
   }
   cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -238,6 +246,11 @@ static void launch_error(tdsl_cuda *cu, const char *what, CUresult r) {
   if (!cu->err[0]) snprintf(cu->err, sizeof cu->err, "cuda model: %s: %s", what, cu_str(cu, r));
 }
 
+/* After an error, what every later use of the model reports. */
+static int sticky(tdsl_cuda *cu, char *err, size_t n) {
+  return say(err, n, "%s (the model is unusable after this error: close and reopen it)", cu->err);
+}
+
 static int to_device(tdsl_cuda *cu, CBuf *b) {
   if (b->state != HOST_NEWER || !b->bytes) return 0;
   CUresult r = cu->d.MemcpyHtoD(b->dev, b->host, b->bytes);
@@ -277,7 +290,9 @@ static void launch(void *ctx, int k) {
   long threads = kn->threads > 0 ? kn->threads : 1;
   unsigned block = threads < 256 ? (unsigned)threads : 256;
   unsigned grid = (unsigned)((threads + block - 1) / block);
-  CUresult r = cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL);
+  CUresult r = cu->fault_at && ++cu->launches == cu->fault_at
+                   ? 700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
+                   : cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL);
   if (r) {
     launch_error(cu, "kernel launch", r);
     return;
@@ -287,24 +302,23 @@ static void launch(void *ctx, int k) {
 }
 
 int tdsl_cuda_host_access(tdsl_cuda *cu, int bi, int mode, char *err, size_t n) {
+  if (cu->err[0]) return sticky(cu, err, n);
   if (bi < 0 || bi >= cu->nbufs) return 0;
   CBuf *b = &cu->bufs[bi];
   if (b->state == DEVICE_NEWER && mode != TDSL_CUDA_OVERWRITE && b->bytes) {
     cu->d.CtxSetCurrent(cu->ctx);
     CUresult r = cu->d.MemcpyDtoH(b->host, b->dev, b->bytes);
-    if (r) return say(err, n, "cuda model: copy from the device: %s", cu_str(cu, r));
+    if (r) { /* a kernel's asynchronous fault surfaces here */
+      launch_error(cu, "copy from the device", r);
+      return sticky(cu, err, n);
+    }
     b->state = SYNCED;
   }
   if (mode != TDSL_CUDA_READ) b->state = HOST_NEWER;
   return 0;
 }
 
-int tdsl_cuda_take_error(tdsl_cuda *cu, char *err, size_t n) {
-  if (!cu->err[0]) return 0;
-  say(err, n, "%s", cu->err);
-  cu->err[0] = 0;
-  return -1;
-}
+int tdsl_cuda_error(tdsl_cuda *cu, char *err, size_t n) { return cu->err[0] ? sticky(cu, err, n) : 0; }
 
 /* ---- open and close ---- */
 

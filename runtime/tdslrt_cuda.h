@@ -28,7 +28,8 @@ enum { TDSL_CUDA_READ, TDSL_CUDA_READ_WRITE, TDSL_CUDA_OVERWRITE };
 /* Before the host touches buffer b: copies it back if the device copy is newer (not for
  * OVERWRITE) and, unless READ, marks the device copy stale. */
 int tdsl_cuda_host_access(tdsl_cuda *cu, int b, int mode, char *err, size_t errlen);
-/* The first error of the launches since the last call (0 if none), then clears it. */
-int tdsl_cuda_take_error(tdsl_cuda *cu, char *err, size_t errlen);
+/* -1 with the message once a launch or copy has failed (0 if none). Sticky: a failed
+ * model stays failed (host_access fails too), since its device state is lost. */
+int tdsl_cuda_error(tdsl_cuda *cu, char *err, size_t errlen);
 
 #endif

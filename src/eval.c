@@ -76,6 +76,24 @@ Env *env_bind(St *st, Env *env, const char *name, Value *v) {
   return e;
 }
 
+void env_bind_global(St *st, const char *name, Value *v) {
+  Env *e = env_bind(st, st->globals, name, v);
+  e->global = true;
+  e->seq = st->globals && st->globals->global ? st->globals->seq + 1 : 1;
+  e->shadowed = strtab_get(&st->global_index, name);
+  strtab_put(st->a, &st->global_index, name, e);
+  st->globals = e;
+}
+
+/* The top-level binding of name visible from the chain starting at global node g: the
+ * newest binding no newer than g (st->globals is only ever prepended to, so the
+ * bindings up to g's position are exactly g's chain). */
+static Value *global_lookup(St *st, const Env *g, const char *name) {
+  Env *e = strtab_get(&st->global_index, name);
+  while (e && e->seq > g->seq) e = e->shadowed;
+  return e ? e->v : NULL;
+}
+
 static Tensor *decl_lookup(DeclScope *s, const char *name) {
   for (; s; s = s->parent)
     for (int i = s->idents.len - 1; i >= 0; i--)
@@ -91,9 +109,7 @@ Value *env_lookup(const Frame *fr, St *st, const char *name) {
     if (!strcmp(e->name, name)) return e->v;
   Tensor *t = decl_lookup(fr->decls, name);
   if (t) return val_tensor(st, t, t->loc);
-  for (; e; e = e->next)
-    if (!strcmp(e->name, name)) return e->v;
-  return NULL;
+  return e ? global_lookup(st, e, name) : NULL;
 }
 
 /* ---- functions ---- */
@@ -664,8 +680,7 @@ static bool eval_let_item(St *st, const Item *it) {
   for (int i = 0; i < it->bindings.len; i++) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
     if (!vals[i] || !b->name) continue;
-    st->globals = env_bind(st, st->globals, b->name, vals[i]);
-    st->globals->global = true;
+    env_bind_global(st, b->name, vals[i]);
   }
   return ok;
 }
@@ -733,8 +748,7 @@ static bool eval_opdef(St *st, const Item *it) {
     }
   Value *v = val_new(st, V_FN, it->loc);
   v->fn = f;
-  st->globals = env_bind(st, st->globals, op->name, v);
-  st->globals->global = true;
+  env_bind_global(st, op->name, v);
   return true;
 }
 

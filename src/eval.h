@@ -41,6 +41,7 @@
 #include "ast.h"
 #include "ctx.h"
 #include "graph.h"
+#include "strtab.h"
 
 typedef struct Value Value;
 typedef struct Env Env;
@@ -78,6 +79,8 @@ struct Env {
   const char *name;
   Value *v;
   bool global;      /* a top-level binding (inline declarations are searched before these) */
+  int seq;          /* global: its position among the top-level bindings (1, 2, ...) */
+  Env *shadowed;    /* global: the previous top-level binding of the same name */
   Env *next;
 };
 
@@ -135,7 +138,9 @@ struct St {
   Ctx *c;
   Arena *a;
   Graph *g;
-  Env *globals;        /* top-level environment, newest first */
+  Env *globals;        /* top-level environment, newest first (only ever prepended to) */
+  StrTab global_index; /* name -> its newest global Env node (env_lookup, linear programs) */
+  StrTab tensor_names; /* tensor name -> Tensor* (unique names without a scan) */
   PtrVec opened;       /* const char*: files already opened (realpath) */
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
@@ -161,6 +166,8 @@ double val_number(const Value *v);
 Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
              const Frame *call, Loc loc);
 Env *env_bind(St *st, Env *env, const char *name, Value *v);
+/* A top-level binding: prepended to st->globals and indexed by name. */
+void env_bind_global(St *st, const char *name, Value *v);
 Value *env_lookup(const Frame *fr, St *st, const char *name);
 /* The value bound to a parameter of f by name (labeled or positional), or NULL. */
 Value *fn_param(Fn *f, const char *name);

@@ -67,13 +67,7 @@ Tensor *const_scalar(St *st, double x, const char *label, Loc loc) {
 
 /* ---- names ---- */
 
-bool name_used(St *st, const char *name) {
-  for (int i = 0; i < st->g->tensors.len; i++) {
-    Tensor *t = VEC_AT(st->g->tensors, Tensor, i);
-    if (t->name && !strcmp(t->name, name)) return true;
-  }
-  return false;
-}
+bool name_used(St *st, const char *name) { return strtab_get(&st->tensor_names, name) != NULL; }
 
 void add_name(St *st, const char *name, Tensor *t) {
   NamedTensor *n = ANEW(st->a, NamedTensor);
@@ -89,6 +83,7 @@ void name_tensor(St *st, Tensor *t, const char *ident, const char *label) {
   const char *cand = base;
   for (int n = 2; name_used(st, cand); n++) cand = arena_printf(st->a, "%s_%d", base, n);
   t->name = cand;
+  strtab_put(st->a, &st->tensor_names, cand, t);
   add_name(st, cand, t);
 }
 
@@ -443,8 +438,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   }
   /* Declared in a top-level binding: visible to every later top-level item. */
   if (s && s->toplevel) {
-    st->globals = env_bind(st, st->globals, e->str, val_tensor(st, t, e->loc));
-    st->globals->global = true;
+    env_bind_global(st, e->str, val_tensor(st, t, e->loc));
   }
   return val_tensor(st, t, e->loc);
 }
@@ -593,8 +587,7 @@ static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
   f->bound = ANEWN(st->a, Value *, ps.len > 0 ? ps.len : 1);
   Value *v = val_new(st, V_FN, (Loc){0});
   v->fn = f;
-  st->globals = env_bind(st, st->globals, name, v);
-  st->globals->global = true;
+  env_bind_global(st, name, v);
 }
 
 void install_builtins(St *st) {

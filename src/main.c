@@ -13,6 +13,7 @@
 #include "cuda.h"
 #include "ir.h"
 #include "jit.h"
+#include "outfile.h"
 #include "run.h"
 #include "sched.h"
 
@@ -75,8 +76,55 @@ static bool parse_int(const char *s, long long *out) {
   return true;
 }
 
+/* Selects the mode; a second, different mode option is a conflict. */
+/* The options that select a mode, or -1. */
+static int mode_option(const char *a) {
+  static const struct { const char *opt; Action act; } modes[] = {
+      {"--emit-c", ACT_EMIT_C},         {"--emit-cuda", ACT_EMIT_CUDA},   {"--emit-ptx", ACT_EMIT_PTX},
+      {"--dump-ast", ACT_DUMP_AST},     {"--dump-graph", ACT_DUMP_GRAPH}, {"--dump-shapes", ACT_DUMP_SHAPES},
+      {"--dump-projections", ACT_DUMP_PROJECTIONS}, {"--dump-ir", ACT_DUMP_IR}, {"--run", ACT_RUN},
+      {"--check", ACT_CHECK}};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+    if (!strcmp(a, modes[i].opt)) return (int)modes[i].act;
+  return -1;
+}
+
+static int set_action(Options *o, const char **by, Action act, const char *opt) {
+  if (*by && o->action != act) {
+    fprintf(stderr, "tdslc: error: %s and %s cannot be combined (each selects what tdslc does)\ntry 'tdslc --help'\n", *by, opt);
+    return 2;
+  }
+  o->action = act;
+  *by = opt;
+  return 0;
+}
+
+/* Options that would do nothing in the selected mode are refused: the user meant
+ * something else. */
+static int check_modes(const Options *o, const char *mode, bool arch_given) {
+  Action a = o->action;
+  bool front = a == ACT_DUMP_AST || a == ACT_DUMP_GRAPH || a == ACT_DUMP_SHAPES || a == ACT_DUMP_PROJECTIONS;
+  bool writes = a == ACT_COMPILE || a == ACT_EMIT_PTX;
+  bool cuda = o->backend == BACKEND_CUDA || a == ACT_EMIT_CUDA || a == ACT_EMIT_PTX;
+  const char *useless = NULL;
+  if (o->output && !writes) useless = "-o";
+  else if (o->object && a != ACT_COMPILE) useless = "-c";
+  else if (o->emit_header && front) useless = "--emit-header";
+  else if (o->json && a != ACT_DUMP_SHAPES && a != ACT_DUMP_PROJECTIONS && a != ACT_RUN) useless = "--json";
+  else if (arch_given && !cuda) useless = "--arch";
+  if (useless) {
+    fprintf(stderr, "tdslc: error: %s does nothing with %s\ntry 'tdslc --help'\n", useless, mode);
+    return 2;
+  }
+  if (a == ACT_EMIT_PTX && o->backend != BACKEND_CUDA) return bad_usage("%s", "--emit-ptx needs --backend=cuda");
+  if (a == ACT_EMIT_PTX && o->object) return bad_usage("%s", "-c and --emit-ptx cannot be combined");
+  return 0;
+}
+
 static int parse_args(Ctx *c, int argc, char **argv) {
   Options *o = &c->opt;
+  const char *mode_by = NULL; /* the option that selected o->action */
+  bool arch_given = false;
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
@@ -99,6 +147,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
           strspn(v + 3, "0123456789abf") != strlen(v + 3))
         return bad_usage("bad --arch '%s' (expected sm_NN)", v);
       o->arch = v;
+      arch_given = true;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3])
       o->opt_level = a[2] - '0';
     else if (!strcmp(a, "-I")) {
@@ -110,20 +159,13 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
-    else if (!strcmp(a, "--emit-c")) o->action = ACT_EMIT_C;
-    else if (!strcmp(a, "--emit-cuda")) o->action = ACT_EMIT_CUDA;
-    else if (!strcmp(a, "--emit-ptx")) o->action = ACT_EMIT_PTX;
-    else if (!strcmp(a, "--dump-ast")) o->action = ACT_DUMP_AST;
-    else if (!strcmp(a, "--dump-graph")) o->action = ACT_DUMP_GRAPH;
-    else if (!strcmp(a, "--dump-shapes")) o->action = ACT_DUMP_SHAPES;
-    else if (!strcmp(a, "--dump-projections")) o->action = ACT_DUMP_PROJECTIONS;
-    else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
+    else if (mode_option(a) >= 0) {
+      if (set_action(o, &mode_by, (Action)mode_option(a), a)) return 2;
+    }
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
-    else if (!strcmp(a, "--run")) o->action = ACT_RUN;
-    else if (!strcmp(a, "--check")) o->action = ACT_CHECK;
     else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
       long long u;
       if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
@@ -164,6 +206,8 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
+  int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given);
+  if (rc) return rc;
   bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
   if (!runs && (o->sets.len || o->loads.len || seeded))
     return bad_usage("%s", "--seed/--set/--load need --run or --check");
@@ -173,6 +217,21 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
   if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
     return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
+  return 0;
+}
+
+/* An output that is the input would destroy the source (gcc refuses too). */
+static int check_outputs(const Options *o) {
+  const char *outs[2] = {o->output, o->emit_header}, *opts[2] = {"-o", "--emit-header"};
+  for (int i = 0; i < 2; i++)
+    if (outs[i] && same_file(outs[i], o->input)) {
+      fprintf(stderr, "tdslc: error: %s '%s' is the input file\n", opts[i], outs[i]);
+      return 2;
+    }
+  if (o->output && o->emit_header && (!strcmp(o->output, o->emit_header) || same_file(o->output, o->emit_header))) {
+    fprintf(stderr, "tdslc: error: -o and --emit-header name the same file '%s'\n", o->output);
+    return 2;
+  }
   return 0;
 }
 
@@ -201,30 +260,48 @@ static int run_in_process(Ctx *c, IrModule *m) {
   return rc;
 }
 
-/* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
- * (+ --emit-header), or --run in process. Returns a process exit status. */
-static int generate(Ctx *c, Graph *g) {
-  Options *o = &c->opt;
-  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
-  if (!m || c->diag.errors) return 1;
-  if (o->emit_header) {
-    FILE *f = fopen(o->emit_header, "w");
-    if (!f) {
-      fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
-      return 2;
-    }
-    emit_header(f, m, ctx_model_base(c));
-    fclose(f);
+/* The .so/.o through a temporary renamed on success (outfile.h). */
+static int compile_file(Ctx *c, IrModule *m, const char *out) {
+  if (same_file(out, c->opt.input)) {
+    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", out);
+    return 2;
   }
-  /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
+  OutFile of;
+  if (!out_begin(&c->arena, &of, out)) return 2;
+  JitOpts jo = jit_opts(c);
+  if (!jit_compile_file(&c->arena, m, &jo, of.tmp, c->opt.object)) {
+    out_discard(&of);
+    return 1;
+  }
+  return out_commit(&of) ? 0 : 2;
+}
+
+static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
+  if (!out_begin(&c->arena, hdr, c->opt.emit_header)) return 2;
+  FILE *f = out_fopen(hdr);
+  if (!f) return 2;
+  emit_header(f, m, ctx_model_base(c));
+  if (fclose(f)) {
+    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    return 2;
+  }
+  return 0;
+}
+
+/* The cuda driver (backends/cuda/) handles these modes itself, --emit-header included. */
+static bool cuda_driver_mode(const Options *o) {
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C)
-    return cuda_backend(c, m, ctx_model_base(c));
-  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
+  return cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C;
+}
+
+static int dispatch(Ctx *c, IrModule *m) {
+  Options *o = &c->opt;
+  if (cuda_driver_mode(o)) return cuda_backend(c, m, ctx_model_base(c));
+  if (o->backend == BACKEND_CUDA && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
   SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
-  IrModule *shown = cuda ? m : sched_module(&c->arena, m, &so);
+  IrModule *shown = o->backend == BACKEND_CUDA ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
   case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds); return 0;
@@ -232,9 +309,22 @@ static int generate(Ctx *c, Graph *g) {
   case ACT_CHECK: return check_model(c, m);
   default: break;
   }
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
-  JitOpts jo = jit_opts(c);
-  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
+  return compile_file(c, m, o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so"));
+}
+
+/* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
+ * (+ --emit-header), or --run in process. The header is committed with the main output,
+ * only when everything succeeded. Returns a process exit status. */
+static int generate(Ctx *c, Graph *g) {
+  Options *o = &c->opt;
+  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
+  if (!m || c->diag.errors) return 1;
+  OutFile hdr = {0};
+  int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
+  if (!rc) rc = dispatch(c, m);
+  if (!rc && hdr.tmp && !out_commit(&hdr)) rc = 2;
+  out_discard(&hdr);
+  return rc;
 }
 
 static int run(Ctx *c) {
@@ -277,6 +367,7 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   diag_init(&c.diag, stderr);
   int rc = parse_args(&c, argc, argv);
+  if (!rc) rc = check_outputs(&c.opt);
   if (rc) {
     arena_free(&c.arena);
     return rc;

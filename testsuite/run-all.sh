@@ -56,6 +56,18 @@ if [ -x "$fz" ]; then
   fi
 fi
 
+# Whole-pipeline fuzzing smoke (testsuite/fuzz/pipeline.py): the regression inputs of
+# testsuite/fuzz/regress, then 20 seconds of generated and mutated programs (fixed seed)
+# through the ASan+UBSan compiler (`make fuzz` runs longer).
+if [ -x $B/asan/tdslc ]; then
+  if /usr/bin/python3 testsuite/fuzz/pipeline.py --tdslc "$PWD/$B/asan/tdslc" --time 20 --seed 1 \
+       --out $B/fuzz/pipeline-smoke > $B/fuzz/pipeline-smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "pipeline fuzz smoke: passed ($(tail -n 1 $B/fuzz/pipeline-smoke.log))"
+  else
+    fail=$((fail + 1)); echo "FAIL: pipeline fuzz smoke (see $B/fuzz/pipeline-smoke.log)"; tail -n 20 $B/fuzz/pipeline-smoke.log
+  fi
+fi
+
 # The shared conformance suite's expectations at -O0, -O3 and in double precision.
 out=$(sh testsuite/conformance/run-flags.sh "$PWD/$B/tdslc" 2>&1)
 echo "$out" | grep -E '^(\[|SKIP)' | grep -v XFAIL | head -n 40

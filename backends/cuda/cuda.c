@@ -7,6 +7,7 @@
 #include "ctx.h"
 #include "cuda.h"
 #include "jit.h"
+#include "outfile.h"
 
 static bool toolkit(void) {
   if (cuda_available()) return true;
@@ -14,14 +15,17 @@ static bool toolkit(void) {
   return false;
 }
 
-static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
+/* Text into an output file's temporary (committed by the caller). */
+static int write_text(Arena *a, OutFile *o, const char *path, const char *text) {
+  if (!out_begin(a, o, path)) return 2;
+  FILE *f = out_fopen(o);
+  if (!f) return 2;
+  fputs(text, f);
+  if (fclose(f)) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", path);
     return 2;
   }
-  fputs(text, f);
-  return fclose(f) ? 2 : 0;
+  return 0;
 }
 
 /* sm_NN with an optional a/f suffix (sm_90a): anything else would reach NVRTC as an
@@ -39,20 +43,21 @@ static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80";
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
  * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
  * object opens through tdsl_open_resolved too. */
-static int cuda_header(Ctx *c, IrModule *m, const char *base) {
+static int cuda_header(Ctx *c, IrModule *m, const char *base, OutFile *hdr) {
   char *txt = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&txt, &len);
   emit_header(mem, m, base);
   fclose(mem);
   const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
-  FILE *f = fopen(c->opt.emit_header, "w");
-  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
-    if (f) fclose(f);
+  if (!decl_at || !ret_at || ret_at < decl_at) {
     free(txt);
-    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    fprintf(stderr, "tdslc: error: internal error: unexpected header layout\n");
     return 2;
   }
+  char *out = NULL;
+  size_t outlen = 0;
+  FILE *f = open_memstream(&out, &outlen);
   fwrite(txt, 1, (size_t)(decl_at - txt), f);
   fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
         "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
@@ -61,8 +66,27 @@ static int cuda_header(Ctx *c, IrModule *m, const char *base) {
   for (int i = 0; i < 4; i++)
     fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
   fputs(ret_at, f);
+  fclose(f);
   free(txt);
-  return fclose(f) ? 2 : 0;
+  int rc = write_text(&c->arena, hdr, c->opt.emit_header, out);
+  free(out);
+  return rc;
+}
+
+/* The PTX, or the .so/.o with the host routines, through a temporary; 0 when written. */
+static int cuda_output(Ctx *c, IrModule *m, CudaPlan *p, const char *base, OutFile *of) {
+  Options *o = &c->opt;
+  if (!toolkit()) return 2;
+  char *ptx = cuda_ptx(&c->arena, p->src, arch_of(c));
+  if (!ptx) return 1;
+  if (o->action == ACT_EMIT_PTX) return write_text(&c->arena, of, o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
+  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
+  if (same_file(out, o->input)) {
+    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", out);
+    return 2;
+  }
+  if (!out_begin(&c->arena, of, out)) return 2;
+  return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, of->tmp, o->object) ? 0 : 1;
 }
 
 int cuda_backend(Ctx *c, IrModule *m, const char *base) {
@@ -71,21 +95,16 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
     fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
     return 2;
   }
-  if (o->emit_header) {
-    int rc = cuda_header(c, m, base);
-    if (rc) return rc;
-  }
-  CudaPlan *p = cuda_plan(&c->arena, m);
-  if (o->action == ACT_EMIT_CUDA) {
-    fputs(p->src, stdout);
-    return 0;
-  }
-  if (!toolkit()) return 2;
-  char *ptx = cuda_ptx(&c->arena, p->src, arch_of(c));
-  if (!ptx) return 1;
-  if (o->action == ACT_EMIT_PTX) return write_text(o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
-  return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, out, o->object) ? 0 : 1;
+  OutFile hdr = {0}, of = {0};
+  int rc = o->emit_header ? cuda_header(c, m, base, &hdr) : 0;
+  CudaPlan *p = rc ? NULL : cuda_plan(&c->arena, m);
+  if (p && o->action == ACT_EMIT_CUDA) fputs(p->src, stdout);
+  else if (p) rc = cuda_output(c, m, p, base, &of);
+  if (!rc && of.tmp && !out_commit(&of)) rc = 2;
+  if (!rc && hdr.tmp && !out_commit(&hdr)) rc = 2;
+  out_discard(&of);
+  out_discard(&hdr);
+  return rc;
 }
 
 bool cuda_can_run(void) {

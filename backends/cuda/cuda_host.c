@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "jit.h"
 
 typedef struct H {
   Arena *a;
@@ -43,6 +44,12 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   }
   for (int i = 0; i < m->syms.len; i++)
     gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, arena_printf(a, "tdsl_sym_%d", i));
+  /* Every model exports the --check-bounds fault word and message (jit.h); kernels do
+   * not check, so here they stay 0. */
+  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, "tdsl_fault");
+  gcc_jit_type *t_char = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
+                             gcc_jit_context_new_array_type(h->c, NULL, t_char, JIT_FAULT_MSG), "tdsl_fault_msg");
   gcc_jit_function *meta = gcc_jit_context_new_function(h->c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_str, "tdsl_model_meta", 0, NULL, 0);
   gcc_jit_block_end_with_return(gcc_jit_function_new_block(meta, "entry"), NULL,
                                 gcc_jit_context_new_string_literal(h->c, arena_printf(a, "%scuda\n", ir_metadata(a, m))));

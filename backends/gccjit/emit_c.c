@@ -93,10 +93,11 @@ void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *w
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
     aff_print_c(o, "tdsl_sym_", &acc->axis[ax]);
-    fprintf(o, "; if (ix < 0 || ix >= %d) { dprintf(2, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
+    fprintf(o, "; if (ix < 0 || ix >= %d) { snprintf(tdsl_fault_msg, sizeof tdsl_fault_msg, "
+               "\"index %%ld out of range [0, %d) on axis %d of tensor %s in ",
             b->dims[ax], b->dims[ax], ax, b->name);
     for (const char *p = what; *p; p++) fprintf(o, *p == '"' || *p == '\\' ? "\\%c" : *p == '%' ? "%%%c" : "%c", *p);
-    fprintf(o, "\\n\", ix); abort(); } }\n%*s", ind * 2, "");
+    fprintf(o, "\", ix); tdsl_fault = 1; return; } }\n%*s", ind * 2, "");
   }
 }
 
@@ -163,7 +164,10 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
       c_const(o, s->value, false);
       fputs(";\n", o);
       break;
-    case S_CALL: fprintf(o, "tdsl_fn_%d(); /* %s */\n", s->callee, VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
+    case S_CALL:
+      fprintf(o, "tdsl_fn_%d(); /* %s */\n", s->callee, VEC_AT(m->funcs, IrFunc, s->callee)->name);
+      if (check) fprintf(o, "%*sif (tdsl_fault) return;\n", ind * 2, "");
+      break;
     case S_COMMENT: fprintf(o, "/* %s */\n", s->text); break;
     case S_KERNEL: c_kernel(o, m, s, ind); break;
     }
@@ -217,6 +221,7 @@ void emit_c(FILE *o, const IrModule *m, bool check) {
   }
   for (int i = 0; i < m->syms.len; i++)
     fprintf(o, "int tdsl_sym_%d; /* %s */\n", i, VEC_AT(m->syms, IrSym, i)->name);
+  fputs("int tdsl_fault; /* --check-bounds: set by a failed check */\nchar tdsl_fault_msg[512];\n", o);
   fputc('\n', o);
   c_meta(o, m);
   for (int i = 0; i < m->funcs.len; i++) {
@@ -242,7 +247,8 @@ void emit_header(FILE *o, const IrModule *m, const char *model) {
   cname(o, model);
   fprintf(o, "_H\n#define TDSL_MODEL_");
   cname(o, model);
-  fputs("_H\n\n#include <string.h>\n\nconst char *tdsl_model_meta(void);\n", o);
+  fputs("_H\n\n#include <string.h>\n\nconst char *tdsl_model_meta(void);\n"
+        "extern int tdsl_fault;\nextern char tdsl_fault_msg[];\n", o);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "extern %s tdsl_buf_%d[%ld]; /* %s [", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
@@ -273,7 +279,9 @@ void emit_header(FILE *o, const IrModule *m, const char *model) {
   fputs("\nstatic inline void *", o);
   cname(o, model);
   fputs("_resolve(void *h, const char *name) {\n  (void)h;\n"
-        "  if (!strcmp(name, \"tdsl_model_meta\")) return (void *)tdsl_model_meta;\n",
+        "  if (!strcmp(name, \"tdsl_model_meta\")) return (void *)tdsl_model_meta;\n"
+        "  if (!strcmp(name, \"tdsl_fault\")) return (void *)&tdsl_fault;\n"
+        "  if (!strcmp(name, \"tdsl_fault_msg\")) return (void *)tdsl_fault_msg;\n",
         o);
   for (int i = 0; i < m->bufs.len; i++)
     fprintf(o, "  if (!strcmp(name, \"tdsl_buf_%d\")) return (void *)tdsl_buf_%d;\n", i, i);

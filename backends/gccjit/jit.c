@@ -27,6 +27,24 @@ static const char *host_arch(Arena *a) {
 gcc_jit_lvalue *jm_buf(J *j, int b) { return j->bufs[b]; }
 gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(j->syms[s]); }
 gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 0, NULL); }
+gcc_jit_lvalue *jm_fault(J *j) { return j->fault; }
+gcc_jit_rvalue *jm_fault_msg(J *j) {
+  gcc_jit_lvalue *first = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(j->fault_msg),
+                                                           gcc_jit_context_zero(j->c, j->t_int));
+  return gcc_jit_lvalue_get_address(first, NULL);
+}
+
+/* The fault word and message of --check-bounds, exported for the runtime. */
+static void fault_globals(J *j) {
+  gcc_jit_type *t_char = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_CHAR);
+  j->fault = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, "tdsl_fault");
+  j->fault_msg = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
+                                            gcc_jit_context_new_array_type(j->c, NULL, t_char, JIT_FAULT_MSG), "tdsl_fault_msg");
+  gcc_jit_param *pp[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_type_get_pointer(t_char), "buf"),
+                          gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T), "n"),
+                          gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
+  j->f_snprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "snprintf", 3, pp, 1);
+}
 
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
   if (o->schedule) {
@@ -61,6 +79,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
                           gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
   j->f_dprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "dprintf", 2, pp, 1);
   j->f_abort = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_void, "abort", 0, NULL, 0);
+  fault_globals(j);
 
   j->bufs = ANEWN(a, gcc_jit_lvalue *, m->bufs.len + 1);
   for (int i = 0; i < m->bufs.len; i++) {

@@ -16,6 +16,12 @@
 
 #include "ir.h"
 
+/* Every model exports int tdsl_fault and char tdsl_fault_msg[JIT_FAULT_MSG]. Under
+ * --check-bounds a failed check writes its message there, sets tdsl_fault and returns
+ * from every function up to the routine; runtime/tdslrt.c turns it into tdsl_call's -1
+ * and message. */
+enum { JIT_FAULT_MSG = 512 };
+
 typedef struct JitOpts {
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */

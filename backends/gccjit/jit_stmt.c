@@ -229,6 +229,20 @@ static gcc_jit_rvalue *expr_rvalue(J *j, const IrExpr *e, int el) {
 
 /* ---- bounds checks ---- */
 
+/* s with every '%' doubled: names and source text inside a printf format. */
+static const char *fmt_escape(Arena *a, const char *s) {
+  if (!s || !strchr(s, '%')) return s ? s : "?";
+  char *r = arena_alloc(a, 2 * strlen(s) + 1), *q = r;
+  for (; *s; s++) {
+    if (*s == '%') *q++ = '%';
+    *q++ = *s;
+  }
+  *q = 0;
+  return r;
+}
+
+/* A failed check records its message, sets the fault word and leaves the function;
+ * each caller leaves too (emit of S_CALL), so the routine stops at the first fault. */
 static void check_access(J *j, const Access *acc, const char *what) {
   IrBuf *b = jbuf(j, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
@@ -238,13 +252,15 @@ static void check_access(J *j, const Access *acc, const char *what) {
         cmp(j, GCC_JIT_COMPARISON_GE, idx, lng(j, b->dims[ax])));
     gcc_jit_block *trap = js_new_block(j, j->fn), *ok = js_new_block(j, j->fn);
     gcc_jit_block_end_with_conditional(j->blk, NULL, bad, trap, ok);
-    char *msg = arena_printf(j->a, "tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in %s\n",
-                             b->dims[ax], ax, b->name, what);
-    gcc_jit_rvalue *args[3] = {gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 2),
+    char *msg = arena_printf(j->a, "index %%ld out of range [0, %d) on axis %d of tensor %s in %s", b->dims[ax], ax,
+                             fmt_escape(j->a, b->name), fmt_escape(j->a, what));
+    gcc_jit_rvalue *args[4] = {jm_fault_msg(j),
+                               gcc_jit_context_new_rvalue_from_long(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T),
+                                                                    JIT_FAULT_MSG),
                                gcc_jit_context_new_string_literal(j->c, msg), idx};
-    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_dprintf, 3, args));
-    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_abort, 0, NULL));
-    gcc_jit_block_end_with_jump(trap, NULL, ok);
+    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_snprintf, 4, args));
+    gcc_jit_block_add_assignment(trap, NULL, jm_fault(j), gcc_jit_context_one(j->c, j->t_int));
+    gcc_jit_block_end_with_void_return(trap, NULL);
     j->blk = ok;
   }
 }
@@ -342,6 +358,14 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     }
     case S_CALL:
       gcc_jit_block_add_eval(j->blk, NULL, jm_call(j, s->callee));
+      if (j->o->check_bounds) { /* the callee faulted: stop here too */
+        gcc_jit_block *out = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
+        gcc_jit_block_end_with_conditional(
+            j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_NE, gcc_jit_lvalue_as_rvalue(jm_fault(j)), gcc_jit_context_zero(j->c, j->t_int)),
+            out, go);
+        gcc_jit_block_end_with_void_return(out, NULL);
+        j->blk = go;
+      }
       break;
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
     case S_KERNEL: js_kernel(j, s); break;

@@ -1,0 +1,29 @@
+/* outfile.h: the compiler's output files (.so, .o, --emit-header, --emit-ptx) are
+ * written to a temporary file next to their path and renamed over it only when the whole
+ * compilation succeeded, so a failure never leaves a truncated output or destroys an
+ * older one, and a reader never sees half a library. */
+#ifndef TDSL_OUTFILE_H
+#define TDSL_OUTFILE_H
+
+#include <stdio.h>
+
+#include "base.h"
+
+typedef struct OutFile {
+  const char *path;  /* the final path */
+  char *tmp;         /* the temporary being written (same directory); NULL when none */
+} OutFile;
+
+/* Creates the temporary for path. False after printing "cannot write" (exit status 2). */
+bool out_begin(Arena *a, OutFile *o, const char *path);
+/* The temporary opened for writing text (NULL after printing an error). */
+FILE *out_fopen(OutFile *o);
+/* Renames the temporary over the path; false after printing an error (exit status 2). */
+bool out_commit(OutFile *o);
+/* Removes the temporary (a failed compilation); harmless when there is none. */
+void out_discard(OutFile *o);
+
+/* Whether two paths name the same existing file (same device and inode). */
+bool same_file(const char *a, const char *b);
+
+#endif
