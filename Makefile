@@ -107,7 +107,16 @@ $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 # `make fuzz` runs both fuzzers for FUZZ_TIME seconds each: the front end's libFuzzer
 # harness and the whole-pipeline fuzzer (testsuite/fuzz/pipeline.py: generated and
 # mutated programs through every stage of the ASan+UBSan compiler; FUZZ_SEED to repeat).
-fuzz: fuzz-parse fuzz-pipeline
+fuzz: fuzz-parse fuzz-meta fuzz-pipeline
+# The runtime's metadata parser (a trust boundary: model files may be hostile).
+$(B)/fuzz/fuzz_meta: testsuite/fuzz/fuzz_meta.c $(RT_SRC) runtime/tdsl.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -Iruntime -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ testsuite/fuzz/fuzz_meta.c $(RT_SRC) -ldl -lm -lcjson
+fuzz-meta: $(B)/fuzz/fuzz_meta
+	@mkdir -p $(B)/fuzz/meta_new
+	$(B)/fuzz/fuzz_meta -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=4096 -artifact_prefix=$(B)/fuzz/ \
+	  $(B)/fuzz/meta_new testsuite/fuzz/meta_corpus
 fuzz-pipeline: $(B)/asan/tdslc
 	/usr/bin/python3 testsuite/fuzz/pipeline.py --tdslc $(B)/asan/tdslc --time $(FUZZ_TIME) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 fuzz-parse: $(B)/fuzz/fuzz_parse
@@ -122,7 +131,7 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 
 check: deps
-	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse $(B)/fuzz/fuzz_meta
 	sh testsuite/run-all.sh
 
 # On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
@@ -176,5 +185,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz fuzz-parse fuzz-pipeline
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz fuzz-parse fuzz-meta fuzz-pipeline
 .SECONDARY:

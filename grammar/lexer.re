@@ -194,11 +194,18 @@ static void lex_string(Lexer *L) {
         p++;
         continue;
       }
-      n++;
+      if (!buf[n]) /* a C string would end there: the rest would vanish silently */
+        diag_error_span(L->d, loc_at(L, p), (int)(q - p), "NUL character (\\0) in string");
+      else n++;
       p = q;
       continue;
     }
     if (*p == '\n') newline(L, p + 1);
+    if (!*p) {
+      diag_error(L->d, loc_at(L, p), "NUL byte in string");
+      p++;
+      continue;
+    }
     buf[n++] = (char)*p++;
   }
   buf[n] = 0;

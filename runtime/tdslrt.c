@@ -2,6 +2,8 @@
  * as plain symbols (tdsl_buf_N, tdsl_sym_N, tdsl_fn_N) plus tdsl_model_meta(), a text
  * description of them; this file parses that text and does the rest by name. */
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -117,9 +119,47 @@ static char *next_tok(char **p) {
   return s;
 }
 
-static long tok_long(char **p) {
+/* The metadata is a trust boundary: a model file may be damaged or hostile. Every
+ * number is parsed strictly and range-checked, every count checked against what
+ * follows, every string decoded; a malformed model is refused with a message. */
+
+static bool tok_int(char **p, long lo, long hi, long *out) {
+  char *t = next_tok(p), *end;
+  if (!t) return false;
+  errno = 0;
+  long v = strtol(t, &end, 10);
+  if (errno || end == t || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool tok_double(char **p, double *out) {
+  char *t = next_tok(p), *end;
+  if (!t) return false;
+  *out = strtod(t, &end);
+  return end != t && !*end;
+}
+
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A string token: ir_metadata writes '%', space, control and non-ASCII bytes as %XX
+ * (so a name or label can never split a token or a line). Decoded in place; a %00
+ * ends the string; NULL when missing or malformed. */
+static char *tok_str(char **p) {
   char *t = next_tok(p);
-  return t ? strtol(t, NULL, 10) : 0;
+  if (!t) return NULL;
+  char *w = t;
+  for (char *r = t; *r; r++) {
+    if (*r != '%') { *w++ = *r; continue; }
+    int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
+    if (lo < 0) return NULL;
+    *w++ = (char)(hi * 16 + lo);
+    r += 2;
+  }
+  *w = 0;
+  return t;
 }
 
 static void *grow(void *arr, int n, size_t elsz) {
@@ -128,91 +168,180 @@ static void *grow(void *arr, int n, size_t elsz) {
   return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
 }
 
+enum { META_MAX_RANK = 1024 };
+
+static int bad_meta(tdsl_model *m, int line, const char *what) {
+  return fail(m, "malformed model metadata (line %d): %s", line, what);
+}
+
+/* The symbol's size where the dynamic linker knows it (a .so, or gccjit's in-memory
+ * result): 0 when unknown (a statically linked model). */
+static size_t symbol_size(const void *p) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != p) return 0;
+  return (size_t)sym->st_size;
+}
+
+/* dims of b from the line: their product must be the size. */
+static int meta_dims(tdsl_model *m, RtBuf *b, char **p, int ln) {
+  long prod = 1, d;
+  for (int k = 0; k < b->rank; k++) {
+    if (!tok_int(p, 0, INT_MAX, &d)) return bad_meta(m, ln, "bad dimension");
+    b->dims[k] = (int)d;
+    prod = d == 0 || prod == 0 ? 0 : prod > LONG_MAX / d ? -1 : prod * d;
+    if (prod < 0) return bad_meta(m, ln, "dimensions overflow");
+  }
+  if (prod != b->size && !(prod == 0 && b->size <= 1)) return bad_meta(m, ln, "size is not the product of the dimensions");
+  for (int k = 0; k < b->rank; k++) {
+    char *raw = *p, *l;
+    while (*raw == ' ') raw++;
+    bool none = raw[0] == '-' && (raw[1] == ' ' || !raw[1]);
+    if (!(l = tok_str(p))) return bad_meta(m, ln, "bad label");
+    if (!none && !(b->labels[k] = xstrdup(l))) return fail(m, "out of memory");
+  }
+  return 0;
+}
+
+/* buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL... */
+static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long id, size, nk[3];
+  char *name, *el;
+  if (!tok_int(&p, 0, INT_MAX, &id) || id != m->nbufs) return bad_meta(m, ln, "buffers out of order");
+  if (!(name = tok_str(&p)) || !(el = next_tok(&p)) || (strcmp(el, "f32") && strcmp(el, "f64")))
+    return bad_meta(m, ln, "bad buffer name or element type");
+  if (!tok_int(&p, 0, LONG_MAX / 8, &size)) return bad_meta(m, ln, "bad buffer size");
+  for (int k = 0; k < 3; k++)
+    if (!tok_int(&p, 0, META_MAX_RANK, &nk[k])) return bad_meta(m, ln, "bad axis count");
+  if (nk[0] + nk[1] + nk[2] > META_MAX_RANK) return bad_meta(m, ln, "too many axes");
+  RtBuf *bufs = grow(m->bufs, m->nbufs, sizeof(RtBuf));
+  if (!bufs) return fail(m, "out of memory");
+  m->bufs = bufs;
+  RtBuf *b = &m->bufs[m->nbufs++];
+  memset(b, 0, sizeof *b);
+  b->elem = el[1] == '6' ? TDSL_F64 : TDSL_F32;
+  b->size = size;
+  for (int k = 0; k < 3; k++) b->nkind[k] = (int)nk[k];
+  b->rank = (int)(nk[0] + nk[1] + nk[2]);
+  b->name = xstrdup(name);
+  b->dims = calloc((size_t)b->rank + 1, sizeof(int));
+  b->labels = calloc((size_t)b->rank + 1, sizeof(char *));
+  if (!b->name || !b->dims || !b->labels) {
+    b->rank = 0; /* tdsl_close frees rank labels */
+    return fail(m, "out of memory");
+  }
+  if (meta_dims(m, b, &p, ln)) return -1;
+  char sym[64];
+  snprintf(sym, sizeof sym, "tdsl_buf_%ld", id);
+  if (!(b->data = res(h, sym))) return fail(m, "model has no symbol %s (tensor %s)", sym, b->name);
+  size_t need_bytes = (size_t)size * (b->elem == TDSL_F64 ? 8 : 4), have = symbol_size(b->data);
+  if (have && have < need_bytes)
+    return fail(m, "malformed model metadata (line %d): tensor %s needs %zu bytes, its symbol has %zu", ln, b->name,
+                need_bytes, have);
+  return 0;
+}
+
+/* init ID const V | values N V... | range | uniform STREAM | file ELEMS PATH */
+static int meta_init(tdsl_model *m, char *p, int ln) {
+  long id, n;
+  char *k = NULL;
+  if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(k = next_tok(&p))) return bad_meta(m, ln, "bad init line");
+  RtBuf *b = &m->bufs[id];
+  free(b->values);
+  free(b->path);
+  b->values = NULL;
+  b->path = NULL;
+  b->init = 0;
+  if (!strcmp(k, "const")) {
+    if (!tok_double(&p, &b->value)) return bad_meta(m, ln, "bad constant");
+    b->init = 1;
+  } else if (!strcmp(k, "values")) {
+    if (!tok_int(&p, 0, (long)strlen(p), &n)) return bad_meta(m, ln, "bad value count");
+    if (!(b->values = calloc((size_t)n + 1, sizeof(double)))) return fail(m, "out of memory");
+    for (long i = 0; i < n; i++)
+      if (!tok_double(&p, &b->values[i])) return bad_meta(m, ln, "fewer values than announced");
+    b->nvalues = n;
+    b->init = 2;
+  } else if (!strcmp(k, "range")) b->init = 3;
+  else if (!strcmp(k, "uniform")) {
+    if (!tok_int(&p, 0, INT_MAX, &n)) return bad_meta(m, ln, "bad random stream");
+    b->stream = (int)n;
+    b->init = 4;
+  } else if (!strcmp(k, "file")) {
+    char *path;
+    if (!tok_int(&p, 0, LONG_MAX, &n) || !(path = tok_str(&p))) return bad_meta(m, ln, "bad file init");
+    b->file_elems = n;
+    if (!(b->path = xstrdup(path))) return fail(m, "out of memory");
+    b->init = 5;
+  } else return bad_meta(m, ln, "unknown init kind");
+  return 0;
+}
+
+/* role ID NAME */
+static int meta_role(tdsl_model *m, char *p, int ln) {
+  long id;
+  char *r;
+  if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(r = next_tok(&p))) return bad_meta(m, ln, "bad role line");
+  for (int k = 0; k < (int)(sizeof role_names / sizeof *role_names); k++)
+    if (!strcmp(r, role_names[k])) {
+      m->bufs[id].role = (tdsl_role)k;
+      return 0;
+    }
+  return bad_meta(m, ln, "unknown role");
+}
+
+/* sym ID NAME RANGE | fn ID NAME | alias NAME BUFID */
+static int meta_named(tdsl_model *m, const char *kw, char *p, int ln, tdsl_resolver res, void *h) {
+  RtNamed nd = {0};
+  long idx, range = 0;
+  char *name;
+  bool alias = kw[0] == 'a', sym = kw[0] == 's';
+  if (alias ? !(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)
+            : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || (sym && !tok_int(&p, 0, INT_MAX, &range)))
+    return bad_meta(m, ln, alias ? "bad alias line" : sym ? "bad index symbol line" : "bad routine line");
+  if (sym && idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
+  nd.index = (int)idx;
+  if (!(nd.name = xstrdup(name))) return fail(m, "out of memory");
+  char symname[64];
+  snprintf(symname, sizeof symname, sym ? "tdsl_sym_%ld" : "tdsl_fn_%ld", idx);
+  nd.ptr = alias ? NULL : res(h, symname);
+  RtNamed **arr = alias ? &m->aliases : sym ? &m->syms : &m->fns;
+  int *cnt = alias ? &m->naliases : sym ? &m->nsyms : &m->nfns;
+  RtNamed *grown = grow(*arr, *cnt, sizeof nd);
+  if (!grown) {
+    free(nd.name);
+    return fail(m, "out of memory");
+  }
+  *arr = grown;
+  if (sym) {
+    int *ranges = grow(m->sym_range, m->nsyms, sizeof(int));
+    if (!ranges) {
+      free(nd.name);
+      return fail(m, "out of memory");
+    }
+    m->sym_range = ranges;
+    m->sym_range[m->nsyms] = (int)range;
+  }
+  (*arr)[(*cnt)++] = nd;
+  if (!alias && !nd.ptr) return fail(m, "model has no symbol %s (%s)", symname, nd.name);
+  return 0;
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
-  int rc = 0;
-  char sym[64];
-  for (char *line = copy, *nl; line && *line; line = nl) {
+  int rc = 0, ln = 0;
+  for (char *line = copy, *nl; !rc && line && *line; line = nl) {
     nl = strchr(line, '\n');
     if (nl) *nl++ = 0;
+    ln++;
     char *p = line, *kw = next_tok(&p);
     if (!kw) continue;
-    if (!strcmp(kw, "buf")) {
-      m->bufs = grow(m->bufs, m->nbufs, sizeof(RtBuf));
-      RtBuf *b = &m->bufs[m->nbufs];
-      memset(b, 0, sizeof *b);
-      int id = (int)tok_long(&p);
-      char *name = next_tok(&p), *el = next_tok(&p);
-      b->name = xstrdup(name ? name : "?");
-      b->elem = el && !strcmp(el, "f64") ? TDSL_F64 : TDSL_F32;
-      b->size = tok_long(&p);
-      for (int k = 0; k < 3; k++) b->nkind[k] = (int)tok_long(&p);
-      b->rank = b->nkind[0] + b->nkind[1] + b->nkind[2];
-      b->dims = calloc((size_t)b->rank + 1, sizeof(int));
-      b->labels = calloc((size_t)b->rank + 1, sizeof(char *));
-      for (int k = 0; k < b->rank; k++) b->dims[k] = (int)tok_long(&p);
-      for (int k = 0; k < b->rank; k++) {
-        char *l = next_tok(&p);
-        b->labels[k] = l && strcmp(l, "-") ? xstrdup(l) : NULL;
-      }
-      snprintf(sym, sizeof sym, "tdsl_buf_%d", id);
-      b->data = res(h, sym);
-      m->nbufs++;
-      if (!b->data) { rc = fail(m, "model has no symbol %s (tensor %s)", sym, b->name); break; }
-    } else if (!strcmp(kw, "role")) {
-      int id = (int)tok_long(&p);
-      char *r = next_tok(&p);
-      if (id < 0 || id >= m->nbufs || !r) continue;
-      for (int k = 0; k < (int)(sizeof role_names / sizeof *role_names); k++)
-        if (!strcmp(r, role_names[k])) m->bufs[id].role = (tdsl_role)k;
-    } else if (!strcmp(kw, "init")) {
-      int id = (int)tok_long(&p);
-      char *k = next_tok(&p);
-      if (id < 0 || id >= m->nbufs || !k) continue;
-      RtBuf *b = &m->bufs[id];
-      if (!strcmp(k, "const")) { b->init = 1; b->value = strtod(next_tok(&p), NULL); }
-      else if (!strcmp(k, "values")) {
-        b->init = 2;
-        b->nvalues = tok_long(&p);
-        b->values = calloc((size_t)b->nvalues + 1, sizeof(double));
-        for (long i = 0; i < b->nvalues; i++) {
-          char *t = next_tok(&p);
-          b->values[i] = t ? strtod(t, NULL) : 0;
-        }
-      } else if (!strcmp(k, "range")) b->init = 3;
-      else if (!strcmp(k, "uniform")) { b->init = 4; b->stream = (int)tok_long(&p); }
-      else if (!strcmp(k, "file")) {
-        b->init = 5;
-        b->file_elems = tok_long(&p);
-        while (*p == ' ') p++;
-        b->path = xstrdup(p);
-      }
-    } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
-      RtNamed nd = {0};
-      if (kw[0] == 'a') {
-        nd.name = xstrdup(next_tok(&p));
-        nd.index = (int)tok_long(&p);
-        m->aliases = grow(m->aliases, m->naliases, sizeof nd);
-        m->aliases[m->naliases++] = nd;
-        continue;
-      }
-      nd.index = (int)tok_long(&p);
-      char *name = next_tok(&p);
-      nd.name = xstrdup(name ? name : "?");
-      snprintf(sym, sizeof sym, kw[0] == 's' ? "tdsl_sym_%d" : "tdsl_fn_%d", nd.index);
-      nd.ptr = res(h, sym);
-      if (kw[0] == 's') {
-        m->syms = grow(m->syms, m->nsyms, sizeof nd);
-        m->sym_range = grow(m->sym_range, m->nsyms, sizeof(int));
-        m->sym_range[m->nsyms] = (int)tok_long(&p);
-        m->syms[m->nsyms++] = nd;
-      } else {
-        m->fns = grow(m->fns, m->nfns, sizeof nd);
-        m->fns[m->nfns++] = nd;
-      }
-      if (!nd.ptr) { rc = fail(m, "model has no symbol %s (%s)", sym, nd.name); break; }
-    }
+    if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln, res, h);
+    else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
+    else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
+    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) rc = meta_named(m, kw, p, ln, res, h);
+    /* other keywords (tdsl, cuda, later additions) are not the runtime's */
   }
   free(copy);
   return rc;

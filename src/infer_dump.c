@@ -35,7 +35,7 @@ static void print_shape(FILE *out, const Shape *sh) {
   print_row(out, sh, KIND_OUTPUT);
 }
 
-static void json_str(FILE *out, const char *s) {
+void json_str(FILE *out, const char *s) {
   fputc('"', out);
   for (; s && *s; s++) {
     unsigned char ch = (unsigned char)*s;

@@ -137,6 +137,19 @@ void ir_print(FILE *out, const IrModule *m) {
  *   alias NAME BUFID
  *   fn ID NAME
  * Symbols: buffer ID is tdsl_buf_ID, symbol ID tdsl_sym_ID, function ID tdsl_fn_ID. */
+/* A string of the metadata as one token: '%', space, control and non-ASCII bytes as %XX
+ * (runtime/tdslrt.c tok_str decodes), so a label with a newline cannot inject lines;
+ * the empty string is %00 and a lone "-" (which means "no label") is %2D. */
+static void meta_str(FILE *o, const char *s) {
+  if (!*s || !strcmp(s, "-")) {
+    fputs(*s ? "%2D" : "%00", o);
+    return;
+  }
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p <= ' ' || *p >= 0x7f || *p == '%') fprintf(o, "%%%02X", *p);
+    else fputc(*p, o);
+}
+
 char *ir_metadata(Arena *a, const IrModule *m) {
   char *buf = NULL;
   size_t len = 0;
@@ -145,10 +158,15 @@ char *ir_metadata(Arena *a, const IrModule *m) {
   fputs("tdsl 1\n", o);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    fprintf(o, "buf %d %s %s %ld %d %d %d", i, b->name, b->elem == ELEM_F64 ? "f64" : "f32", b->size,
-            b->nk[0], b->nk[1], b->nk[2]);
+    fprintf(o, "buf %d ", i);
+    meta_str(o, b->name);
+    fprintf(o, " %s %ld %d %d %d", b->elem == ELEM_F64 ? "f64" : "f32", b->size, b->nk[0], b->nk[1], b->nk[2]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
-    for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
+    for (int k = 0; k < b->rank; k++) {
+      fputc(' ', o);
+      if (b->labels[k]) meta_str(o, b->labels[k]);
+      else fputc('-', o);
+    }
     fputc('\n', o);
     fprintf(o, "role %d %s\n", i, role_name((TensorRole)b->role));
     switch (b->init.kind) {
@@ -160,21 +178,32 @@ char *ir_metadata(Arena *a, const IrModule *m) {
       break;
     case INIT_RANGE: fprintf(o, "init %d range\n", i); break;
     case INIT_UNIFORM: fprintf(o, "init %d uniform %d\n", i, b->tensor_id); break;
-    case INIT_FILE: fprintf(o, "init %d file %lld %s\n", i, b->init.file_elems, b->init.path ? b->init.path : ""); break;
+    case INIT_FILE:
+      fprintf(o, "init %d file %lld ", i, b->init.file_elems);
+      meta_str(o, b->init.path ? b->init.path : "");
+      fputc('\n', o);
+      break;
     default: break;
     }
   }
   for (int i = 0; i < m->syms.len; i++) {
     const IrSym *s = VEC_AT(m->syms, IrSym, i);
-    fprintf(o, "sym %d %s %d\n", i, s->name, s->range);
+    fprintf(o, "sym %d ", i);
+    meta_str(o, s->name);
+    fprintf(o, " %d\n", s->range);
   }
   for (int i = 0; i < m->aliases.len; i++) {
     const IrAlias *al = VEC_AT(m->aliases, IrAlias, i);
-    fprintf(o, "alias %s %d\n", al->name, al->buf);
+    fputs("alias ", o);
+    meta_str(o, al->name);
+    fprintf(o, " %d\n", al->buf);
   }
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (f->exported) fprintf(o, "fn %d %s\n", i, f->name);
+    if (!f->exported) continue;
+    fprintf(o, "fn %d ", i);
+    meta_str(o, f->name);
+    fputc('\n', o);
   }
   fclose(o);
   char *r = arena_strdup(a, buf);

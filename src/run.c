@@ -101,9 +101,20 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
   if (json) {
-    fprintf(o, "{\"name\":\"%s\",\"shape\":\"", name);
-    shape_str(o, ti);
-    fputs("\",\"batch\":", o);
+    /* Names and labels may hold any character: escaped as JSON. */
+    char *shape = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&shape, &len);
+    if (mem) {
+      shape_str(mem, ti);
+      fclose(mem);
+    }
+    fputs("{\"name\":", o);
+    json_str(o, name);
+    fputs(",\"shape\":", o);
+    json_str(o, shape ? shape : "");
+    free(shape);
+    fputs(",\"batch\":", o);
     dims_json(o, ti, TDSL_BATCH);
     fputs(",\"input\":", o);
     dims_json(o, ti, TDSL_INPUT);

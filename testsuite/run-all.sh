@@ -56,6 +56,18 @@ if [ -x "$fz" ]; then
   fi
 fi
 
+# The runtime's metadata parser (libFuzzer, testsuite/fuzz/fuzz_meta.c): 10 seconds.
+fm=$B/fuzz/fuzz_meta
+if [ -x "$fm" ]; then
+  rm -rf $B/fuzz/meta_smoke && mkdir -p $B/fuzz/meta_smoke
+  if "$fm" -max_total_time=10 -timeout=10 -max_len=4096 -artifact_prefix=$B/fuzz/meta_smoke/ \
+       $B/fuzz/meta_smoke testsuite/fuzz/meta_corpus > $B/fuzz/meta_smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "metadata fuzz smoke: passed"
+  else
+    fail=$((fail + 1)); echo "FAIL: metadata fuzz smoke (see $B/fuzz/meta_smoke.log)"; tail -n 30 $B/fuzz/meta_smoke.log
+  fi
+fi
+
 # Whole-pipeline fuzzing smoke (testsuite/fuzz/pipeline.py): the regression inputs of
 # testsuite/fuzz/regress, then 20 seconds of generated and mutated programs (fixed seed)
 # through the ASan+UBSan compiler (`make fuzz` runs longer).

@@ -224,7 +224,7 @@ def mutate(rnd, text):
 
 SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:|"
                        r"SUMMARY: |Segmentation fault|internal error|Assertion")
-LOCATED = re.compile(r"^[^\n]*:\d+:\d+: (error|warning|note):|^tdslc: (error|note|warning):|^ +\d* *\||^\s*$|^  ")
+LOCATED = re.compile(r"^[^\n]*:\d+:\d+: (error|warning|note):|^tdslc: (error|note|warning|too many errors)|^ +\d* *\||^\s*$|^  ")
 
 
 def names_and_routines(src):
