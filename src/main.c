@@ -15,7 +15,7 @@
 #include "jit.h"
 #include "outfile.h"
 #include "run.h"
-#include "sched.h"
+#include "schedule.h"
 
 #define TDSLC_VERSION "0.1.0"
 
