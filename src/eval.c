@@ -181,9 +181,13 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   Loc saved_site = st->user_loc;
   if (loc.file == st->main_file) st->user_loc = loc;
   Value *r = NULL;
+  bool folded;
   switch (f->kind) {
   case FN_CLOSURE: r = call_closure(st, f); break;
-  case FN_OP: r = op_apply(st, f, call, loc); break;
+  case FN_OP:
+    r = fold_math(st, f, loc, &folded);
+    if (!folded) r = op_apply(st, f, call, loc);
+    break;
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->user_loc = saved_site;

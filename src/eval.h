@@ -3,6 +3,7 @@
  *   eval.c         values, environments, application, items, open
  *   eval_tensor.c  tensor construction: constants, literals, inline declarations,
  *                  stacking, builtins (range, range_of_shape, uniform, file, index)
+ *   eval_math.c    compile-time math on numbers (sqrt, ..., min, max)
  *   eval_op.c      `op` definitions: instantiating forward/backward code on a tensor
  *   eval_code.c    %cd assignments and accessors (.forward, .backprop, ...)
  *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
@@ -174,6 +175,8 @@ AExpr *ae_const(St *st, double x);
 AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c);
 Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
                UpdateStep *step, Loc loc);
+/* Whether loc is inside the installed library (prelude, stdlib). */
+bool loc_in_library(const St *st, Loc loc);
 /* loc, or the user's application site when loc is inside the prelude or stdlib. */
 Loc site_loc(const St *st, Loc loc);
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
@@ -187,6 +190,14 @@ void add_name(St *st, const char *name, Tensor *t);
 bool name_used(St *st, const char *name);
 Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);
 void install_builtins(St *st);
+/* A builtin from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()". */
+void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn);
+
+/* eval_math.c */
+/* The folded value when f is a prelude operation with a compile-time meaning applied to
+ * numbers (*done set; NULL then means an error was reported); else NULL, *done false. */
+Value *fold_math(St *st, Fn *f, Loc loc, bool *done);
+void install_math_builtins(St *st);
 
 /* eval_op.c */
 Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc);

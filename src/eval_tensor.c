@@ -10,10 +10,14 @@
 
 /* ---- graph construction ---- */
 
-Loc site_loc(const St *st, Loc loc) {
-  if (!loc.file || loc.file == st->main_file || !st->user_loc.file || !st->stdlib_dir) return loc;
+bool loc_in_library(const St *st, Loc loc) {
+  if (!loc.file || !st->stdlib_dir) return false;
   size_t n = strlen(st->stdlib_dir);
-  if (strncmp(loc.file->path, st->stdlib_dir, n) != 0 || loc.file->path[n] != '/') return loc;
+  return strncmp(loc.file->path, st->stdlib_dir, n) == 0 && loc.file->path[n] == '/';
+}
+
+Loc site_loc(const St *st, Loc loc) {
+  if (loc.file == st->main_file || !st->user_loc.file || !loc_in_library(st, loc)) return loc;
   return st->user_loc;
 }
 
@@ -571,7 +575,7 @@ static Value *bi_int(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 /* Parameters from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()" unit. */
-static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
+void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
   Fn *f = ANEW(st->a, Fn);
   f->kind = FN_BUILTIN;
   f->name = name;
@@ -597,13 +601,14 @@ static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
 }
 
 void install_builtins(St *st) {
-  builtin(st, "index", "n", bi_index);
-  builtin(st, "range", "n", bi_range);
-  builtin(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
-  builtin(st, "uniform", "()", bi_uniform);
-  builtin(st, "file", "path", bi_file);
-  builtin(st, "float", "x", bi_float);
-  builtin(st, "float_of_int", "x", bi_float);
-  builtin(st, "int", "x", bi_int);
-  builtin(st, "int_of_float", "x", bi_int);
+  builtin_install(st, "index", "n", bi_index);
+  builtin_install(st, "range", "n", bi_range);
+  builtin_install(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
+  builtin_install(st, "uniform", "()", bi_uniform);
+  builtin_install(st, "file", "path", bi_file);
+  builtin_install(st, "float", "x", bi_float);
+  builtin_install(st, "float_of_int", "x", bi_float);
+  builtin_install(st, "int", "x", bi_int);
+  builtin_install(st, "int_of_float", "x", bi_int);
+  install_math_builtins(st);
 }
