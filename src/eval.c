@@ -118,19 +118,27 @@ static bool fn_saturated(const Fn *f) {
   return true;
 }
 
-/* The qualifier of inline declarations made after `()`: the ~label argument. */
-static const char *label_of(St *st, Fn *f) {
+/* The qualifier of inline declarations made after `()`: the ~label argument, parts
+ * joined by '.'; each part becomes part of tensor names, so it must be identifier-like. */
+static bool label_of(St *st, Fn *f, Loc loc, const char **out) {
+  *out = NULL;
   Value *l = fn_param(f, "label");
-  if (!l) return NULL;
-  if (l->kind == V_STRING) return l->s;
-  if (l->kind != V_LIST) return NULL;
+  if (!l) return true;
+  Loc at = l->loc.file ? l->loc : loc;
+  if (l->kind == V_STRING) {
+    *out = l->s;
+    return label_ok(st, l->s, at, "the label");
+  }
+  if (l->kind != V_LIST) return true;
   const char *s = NULL;
   for (int i = 0; i < l->items.len; i++) {
     Value *x = VEC_AT(l->items, Value, i);
-    if (x->kind != V_STRING) return NULL;
+    if (x->kind != V_STRING) return true;
+    if (!label_ok(st, x->s, x->loc.file ? x->loc : at, "the label")) return false;
     s = s ? arena_printf(st->a, "%s.%s", s, x->s) : x->s;
   }
-  return s;
+  *out = s;
+  return true;
 }
 
 /* Without a ~label, inline declarations after () are qualified by the name of the
@@ -267,7 +275,7 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
     if (f->params[k]->kind == P_UNIT && f->kind == FN_CLOSURE) {
       DeclScope *s = ANEW(st->a, DeclScope);
       s->parent = f->fr.decls;
-      s->label = label_of(st, f);
+      if (!label_of(st, f, aloc, &s->label)) return NULL;
       f->unit_scope = s;
     }
     if (fn_saturated(f)) {
@@ -581,7 +589,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   }
   case E_LABELED_NUM: {
     Value *n = eval(st, fr, e->a);
-    if (!n) return NULL;
+    if (!n || !label_ok(st, e->str, e->loc, "the dimension label")) return NULL;
     Value *v = val_tensor(st, const_scalar(st, val_number(n), e->str, e->loc), e->loc);
     v->is_number = true;
     return v;

@@ -184,6 +184,9 @@ Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
 Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what);
 Value *eval_record(St *st, const Frame *fr, const Expr *e);
 Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc);
+/* Labels (dimension labels, ~label qualifiers) are identifier-like; else a located error
+ * naming `what`. */
+bool label_ok(St *st, const char *label, Loc loc, const char *what);
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what);
 void name_tensor(St *st, Tensor *t, const char *ident, const char *label);
 void add_name(St *st, const char *name, Tensor *t);

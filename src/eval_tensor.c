@@ -3,6 +3,7 @@
  * uniform, file). */
 #include "eval.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -318,6 +319,27 @@ Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc) {
 
 /* ---- declared rows ---- */
 
+/* s for a message: control and non-ASCII bytes as \xNN, at most 40 characters. */
+static const char *printable(Arena *a, const char *s) {
+  char buf[4 * 40 + 4], *o = buf;
+  for (int n = 0; *s && n < 40; s++, n++) {
+    unsigned char c = (unsigned char)*s;
+    o += c >= 0x20 && c < 0x7f ? snprintf(o, 2, "%c", c) : snprintf(o, 5, "\\x%02x", c);
+  }
+  snprintf(o, 4, "%s", *s ? "..." : "");
+  return arena_strdup(a, buf);
+}
+
+bool label_ok(St *st, const char *label, Loc loc, const char *what) {
+  bool ok = (isalpha((unsigned char)label[0]) || label[0] == '_');
+  for (const char *p = label; ok && *p; p++)
+    ok = isalnum((unsigned char)*p) || *p == '_';
+  if (!ok)
+    diag_error(&st->c->diag, loc, "%s '%s' is not identifier-like (letters, digits and '_', not starting with a digit)",
+               what, printable(st->a, label));
+  return ok;
+}
+
 /* [ 2; ("rgb", 3) ] */
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
   if (v->kind == V_INT) { /* a single dimension */
@@ -338,6 +360,8 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     if (x->kind == V_TUPLE && x->items.len == 2 && VEC_AT(x->items, Value, 0)->kind == V_STRING) {
       labels[i] = VEC_AT(x->items, Value, 0)->s;
       d = VEC_AT(x->items, Value, 1);
+      if (!label_ok(st, labels[i], x->loc.file ? x->loc : loc, "the dimension label"))
+        return false;
     }
     if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
