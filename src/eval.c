@@ -84,16 +84,36 @@ static Tensor *decl_lookup(DeclScope *s, const char *name) {
 }
 
 /* Local bindings first, then the inline declarations in scope (they are hoisted to
- * their scope as in OCANNL), then the top-level bindings. */
-Value *env_lookup(const Frame *fr, St *st, const char *name) {
+ * their scope as in OCANNL), then the top-level bindings. NULL: not bound, or bound by
+ * a binding that failed (env_poisoned tells which). */
+static Env *env_find(const Frame *fr, const char *name, Tensor **decl) {
   Env *e = fr->env;
+  *decl = NULL;
   for (; e && !e->global; e = e->next)
-    if (!strcmp(e->name, name)) return e->v;
-  Tensor *t = decl_lookup(fr->decls, name);
-  if (t) return val_tensor(st, t, t->loc);
+    if (!strcmp(e->name, name)) return e;
+  *decl = decl_lookup(fr->decls, name);
+  if (*decl) return NULL;
   for (; e; e = e->next)
-    if (!strcmp(e->name, name)) return e->v;
+    if (!strcmp(e->name, name)) return e;
   return NULL;
+}
+
+Value *env_lookup(const Frame *fr, St *st, const char *name) {
+  Tensor *t;
+  Env *e = env_find(fr, name, &t);
+  if (t) return val_tensor(st, t, t->loc);
+  return e ? e->v : NULL;
+}
+
+bool env_poisoned(const Frame *fr, const char *name) {
+  Tensor *t;
+  Env *e = env_find(fr, name, &t);
+  return e && !e->v;
+}
+
+void env_poison(St *st, const char *name) {
+  st->globals = env_bind(st, st->globals, name, NULL);
+  st->globals->global = true;
 }
 
 /* ---- functions ---- */
@@ -309,7 +329,7 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
 
 static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
   Value *v = env_lookup(fr, st, op);
-  if (!v) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+  if (!v && !env_poisoned(fr, op)) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
   return v;
 }
 
@@ -584,7 +604,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   }
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
-    if (!v) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    if (!v && !env_poisoned(fr, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
     return v;
   }
   case E_LABELED_NUM: {
@@ -675,7 +695,8 @@ static bool eval_let_item(St *st, const Item *it) {
   }
   for (int i = 0; i < it->bindings.len; i++) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
-    if (!vals[i] || !b->name) continue;
+    if (!b->name) continue;
+    /* A failed binding is bound to nothing: later uses fail without more errors. */
     st->globals = env_bind(st, st->globals, b->name, vals[i]);
     st->globals->global = true;
   }

@@ -77,7 +77,7 @@ struct Value {
 /* Lexical environments are immutable linked lists; closures capture the head. */
 struct Env {
   const char *name;
-  Value *v;
+  Value *v;         /* NULL: a top-level binding that failed (env_poison) */
   bool global;      /* a top-level binding (inline declarations are searched before these) */
   Env *next;
 };
@@ -163,6 +163,10 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
              const Frame *call, Loc loc);
 Env *env_bind(St *st, Env *env, const char *name, Value *v);
 Value *env_lookup(const Frame *fr, St *st, const char *name);
+/* A top-level binding that failed binds its name to nothing: env_lookup gives NULL and
+ * env_poisoned true, so uses add no "unknown identifier" error to the root one. */
+bool env_poisoned(const Frame *fr, const char *name);
+void env_poison(St *st, const char *name);
 /* The value bound to a parameter of f by name (labeled or positional), or NULL. */
 Value *fn_param(Fn *f, const char *name);
 

@@ -457,9 +457,13 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   t = tensor_new(st, param ? TK_PARAM : TK_TERM, e->loc);
   t->diff = param;
   if (param) t->init.kind = INIT_UNIFORM;
-  if (e->a && !record_init(st, fr, t, e->a)) return NULL;
-  for (int i = 0; i < e->fields.len; i++)
-    if (!record_field(st, fr, t, VEC_AT(e->fields, Field, i))) return NULL;
+  bool ok = !e->a || record_init(st, fr, t, e->a);
+  for (int i = 0; ok && i < e->fields.len; i++)
+    ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+  if (!ok) {
+    if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
+    return NULL;
+  }
   /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
   if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
   DeclScope *s = fr->decls;
