@@ -57,7 +57,9 @@ typedef struct Ctx {
 /* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../runtime in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
-/* Reads a file into an arena-allocated SrcFile; NULL if unreadable. */
+/* Reads a file into an arena-allocated SrcFile; NULL (errno set) if unreadable or
+ * longer than TDSL_MAX_SOURCE bytes (errno EFBIG), so reading always ends. */
+enum { TDSL_MAX_SOURCE = 64 << 20 };
 SrcFile *ctx_read_file(Ctx *c, const char *path);
 
 /* Pipeline stages. Each returns false after reporting errors through c->diag. */

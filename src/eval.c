@@ -2,6 +2,7 @@
  * items, `open`, and the prelude/stdlib loading. See eval.h for the file split. */
 #include "eval.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -711,22 +712,51 @@ static const char *dir_of(St *st, const char *path) {
   return arena_strndup(st->a, path, (size_t)(slash - path));
 }
 
-static bool load_file(St *st, const char *path, Loc loc) {
+static const char *file_key(St *st, const char *path) {
   char *real = realpath(path, NULL);
   const char *key = real ? arena_strdup(st->a, real) : path;
   free(real);
-  for (int i = 0; i < st->opened.len; i++)
-    if (!strcmp(VEC_AT(st->opened, const char, i), key)) return true; /* opened once */
+  return key;
+}
+
+static int key_index(const PtrVec *v, const char *key) {
+  for (int i = 0; i < v->len; i++)
+    if (!strcmp(VEC_AT(*v, const char, i), key)) return i;
+  return -1;
+}
+
+/* `open` of a file being loaded (the user's file, or one whose items are still being
+ * evaluated): the chain of opens from it back to itself. */
+static void report_cycle(St *st, int from, const char *key, Loc loc) {
+  const char *chain = NULL;
+  for (int i = from; i < st->loading.len; i++) {
+    const char *k = VEC_AT(st->loading, const char, i);
+    chain = chain ? arena_printf(st->a, "%s -> %s", chain, k) : k;
+  }
+  diag_error(&st->c->diag, loc, "cycle of opens: %s -> %s", chain, key);
+}
+
+/* Each file is evaluated once: a second `open` of it does nothing (LANGUAGE.md 9.17). */
+static bool load_file(St *st, const char *path, Loc loc) {
+  const char *key = file_key(st, path);
+  int cyc = key_index(&st->loading, key);
+  if (cyc >= 0) {
+    report_cycle(st, cyc, key, loc);
+    return false;
+  }
+  if (key_index(&st->opened, key) >= 0) return true;
   vec_push(st->a, &st->opened, (void *)key);
   SrcFile *f = ctx_read_file(st->c, path);
   if (!f) {
-    diag_error(&st->c->diag, loc, "cannot read '%s'", path);
+    diag_error(&st->c->diag, loc, "cannot read '%s': %s", path, strerror(errno));
     return false;
   }
   Program *p = parse_program(st->a, &st->c->diag, f);
   if (!p) return false;
   const SrcFile *saved = st->file;
+  vec_push(st->a, &st->loading, (void *)key);
   bool ok = eval_program(st, p);
+  st->loading.len--;
   st->file = saved;
   return ok;
 }
@@ -803,6 +833,9 @@ Graph *stage_program(Ctx *c, const Program *p) {
   if (!load_file(st, arena_printf(st->a, "%s/prelude.tdsl", st->stdlib_dir), none)) return NULL;
   if (!load_file(st, arena_printf(st->a, "%s/stdlib.tdsl", st->stdlib_dir), none)) return NULL;
   st->main_file = p->file;
+  const char *key = file_key(st, p->file->path);
+  vec_push(st->a, &st->opened, (void *)key);
+  vec_push(st->a, &st->loading, (void *)key);
   if (!eval_program(st, p) || c->diag.errors) return NULL;
   return st->g;
 }

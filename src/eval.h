@@ -138,6 +138,7 @@ struct St {
   Graph *g;
   Env *globals;        /* top-level environment, newest first */
   PtrVec opened;       /* const char*: files already opened (realpath) */
+  PtrVec loading;      /* const char*: the files being evaluated, outermost first */
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
   int depth;           /* nesting of function applications */

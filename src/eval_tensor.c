@@ -567,6 +567,12 @@ static Value *bi_file(St *st, Fn *f, const Frame *call, Loc loc) {
     diag_error(&st->c->diag, p->loc, "cannot read the data file '%s'", path);
     return NULL;
   }
+  /* Its length is the tensor's size: a file without one would leave the shape to
+   * inference alone, which must never size a tensor by a file it cannot measure. */
+  if (sb.st_size == 0) {
+    diag_error(&st->c->diag, p->loc, "the data file '%s' is empty or has no size (as files under /proc)", path);
+    return NULL;
+  }
   if (sb.st_size % 4 != 0) {
     diag_error(&st->c->diag, p->loc, "the data file '%s' has %lld bytes, not a whole number of float32 values",
                path, (long long)sb.st_size);
