@@ -4,6 +4,7 @@
  *   eval_tensor.c  tensor construction: constants, literals, inline declarations,
  *                  stacking, builtins (range, range_of_shape, uniform, file, index)
  *   eval_math.c    compile-time math on numbers (sqrt, ..., min, max)
+ *   eval_init.c    initializer expressions -> per-cell init programs; normal, kaiming
  *   eval_op.c      `op` definitions: instantiating forward/backward code on a tensor
  *   eval_code.c    %cd assignments and accessors (.forward, .backprop, ...)
  *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
@@ -200,6 +201,12 @@ Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);
 void install_builtins(St *st);
 /* A builtin from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()". */
 void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn);
+
+/* eval_init.c */
+/* Makes t's init the program of the pointwise expression graph rooted at root (and
+ * t's declared rows those of its shaped leaves); false after a located error. */
+bool init_from_tensor(St *st, Tensor *t, const Tensor *root, Loc loc);
+void install_init_builtins(St *st);
 
 /* eval_math.c */
 /* The folded value when f is a prelude operation with a compile-time meaning applied to

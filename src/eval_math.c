@@ -14,19 +14,19 @@ typedef enum MathRes { MR_FLOAT, MR_LIKE_ARGS } MathRes; /* result type */
 typedef struct MathFn {
   const char *name;
   int nargs;
-  double (*f1)(double);
-  double (*f2)(double, double);
-  MathRes res; /* MR_LIKE_ARGS: int when every argument is an int (abs, min, max) */
-  bool builtin;  /* installed as a builtin; otherwise a prelude op folded on numbers */
+  PrimOp op;          /* evaluated as the tensor primitive (op_eval), NaN rules included */
+  double (*f)(double); /* when op is OP_ID: floor, ceil, abs have no primitive */
+  MathRes res;        /* MR_LIKE_ARGS: int when every argument is an int (abs, min, max) */
+  bool builtin;       /* installed as a builtin; otherwise a prelude op folded on numbers */
 } MathFn;
 
 static const MathFn math_fns[] = {
-  {"sqrt", 1, sqrt, NULL, MR_FLOAT, false},   {"exp", 1, exp, NULL, MR_FLOAT, false},
-  {"log", 1, log, NULL, MR_FLOAT, false},     {"sin", 1, sin, NULL, MR_FLOAT, false},
-  {"cos", 1, cos, NULL, MR_FLOAT, false},     {"tanh", 1, tanh, NULL, MR_FLOAT, false},
-  {"floor", 1, floor, NULL, MR_FLOAT, true},  {"ceil", 1, ceil, NULL, MR_FLOAT, true},
-  {"abs", 1, fabs, NULL, MR_LIKE_ARGS, true}, {"min", 2, NULL, fmin, MR_LIKE_ARGS, true},
-  {"max", 2, NULL, fmax, MR_LIKE_ARGS, true},
+  {"sqrt", 1, OP_SQRT, NULL, MR_FLOAT, false},   {"exp", 1, OP_EXP, NULL, MR_FLOAT, false},
+  {"log", 1, OP_LOG, NULL, MR_FLOAT, false},     {"sin", 1, OP_SIN, NULL, MR_FLOAT, false},
+  {"cos", 1, OP_COS, NULL, MR_FLOAT, false},     {"tanh", 1, OP_TANH, NULL, MR_FLOAT, false},
+  {"floor", 1, OP_ID, floor, MR_FLOAT, true},    {"ceil", 1, OP_ID, ceil, MR_FLOAT, true},
+  {"abs", 1, OP_ID, fabs, MR_LIKE_ARGS, true},   {"min", 2, OP_MIN, NULL, MR_LIKE_ARGS, true},
+  {"max", 2, OP_MAX, NULL, MR_LIKE_ARGS, true},
 };
 
 static const MathFn *math_find(const char *name) {
@@ -63,8 +63,8 @@ static Value *math_apply(St *st, const MathFn *m, Value **a, Loc loc) {
     }
     return val_int(st, x < 0 ? -x : x, loc);
   }
-  double x = val_number(a[0]);
-  return val_float(st, m->nargs == 2 ? m->f2(x, val_number(a[1])) : m->f1(x), loc);
+  double x = val_number(a[0]), y = m->nargs == 2 ? val_number(a[1]) : 0.0;
+  return val_float(st, m->f ? m->f(x) : op_eval(m->op, x, y, 0.0), loc);
 }
 
 Value *fold_math(St *st, Fn *f, Loc loc, bool *done) {

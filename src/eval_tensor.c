@@ -413,9 +413,15 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     if (st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
+  /* An expression: its temporaries become t's init program (eval_init.c). */
+  if (v->kind == V_TENSOR && v->t->kind == TK_OP && !v->grad) {
+    if (!init_from_tensor(st, t, v->t, ie->loc)) return false;
+    drop_since(st, nt, ns);
+    return true;
+  }
   diag_error(&st->c->diag, ie->loc,
-             "an initializer must be a number, an ndarray literal or a constant such as uniform (), got %s",
-             v->kind == V_TENSOR ? "a computed tensor" : val_kind_name(v));
+             "an initializer must be a number, an ndarray literal, a constant such as uniform () or an expression of those, got %s",
+             v->kind == V_TENSOR ? (v->grad ? "a gradient" : "a tensor that is not a constant") : val_kind_name(v));
   return false;
 }
 
@@ -645,4 +651,5 @@ void install_builtins(St *st) {
   builtin_install(st, "int", "x", bi_int);
   builtin_install(st, "int_of_float", "x", bi_int);
   install_math_builtins(st);
+  install_init_builtins(st);
 }
