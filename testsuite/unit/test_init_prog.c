@@ -6,20 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "tdsl.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    checks++;                                                  \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      printf(__VA_ARGS__);                                     \
-      printf("\n");                                            \
-    }                                                          \
-  } while (0)
 
 enum { N = 4096 };
 static float buf0[N];

@@ -4,20 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "spec.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    checks++;                                                  \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      printf(__VA_ARGS__);                                     \
-      printf("\n");                                            \
-    }                                                          \
-  } while (0)
 
 static Arena arena;
 
