@@ -462,46 +462,97 @@ static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int ba
   return solve_rowvar(s, c, v, row_open(s, front, f, row_var_like(s, v), back, b));
 }
 
-/* cur >= subr (seed: solve_row_ineq). */
+static Step fail_count(Solver *s, Constraint *c, int ncur, int nsub, bool at_least) {
+  solver_fail(s, c, "shape mismatch: %s has %d axes, %s has %s%d", what(c->what1), ncur, what(c->what2),
+              at_least ? "at least " : "", nsub);
+  return FAIL;
+}
+
+/* A closed subr S (n axes) under cur's structure C, not normalized: S's leftmost axes
+ * meet C's leftmost, its rightmost C's rightmost, and those in between go to C's row
+ * variable, into its solution when it has one. The variable is where broadcasting
+ * happens whether or not it is solved yet, so the order of the constraints (of an
+ * einsum's arguments) does not change the alignment: `"ij...;j..."` pairs j with b's
+ * only axis even after `...` took a's last axis. A subr shorter than C's own axes is
+ * aligned to the right over them (C's variable and leftmost axes broadcast). */
+static Step ineq_closed_subr(Solver *s, Constraint *c, Row *C, DimNode **S, int n) {
+  int pos = 0, tail = 0; /* S's axes left and right of the window: axes are named from the nearer end */
+  for (;;) {
+    int nb = C->nbeg, ne = C->nend;
+    if (!C->var) {
+      if (ne < n) return fail_count(s, c, pos + ne + tail, pos + n + tail, false);
+      pair_dims(s, c, false, C->end + ne - n, S, n, pos || tail ? -(n + tail) : ne - n);
+      return DONE;
+    }
+    if (n < nb + ne) {
+      int k = n < ne ? n : ne, r = n - k;
+      pair_dims(s, c, false, C->end + ne - k, S + r, k, -(k + tail));
+      pair_dims(s, c, false, C->beg + nb - r, S, r, pos);
+      return DONE;
+    }
+    pair_dims(s, c, false, C->beg, S, nb, pos);
+    pair_dims(s, c, false, C->end, S + n - ne, ne, -(ne + tail));
+    tail += ne;
+    int m = n - nb - ne;
+    if (m == 0) return DONE;
+    if (!C->var->solved) {
+      if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
+      Row *v = row_norm(s, row_of_var(s, C->var)); /* v' ++ fresh(m) */
+      pair_dims(s, c, false, v->end, S + nb, m, pos + nb);
+      return DONE;
+    }
+    C = C->var->solved, S += nb, n = m, pos += nb;
+  }
+}
+
+/* A closed cur C (n axes) over subr's structure S, not normalized: the mirror image,
+ * S's variable (at every level of its solution) takes what its flanks leave of C. */
+static Step ineq_closed_cur(Solver *s, Constraint *c, DimNode **C, int n, Row *S) {
+  int pos = 0, tail = 0;
+  for (bool top = true;; top = false) {
+    int nb = S->nbeg, ne = S->nend;
+    if (!S->var) {
+      if (n < ne) return fail_count(s, c, pos + n + tail, pos + ne + tail, false);
+      pair_dims(s, c, false, C + n - ne, S->end, ne, pos || tail ? -(ne + tail) : n - ne);
+      return DONE;
+    }
+    if (n < nb + ne) return fail_count(s, c, pos + n + tail, pos + nb + ne + tail, true);
+    pair_dims(s, c, false, C, S->beg, nb, pos);
+    pair_dims(s, c, false, C + n - ne, S->end, ne, -(ne + tail));
+    tail += ne;
+    int m = n - nb - ne;
+    RowVar *v = S->var;
+    if (v->solved) {
+      C += nb, n = m, pos += nb, S = v->solved;
+      continue;
+    }
+    if (m == 0) return set_row_empty(s, c, v) ? DONE : FAIL;
+    if (top && !nb && !ne) return PENDING; /* S's variable is bounded above by C */
+    c->r1 = row_closed(s, m, C + nb);
+    c->r2 = row_of_var(s, v);
+    return PROGRESS;
+  }
+}
+
+/* cur >= subr (seed: solve_row_ineq). Rewritten in part for issue 10 item 1: when one
+ * side is closed, the other is aligned level by level of its structure (see
+ * ineq_closed_subr), not as its flattened normal form. */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
-  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
-  if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
+  int lc, ls;
+  RowVar *cv = row_peek(c->r1, &lc), *sv = row_peek(c->r2, &ls);
+  if (lc > MAX_RANK || ls > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
   }
-  if (!S->var) {
-    int n = S->nend;
-    if (!C->var) {
-      if (C->nend < n) return fail_rank(s, c, C, S, "has ");
-      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, C->nend - n);
-      return DONE;
-    }
-    if (n <= C->nend) {
-      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, -n);
-      return DONE;
-    }
-    if (n < C->nbeg + C->nend) return PENDING; /* alignment depends on C's row variable */
-    pair_dims(s, c, false, C->beg, S->end, C->nbeg, 0);
-    pair_dims(s, c, false, C->end, S->end + n - C->nend, C->nend, -C->nend);
-    int m = n - C->nbeg - C->nend;
-    if (m == 0) return DONE;
-    if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
-    Row *v = row_norm(s, row_of_var(s, C->var)); /* cv' ++ fresh(m) */
-    pair_dims(s, c, false, v->end, S->end + C->nbeg, m, C->nbeg);
-    return DONE;
+  if (!sv) {
+    Row *S = row_norm(s, c->r2);
+    return ineq_closed_subr(s, c, c->r1, S->end, S->nend);
   }
-  if (!C->var) {
-    int n = C->nend;
-    if (n < row_len(S)) return fail_rank(s, c, C, S, "has ");
-    pair_dims(s, c, false, C->end, S->beg, S->nbeg, 0);
-    pair_dims(s, c, false, C->end + n - S->nend, S->end, S->nend, -S->nend);
-    int m = n - S->nbeg - S->nend;
-    if (m == 0) return set_row_empty(s, c, S->var) ? DONE : FAIL;
-    if (!S->nbeg && !S->nend) return PENDING; /* S's variable is bounded above by C */
-    c->r1 = row_closed(s, m, C->end + S->nbeg);
-    c->r2 = row_of_var(s, S->var);
-    return PROGRESS;
+  if (!cv) {
+    Row *C = row_norm(s, c->r1);
+    return ineq_closed_cur(s, c, C->end, C->nend, c->r2);
   }
+  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
   /* both open: pair the common leftmost and rightmost axes, keep the rest */
   int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
   pair_dims(s, c, false, C->beg, S->beg, kb, 0);
