@@ -16,14 +16,22 @@
 /* ---------------------------------------------------------------- shapes */
 
 static void print_row(FILE *out, const Shape *sh, int k) {
+  /* After an inference error: an output row (never empty once inferred) of which
+   * nothing is known yet prints as one unknown. */
+  if (k == KIND_OUTPUT && !sh->n[k] && sh->open[k]) fputc('?', out);
   for (int i = 0; i < sh->n[k]; i++) {
     if (i) fputc(',', out);
     if (sh->dims[k][i].label) fprintf(out, "%s=", sh->dims[k][i].label);
-    fprintf(out, "%d", sh->dims[k][i].d);
+    if (sh->dims[k][i].d > 0) fprintf(out, "%d", sh->dims[k][i].d);
+    else fputc('?', out); /* after an inference error: not inferred */
   }
 }
 
 static void print_shape(FILE *out, const Shape *sh) {
+  if (!sh->solved) { /* inference stopped before reaching this tensor */
+    fputc('?', out);
+    return;
+  }
   if (sh->n[KIND_BATCH]) {
     print_row(out, sh, KIND_BATCH);
     fputc('|', out);
@@ -48,7 +56,10 @@ static void json_str(FILE *out, const char *s) {
 
 static void json_dims(FILE *out, const Shape *sh, int k) {
   fputc('[', out);
-  for (int i = 0; i < sh->n[k]; i++) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+  for (int i = 0; i < sh->n[k]; i++) {
+    if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+    else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
+  }
   fputc(']', out);
 }
 

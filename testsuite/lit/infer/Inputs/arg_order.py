@@ -35,44 +35,51 @@ CASES = [  # (spec, shape of a, shape of b)
 ]
 
 
-def program(spec, first, second, sa, sb):
-    def rng(name, shape):
-        return "let%%op %s = range_of_shape ~output_dims:[ %s ] ()" % (
-            name, "; ".join(str(d) for d in shape))
-    return "\n".join([rng("a", sa), rng("b", sb),
-                      'let%%op r = %s +* "%s" %s' % (first, spec, second)]) + "\n"
-
-
-def run(path):
-    p = subprocess.run([tdslc, "--run", path, "--print", "r", "--json"], capture_output=True, text=True)
+def run(path, names):
+    cmd = [tdslc, "--run", path, "--json"]
+    for n in names:
+        cmd += ["--print", n]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        return None, p.stderr.strip().splitlines()[0] if p.stderr.strip() else "exit %d" % p.returncode
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    return out, None
+        print("tdslc failed on %s:\n%s" % (path, p.stderr))
+        sys.exit(1)
+    return {o["name"]: o for o in map(json.loads, p.stdout.strip().splitlines())}
 
 
-mismatches = 0
+def dims(shape):
+    return "; ".join(str(d) for d in shape)
+
+
+# One program per argument order (two compilations): case n is a<n>, b<n>, r<n>.
+progs = [[], []]
 for n, (spec, sa, sb) in enumerate(CASES):
     args, res = spec.split("=>")
     sa_spec, sb_spec = args.split(";")
-    a = np.arange(np.prod(sa), dtype=np.float64).reshape(sa)
-    b = np.arange(np.prod(sb), dtype=np.float64).reshape(sb)
-    want = np.einsum("%s,%s->%s" % (sa_spec, sb_spec, res), a, b)
-    orders = [("a", "b", spec), ("b", "a", "%s;%s=>%s" % (sb_spec, sa_spec, res))]
-    for k, (first, second, sp) in enumerate(orders):
-        path = os.path.join(work, "case%d_%d.tdsl" % (n, k))
-        with open(path, "w") as f:
-            f.write(program(sp, first, second, sa, sb))
-        got, err = run(path)
-        where = '%s +* "%s" %s with a%s b%s' % (first, sp, second, list(sa), list(sb))
-        if err:
-            print("MISMATCH %s: %s" % (where, err))
-            mismatches += 1
-            continue
-        shape = tuple(got["batch"] + got["output"] + got["input"])
-        vals = np.array(got["values"], dtype=np.float64)
+    for k in range(2):
+        progs[k].append("let%%op a%d = range_of_shape ~output_dims:[ %s ] ()" % (n, dims(sa)))
+        progs[k].append("let%%op b%d = range_of_shape ~output_dims:[ %s ] ()" % (n, dims(sb)))
+    progs[0].append('let%%op r%d = a%d +* "%s" b%d' % (n, n, spec, n))
+    progs[1].append('let%%op r%d = b%d +* "%s;%s=>%s" a%d' % (n, n, sb_spec, sa_spec, res, n))
+
+mismatches = 0
+names = ["r%d" % n for n in range(len(CASES))]
+for k in range(2):
+    path = os.path.join(work, "order%d.tdsl" % k)
+    with open(path, "w") as f:
+        f.write("\n".join(progs[k]) + "\n")
+    got = run(path, names)
+    for n, (spec, sa, sb) in enumerate(CASES):
+        args, res = spec.split("=>")
+        sa_spec, sb_spec = args.split(";")
+        a = np.arange(np.prod(sa), dtype=np.float64).reshape(sa)
+        b = np.arange(np.prod(sb), dtype=np.float64).reshape(sb)
+        want = np.einsum("%s,%s->%s" % (sa_spec, sb_spec, res), a, b)
+        o = got["r%d" % n]
+        shape = tuple(o["batch"] + o["output"] + o["input"])
+        vals = np.array(o["values"], dtype=np.float64)
         if shape != want.shape or not np.array_equal(vals, want.reshape(-1)):
-            print("MISMATCH %s: shape %s, numpy %s" % (where, shape, want.shape))
+            print("MISMATCH %s with a%s b%s, %s: shape %s, numpy %s" % (
+                spec, list(sa), list(sb), "b first" if k else "a first", shape, want.shape))
             mismatches += 1
 print("%d specs in both argument orders, %d mismatches" % (len(CASES), mismatches))
 sys.exit(1 if mismatches else 0)
