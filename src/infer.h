@@ -48,6 +48,8 @@ struct DimNode {
   Origin origin;    /* who fixed the size (roots with d > 0) or created the variable */
   const Origin *result_only; /* an einsum result axis no argument has: closing it to the
                                 default 1 is an error (LANGUAGE.md 9.13) */
+  const Origin *lonely;      /* an einsum axis of one argument only: named when a
+                                parameter dimension below it stays undetermined */
   PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
 };
 

@@ -216,6 +216,41 @@ static void mark_result_only(Logic *L, UpdateStep *st, SpecEnv *e, int nargaxes,
   }
 }
 
+/* The first axis of a slot that names `name` (as an axis, a convolution output or kernel). */
+static SpecAxis *slot_axis(SpecSlot *slot, const char *name) {
+  for (int k = 0; k < 3; k++) {
+    SpecRow *r = spec_slot_row(slot, k);
+    for (int side = 0; side < 2; side++) {
+      PtrVec *axes = side ? &r->right : &r->left;
+      for (int i = 0; i < axes->len; i++) {
+        SpecAxis *ax = VEC_AT(*axes, SpecAxis, i);
+        if ((ax->kind == AX_VAR || ax->kind == AX_AFFINE) && !strcmp(ax->name, name)) return ax;
+        if (ax->kind == AX_AFFINE && ax->kernel && !strcmp(ax->kernel, name)) return ax;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* Axes that occur in one argument only (summed over in it): legal, but when such an
+ * axis ends up undetermined it is likelier a misspelling than a parameter's fault. */
+static void mark_lonely(Logic *L, UpdateStep *st, SpecEnv *e, int nargs, int nargaxes) {
+  const Spec *sp = st->spec;
+  for (int j = 0; j < nargaxes; j++) {
+    const char *name = VEC_AT(e->names, char, j);
+    int n = 0, in = -1;
+    for (int a = 0; a < nargs; a++)
+      if (slot_axis(sp->args[a], name)) n++, in = a;
+    if (n != 1 || slot_axis(sp->result, name)) continue;
+    SpecAxis *ax = slot_axis(sp->args[in], name);
+    Origin *o = ANEW(L->s->a, Origin);
+    o->what = arena_printf(L->s->a, "einsum axis %s of \"%s\" occurs only in argument %d", name, sp->text, in + 1);
+    o->loc = st->spec_loc.file ? spec_error_loc(st->spec_loc, ax->col) : st->loc;
+    o->has_loc = true;
+    VEC_AT(e->dims, DimNode, j)->lonely = o;
+  }
+}
+
 static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   const Spec *sp = st->spec;
@@ -244,6 +279,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
                                  arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
     c->slot1 = 0;
   }
+  if (sp->nargs > 1) mark_lonely(L, st, &e, nargs, nargaxes);
 }
 
 /* ---------------------------------------------------------------- other logics */

@@ -291,6 +291,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   ra->meets_one = ra->meets_one || rb->meets_one;
   if (!ra->owner) ra->owner = rb->owner;
   if (!ra->result_only) ra->result_only = rb->result_only;
+  if (!ra->lonely) ra->lonely = rb->lonely;
   if (!ra->d && !ra->origin.what) ra->origin = rb->origin;
   return DONE;
 }
@@ -846,7 +847,7 @@ static void fail_result_only(Solver *s, const Origin *o) {
 }
 
 /* An undetermined einsum result axis is the likelier root cause of an undetermined
- * parameter dimension (a misspelled axis leaves both): report it instead. */
+ * parameter dimension (a misspelled axis leaves both). */
 static const Origin *any_result_only(Solver *s) {
   for (int i = 0; i < s->dims.len; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
@@ -855,15 +856,44 @@ static const Origin *any_result_only(Solver *s) {
   return NULL;
 }
 
-static void fail_param(Solver *s, DimNode *d) {
-  if (s->failed) return;
+/* A lonely einsum axis at or above r (through the pending inequalities), if any. */
+static const Origin *lonely_above(Solver *s, DimNode *r) {
+  if (r->lonely) return r->lonely;
+  if (r->id >= s->up_nodes || s->up_mark[r->id] == s->up_stamp) return NULL;
+  s->up_mark[r->id] = s->up_stamp;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]); /* stage 7 may have closed it to 1 already */
+    const Origin *o = cur->d ? cur->lonely : lonely_above(s, cur);
+    if (o) return o;
+  }
+  return NULL;
+}
+
+/* Starts a parameter error: false when an error is already out or an undetermined einsum
+ * result axis (the likelier root cause) was reported instead. */
+static bool param_fail_begin(Solver *s) {
+  if (s->failed) return false;
   const Origin *ro = any_result_only(s);
   if (ro) {
     fail_result_only(s, ro);
-    return;
+    return false;
   }
   s->failed = true;
+  return true;
+}
+
+static void fail_param(Solver *s, DimNode *d) {
+  if (!param_fail_begin(s)) return;
   Tensor *t = d->owner;
+  bounds_index(s);
+  s->up_stamp++;
+  const Origin *lonely = lonely_above(s, dim_find(d));
+  if (lonely) {
+    diag_error(s->diag, lonely->loc, "%s and nothing determines its size (a dimension of parameter '%s')",
+               lonely->what, t->name ? t->name : "?");
+    diag_note(s->diag, lonely->loc, "a misspelled axis?");
+    return;
+  }
   diag_error(s->diag, t->loc, "cannot infer a dimension of parameter '%s': nothing determines it%s%s",
              t->name ? t->name : "?", d->origin.what ? " (" : "", d->origin.what ? d->origin.what : "");
   if (d->origin.what && d->origin.what[0]) diag_note(s->diag, t->loc, "declare it, e.g. with o = [ ... ] or i = [ ... ]");
@@ -872,13 +902,7 @@ static void fail_param(Solver *s, DimNode *d) {
 /* A parameter's output row that nothing bounds would close to no axes (LANGUAGE.md 9.3:
  * an error naming the parameter; a tensor's output row is never empty by default). */
 static void fail_param_row(Solver *s, RowVar *v) {
-  if (s->failed) return;
-  const Origin *ro = any_result_only(s);
-  if (ro) {
-    fail_result_only(s, ro);
-    return;
-  }
-  s->failed = true;
+  if (!param_fail_begin(s)) return;
   Tensor *t = v->owner;
   diag_error(s->diag, t->loc, "cannot infer the output axes of parameter '%s': nothing determines them",
              t->name ? t->name : "?");
