@@ -48,6 +48,7 @@ typedef struct IrBuf {
   int *dims;          /* rank dims, memory order */
   const char **labels;/* rank labels (NULL entries when unlabeled) */
   int tensor_id;      /* seeds the uniform stream */
+  int role;           /* TensorRole (graph.h): printed as the metadata's `role` line */
   IrInit init;
 } IrBuf;
 
