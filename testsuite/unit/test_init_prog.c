@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check.h"
+#include "unit_check.h"
 #include "tdsl.h"
 
 enum { N = 4096 };

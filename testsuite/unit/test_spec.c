@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "unit_check.h"
 #include "spec.h"
 
 static Arena arena;

@@ -1,6 +1,6 @@
-/* check.h: the counting CHECK of the unit tests that print "N checks, M failed". */
-#ifndef TDSL_UNIT_CHECK_H
-#define TDSL_UNIT_CHECK_H
+/* unit_check.h: the counting CHECK of the unit tests that print "N checks, M failed". */
+#ifndef TDSL_UNIT_UNIT_CHECK_H
+#define TDSL_UNIT_UNIT_CHECK_H
 
 #include <stdio.h>
 
