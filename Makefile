@@ -69,7 +69,7 @@ $(B)/asan/tdslc: $(asan_OBJ)
 
 # The runtime: what compiled models and host programs link. It never includes compiler headers.
 RT_OBJ := $(patsubst runtime/%.c,$(B)/rt/%.o,$(RT_SRC))
-$(B)/rt/%.o: runtime/%.c runtime/tdsl.h
+$(B)/rt/%.o: runtime/%.c $(wildcard runtime/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -Iruntime $(WFLAGS) $(CFLAGS) -fPIC -c $< -o $@
 $(B)/libtdslrt.so: $(RT_OBJ)

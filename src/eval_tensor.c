@@ -154,11 +154,10 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
       return NULL;
     }
   }
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   long long size = 1;
-  for (int k = 2; k >= 0; k--)
+  for (int k = 2; k >= 0; k--) /* the last kind in memory order varies fastest */
     for (int d = l.naxes - 1; d >= 0; d--)
-      if (l.kind[d] == order[k]) {
+      if (l.kind[d] == k) {
         l.stride[d] = size;
         size *= l.dim[d];
       }
@@ -501,14 +500,14 @@ static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 static Value *bi_range_of_shape(St *st, Fn *f, const Frame *call, Loc loc) {
-  static const char *names[3] = {"batch_dims", "input_dims", "output_dims"};
-  static const int kinds[3] = {KIND_BATCH, KIND_INPUT, KIND_OUTPUT};
+  static const char *names[3] = {[KIND_BATCH] = "batch_dims", [KIND_OUTPUT] = "output_dims",
+                                 [KIND_INPUT] = "input_dims"};
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_RANGE;
   for (int k = 0; k < 3; k++) {
     Value *v = arg_or_null(f, names[k]);
-    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[kinds[k]], 0, NULL, NULL, loc);
-    else if (!rowdecl_from_value(st, v, &t->decl[kinds[k]], loc, names[k])) return NULL;
+    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[k], 0, NULL, NULL, loc);
+    else if (!rowdecl_from_value(st, v, &t->decl[k], loc, names[k])) return NULL;
   }
   return val_tensor(st, t, loc);
 }

@@ -16,12 +16,11 @@
 #include "base.h"
 #include "ops.h"
 #include "spec.h"
+#include "tdsl_abi.h" /* KIND_* (axis kinds, memory order), InitKind */
 
 typedef struct Tensor Tensor;
 typedef struct UpdateStep UpdateStep;
 typedef struct Projections Projections;
-
-enum { KIND_BATCH = 0, KIND_INPUT = 1, KIND_OUTPUT = 2 }; /* axis kinds; memory order is batch, output, input */
 
 /* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded). */
 typedef struct IndexSym {
@@ -51,15 +50,6 @@ typedef struct Shape {
   int n[3];        /* indexed by KIND_* */
   DimDecl *dims[3];
 } Shape;
-
-typedef enum InitKind {
-  INIT_ZERO,    /* computed tensors and host-filled inputs */
-  INIT_CONST,   /* every cell = value */
-  INIT_VALUES,  /* literal cells in memory order (batch, output, input) */
-  INIT_RANGE,   /* 0, 1, 2, ... in memory order */
-  INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
-  INIT_FILE,    /* raw little-endian float32 values from path */
-} InitKind;
 
 typedef struct Init {
   InitKind kind;

@@ -6,7 +6,7 @@
 
 #include "infer.h"
 
-static const char *kind_name[3] = {"batch", "input", "output"};
+static const char *kind_name[3] = {[KIND_BATCH] = "batch", [KIND_OUTPUT] = "output", [KIND_INPUT] = "input"};
 
 typedef Row *RowTriple[3];
 
@@ -219,7 +219,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
 static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   Tensor *t = st->lhs, *a = st->rhs[0];
-  for (int k = KIND_INPUT; k <= KIND_OUTPUT; k++) {
+  for (int k = KIND_OUTPUT; k <= KIND_INPUT; k++) { /* the rows other than batch */
     Constraint *c = con_row_eq(s, trow(L, t, k), trow(L, a, k), st, row_what(s, t, k), row_what(s, a, k));
     c->slot1 = 0, c->slot2 = 1;
   }
@@ -250,9 +250,8 @@ static void terminal(Logic *L, UpdateStep *st) {
   if (n < 0 || (t->decl[0].given && t->decl[1].given && t->decl[2].given)) return;
   Row *rows[3];
   RowVar *carrier = NULL;
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   for (int k = 0; k < 3; k++) rows[k] = trow(L, t, k);
-  for (int i = 0; i < 3 && !carrier; i++) carrier = rows[order[i]]->var;
+  for (int k = 0; k < 3 && !carrier; k++) carrier = rows[k]->var; /* the first in memory order */
   con_total(L->s, rows, carrier, n, st,
             arena_printf(L->s->a, "%s (%s)", tname(L->s, t), t->init.kind == INIT_FILE ? t->init.path : "literal"));
 }

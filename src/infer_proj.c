@@ -97,10 +97,9 @@ static void pc_reset(ProjCtx *p) {
 
 /* The axes of one slot in memory order (batch, output, input). */
 static int slot_axes(Solver *s, StepInfo *in, int slot, DimNode **out, int max) {
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   int n = 0;
-  for (int o = 0; o < 3; o++) {
-    Row *r = row_norm(s, in->slot_row[slot][order[o]]);
+  for (int k = 0; k < 3; k++) {
+    Row *r = row_norm(s, in->slot_row[slot][k]);
     for (int i = 0; i < r->nbeg && n < max; i++) out[n++] = r->beg[i];
     for (int i = 0; i < r->nend && n < max; i++) out[n++] = r->end[i];
   }

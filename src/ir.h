@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "ops.h"
+#include "tdsl_abi.h"
 
 /* One term of an affine form: coef * var (var >= 0: loop variable; var < 0: the index
  * symbol number -1 - var). */
@@ -30,7 +31,7 @@ typedef struct Aff {
 typedef enum Elem { ELEM_F32, ELEM_F64 } Elem;
 
 typedef struct IrInit {
-  int kind;           /* InitKind (graph.h) */
+  InitKind kind;
   double value;
   const double *values;
   int nvalues;
@@ -44,7 +45,7 @@ typedef struct IrBuf {
   Elem elem;
   long size;          /* number of cells (>= 1) */
   int rank;
-  int nk[3];          /* axes per kind: batch, output, input (memory order) */
+  int nk[NKINDS];     /* axes per kind (KIND_*, memory order) */
   int *dims;          /* rank dims, memory order */
   const char **labels;/* rank labels (NULL entries when unlabeled) */
   int tensor_id;      /* seeds the uniform stream */

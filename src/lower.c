@@ -55,18 +55,17 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
   b->elem = t->prec == PREC_DOUBLE ? ELEM_F64 : t->prec == PREC_SINGLE ? ELEM_F32
             : l->dbl ? ELEM_F64 : ELEM_F32;
   b->tensor_id = t->id;
-  const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   b->size = 1;
   if (t->shape.solved) {
-    for (int k = 0; k < 3; k++) b->rank += t->shape.n[order[k]];
+    for (int k = 0; k < 3; k++) b->rank += t->shape.n[k];
     b->dims = ANEWN(l->a, int, b->rank + 1);
     b->labels = ANEWN(l->a, const char *, b->rank + 1);
     int r = 0;
     for (int k = 0; k < 3; k++) {
-      b->nk[k] = t->shape.n[order[k]];
-      for (int i = 0; i < t->shape.n[order[k]]; i++) {
-        b->dims[r] = t->shape.dims[order[k]][i].d;
-        b->labels[r] = t->shape.dims[order[k]][i].label;
+      b->nk[k] = t->shape.n[k];
+      for (int i = 0; i < t->shape.n[k]; i++) {
+        b->dims[r] = t->shape.dims[k][i].d;
+        b->labels[r] = t->shape.dims[k][i].label;
         b->size *= b->dims[r];
         r++;
       }

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "base.h"
+#include "tdsl_abi.h" /* KIND_*: spec_slot_row */
 
 typedef enum SpecAxisKind {
   AX_VAR,         /* a named axis variable: name */
@@ -95,7 +96,7 @@ void spec_print(FILE *out, const Spec *s);
 /* One slot, in the form spec_print uses for a spec of that mode. */
 void spec_print_slot(FILE *out, const SpecSlot *slot, bool multichar);
 
-/* The row of kind KIND_BATCH (0), KIND_INPUT (1) or KIND_OUTPUT (2) of a slot. */
+/* The row of kind KIND_BATCH, KIND_OUTPUT or KIND_INPUT (graph.h) of a slot. */
 SpecRow *spec_slot_row(SpecSlot *slot, int kind);
 int spec_row_len(const SpecRow *r); /* axes listed, not counting the row variable */
 

@@ -51,11 +51,9 @@ static inline Tensor *gb_tensor(GB *b, const char *name, TensorKind kind, int nb
   t->shape.n[KIND_BATCH] = nb;
   t->shape.n[KIND_OUTPUT] = no;
   t->shape.n[KIND_INPUT] = ni;
-  int k = 0;
-  int kinds[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT}, counts[3] = {nb, no, ni};
-  for (int r = 0; r < 3; r++) {
-    t->shape.dims[kinds[r]] = ANEWN(&b->a, DimDecl, counts[r] + 1);
-    for (int i = 0; i < counts[r]; i++) t->shape.dims[kinds[r]][i].d = dims[k++];
+  for (int k = 0, ax = 0; k < 3; k++) {
+    t->shape.dims[k] = ANEWN(&b->a, DimDecl, t->shape.n[k] + 1);
+    for (int i = 0; i < t->shape.n[k]; i++) t->shape.dims[k][i].d = dims[ax++];
   }
   UpdateStep *s = ANEW(&b->a, UpdateStep);
   s->id = b->g.steps.len;

@@ -236,7 +236,9 @@ static void render(Solver *s, Row *rows[NT][3], char *out, size_t cap) {
     }
 }
 
-/* tensors: 0 x (5|->2) 1 target (5|->3) 2 b1 (param, o=8) 3 w1 (param) 4 w1*x
+/* rows[t] is b, i, o in the order tensors are written (b|i->o), not KIND_* order: the
+ * solver never looks at kinds.
+ * tensors: 0 x (5|->2) 1 target (5|->3) 2 b1 (param, o=8) 3 w1 (param) 4 w1*x
  *          5 h = b1 + 4 6 w2 (param) 7 out = w2 * h (and out - target through 7 >= 1) */
 static void build_rows(Solver *s, Row *rows[NT][3]) {
   int five[] = {5}, two[] = {2}, three[] = {3}, eight[] = {8};

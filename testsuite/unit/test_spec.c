@@ -198,8 +198,8 @@ static void test_structure(void) {
     CHECK(s->args[1]->col == 8, "second arg col %d", s->args[1]->col);
     CHECK(s->result->output.left.len == 1 && ax(&s->result->output.left, 0)->col == 23,
           "result output col");
-    CHECK(spec_slot_row(a, 0) == &a->batch && spec_slot_row(a, 1) == &a->input &&
-              spec_slot_row(a, 2) == &a->output,
+    CHECK(spec_slot_row(a, KIND_BATCH) == &a->batch && spec_slot_row(a, KIND_INPUT) == &a->input &&
+              spec_slot_row(a, KIND_OUTPUT) == &a->output,
           "spec_slot_row");
   }
   /* unary, bare slot */
