@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
 #include "ir.h"
 
 static void var_name(FILE *out, int var, const IrModule *m) {
