@@ -109,9 +109,13 @@ $(B)/.deps-ok: scripts/deps.sh
 	sh scripts/deps.sh
 	@touch $@
 
-check: deps
+check: deps check-layers
 	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
+
+# Every #include "..." stays within the layer rules of HACKING.md ("Layers").
+check-layers:
+	python3 scripts/check-layers.py .
 
 # On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
 # both backends (says so and succeeds without a GPU).
@@ -161,5 +165,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-train fuzz
 .SECONDARY:
