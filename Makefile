@@ -5,7 +5,6 @@
 #   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
-.DEFAULT_GOAL := all
 CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
@@ -142,7 +141,8 @@ install: all
 $(B)/bench/bench: bench/bench.c $(rel_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
-bench: $(B)/bench/bench
+# `make bench`: the training-step benchmark (bench-train below), then this one.
+bench: $(B)/bench/bench bench-train
 	/usr/bin/python3 bench/run.py $(B)/bench/bench
 
 # The demo: dependencies, the compiler, a local install (build/prefix), then the moons
@@ -160,7 +160,6 @@ demo: deps
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
-bench: bench-train
 
 clean:
 	rm -rf $(B)

@@ -4,7 +4,14 @@
 # "N passed, M failed".
 cd "$(dirname "$0")/.." || exit 2
 B=build
-LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
+# lit: $LIT, else the newest llvm-N's copy, else one on PATH (pip's lit).
+if [ -z "$LIT" ]; then
+  for f in $(ls -d /usr/lib/llvm-*/build/utils/lit/lit.py 2>/dev/null | sort -t- -k2 -n -r); do
+    LIT="/usr/bin/python3 $f"
+    break
+  done
+fi
+LIT=${LIT:-lit}
 pass=0
 fail=0
 # libgccjit leaks internally; LeakSanitizer ignores it (the lit config does the same).
