@@ -99,7 +99,7 @@ static void g_matmul(GB *b, int B, int N) {
   gb_it(s, 1, o + 1, 2);
   gb_it(s, 2, o, 2);
   gb_it(s, 2, o + 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
 }
 
 static void bench_matmul(const char *name, int B, int N, int reps) {
@@ -131,7 +131,7 @@ static void bench_permute(int n, int reps) {
     gb_it(s, 1, k, k);
     gb_it(s, 0, k, 3 - k);
   }
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_buf(&b.a, x, false, 1), s);
   if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n * n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", N), *ref = malloc(sizeof(float) * N);
@@ -153,7 +153,7 @@ static void bench_rowsum(int n, int reps) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s);
   if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", n), *ref = malloc(sizeof(float) * n);

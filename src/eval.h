@@ -168,12 +168,6 @@ Value *fn_param(Fn *f, const char *name);
 /* eval_tensor.c */
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc);
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
-/* Assignment and right-hand-side constructors (eval_tensor.c). */
-AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot);
-AExpr *ae_const(St *st, double x);
-AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c);
-Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
-               UpdateStep *step, Loc loc);
 /* loc, or the user's application site when loc is inside the prelude or stdlib. */
 Loc site_loc(const St *st, Loc loc);
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc);

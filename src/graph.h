@@ -198,6 +198,19 @@ struct Projections {
   AxisIndex *idx[4]; /* per slot, per axis in memory order (batch, output, input) */
 };
 
+/* Constructors (src/graph_build.c): every graph node is made by one of these, from the
+ * arena the graph lives in. A terminal tensor (kind != TK_OP) gets its LOGIC_TERMINAL
+ * step at once; a computed one gets its step from the operation that makes it. */
+Tensor *graph_tensor(Arena *a, Graph *g, TensorKind kind, Loc loc);
+UpdateStep *graph_step(Arena *a, Graph *g, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
+/* Adds name (an alias when t already has one) to g's name table. */
+void graph_name(Arena *a, Graph *g, const char *name, Tensor *t);
+AExpr *ae_buf(Arena *a, Tensor *t, bool grad, int slot);
+AExpr *ae_const(Arena *a, double x);
+AExpr *ae_op(Arena *a, PrimOp op, AExpr *x, AExpr *y, AExpr *z);
+Asgn *asgn_new(Arena *a, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
+               UpdateStep *step, Loc loc);
+
 /* The forward code of t's subgraph, in creation order (parameters, terms and constants
  * have none): what `t.forward` denotes and `--call T.forward` runs (src/graph_code.c). */
 void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
