@@ -14,6 +14,7 @@
 #include "ir.h"
 #include "jit.h"
 #include "tdsl.h"
+#include "testkit.h"
 
 typedef struct GB {
   Arena a;
@@ -24,16 +25,6 @@ typedef struct GB {
   tdsl_model *m;
   IrModule *ir;
 } GB;
-
-static int gb_failures;
-
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      gb_failures++;                                                        \
-    }                                                                       \
-  } while (0)
 
 static inline void gb_init(GB *b) {
   memset(b, 0, sizeof *b);
@@ -164,7 +155,7 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
   double got[4096];
   if (n > 4096 || tdsl_read_f64(b->m, name, got, n)) {
     fprintf(stderr, "read %s: %s\n", name, tdsl_error(b->m));
-    gb_failures++;
+    tk_failures++;
     return false;
   }
   bool ok = true;
@@ -176,14 +167,14 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
       ok = false;
     }
   }
-  if (!ok) gb_failures++;
+  if (!ok) tk_failures++;
   return ok;
 }
 
 static inline void gb_call(GB *b, const char *name) {
   if (tdsl_call(b->m, name)) {
     fprintf(stderr, "call %s: %s\n", name, tdsl_error(b->m));
-    gb_failures++;
+    tk_failures++;
   }
 }
 

@@ -5,17 +5,8 @@
 
 #include "ctx.h"
 #include "infer.h"
+#include "testkit.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      failures++;                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fputc('\n', stderr);                                                        \
-    }                                                                             \
-  } while (0)
 
 typedef struct TB {
   Ctx ctx;

@@ -355,7 +355,7 @@ static void test_emit_c(void) {
     gb_expect(&b, "z", 5, (double[]){-1, -1, -2, -3, -4});
   } else fprintf(stderr, "%s\n", err);
   gb_free(&b);
-  if (!gb_failures) {
+  if (!tk_failures) {
     unlink(src);
     unlink(so);
     rmdir(dir);
@@ -377,7 +377,5 @@ int main(void) {
   }
   test_check_bounds();
   test_emit_c();
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  else fprintf(stderr, "ok\n");
-  return gb_failures != 0;
+  return tk_exit("test_jit_basic");
 }

@@ -98,7 +98,5 @@ int main(void) {
     run(opt, false);
     run(opt, true);
   }
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  else fprintf(stderr, "ok\n");
-  return gb_failures != 0;
+  return tk_exit("test_jit_ops");
 }

@@ -5,19 +5,8 @@
 #include <string.h>
 
 #include "spec.h"
+#include "testkit.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    checks++;                                                  \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      printf(__VA_ARGS__);                                     \
-      printf("\n");                                            \
-    }                                                          \
-  } while (0)
 
 static Arena arena;
 
@@ -422,6 +411,5 @@ int main(void) {
   test_errors();
   test_error_loc();
   arena_free(&arena);
-  printf("test_spec: %d checks, %d failed\n", checks, failures);
-  return failures != 0;
+  return tk_exit("test_spec");
 }
