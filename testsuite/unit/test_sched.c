@@ -92,7 +92,7 @@ static Tensor *uniform(GB *b, const char *name, int nb, int no, int ni, const in
 }
 
 static AExpr *product(GB *b, Tensor *x, Tensor *y) {
-  return gb_op(b, OP_MUL, gb_leaf(b, x, false, 1), gb_leaf(b, y, false, 2), NULL);
+  return ae_op(&b->a, OP_MUL, ae_buf(&b->a, x, false, 1), ae_buf(&b->a, y, false, 2), NULL);
 }
 
 /* c (m x n, or n x m when tc) =+ a (m x k, or k x m) * b (k x n, or n x k); with init
@@ -178,7 +178,7 @@ static void test_rowsum(int rows, int n, bool dbl) {
   UpdateStep *s = gb_step(&b, sm, 1, (Tensor *[]){x}, 2, (int[]){rows, n});
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1);
-  gb_asgn(&b, &sm->fwd, (Buf){sm, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, x, false, 1), NULL, NULL), s);
+  gb_asgn(&b, &sm->fwd, (Buf){sm, false}, 0, OP_ADD, true, ae_op(&b.a, OP_ID, ae_buf(&b.a, x, false, 1), NULL, NULL), s);
   char what[64];
   snprintf(what, sizeof what, "row sum %dx%d", rows, n);
   Count cnt = run_pair(&b, "s.forward", dbl, what);
@@ -226,12 +226,12 @@ static void test_emit_c(void) {
   gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
   UpdateStep *s2 = gb_step(&b, r, 1, (Tensor *[]){c}, 2, (int[]){M, N});
   gb_it(s2, 0, 0, 0), gb_it(s2, 1, 0, 0), gb_it(s2, 1, 1, 1);
-  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, c, false, 1), NULL, NULL), s2);
+  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, ae_op(&b.a, OP_ID, ae_buf(&b.a, c, false, 1), NULL, NULL), s2);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CHECK(b.ir != NULL);
   char dir[] = "/tmp/test_sched_XXXXXX";
   if (!b.ir || !mkdtemp(dir)) {
-    gb_failures++;
+    tk_failures++;
     gb_free(&b);
     return;
   }
@@ -291,6 +291,5 @@ int main(void) {
   test_rowsum(2, 1000, true);
   test_strict_fp();
   test_emit_c();
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  return gb_failures != 0;
+  return tk_exit("test_sched");
 }
