@@ -26,6 +26,7 @@ RULES = [
     ("runtime/*", "the runtime", RUNTIME),
     ("backends/*", "a backend", "BACKEND"),
     ("src/main.c", "the driver", None),
+    ("src/check.[ch]", "the driver", None),
     ("src/run.[ch]", "the driver", CTX | IR | {"run.h"}),
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),

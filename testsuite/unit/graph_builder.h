@@ -155,7 +155,7 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
   double got[4096];
   if (n > 4096 || tdsl_read_f64(b->m, name, got, n)) {
     fprintf(stderr, "read %s: %s\n", name, tdsl_error(b->m));
-    tk_failures++;
+    failures++;
     return false;
   }
   bool ok = true;
@@ -167,14 +167,14 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
       ok = false;
     }
   }
-  if (!ok) tk_failures++;
+  if (!ok) failures++;
   return ok;
 }
 
 static inline void gb_call(GB *b, const char *name) {
   if (tdsl_call(b->m, name)) {
     fprintf(stderr, "call %s: %s\n", name, tdsl_error(b->m));
-    tk_failures++;
+    failures++;
   }
 }
 

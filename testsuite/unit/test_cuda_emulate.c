@@ -77,7 +77,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
     snprintf(cmd, sizeof cmd, "%s -arch=%s %s -o /dev/null", tool, arch[i], path);
     if (system(cmd)) {
       fprintf(stderr, "ptxas -arch=%s failed\n", arch[i]);
-      tk_failures++;
+      failures++;
     }
   }
 }
@@ -122,12 +122,12 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
     CHECK(tdsl_read_f64(b->m, ti.name, x, ti.size) == 0);
     if (tdsl_read_f64(c->m, ti.name, y, ti.size)) {
       fprintf(stderr, "%s: read %s: %s\n", when, ti.name, tdsl_error(c->m));
-      tk_failures++;
+      failures++;
     }
     for (long k = 0; k < ti.size; k++)
       if (!(x[k] == y[k] || (isnan(x[k]) && isnan(y[k])) || fabs(x[k] - y[k]) <= tol * (1 + fabs(x[k])))) {
         fprintf(stderr, "%s: %s[%ld]: cpu %.9g, cuda %.9g\n", when, ti.name, k, x[k], y[k]);
-        tk_failures++;
+        failures++;
         break;
       }
     free(x);
@@ -139,7 +139,7 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
 static void run_both(GB *b, int n, const char **calls) {
   Cu c;
   if (!gb_open(b, 1, false, false) || !cu_open(b, &c)) {
-    tk_failures++;
+    failures++;
     cu_close(&c);
     return;
   }
@@ -148,7 +148,7 @@ static void run_both(GB *b, int n, const char **calls) {
     gb_call(b, calls[i]);
     if (tdsl_call(c.m, calls[i])) {
       fprintf(stderr, "cuda call %s: %s\n", calls[i], tdsl_error(c.m));
-      tk_failures++;
+      failures++;
     }
     same_tensors(b, &c, calls[i]);
   }
@@ -275,7 +275,7 @@ static void test_symbol(void) {
       CHECK(tdsl_call(c.m, "y.forward") == 0);
       same_tensors(&b, &c, "symbol");
     }
-  } else tk_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }
@@ -324,7 +324,7 @@ static void test_double(void) {
     double got[2];
     CHECK(tdsl_read_f64(c.m, "y", got, 2) == 0);
     CHECK(got[0] == 1e8 + 0.2 && got[1] == 0.1 + 0.2);
-  } else tk_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }

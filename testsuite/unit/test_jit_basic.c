@@ -355,7 +355,7 @@ static void test_emit_c(void) {
     gb_expect(&b, "z", 5, (double[]){-1, -1, -2, -3, -4});
   } else fprintf(stderr, "%s\n", err);
   gb_free(&b);
-  if (!tk_failures) {
+  if (!failures) {
     unlink(src);
     unlink(so);
     rmdir(dir);

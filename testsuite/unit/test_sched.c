@@ -231,7 +231,7 @@ static void test_emit_c(void) {
   CHECK(b.ir != NULL);
   char dir[] = "/tmp/test_sched_XXXXXX";
   if (!b.ir || !mkdtemp(dir)) {
-    tk_failures++;
+    failures++;
     gb_free(&b);
     return;
   }

@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static int tk_checks __attribute__((unused)), tk_failures __attribute__((unused));
+static int checks __attribute__((unused)), failures __attribute__((unused));
 
 static inline void tk_vnote(const char *fmt, va_list ap) {
   vfprintf(stderr, fmt, ap);
@@ -27,7 +27,7 @@ static inline void tk_note(const char *fmt, ...) {
 
 static inline void tk_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void tk_fail(const char *fmt, ...) {
-  tk_failures++;
+  failures++;
   va_list ap;
   va_start(ap, fmt);
   tk_vnote(fmt, ap);
@@ -37,17 +37,17 @@ static inline void tk_fail(const char *fmt, ...) {
 /* The message, when given, must be a string literal: ": " is pasted before it. */
 #define CHECK(cond, ...)                                                  \
   do {                                                                    \
-    tk_checks++;                                                          \
+    checks++;                                                          \
     if (!(cond)) {                                                        \
-      tk_failures++;                                                      \
+      failures++;                                                      \
       fprintf(stderr, "%s:%d: check failed: %s", __FILE__, __LINE__, #cond); \
       tk_note(": " __VA_ARGS__);                                          \
     }                                                                     \
   } while (0)
 
 static inline int tk_exit(const char *name) {
-  printf("%s: %d checks, %d failed\n", name, tk_checks, tk_failures);
-  return tk_failures != 0;
+  printf("%s: %d checks, %d failed\n", name, checks, failures);
+  return failures != 0;
 }
 
 #endif
