@@ -364,7 +364,61 @@ static void random_systems(void) {
   CHECK(nok > 100 && nok < 2900, "the generator should give both outcomes: %d", nok);
 }
 
+/* ---- projection classes: a union takes the strongest kind (ClassKind order), in either
+ * argument order; a mark never weakens a class; the larger dimension is the class's. */
+static void mark_as(ProjCtx *p, int node, ClassKind k, Constraint *aff) {
+  if (k != CL_ITER) pc_mark(p, node, k, 10 + (int)k, aff);
+}
+
+static void projection_classes(void) {
+  for (int ka = CL_ITER; ka <= CL_SYM; ka++)
+    for (int kb = CL_ITER; kb <= CL_SYM; kb++)
+      for (int order = 0; order < 2; order++) {
+        Sys y;
+        sys_init(&y);
+        Solver *s = &y.s;
+        DimNode *da = dim_known(s, 2, NULL), *db = dim_known(s, 5, NULL);
+        Constraint affa = {0}, affb = {0};
+        ProjCtx p;
+        pc_init(&p, s);
+        int a = pc_node(&p, 0, da), b = pc_node(&p, 1, db);
+        mark_as(&p, a, (ClassKind)ka, &affa);
+        mark_as(&p, b, (ClassKind)kb, &affb);
+        if (order) pc_union(&p, b, a);
+        else pc_union(&p, a, b);
+        ProjNode *r = &p.node[pc_find(&p, a)];
+        ClassKind want = (ClassKind)(ka > kb ? ka : kb);
+        CHECK(pc_find(&p, a) == pc_find(&p, b), "one class");
+        CHECK(r->kind == want, "kinds %d, %d (order %d): class kind %d, want %d", ka, kb, order, r->kind, want);
+        if (want != CL_ITER) {
+          CHECK(r->fixed == 10 + (int)want, "kinds %d, %d: the stronger member's index", ka, kb);
+          if (ka != kb) CHECK(r->aff == (ka > kb ? &affa : &affb), "kinds %d, %d: the stronger member's aff", ka, kb);
+        }
+        CHECK(r->size == 5, "size %d", r->size);
+        pc_free(&p);
+        sys_free(&y);
+      }
+  Sys y;
+  sys_init(&y);
+  DimNode *d = dim_var(&y.s);
+  ProjCtx p;
+  pc_init(&p, &y.s);
+  int n = pc_node(&p, 0, d);
+  pc_mark(&p, n, CL_SYM, 0, NULL);
+  pc_mark(&p, n, CL_AFFINE, 0, NULL);
+  CHECK(p.node[n].kind == CL_SYM, "a weaker mark leaves the class: %d", p.node[n].kind);
+  int m = pc_node(&p, 1, dim_var(&y.s));
+  pc_mark(&p, m, CL_FIXED, 2, NULL);
+  pc_mark(&p, m, CL_FIXED, 3, NULL);
+  CHECK(p.node[m].fixed == 2, "the first fixed index stays: %d", p.node[m].fixed);
+  p.ns[2] = 2;
+  CHECK(pc_node(&p, 0, d) == n && pc_node(&p, 2, d) != n, "a repeated tensor's slot has its own nodes");
+  pc_free(&p);
+  sys_free(&y);
+}
+
 int main(void) {
+  projection_classes();
   lubs();
   interleave();
   self_reference();
