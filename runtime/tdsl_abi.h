@@ -12,6 +12,17 @@
  * then input axes). Every array indexed by axis kind uses this numbering. */
 enum { KIND_BATCH = TDSL_BATCH, KIND_OUTPUT = TDSL_OUTPUT, KIND_INPUT = TDSL_INPUT, NKINDS = 3 };
 
+/* What a tensor is for (the metadata's `role` lines, tdsl_tensor_info.role): a
+ * parameter; a gradient (a grad buffer, never a Tensor's own role); optimizer state (a
+ * %cd-declared tensor that code updates from its own previous value, such as a momentum);
+ * a host input (a %cd-declared tensor no code writes); a constant; or an intermediate.
+ * The values and names (tdsl_role_name) are tdsl.h's public ones. */
+typedef tdsl_role TensorRole;
+enum {
+  ROLE_INTERMEDIATE = TDSL_ROLE_INTERMEDIATE, ROLE_PARAM = TDSL_ROLE_PARAM, ROLE_GRAD = TDSL_ROLE_GRAD,
+  ROLE_OPTIMIZER = TDSL_ROLE_OPTIMIZER, ROLE_INPUT = TDSL_ROLE_INPUT, ROLE_CONST = TDSL_ROLE_CONST,
+};
+
 typedef enum InitKind {
   INIT_ZERO,    /* computed tensors and host-filled inputs */
   INIT_CONST,   /* every cell = value */

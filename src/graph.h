@@ -218,6 +218,10 @@ void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
  * tensors in reverse creation order (`t.backprop`; empty if t is not differentiable). */
 void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
 
+/* The role (TensorRole, runtime/tdsl_abi.h) of each tensor's value, by tensor id
+ * (src/graph_role.c). */
+char *graph_roles(Arena *a, const Graph *g);
+
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
 

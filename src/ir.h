@@ -49,6 +49,7 @@ typedef struct IrBuf {
   int *dims;          /* rank dims, memory order */
   const char **labels;/* rank labels (NULL entries when unlabeled) */
   int tensor_id;      /* seeds the uniform stream */
+  TensorRole role;    /* printed as the metadata's `role` line */
   IrInit init;
 } IrBuf;
 

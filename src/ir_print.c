@@ -149,6 +149,7 @@ char *ir_metadata(Arena *a, const IrModule *m) {
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
     fputc('\n', o);
+    fprintf(o, "role %d %s\n", i, tdsl_role_name((tdsl_role)b->role));
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
     case INIT_VALUES:

@@ -37,9 +37,11 @@ static void usage(FILE *out) {
         "  --dump-projections     print each assignment's loops and index expressions\n"
         "  --dump-ir              print the scheduled loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
+        "  --verbose              with --dump-shapes: mark parameters, count their values\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
-        "      [--print TENSOR]...\n"
+        "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
+        "  -MD, -MF FILE          also write a make dependency file (default: OUT with .d)\n"
         "  --version, --help\n",
         out);
 }
@@ -111,6 +113,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-projections")) o->action = ACT_DUMP_PROJECTIONS;
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
+    else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
@@ -135,13 +138,24 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       vec_push(&c->arena, &o->loads, l);
     } else if ((v = opt_value(argc, argv, &i, "--call"))) vec_push(&c->arena, &o->calls, (void *)v);
     else if ((v = opt_value(argc, argv, &i, "--print"))) vec_push(&c->arena, &o->prints, (void *)v);
+    else if ((v = opt_value(argc, argv, &i, "--save"))) o->save = v;
+    else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) o->load_ckpt = v;
+    else if (!strcmp(a, "-MD")) o->md = true;
+    else if (!strcmp(a, "-MF")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      o->mf = argv[i];
+      o->md = true;
+    }
     else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len))
-    return bad_usage("%s", "--set/--load/--call/--print need --run");
+  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len || o->save || o->load_ckpt))
+    return bad_usage("%s", "--set/--load/--call/--print/--save/--load-checkpoint need --run");
+  if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
+  if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
+    return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
   return 0;
 }
 
@@ -151,12 +165,6 @@ static const char *dirname_of(Arena *a, const char *path) {
   return arena_strndup(a, path, (size_t)(slash - path));
 }
 
-static const char *model_base(Ctx *c) {
-  const char *in = c->opt.input, *slash = strrchr(in, '/');
-  const char *b = slash ? slash + 1 : in;
-  const char *dot = strrchr(b, '.');
-  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
-}
 
 static JitOpts jit_opts(Ctx *c) {
   JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
@@ -167,13 +175,13 @@ static JitOpts jit_opts(Ctx *c) {
 /* -o, else <model>.EXT (EXT NULL: so, or o with -c). */
 static const char *out_path(Ctx *c, const char *ext) {
   if (c->opt.output) return c->opt.output;
-  return arena_printf(&c->arena, "%s.%s", model_base(c), ext ? ext : c->opt.object ? "o" : "so");
+  return arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext ? ext : c->opt.object ? "o" : "so");
 }
 
 static CudaOpts cuda_opts(Ctx *c) {
   Options *o = &c->opt;
   CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
-                 .header = o->emit_header, .model = model_base(c)};
+                 .header = o->emit_header, .model = ctx_model_base(c)};
   co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
   if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
   return co;
@@ -205,7 +213,7 @@ static int generate(Ctx *c, Graph *g) {
       fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
       return 2;
     }
-    emit_header(f, m, model_base(c));
+    emit_header(f, m, ctx_model_base(c));
     fclose(f);
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
@@ -249,7 +257,7 @@ static int run(Ctx *c) {
   }
   if (!infer_shapes(c, g) || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_SHAPES) {
-    dump_shapes(stdout, g, c->opt.json);
+    dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return 0;
   }
   if (!infer_projections(c, g) || c->diag.errors) return 1;
@@ -257,7 +265,9 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  return generate(c, g);
+  int rc = generate(c, g);
+  if (rc || !c->opt.md) return rc;
+  return write_depfile(c, out_path(c, c->opt.action == ACT_EMIT_PTX ? "ptx" : NULL));
 }
 
 int main(int argc, char **argv) {
