@@ -437,7 +437,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 
 int tdsl_call(tdsl_model *m, const char *name) {
   int i = tdsl_find_routine(m, name);
-  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* tdslc(1): init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);

@@ -345,8 +345,8 @@ static AExpr *rhs_top(St *st, Rhs *r, const Expr *e) {
 }
 
 /* The projections of a standalone assignment: ~logic, else the primitive's default
- * (pointwise; fma composes). `*` and `/` have no default projection in the seed's
- * table ("none"); we use pointwise for them too rather than rejecting the code. */
+ * (pointwise; fma composes). `*` and `/` have no default projection in OCANNL
+ * ("none"); we use pointwise for them too rather than rejecting the code. */
 static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) {
   LogicKind kind;
   const Spec *spec = NULL;
@@ -369,7 +369,7 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   return s;
 }
 
-/* The seed prohibits inline declarations on the right of an assignment (they would
+/* OCANNL prohibits inline declarations on the right of an assignment (they would
  * get no label information there). Function bodies are their own scopes. */
 static const Expr *find_record(const Expr *e) {
   if (!e || e->kind == E_FUN) return NULL;

@@ -38,7 +38,7 @@ static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **lab
 }
 
 /* A number as a tensor: one output axis of dimension 1 (optionally labelled), no batch
- * or input axes (seed: "Numbers are a special case: an array of (output) dimension 1"). */
+ * or input axes (tdsl(7), SHAPES AND INFERENCE). */
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc) {
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_CONST;
@@ -370,7 +370,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   if (e->a && !record_init(st, fr, t, e->a)) return NULL;
   for (int i = 0; i < e->fields.len; i++)
     if (!record_field(st, fr, t, VEC_AT(e->fields, Field, i))) return NULL;
-  /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
+  /* Parameters have no batch axes unless b = [...] is given (tdsl(7), SHAPES AND INFERENCE). */
   if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
   DeclScope *s = fr->decls;
   name_tensor(st, t, e->str, s ? s->label : NULL);

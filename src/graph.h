@@ -2,8 +2,8 @@
  * shape/projection inference (src/infer*.c) and lowering (src/lower.c).
  *
  * A program evaluates to tensors. Each non-terminal tensor has one UpdateStep: its
- * shape logic (seed shape-inference.md, Shape.logic) relating it (lhs) to its
- * arguments (rhs). Code is a list of assignments (seed: Accum_binop/Accum_unop); each
+ * shape logic (doc/inference.md) relating it (lhs) to its arguments (rhs). Code
+ * is a list of assignments (OCANNL's Accum_binop/Accum_unop); each
  * assignment takes its projections from an UpdateStep through a slot mapping, so
  * backprop assignments reuse the forward operation's projections with slots permuted.
  * A %cd assignment with its own ~logic (or the default pointwise one) gets a fresh
@@ -124,7 +124,7 @@ typedef struct Buf {
 } Buf;
 
 /* The right-hand side of an assignment: a small expression tree of primitive ops
- * evaluated at every point of the iteration space (seed: Accum_binop/Accum_unop,
+ * evaluated at every point of the iteration space (OCANNL's Accum_binop/Accum_unop,
  * generalized so that e.g. a max-pool gradient `where (eq (v1, v), g, 0.)` needs no
  * intermediate tensor). Leaves are tensor operands (indexed through a slot of the
  * assignment's UpdateStep), compile-time constants, or index symbol values. */
@@ -189,7 +189,7 @@ typedef struct AxisIndex {
   IndexSym *sym;
 } AxisIndex;
 
-/* The projections of an UpdateStep (seed: Indexing.projections). */
+/* The projections of an UpdateStep (doc/inference.md, "Projections"). */
 struct Projections {
   int niters;
   int *iter_size;    /* the product space: size of each iterator */

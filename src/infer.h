@@ -1,4 +1,4 @@
-/* infer.h: shape inference internals (seed shape-inference.md), shared by
+/* infer.h: shape inference internals (doc/inference.md), shared by
  *   src/infer_row.c    dims, rows, constraints, the solver and its closing stages
  *   src/infer_logic.c  constraints per UpdateStep (LogicKind), Tensor.shape, errors
  *   src/infer_proj.c   projections per UpdateStep
@@ -160,7 +160,7 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) __attribu
 
 /* Derives the constraints of every UpdateStep of g (infer_logic.c) and solves them,
  * stages 1-7; fills s->infos. Used by infer_shapes and, again from scratch (fresh
- * projection identities, seed "derive_projections"), by infer_projections. */
+ * projection identities, doc/inference.md "Projections"), by infer_projections. */
 bool infer_solve(Solver *s, Graph *g);
 
 /* Projection classes (infer_proj.c): a union-find over the axes a step pairs. ORDER:

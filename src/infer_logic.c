@@ -1,5 +1,5 @@
-/* infer_logic.c: the constraints each operation contributes (seed shape-inference.md,
- * "Deriving the constraints": get_inequalities, einsum_slot_spec_to_dims_bio), stage 1
+/* infer_logic.c: the constraints each operation contributes (doc/inference.md,
+ * "Deriving the constraints"), stage 1
  * online in creation order, the closing stages, and Tensor.shape. */
 #include <stdint.h>
 #include <string.h>
@@ -169,7 +169,7 @@ static bool arg_has_rowvar(const Spec *sp, int nargs, const char *name) {
   return false;
 }
 
-/* LANGUAGE.md 9.8: an operation creating its result cannot bind a row variable that no
+/* tdsl(7), SHAPES AND INFERENCE: an operation creating its result cannot bind a row variable that no
  * argument mentions (a %cd assignment to an existing tensor can: its shape binds it). */
 static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
   const Spec *sp = st->spec;

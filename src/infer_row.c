@@ -1,5 +1,5 @@
-/* infer_row.c: dimensions, rows and the constraint solver of shape inference (seed
- * shape-inference.md, "Solving the constraints"). See infer.h for the representation. */
+/* infer_row.c: dimensions, rows and the constraint solver of shape inference (doc/inference.md,
+ * "Solving"). See infer.h for the representation. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,7 +462,7 @@ static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int ba
   return solve_rowvar(s, c, v, row_open(s, front, f, row_var_like(s, v), back, b));
 }
 
-/* cur >= subr (seed: solve_row_ineq). */
+/* cur >= subr. */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
   Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
   if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
@@ -650,7 +650,7 @@ static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
   return false;
 }
 
-/* Two different sizes above a variable force it to 1 (seed: only one LUB > 1). */
+/* Two different sizes above a variable force it to 1 (a dimension broadcasts only from 1). */
 static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
   bounds_index(s);
@@ -726,7 +726,7 @@ static void fail_param(Solver *s, DimNode *d) {
 }
 
 /* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
- * what the program says (e.g. w3's output in LANGUAGE.md section 8, broadcast with
+ * what the program says (e.g. w3's output in the moons example of tdsl(7), broadcast with
  * moons_class's 1), not a guess. */
 static bool meets_one_rec(Solver *s, DimNode *r) {
   if (r->meets_one) return true;

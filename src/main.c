@@ -1,4 +1,4 @@
-/* main.c: the tdslc driver: command line (CLI.md), then the pipeline
+/* main.c: the tdslc driver: command line (tdslc(1)), then the pipeline
  *   parse -> stage -> infer shapes -> infer projections -> lower -> backend,
  * stopping at the stage a --dump-* option asks for. */
 #include <errno.h>

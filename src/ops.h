@@ -1,5 +1,5 @@
-/* ops.h: the primitive numeric operations (seed syntax-extensions.txt, tables of
- * unary/binary/ternary primitives and interpret_unop/binop/ternop). The C core knows
+/* ops.h: the primitive numeric operations (OCANNL's unary,
+ * binary and ternary primitives). The C core knows
  * only these; every user-visible tensor operation is defined in the .tdsl prelude. */
 #ifndef TDSL_OPS_H
 #define TDSL_OPS_H

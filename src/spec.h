@@ -1,5 +1,5 @@
-/* spec.h: the generalized einsum spec language (LANGUAGE.md section 7, seed
- * syntax-extensions.txt). Spec strings are parsed at compile time by their own
+/* spec.h: the generalized einsum spec language (tdsl(7), EINSUM
+ * SPECS). Spec strings are parsed at compile time by their own
  * re2c lexer and Bison grammar (grammar/spec.re, grammar/spec.y).
  *
  *   spec   := slot ("=>" slot)            unary:  rhs => lhs

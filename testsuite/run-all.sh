@@ -90,7 +90,7 @@ run_part() {
   fail=$((fail + f))
 }
 # Gradients of every differentiable op and of composite models against PyTorch,
-# finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+# finite differences and the gradient rules of tdsl(7) (testsuite/gradcheck/gradcheck.py).
 # The cases themselves: PyTorch's gradients against finite differences of PyTorch's loss
 # (inputs away from kinks and ties, finite differences accurate to the tolerance).
 run_part gradcheck-selftest /usr/bin/python3 testsuite/gradcheck/gradcheck.py --selftest

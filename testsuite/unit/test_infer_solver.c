@@ -210,7 +210,7 @@ static void convs(void) {
   conv1(false, 1, 1, 6, 0, 3, 6, 4, 3, true);  /* 6 = (o-1) + 3 */
   conv1(false, 1, 2, 7, 0, 3, 7, 3, 3, true);  /* dilation 2 */
   conv1(false, 2, 1, 9, 0, 3, 9, 4, 3, true);  /* stride 2 */
-  conv1(false, 2, 1, 4, 0, 2, 4, 2, 2, true);  /* the seed's 4x4 example */
+  conv1(false, 2, 1, 4, 0, 2, 4, 2, 2, true);  /* OCANNL's 4x4 example */
   conv1(false, 2, 1, 5, 0, 2, 0, 0, 0, false); /* 5 = 2*(o-1) + 2 has no solution */
   conv1(false, 1, 1, 2, 0, 3, 0, 0, 0, false); /* kernel larger than the input */
   conv1(false, 1, 1, 0, 4, 3, 6, 4, 3, true);  /* input from output and kernel */
