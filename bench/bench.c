@@ -6,18 +6,13 @@
  * bench/run.py adds numpy (OpenBLAS) and prints ratios. Not part of make check. */
 #include <time.h>
 
+#include "bench_util.h"
 #include "graph_builder.h"
 
 /* TDSL_BENCH_O=0..3 picks the optimization level of the generated code (default 3). */
 static int opt_level(void) {
   const char *e = getenv("TDSL_BENCH_O");
   return e && *e >= '0' && *e <= '3' ? *e - '0' : 3;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Median-ish: best of reps after one warm-up (steady state, like timeit's min). */
