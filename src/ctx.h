@@ -19,6 +19,7 @@ typedef enum Action {
   ACT_EMIT_CUDA,
   ACT_EMIT_PTX,
   ACT_RUN,
+  ACT_CHECK,   /* --check: the differential oracle (src/check.c) */
 } Action;
 
 typedef enum Backend { BACKEND_CC, BACKEND_CUDA } Backend;
@@ -41,7 +42,8 @@ typedef struct Options {
   bool check_bounds;      /* --check-bounds */
   bool strict_fp;         /* --strict-fp: no reassociation of sums (src/sched.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
-  /* --run */
+  int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */
+  /* --run (and --check) */
   unsigned long long seed;
   PtrVec sets;            /* RunSet* */
   PtrVec loads;           /* RunLoad* */
