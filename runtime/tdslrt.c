@@ -9,10 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "pool.h"
 #include "tdsl.h"
 #include "tdsl_abi.h"
 #include "tdslrt_cuda.h"
 #include "tdslrt_int.h"
+
+/* The type of a model's `tdsl_parallel` (jit_sched.c): runs fn over [0, n). */
+typedef void (*tdsl_par_hook)(void *rt, tdsl_par_fn fn, void *arg, long n);
 
 typedef struct RtBuf {
   char *name;
@@ -41,6 +47,11 @@ typedef struct RtNamed {
 
 struct tdsl_model {
   void *dl;
+  int nthreads;        /* for parallel loops (pool.h); the pool starts with the first one */
+  tdsl_pool *pool;
+  tdsl_par_hook *hook; /* the model's tdsl_parallel, tdsl_parallel_rt (NULL: none) */
+  void **hook_rt;
+  bool parallel;       /* the metadata says the model has parallel loops */
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
@@ -168,7 +179,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
         while (*p == ' ') p++;
         b->path = xstrdup(p);
       }
-    } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
+    } else if (!strcmp(kw, "threads")) m->parallel = true;
+    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
       RtNamed nd = {0};
       if (kw[0] == 'a') {
         nd.name = xstrdup(next_tok(&p));
@@ -198,6 +210,50 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   return rc;
 }
 
+/* ---- threads ---- */
+
+static int default_threads(void) {
+  const char *e = getenv("TDSL_NUM_THREADS");
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (!*end && v >= 1 && v <= 1024) return (int)v;
+  }
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  return c >= 1 && c <= 1024 ? (int)c : 1;
+}
+
+static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
+  tdsl_model *m = rt;
+  if (m->nthreads > 1 && !m->pool && !(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
+  tdsl_pool_run(m->pool, fn, arg, n);
+}
+
+/* A model with parallel loops exports the hook; without it everything runs serially. */
+static void attach_pool(tdsl_model *m, tdsl_resolver resolve, void *handle) {
+  m->nthreads = default_threads();
+  if (!m->parallel) return;
+  m->hook = (tdsl_par_hook *)resolve(handle, "tdsl_parallel");
+  m->hook_rt = (void **)resolve(handle, "tdsl_parallel_rt");
+  if (m->hook && m->hook_rt) {
+    *m->hook = rt_parallel;
+    *m->hook_rt = m;
+  } else m->hook = NULL, m->hook_rt = NULL;
+}
+
+int tdsl_set_num_threads(tdsl_model *m, int n) {
+  if (!m) return -1;
+  if (n < 1 || n > 1024) return fail(m, "tdsl_set_num_threads: %d threads (want 1 to 1024)", n);
+  if (n != m->nthreads) {
+    tdsl_pool_free(m->pool);
+    m->pool = NULL;
+    m->nthreads = n;
+  }
+  return 0;
+}
+
+int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   tdsl_model *m = calloc(1, sizeof *m);
   if (!m) {
@@ -220,6 +276,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
+  attach_pool(m, resolve, handle);
   return m;
 }
 
@@ -248,6 +305,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 
 void tdsl_close(tdsl_model *m) {
   if (!m) return;
+  if (m->hook) {
+    *m->hook = NULL;
+    *m->hook_rt = NULL;
+  }
+  tdsl_pool_free(m->pool);
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];

@@ -40,7 +40,7 @@ typedef struct Options {
   bool json;
   bool verbose;           /* --verbose: extra information in non-fixed output */
   bool check_bounds;      /* --check-bounds */
-  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/sched.h) */
+  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/schedule.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */
   /* --run (and --check) */

@@ -14,7 +14,7 @@
 #include "ir.h"
 #include "jit.h"
 #include "run.h"
-#include "sched.h"
+#include "schedule.h"
 
 #define TDSLC_VERSION "0.1.0"
 
