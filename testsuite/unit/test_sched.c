@@ -117,7 +117,7 @@ static Count run_pair(GB *b, const char *routine, bool dbl, const char *what) {
       CHECK(agree(naive, fast, what));
       if (opt == 3 && !thread_count_invariant(fast, routine)) {
         fprintf(stderr, "%s: results depend on the thread count\n", what);
-        gb_failures++;
+        failures++;
       }
       tdsl_close(fast);
     }
@@ -178,11 +178,11 @@ static void test_parallel(void) {
   Tensor *r = gb_tensor(&b, "r", TK_OP, 0, 1, 0, (int[]){R});
   UpdateStep *s2 = gb_step(&b, r, 1, (Tensor *[]){x}, 2, (int[]){R, R});
   gb_it(s2, 0, 0, 0), gb_it(s2, 1, 0, 0), gb_it(s2, 1, 1, 1);
-  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, x, false, 1), NULL, NULL), s2);
+  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, ae_op(&b.a, OP_ID, ae_buf(&b.a, x, false, 1), NULL, NULL), s2);
   Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 1, (int[]){R, R}); /* y = x^T * 2, fill fused away */
   UpdateStep *s3 = gb_step(&b, y, 1, (Tensor *[]){x}, 2, (int[]){R, R});
   gb_it(s3, 0, 0, 0), gb_it(s3, 0, 1, 1), gb_it(s3, 1, 0, 1), gb_it(s3, 1, 1, 0);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_const(&b, 2), NULL), s3);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_const(&b.a, 2), NULL), s3);
   Routine *rt = gb_routine(&b, "all");
   for (int i = 0; i < c->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, c->fwd.asgns.items[i]);
   for (int i = 0; i < r->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, r->fwd.asgns.items[i]);
