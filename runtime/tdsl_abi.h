@@ -30,6 +30,7 @@ typedef enum InitKind {
   INIT_RANGE,   /* 0, 1, 2, ... in memory order */
   INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
   INIT_FILE,    /* raw little-endian float32 values from path */
+  INIT_EXPR,    /* an initializer expression: a per-cell postfix program (graph.h InitOp) */
 } InitKind;
 
 #endif

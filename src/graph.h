@@ -62,6 +62,8 @@ typedef struct Init {
   int nvalues;
   const char *path; /* INIT_FILE, resolved relative to the source file */
   long long file_elems; /* INIT_FILE: number of float32 values (file size / 4) */
+  const InitOp *ops; /* INIT_EXPR */
+  int nops;
 } Init;
 
 typedef enum TensorKind {

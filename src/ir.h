@@ -37,6 +37,8 @@ typedef struct IrInit {
   int nvalues;
   const char *path;
   long long file_elems;
+  const InitOp *ops;  /* INIT_EXPR: the program (ops.h) */
+  int nops;
 } IrInit;
 
 typedef struct IrBuf {

@@ -36,4 +36,28 @@ double op_neutral(PrimOp accum);
 /* Reference semantics, exactly interpret_unop/binop/ternop. Used by tests and folding. */
 double op_eval(PrimOp op, double a, double b, double c);
 
+/* One step of an initializer program, evaluated by `init` at every cell i of the
+ * tensor with a stack: leaves push, IO_PRIM pops its arity and pushes the result.
+ * Random leaves are numbered in program order (their threefry sub-stream); the fans
+ * are the tensor's own (products of its input resp. output dims), known after
+ * inference and written into the model as constants. */
+typedef enum InitOpKind {
+  IO_CONST,   /* value */
+  IO_RANGE,   /* i */
+  IO_VALUES,  /* values[i % nvalues] */
+  IO_UNIFORM, /* uniform [0,1) */
+  IO_NORMAL,  /* standard normal */
+  IO_FAN_IN,
+  IO_FAN_OUT,
+  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
+} InitOpKind;
+
+typedef struct InitOp {
+  InitOpKind kind;
+  double value;
+  const double *values;
+  int nvalues;
+  PrimOp op;
+} InitOp;
+
 #endif
