@@ -29,6 +29,8 @@ typedef struct IndexSym {
   const char *name;
   int range;
   Loc loc;
+  bool range_inferred; /* `index ()` that took its range from the axis an `@|` slices */
+  Loc range_loc;       /* that slice */
 } IndexSym;
 
 /* One declared or solved dimension. label may be NULL. */
@@ -47,8 +49,10 @@ typedef struct RowDecl {
 
 /* A fully inferred shape: three rows of dims, filled by shape inference. */
 typedef struct Shape {
-  bool solved;
+  bool solved;     /* filled; after an inference error, partly: an unknown dim is 0 */
   int n[3];        /* indexed by KIND_* */
+  bool open[3];    /* after an inference error: the row may have further axes, not
+                      inferred yet (an unsolved row variable) */
   DimDecl *dims[3];
 } Shape;
 
@@ -59,7 +63,32 @@ typedef enum InitKind {
   INIT_RANGE,   /* 0, 1, 2, ... in memory order */
   INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
   INIT_FILE,    /* raw little-endian float32 values from path */
+  INIT_EXPR,    /* an initializer expression: a per-cell postfix program (InitOp) */
 } InitKind;
+
+/* One step of an initializer program, evaluated by `init` at every cell i of the
+ * tensor with a stack: leaves push, IO_PRIM pops its arity and pushes the result.
+ * Random leaves are numbered in program order (their threefry sub-stream); the fans
+ * are the tensor's own (products of its input resp. output dims), known after
+ * inference and written into the model as constants. */
+typedef enum InitOpKind {
+  IO_CONST,   /* value */
+  IO_RANGE,   /* i */
+  IO_VALUES,  /* values[i % nvalues] */
+  IO_UNIFORM, /* uniform [0,1) */
+  IO_NORMAL,  /* standard normal */
+  IO_FAN_IN,
+  IO_FAN_OUT,
+  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
+} InitOpKind;
+
+typedef struct InitOp {
+  InitOpKind kind;
+  double value;
+  const double *values;
+  int nvalues;
+  PrimOp op;
+} InitOp;
 
 typedef struct Init {
   InitKind kind;
@@ -68,6 +97,8 @@ typedef struct Init {
   int nvalues;
   const char *path; /* INIT_FILE, resolved relative to the source file */
   long long file_elems; /* INIT_FILE: number of float32 values (file size / 4) */
+  const InitOp *ops; /* INIT_EXPR */
+  int nops;
 } Init;
 
 typedef enum TensorKind {
