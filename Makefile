@@ -146,13 +146,17 @@ install: all
 	install -m 644 python/tdsl/*.py $(DESTDIR)$(PYDIR)/tdsl/
 	printf 'TDSLC = "%s"\nLIBRARY = "%s"\n' $(PREFIX)/bin/tdslc $(PREFIX)/lib/libtdslrt.so > $(DESTDIR)$(PYDIR)/tdsl/_config.py
 
-# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+# Benchmarks (never part of check). bench/cpu.py: the rows of issue 13 (scheduled code
+# vs OpenBLAS, torch, memcpy, 1 thread), interleaved same-run ratios, 7 rounds.
+bench-cpu: all
+	/usr/bin/python3 bench/cpu.py $(B)/tdslc 7
+# The naive loop nests (no schedule) vs plain C -O3 vs numpy.
 $(B)/bench/bench: bench/bench.c $(rel_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
-# `make bench`: the training-step benchmark (bench-train below), then this one.
-bench: $(B)/bench/bench bench-train
+bench-loops: $(B)/bench/bench
 	/usr/bin/python3 bench/run.py $(B)/bench/bench
+bench: bench-cpu
 
 # The demo: dependencies, the compiler, a local install (build/prefix), then the moons
 # and micrograd samples built from their two-line Makefiles against that install.
@@ -173,5 +177,5 @@ bench-train: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train fuzz
 .SECONDARY:

@@ -86,6 +86,12 @@ typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERN
 
 typedef struct Stmt Stmt;
 
+/* A bound condition for padding: 0 <= aff < ext. */
+typedef struct Guard {
+  Aff aff;
+  long ext;
+} Guard;
+
 /* S_KERNEL (made only by the schedule pass, src/schedule.h): a contraction
  *   for i < ext[0], j < ext[1]: dst(i,j) += sum over k < ext[2] of A(i,k) * B(k,j)
  * where `store` is `dst =add mul(x, y)` with A = argument a_arg of the mul (it does not
@@ -104,13 +110,12 @@ typedef struct Kernel {
   int mr, nr, vw;
   int kc, mc, nc;
   bool parallel; /* rows (whole mr tiles) may be split among threads */
+  /* padding guards 0 <= i + rest < ext (rest: other variables, never j or k): only the
+   * rows i where all hold run (a padded convolution's spatial axis) */
+  int nrow_guards;
+  Guard *row_guards;
 } Kernel;
 
-/* A bound condition for padding: 0 <= aff < ext. */
-typedef struct Guard {
-  Aff aff;
-  long ext;
-} Guard;
 
 struct Stmt {
   StmtKind kind;

@@ -98,6 +98,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
               k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
               k->a_arg + 1);
       if (k->parallel) fputs(" parallel", out);
+      for (int g = 0; g < k->nrow_guards; g++) {
+        fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
+        aff_print(out, &k->row_guards[g].aff, m);
+        fprintf(out, " < %ld", k->row_guards[g].ext);
+      }
       fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);

@@ -240,16 +240,31 @@ static void test_affine(int stride) {
   gb_free(&b);
 }
 
-/* A padded convolution has guards: it stays naive (and still agrees). */
-static void test_padded_stays_naive(void) {
+/* A padded 2-D convolution out[y,x,o] += img[y+ky-1, x+kx-1, c] * w[ky,kx,c,o]: one
+ * guard clips the kernel's rows, the other becomes an `if` on the outer loops; a guard
+ * on the reduced dimension keeps the 1-D padded convolution naive. */
+static void test_padded_conv(void) {
   GB b;
   gb_init(&b);
+  int H = 9, W = 11, C = 5, O = 13;
+  Tensor *img = uniform(&b, "img", 0, 3, 0, (int[]){H, W, C});
+  Tensor *w = uniform(&b, "w", 0, 1, 3, (int[]){O, 3, 3, C});
+  Tensor *out = gb_tensor(&b, "out", TK_OP, 0, 3, 0, (int[]){H, W, O});
+  UpdateStep *s = gb_step(&b, out, 2, (Tensor *[]){img, w}, 6, (int[]){H, W, O, 3, 3, C}); /* y x o ky kx c */
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 2);
+  gb_ax(s, 1, 0, -1, 2, 1, 0, 1, 3), gb_ax(s, 1, 1, -1, 2, 1, 1, 1, 4), gb_it(s, 1, 2, 5);
+  gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 3), gb_it(s, 2, 2, 4), gb_it(s, 2, 3, 5);
+  gb_asgn(&b, &out->fwd, (Buf){out, false}, 0, OP_ADD, true, product(&b, img, w), s);
+  Count cnt = run_pair(&b, "out.forward", false, "padded 2-D conv");
+  CHECK(cnt.kernels == 1);
+  gb_free(&b);
+  gb_init(&b);
   Tensor *x = uniform(&b, "x", 0, 1, 0, (int[]){40});
-  Tensor *w = uniform(&b, "w", 0, 1, 0, (int[]){5});
+  Tensor *k = uniform(&b, "k", 0, 1, 0, (int[]){5});
   Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){40});
   Tensor *v = gb_tensor(&b, "v", TK_OP, 0, 1, 0, (int[]){40});
-  gb_conv1d_graph(&b, x, w, y, x, v, 40, 5);
-  Count cnt = run_pair(&b, "y.forward", false, "padded conv");
+  gb_conv1d_graph(&b, x, k, y, x, v, 40, 5);
+  cnt = run_pair(&b, "y.forward", false, "padded 1-D conv");
   CHECK(cnt.kernels == 0);
   gb_free(&b);
 }
@@ -369,7 +384,7 @@ int main(void) {
   test_parallel();
   test_affine(1);
   test_affine(2);
-  test_padded_stays_naive();
+  test_padded_conv();
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
   test_rowsum(5, 32, false);
