@@ -17,6 +17,7 @@
 
 #include "pool.h"
 #include "tdsl.h"
+#include "tdsl_abi.h"
 #include "tdslrt_cuda.h"
 #include "tdslrt_int.h"
 
@@ -33,7 +34,7 @@ typedef struct RtBuf {
   void *data;
   tdsl_role role;
   /* init */
-  int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file, 6 expr */
+  InitKind init;
   double value;
   double *values;
   long nvalues;
@@ -330,30 +331,30 @@ static int meta_init(tdsl_model *m, char *p, int ln) {
   if (b->init || b->prog) return bad_meta(m, ln, "a second init line for one buffer");
   if (!strcmp(k, "const")) {
     if (!tok_double(&p, &b->value)) return bad_meta(m, ln, "bad constant");
-    b->init = 1;
+    b->init = INIT_CONST;
   } else if (!strcmp(k, "values")) {
     if (!tok_int(&p, 0, (long)strlen(p), &n)) return bad_meta(m, ln, "bad value count");
     if (!(b->values = calloc((size_t)n + 1, sizeof(double)))) return fail(m, "out of memory");
     for (long i = 0; i < n; i++)
       if (!tok_double(&p, &b->values[i])) return bad_meta(m, ln, "fewer values than announced");
     b->nvalues = n;
-    b->init = 2;
+    b->init = INIT_VALUES;
   } else if (!strcmp(k, "expr")) {
     if (!tok_int(&p, 0, INT_MAX, &n)) return bad_meta(m, ln, "bad random stream");
     b->stream = (int)n;
     if (parse_prog(b, &p)) return fail(m, "tensor %s: invalid init program in the model metadata", b->name);
-    b->init = 6;
-  } else if (!strcmp(k, "range")) b->init = 3;
+    b->init = INIT_EXPR;
+  } else if (!strcmp(k, "range")) b->init = INIT_RANGE;
   else if (!strcmp(k, "uniform")) {
     if (!tok_int(&p, 0, INT_MAX, &n)) return bad_meta(m, ln, "bad random stream");
     b->stream = (int)n;
-    b->init = 4;
+    b->init = INIT_UNIFORM;
   } else if (!strcmp(k, "file")) {
     char *path;
     if (!tok_int(&p, 0, LONG_MAX, &n) || !(path = tok_str(&p))) return bad_meta(m, ln, "bad file init");
     b->file_elems = n;
     if (!(b->path = xstrdup(path))) return fail(m, "out of memory");
-    b->init = 5;
+    b->init = INIT_FILE;
   } else return bad_meta(m, ln, "unknown init kind");
   return 0;
 }
@@ -752,7 +753,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 int tdsl_call(tdsl_model *m, const char *name) {
   if (!live(m) || need(m, "tdsl_call", "name", name)) return -1;
   int i = tdsl_find_routine(m, name);
-  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* tdslc(1): init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -905,18 +906,18 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
     if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
     memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
     switch (b->init) {
-    case 1: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
-    case 2: /* literal cells in memory order; a shorter list repeats */
+    case INIT_CONST: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
+    case INIT_VALUES: /* literal cells in memory order; a shorter list repeats */
       if (b->nvalues > 0)
         for (long i = 0; i < b->size; i++) set(b, i, b->values[i % b->nvalues]);
       break;
-    case 3: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
-    case 4: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, 0, i, b->elem == TDSL_F64)); break;
-    case 6: for (long i = 0; i < b->size; i++) set(b, i, prog_cell(b, seed, i)); break;
-    case 5:
+    case INIT_RANGE: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
+    case INIT_UNIFORM: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, 0, i, b->elem == TDSL_F64)); break;
+    case INIT_EXPR: for (long i = 0; i < b->size; i++) set(b, i, prog_cell(b, seed, i)); break;
+    case INIT_FILE:
       if (load_raw(m, b, b->path)) return -1;
       break;
-    default: break;
+    case INIT_ZERO: break;
     }
   }
   return 0;

@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
 #include "cuda.h"
 #include "jit.h"
-#include "outfile.h"
 
 static bool toolkit(void) {
   if (cuda_available()) return true;
@@ -15,17 +13,14 @@ static bool toolkit(void) {
   return false;
 }
 
-/* Text into an output file's temporary (committed by the caller). */
-static int write_text(Arena *a, OutFile *o, const char *path, const char *text) {
-  if (!out_begin(a, o, path)) return 2;
-  FILE *f = out_fopen(o);
-  if (!f) return 2;
-  fputs(text, f);
-  if (fclose(f)) {
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", path);
     return 2;
   }
-  return 0;
+  fputs(text, f);
+  return fclose(f) ? 2 : 0;
 }
 
 /* sm_NN with an optional a/f suffix (sm_90a): anything else would reach NVRTC as an
@@ -38,26 +33,25 @@ static bool arch_ok(const char *arch) {
   return *p == 0;
 }
 
-static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
+static const char *arch_of(const CudaOpts *o) { return o->arch ? o->arch : "sm_80"; }
 
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
  * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
  * object opens through tdsl_open_resolved too. */
-static int cuda_header(Ctx *c, IrModule *m, const char *base, OutFile *hdr) {
+static int cuda_header(IrModule *m, const CudaOpts *o) {
   char *txt = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&txt, &len);
-  emit_header(mem, m, base);
+  emit_header(mem, m, o->model);
   fclose(mem);
   const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
-  if (!decl_at || !ret_at || ret_at < decl_at) {
+  FILE *f = fopen(o->header, "w");
+  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
+    if (f) fclose(f);
     free(txt);
-    fprintf(stderr, "tdslc: error: internal error: unexpected header layout\n");
+    fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->header);
     return 2;
   }
-  char *out = NULL;
-  size_t outlen = 0;
-  FILE *f = open_memstream(&out, &outlen);
   fwrite(txt, 1, (size_t)(decl_at - txt), f);
   fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
         "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
@@ -66,45 +60,32 @@ static int cuda_header(Ctx *c, IrModule *m, const char *base, OutFile *hdr) {
   for (int i = 0; i < 4; i++)
     fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
   fputs(ret_at, f);
-  fclose(f);
   free(txt);
-  int rc = write_text(&c->arena, hdr, c->opt.emit_header, out);
-  free(out);
-  return rc;
+  return fclose(f) ? 2 : 0;
 }
 
-/* The PTX, or the .so/.o with the host routines, through a temporary; 0 when written. */
-static int cuda_output(Ctx *c, IrModule *m, CudaPlan *p, const char *base, OutFile *of) {
-  Options *o = &c->opt;
+static bool check_arch(const CudaOpts *o) {
+  if (arch_ok(arch_of(o))) return true;
+  fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(o));
+  return false;
+}
+
+int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
+  if (!check_arch(o)) return 2;
+  if (o->header) {
+    int rc = cuda_header(m, o);
+    if (rc) return rc;
+  }
+  CudaPlan *p = cuda_plan(a, m);
+  if (o->out == CUDA_OUT_SOURCE) {
+    fputs(p->src, stdout);
+    return 0;
+  }
   if (!toolkit()) return 2;
-  char *ptx = cuda_ptx(&c->arena, p->src, arch_of(c));
+  char *ptx = cuda_ptx(a, p->src, arch_of(o));
   if (!ptx) return 1;
-  if (o->action == ACT_EMIT_PTX) return write_text(&c->arena, of, o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
-  if (same_file(out, o->input)) {
-    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", out);
-    return 2;
-  }
-  if (!out_begin(&c->arena, of, out)) return 2;
-  return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, of->tmp, o->object) ? 0 : 1;
-}
-
-int cuda_backend(Ctx *c, IrModule *m, const char *base) {
-  Options *o = &c->opt;
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return 2;
-  }
-  OutFile hdr = {0}, of = {0};
-  int rc = o->emit_header ? cuda_header(c, m, base, &hdr) : 0;
-  CudaPlan *p = rc ? NULL : cuda_plan(&c->arena, m);
-  if (p && o->action == ACT_EMIT_CUDA) fputs(p->src, stdout);
-  else if (p) rc = cuda_output(c, m, p, base, &of);
-  if (!rc && of.tmp && !out_commit(&of)) rc = 2;
-  if (!rc && hdr.tmp && !out_commit(&hdr)) rc = 2;
-  out_discard(&of);
-  out_discard(&hdr);
-  return rc;
+  if (o->out == CUDA_OUT_PTX) return write_text(o->output, ptx);
+  return cuda_host_file(a, m, p, ptx, o->opt_level, o->output, o->object) ? 0 : 1;
 }
 
 bool cuda_can_run(void) {
@@ -112,18 +93,15 @@ bool cuda_can_run(void) {
   return (emu && *emu) || toolkit();
 }
 
-gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
+gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return NULL;
-  }
+  if (!check_arch(o)) return NULL;
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
-  CudaPlan *p = cuda_plan(&c->arena, m);
+  CudaPlan *p = cuda_plan(a, m);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
-                       : cuda_ptx(&c->arena, p->src, arch_of(c));
-  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;
+                       : cuda_ptx(a, p->src, arch_of(o));
+  return ptx ? cuda_host_mem(a, m, p, ptx, o->opt_level, ctx_out) : NULL;
 }
