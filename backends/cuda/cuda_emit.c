@@ -19,8 +19,10 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "ir_c.h"
 
 typedef struct E {
+  CRender r;  /* renders into o */
   Arena *a;
   const IrModule *m;
   FILE *o;
@@ -139,182 +141,27 @@ static bool nest_parallelizable(const PtrVec *stores) {
   return true;
 }
 
-/* ---- expressions ---- */
-
-static void c_const(FILE *o, double v, bool f32) {
-  const char *T = f32 ? "float" : "double";
-  if (v != v) fprintf(o, "((%s)TDSL_NAN)", T);
-  else if (v > 1.7976931348623157e308) fprintf(o, "((%s)TDSL_INF)", T);
-  else if (v < -1.7976931348623157e308) fprintf(o, "(-(%s)TDSL_INF)", T);
-  else if (f32) fprintf(o, "((float)%.17e)", v);
-  else fprintf(o, "%.17e", v);
-}
-
-static void c_expr(E *e, const IrExpr *x, bool f32);
-
-static void c_args(E *e, const IrExpr *x, bool f32) {
-  for (int i = 0; i < op_info[x->op].arity; i++) {
-    if (i) fputs(", ", e->o);
-    c_expr(e, x->a[i], f32);
-  }
-  fputc(')', e->o);
-}
-
-static const char *math_fn(PrimOp op) {
-  switch (op) {
-  case OP_EXP: return "exp";
-  case OP_LOG: return "log";
-  case OP_EXP2: return "exp2";
-  case OP_LOG2: return "log2";
-  case OP_SIN: return "sin";
-  case OP_COS: return "cos";
-  case OP_SQRT: return "sqrt";
-  case OP_TANH: return "tanh";
-  case OP_MOD: return "fmod";
-  default: return NULL;
-  }
-}
-
-static const char *infix(PrimOp op) {
-  switch (op) {
-  case OP_ADD: return "+";
-  case OP_SUB: return "-";
-  case OP_MUL: return "*";
-  case OP_DIV: return "/";
-  default: return NULL;
-  }
-}
-
-static void c_expr(E *e, const IrExpr *x, bool f32) {
-  FILE *o = e->o;
-  const char *T = f32 ? "float" : "double", *sfx = f32 ? "f" : "";
-  switch (x->kind) {
-  case X_CONST: c_const(o, x->value, f32); return;
-  case X_SYM: fprintf(o, "((%s)s%d)", T, x->sym); return;
-  case X_LOAD:
-    if ((ebuf(e, x->acc.buf)->elem == ELEM_F32) != f32) fprintf(o, "(%s)", T);
-    fprintf(o, "b%d[", x->acc.buf);
-    aff_print_c(o, "s", &x->acc.flat);
-    fputc(']', o);
-    return;
-  case X_OP: break;
-  }
-  const char *in = infix(x->op), *fn = math_fn(x->op);
-  switch (x->op) {
-  case OP_ID: case OP_ARG1: c_expr(e, x->a[0], f32); return;
-  case OP_ARG2: c_expr(e, x->a[1], f32); return;
-  case OP_NEG: fputs("(-", o); c_expr(e, x->a[0], f32); fputc(')', o); return;
-  case OP_RECIP: fprintf(o, "((%s)1 / ", T); c_expr(e, x->a[0], f32); fputc(')', o); return;
-  case OP_RECIP_SQRT: fprintf(o, "((%s)1 / sqrt%s(", T, sfx); c_expr(e, x->a[0], f32); fputs("))", o); return;
-  case OP_FMA:
-    fputc('(', o);
-    c_expr(e, x->a[0], f32);
-    fputs(" * ", o);
-    c_expr(e, x->a[1], f32);
-    fputs(" + ", o);
-    c_expr(e, x->a[2], f32);
-    fputc(')', o);
-    return;
-  default: break;
-  }
-  if (in) {
-    fputc('(', o);
-    c_expr(e, x->a[0], f32);
-    fprintf(o, " %s ", in);
-    c_expr(e, x->a[1], f32);
-    fputc(')', o);
-    return;
-  }
-  if (fn) fprintf(o, "%s%s(", fn, sfx);
-  else fprintf(o, "tdsl_op_%s_%s(", op_info[x->op].name, f32 ? "f32" : "f64");
-  c_args(e, x, f32);
-}
-
-/* accum(lhs, rhs) where lhs is a local and rhs an expression (or text). */
-static void c_accum(E *e, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text) {
-  FILE *o = e->o;
-  const char *in = infix(op);
-  if (in) fprintf(o, "(%s %s ", lhs, in);
-  else fprintf(o, "tdsl_op_%s_%s(%s, ", op_info[op].name, f32 ? "f32" : "f64", lhs);
-  if (rhs) c_expr(e, rhs, f32);
-  else fputs(rhs_text, o);
-  fputc(')', o);
-}
-
-/* ---- statements ---- */
+/* ---- statements: the shared C rendering (src/ir_c.c) ---- */
 
 /* A loop of a tiled nest: var runs over [tile*tile_var, min(tile*(tile_var+1), ext)). */
 static bool tiled(const Stmt *s) { return s->kind == S_LOOP && s->tile > 0 && s->tile_var >= 0; }
 
-static void indent(E *e, int ind) { fprintf(e->o, "%*s", ind * 2, ""); }
+static void indent(E *e, int ind) { cr_indent(&e->r, ind); }
 
-static void c_stmts(E *e, const PtrVec *body, int ind);
-
-static void c_stmt(E *e, const Stmt *s, int ind) {
-  FILE *o = e->o;
-  switch (s->kind) {
-  case S_LOOP:
-    indent(e, ind);
-    if (tiled(s))
-      fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", s->var, s->tile,
-              s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
-    else fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", s->var, s->var, s->ext, s->var);
-    c_stmts(e, &s->body, ind + 1);
-    indent(e, ind);
-    fputs("}\n", o);
-    break;
-  case S_IF:
-    indent(e, ind);
-    fputs("if (", o);
-    for (int k = 0; k < s->nguards; k++) {
-      if (k) fputs(" && ", o);
-      fputs("(", o);
-      aff_print_c(o, "s", &s->guards[k].aff);
-      fputs(") >= 0 && (", o);
-      aff_print_c(o, "s", &s->guards[k].aff);
-      fprintf(o, ") < %ldL", s->guards[k].ext);
-    }
-    fputs(") {\n", o);
-    c_stmts(e, &s->body, ind + 1);
-    indent(e, ind);
-    fputs("}\n", o);
-    break;
-  case S_STORE: {
-    bool f32 = ebuf(e, s->dst.buf)->elem == ELEM_F32;
-    indent(e, ind);
-    if (s == e->to_acc) {
-      fputs("acc = ", o);
-      if (s->accum == OP_ARG2) c_expr(e, s->val, f32);
-      else c_accum(e, s->accum, f32, "acc", s->val, NULL);
-      fputs(";\n", o);
-      break;
-    }
-    fprintf(o, "b%d[", s->dst.buf);
-    aff_print_c(o, "s", &s->dst.flat);
-    fputs("] = ", o);
-    IrExpr old = {.kind = X_LOAD, .acc = s->dst};
-    IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
-    c_expr(e, s->accum == OP_ARG2 ? s->val : &acc, f32);
-    fputs(";\n", o);
-    break;
-  }
-  case S_FILL:
-    indent(e, ind);
-    fprintf(o, "for (long k = 0; k < %ldL; k++) b%d[k] = ", ebuf(e, s->buf)->size, s->buf);
-    c_const(o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
-    fputs(";\n", o);
-    break;
-  case S_COMMENT:
-    indent(e, ind);
-    fprintf(o, "/* %s */\n", s->text);
-    break;
-  case S_CALL: break; /* never inside a kernel: calls are top-level host steps */
-  }
+/* The store of a register reduction accumulates into the local acc. */
+static bool acc_hook(CRender *r, const Stmt *s, int ind) {
+  E *e = r->user;
+  if (s != e->to_acc) return false;
+  bool f32 = ebuf(e, s->dst.buf)->elem == ELEM_F32;
+  cr_indent(r, ind);
+  fputs("acc = ", r->o);
+  if (s->accum == OP_ARG2) cr_expr(r, s->val, f32);
+  else cr_accum(r, s->accum, f32, "acc", s->val, NULL);
+  fputs(";\n", r->o);
+  return true;
 }
 
-static void c_stmts(E *e, const PtrVec *body, int ind) {
-  for (int i = 0; i < body->len; i++) c_stmt(e, body->items[i], ind);
-}
+static void c_stmts(E *e, const PtrVec *body, int ind) { cr_stmts(&e->r, body, ind); }
 
 /* ---- kernels ---- */
 
@@ -348,7 +195,8 @@ static CudaKernel *new_kernel(E *e, const Stmt *s) {
 /* The signature, the thread index and the bounds check. */
 static void kernel_head(E *e, const CudaKernel *k, const char *what) {
   FILE *o = e->o;
-  fprintf(o, "/* %s */\nTDSL_KERNEL %s(", what, k->name);
+  cr_comment(o, what);
+  fprintf(o, "\nTDSL_KERNEL %s(", k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
@@ -386,7 +234,7 @@ static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
   k->threads = ebuf(e, s->buf)->size;
   kernel_head(e, k, func_what(e, f, s));
   fprintf(e->o, "  b%d[t] = ", s->buf);
-  c_const(e->o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
+  cr_const(e->o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
   fputs(";\n", e->o);
   kernel_tail(e, k);
 }
@@ -465,7 +313,7 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
   decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s acc = ", f32 ? "float" : "double");
-  c_const(o, op_neutral(st->accum), f32);
+  cr_const(o, op_neutral(st->accum), f32);
   fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
   decompose(e, chain, n, par, SEQ, "q", 2);
   e->to_acc = st;
@@ -482,11 +330,11 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   fputs("  long slot = t;\n", o);
   decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
-  aff_print_c(o, "s", &st->dst.flat);
+  cr_aff(&e->r, &st->dst.flat);
   fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
-  c_accum(e, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
+  cr_accum(&e->r, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
   fprintf(o, ";\n  b%d[", st->dst.buf);
-  aff_print_c(o, "s", &st->dst.flat);
+  cr_aff(&e->r, &st->dst.flat);
   fputs("] = v;\n", o);
   kernel_tail(e, k);
 }
@@ -540,7 +388,7 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
   if (reg) {
     fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
-    aff_print_c(o, "s", &reg->dst.flat);
+    cr_aff(&e->r, &reg->dst.flat);
     fputs("];\n", o);
     e->to_acc = reg;
   }
@@ -551,14 +399,14 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
     fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", chain[i]->var, chain[i]->var, chain[i]->ext, chain[i]->var);
   }
   if (n) c_stmts(e, &chain[n - 1]->body, ind);
-  else c_stmt(e, s, ind);
+  else cr_stmt(&e->r, s, ind);
   while (--ind > 0) {
     indent(e, ind);
     fputs("}\n", o);
   }
   if (reg) {
     fprintf(o, "  b%d[", reg->dst.buf);
-    aff_print_c(o, "s", &reg->dst.flat);
+    cr_aff(&e->r, &reg->dst.flat);
     fputs("] = acc;\n", o);
     e->to_acc = NULL;
   }
@@ -573,7 +421,7 @@ static void plan_func(E *e, int fi) {
     CudaStep *st = ANEW(e->a, CudaStep);
     int before = e->p->kernels.len;
     switch (s->kind) {
-    case S_COMMENT: fprintf(e->o, "/* %s */\n", s->text); continue;
+    case S_COMMENT: cr_stmt(&e->r, s, 0); continue;
     case S_CALL: st->call = true; st->index = s->callee; break;
     case S_FILL: fill_kernel(e, f, s); break;
     default: nest_kernel(e, f, s); break;
@@ -597,28 +445,7 @@ static const char *prelude =
     "#define TDSL_DEV static __device__ __forceinline__\n"
     "#define TDSL_NAN __int_as_float(0x7fc00000)\n"
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
-    "#endif\n"
-    "#define H1(n, T, body) TDSL_DEV T tdsl_op_##n(T a) { body }\n"
-    "#define H2(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b) { body }\n"
-    "#define H3(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b, T c) { body }\n"
-    "#define HELPERS(S, T, F) \\\n"
-    "  H1(relu_##S, T, return a >= 0 ? a : (T)0;) \\\n"
-    "  H1(sat01_##S, T, return a <= 0 ? (T)0 : a >= 1 ? (T)1 : a;) \\\n"
-    "  H1(not_##S, T, return a == 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(relu_gate_##S, T, return a > 0 ? b : (T)0;) \\\n"
-    "  H2(sat01_gate_##S, T, return a > 0 && a < 1 ? b : (T)0;) \\\n"
-    "  H2(lt_##S, T, return a < b ? (T)1 : (T)0;) H2(eq_##S, T, return a == b ? (T)1 : (T)0;) \\\n"
-    "  H2(ne_##S, T, return a != b ? (T)1 : (T)0;) \\\n"
-    "  H2(or__##S, T, return a != 0 || b != 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(and__##S, T, return a != 0 && b != 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
-    "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
-    "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
-    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < (T)9.0e15)) return pow##F(a, b); \\\n"
-    "     long n = (long)b; long k = n < 0 ? -n : n; T r = 1; \\\n"
-    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? (T)1 / r : r;)\n"
-    "HELPERS(f32, float, f)\n"
-    "HELPERS(f64, double, )\n\n";
+    "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
   char *txt = NULL;
@@ -648,9 +475,12 @@ CudaPlan *cuda_plan(Arena *a, const IrModule *m) {
   char *txt = NULL;
   size_t len = 0;
   E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
+  e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   fputs(prelude, e.o);
+  fputs(cr_helpers, e.o);
+  fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
   fclose(e.o);
   p->src = arena_strdup(a, txt);
