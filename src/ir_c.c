@@ -45,7 +45,19 @@ void cr_const(FILE *o, double v, bool f32) {
   else fprintf(o, "%.17e", v);
 }
 
-void cr_aff(CRender *r, const Aff *f) { aff_print_c(r->o, r->sym, f); }
+void cr_aff(CRender *r, const Aff *f) {
+  if (!r->idx32) {
+    aff_print_c(r->o, r->sym, f);
+    return;
+  }
+  for (int i = 0; i < f->n; i++) {
+    if (i) fputs(" + ", r->o);
+    if (f->t[i].coef != 1) fprintf(r->o, "%ld*", f->t[i].coef);
+    if (f->t[i].var >= 0) fprintf(r->o, "i%d", f->t[i].var);
+    else fprintf(r->o, "%s%d", r->sym, -1 - f->t[i].var);
+  }
+  if (f->n == 0 || f->off) fprintf(r->o, f->n ? " + %ld" : "%ld", f->off);
+}
 
 void cr_access(CRender *r, const Access *acc) {
   fprintf(r->o, "%s%d[", r->buf, acc->buf);

@@ -19,6 +19,7 @@ struct CRender {
   const IrModule *m;
   const char *buf; /* buffer N is named BUF followed by N: "tdsl_buf_", "b" */
   const char *sym; /* index symbol N: "tdsl_sym_", "s" */
+  bool idx32;      /* affine indices in int arithmetic (the caller checked they fit) */
   /* Called first for every statement; returns true when it rendered s completely
    * (false: the shared rendering follows). NULL: no hook. */
   bool (*stmt)(CRender *r, const Stmt *s, int ind);
@@ -38,7 +39,8 @@ void cr_const(FILE *o, double v, bool f32);
 void cr_expr(CRender *r, const IrExpr *x, bool f32);
 /* BUF[flat index] */
 void cr_access(CRender *r, const Access *acc);
-/* The affine form as a long expression over the loop variables iN and the symbols. */
+/* The affine form as an expression of type long (int when idx32) over the loop variables
+ * iN and the symbols. */
 void cr_aff(CRender *r, const Aff *f);
 /* accum(lhs, rhs) where lhs is C text and rhs an expression, or C text when rhs is NULL. */
 void cr_accum(CRender *r, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text);

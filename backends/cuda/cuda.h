@@ -33,7 +33,9 @@ typedef struct CudaArg {
 typedef struct CudaKernel {
   int id;
   const char *name;   /* "k12" */
-  long threads;       /* total threads; one per point of the parallel loops */
+  long threads;       /* total threads; one per point of the parallel loops, or a
+                         multiple of CUDA_BLOCK when coop */
+  bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
   int nargs;
   CudaArg *args;
 } CudaKernel;

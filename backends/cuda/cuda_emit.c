@@ -18,24 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
-#include "ir_c.h"
-
-typedef struct E {
-  CRender r;  /* renders into o */
-  Arena *a;
-  const IrModule *m;
-  FILE *o;
-  CudaPlan *p;
-  char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
-  bool *sym;  /* per kernel: symbol used */
-  const Stmt *to_acc; /* a split reduction: this store accumulates into the local acc */
-  long scratch;       /* bytes of scratch the split reductions need */
-  Elem scratch_elem;  /* of the kernel being emitted */
-} E;
-
-static const IrBuf *ebuf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
-static const char *ctype(Elem el) { return el == ELEM_F64 ? "double" : "float"; }
+#include "cuda_kern.h"
 
 /* ---- which buffers and symbols a kernel uses ---- */
 
@@ -44,28 +27,28 @@ static void use_aff(E *e, const Aff *f) {
     if (f->t[i].var < 0) e->sym[-1 - f->t[i].var] = true;
 }
 
-static void use_access(E *e, const Access *acc, bool write) {
+void cu_use_access(E *e, const Access *acc, bool write) {
   if (write) e->arg[acc->buf] = 'w';
   else if (!e->arg[acc->buf]) e->arg[acc->buf] = 'b';
   use_aff(e, &acc->flat);
 }
 
 static void use_expr(E *e, const IrExpr *x) {
-  if (x->kind == X_LOAD) use_access(e, &x->acc, false);
+  if (x->kind == X_LOAD) cu_use_access(e, &x->acc, false);
   if (x->kind == X_SYM) e->sym[x->sym] = true;
   if (x->kind == X_OP)
     for (int i = 0; i < op_info[x->op].arity; i++) use_expr(e, x->a[i]);
 }
 
-static void use_stmt(E *e, const Stmt *s) {
+void cu_use_stmt(E *e, const Stmt *s) {
   switch (s->kind) {
   case S_LOOP:
   case S_IF:
     for (int k = 0; k < s->nguards; k++) use_aff(e, &s->guards[k].aff);
-    for (int i = 0; i < s->body.len; i++) use_stmt(e, s->body.items[i]);
+    for (int i = 0; i < s->body.len; i++) cu_use_stmt(e, s->body.items[i]);
     break;
   case S_STORE:
-    use_access(e, &s->dst, true);
+    cu_use_access(e, &s->dst, true);
     use_expr(e, s->val);
     break;
   case S_FILL: e->arg[s->buf] = 'w'; break;
@@ -146,13 +129,13 @@ static bool nest_parallelizable(const PtrVec *stores) {
 /* A loop of a tiled nest: var runs over [tile*tile_var, min(tile*(tile_var+1), ext)). */
 static bool tiled(const Stmt *s) { return s->kind == S_LOOP && s->tile > 0 && s->tile_var >= 0; }
 
-static void indent(E *e, int ind) { cr_indent(&e->r, ind); }
+void cu_indent(E *e, int ind) { cr_indent(&e->r, ind); }
 
 /* The store of a register reduction accumulates into the local acc. */
 static bool acc_hook(CRender *r, const Stmt *s, int ind) {
   E *e = r->user;
   if (s != e->to_acc) return false;
-  bool f32 = ebuf(e, s->dst.buf)->elem == ELEM_F32;
+  bool f32 = cu_buf(e, s->dst.buf)->elem == ELEM_F32;
   cr_indent(r, ind);
   fputs("acc = ", r->o);
   if (s->accum == OP_ARG2) cr_expr(r, s->val, f32);
@@ -161,18 +144,18 @@ static bool acc_hook(CRender *r, const Stmt *s, int ind) {
   return true;
 }
 
-static void c_stmts(E *e, const PtrVec *body, int ind) { cr_stmts(&e->r, body, ind); }
+void cu_stmts(E *e, const PtrVec *body, int ind) { cr_stmts(&e->r, body, ind); }
 
 /* ---- kernels ---- */
 
-static void begin_args(E *e) {
+void cu_begin_args(E *e) {
   memset(e->arg, 0, (size_t)e->m->bufs.len);
   memset(e->sym, 0, sizeof(bool) * (size_t)e->m->syms.len);
 }
 
-/* A kernel whose arguments are the buffers and symbols marked since begin_args, then
+/* A kernel whose arguments are the buffers and symbols marked since cu_begin_args, then
  * the scratch buffer if asked. */
-static CudaKernel *finish_kernel(E *e, bool scratch) {
+CudaKernel *cu_finish_kernel(E *e, bool scratch) {
   CudaKernel *k = ANEW(e->a, CudaKernel);
   k->id = e->p->kernels.len;
   k->name = arena_printf(e->a, "k%d", k->id);
@@ -187,13 +170,12 @@ static CudaKernel *finish_kernel(E *e, bool scratch) {
 }
 
 static CudaKernel *new_kernel(E *e, const Stmt *s) {
-  begin_args(e);
-  use_stmt(e, s);
-  return finish_kernel(e, false);
+  cu_begin_args(e);
+  cu_use_stmt(e, s);
+  return cu_finish_kernel(e, false);
 }
 
-/* The signature, the thread index and the bounds check. */
-static void kernel_head(E *e, const CudaKernel *k, const char *what) {
+void cu_kernel_sig(E *e, const CudaKernel *k, const char *what) {
   FILE *o = e->o;
   cr_comment(o, what);
   fprintf(o, "\nTDSL_KERNEL %s(", k->name);
@@ -201,60 +183,60 @@ static void kernel_head(E *e, const CudaKernel *k, const char *what) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "int s%d", a->index);
-    else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", ctype(e->scratch_elem));
-    else fprintf(o, "%s *__restrict__ b%d", ctype(ebuf(e, a->index)->elem), a->index);
+    else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", cu_ctype(e->scratch_elem));
+    else fprintf(o, "%s *__restrict__ b%d", cu_ctype(cu_buf(e, a->index)->elem), a->index);
   }
-  fprintf(o, ") {\n  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
-             "  if (t >= %ldL) return;\n", k->threads);
+  fputs(") {\n", o);
+}
+
+void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
+  cu_kernel_sig(e, k, what);
+  fprintf(e->o, "  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
+                "  if (t >= %ldL) return;\n", k->threads);
 }
 
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
-static void kernel_tail(E *e, const CudaKernel *k) {
+void cu_kernel_tail(E *e, const CudaKernel *k) {
   FILE *o = e->o;
-  fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_ENTRY(%s, %s(", k->name, k->name);
+  fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_%sENTRY(%s, %s(", k->coop ? "BLOCK_" : "", k->name, k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "*(int *)p[%d]", i);
-    else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", ctype(e->scratch_elem), i);
-    else fprintf(o, "*(%s **)p[%d]", ctype(ebuf(e, a->index)->elem), i);
+    else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", cu_ctype(e->scratch_elem), i);
+    else fprintf(o, "*(%s **)p[%d]", cu_ctype(cu_buf(e, a->index)->elem), i);
   }
   fputs("))\n#endif\n\n", o);
 }
 
 static const char *func_what(E *e, const IrFunc *f, const Stmt *s) {
   (void)e;
-  if (s->kind == S_FILL) return arena_printf(e->a, "%s: fill %s", f->name, ebuf(e, s->buf)->name);
+  if (s->kind == S_FILL) return arena_printf(e->a, "%s: fill %s", f->name, cu_buf(e, s->buf)->name);
   return f->name;
 }
 
 static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
-  if (ebuf(e, s->buf)->size <= 0) return;
+  if (cu_buf(e, s->buf)->size <= 0) return;
   CudaKernel *k = new_kernel(e, s);
-  k->threads = ebuf(e, s->buf)->size;
-  kernel_head(e, k, func_what(e, f, s));
+  k->threads = cu_buf(e, s->buf)->size;
+  cu_kernel_head(e, k, func_what(e, f, s));
   fprintf(e->o, "  b%d[t] = ", s->buf);
-  cr_const(e->o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
+  cr_const(e->o, s->value, cu_buf(e, s->buf)->elem == ELEM_F32);
   fputs(";\n", e->o);
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 }
 
-/* Declares the chain variables with par[i] == want from the linear index in variable
- * v: the innermost varies fastest (coalesced accesses when it indexes the last axis,
- * as in the lowering's loop order), the outermost takes the rest. */
-/* Roles of the chain loops. */
-enum { SEQ, PAR, DROP /* the tile loop of a tiled chain loop: the tiled loop runs whole */ };
-
-static void decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
+void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
+  const char *T = e->r.idx32 ? "int" : "long", *L = e->r.idx32 ? "" : "L";
   int first = -1;
   for (int i = 0; i < n && first < 0; i++)
     if (par[i] == want) first = i;
   for (int i = n - 1; i >= 0; i--) {
     if (par[i] != want) continue;
-    indent(e, ind);
-    if (i == first) fprintf(e->o, "long i%d = %s;\n", chain[i]->var, v);
-    else fprintf(e->o, "long i%d = %s %% %ldL;\n%*s%s /= %ldL;\n", chain[i]->var, v, chain[i]->ext, ind * 2, "", v,
-                 chain[i]->ext);
+    cu_indent(e, ind);
+    if (i == first) fprintf(e->o, "%s i%d = %s;\n", T, chain[i]->var, v);
+    else fprintf(e->o, "%s i%d = %s %% %ld%s;\n%*s%s /= %ld%s;\n", T, chain[i]->var, v, chain[i]->ext, L, ind * 2, "", v,
+                 chain[i]->ext, L);
   }
 }
 
@@ -300,35 +282,35 @@ static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, 
 static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st, long points,
                           long red, long chunks) {
   FILE *o = e->o;
-  bool f32 = ebuf(e, st->dst.buf)->elem == ELEM_F32;
-  e->scratch_elem = ebuf(e, st->dst.buf)->elem;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  e->scratch_elem = cu_buf(e, st->dst.buf)->elem;
   long bytes = points * chunks * (f32 ? 4 : 8);
   if (bytes > e->scratch) e->scratch = bytes;
-  begin_args(e);
-  use_stmt(e, chain[0]);
+  cu_begin_args(e);
+  cu_use_stmt(e, chain[0]);
   e->arg[st->dst.buf] = 0; /* not touched by the first kernel */
-  CudaKernel *k = finish_kernel(e, true);
+  CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = points * chunks;
-  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
   fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
-  decompose(e, chain, n, par, PAR, "t", 1);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s acc = ", f32 ? "float" : "double");
   cr_const(o, op_neutral(st->accum), f32);
   fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
-  decompose(e, chain, n, par, SEQ, "q", 2);
+  cu_decompose(e, chain, n, par, SEQ, "q", 2);
   e->to_acc = st;
-  c_stmts(e, &chain[n - 1]->body, 2);
+  cu_stmts(e, &chain[n - 1]->body, 2);
   e->to_acc = NULL;
   fputs("  }\n  xs[slot] = acc;\n", o);
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 
-  begin_args(e);
-  use_access(e, &st->dst, true);
-  k = finish_kernel(e, true);
+  cu_begin_args(e);
+  cu_use_access(e, &st->dst, true);
+  k = cu_finish_kernel(e, true);
   k->threads = points;
-  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
   fputs("  long slot = t;\n", o);
-  decompose(e, chain, n, par, PAR, "t", 1);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
   cr_aff(&e->r, &st->dst.flat);
   fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
@@ -336,7 +318,7 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   fprintf(o, ";\n  b%d[", st->dst.buf);
   cr_aff(&e->r, &st->dst.flat);
   fputs("] = v;\n", o);
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 }
 
 /* Below this many threads a long reduction is split across more threads. */
@@ -368,7 +350,10 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   for (int i = 0; i < n; i++)
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
+  const Stmt *reg = n ? register_store(&stores, chain, n, par) : NULL;
+  if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
   const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
+  if (st && cu_block_reduction(e, what, chain, n, par, st, points, red)) return;
   if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
     long chunks = SPLIT_TARGET_THREADS / points;
     if (chunks > red / SPLIT_MIN_CHUNK) chunks = red / SPLIT_MIN_CHUNK;
@@ -379,15 +364,15 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   }
   CudaKernel *k = new_kernel(e, s);
   k->threads = points;
-  kernel_head(e, k, what);
+  cu_kernel_head(e, k, what);
   FILE *o = e->o;
-  decompose(e, chain, n, par, PAR, "t", 1);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
   bool seq = false;
   for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
   /* A reduction in the thread: the cell stays in a register across the loops. */
-  const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
+  if (!seq) reg = NULL;
   if (reg) {
-    fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
+    fprintf(o, "  %s acc = b%d[", cu_ctype(cu_buf(e, reg->dst.buf)->elem), reg->dst.buf);
     cr_aff(&e->r, &reg->dst.flat);
     fputs("];\n", o);
     e->to_acc = reg;
@@ -395,13 +380,13 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   int ind = 1;
   for (int i = 0; i < n; i++) {
     if (par[i] != SEQ) continue;
-    indent(e, ind++);
+    cu_indent(e, ind++);
     fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", chain[i]->var, chain[i]->var, chain[i]->ext, chain[i]->var);
   }
-  if (n) c_stmts(e, &chain[n - 1]->body, ind);
+  if (n) cu_stmts(e, &chain[n - 1]->body, ind);
   else cr_stmt(&e->r, s, ind);
   while (--ind > 0) {
-    indent(e, ind);
+    cu_indent(e, ind);
     fputs("}\n", o);
   }
   if (reg) {
@@ -410,7 +395,7 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
     fputs("] = acc;\n", o);
     e->to_acc = NULL;
   }
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 }
 
 static void plan_func(E *e, int fi) {
@@ -445,6 +430,7 @@ static const char *prelude =
     "#define TDSL_DEV static __device__ __forceinline__\n"
     "#define TDSL_NAN __int_as_float(0x7fc00000)\n"
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
+    "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
     "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {

@@ -191,6 +191,34 @@ static void test_matmul(int M, int K, int N) {
   gb_free(&b);
 }
 
+/* Batched contractions through the tiled kernel: c[b,i,j] = sum_k a[b,i,2k+1] * w[b,j,k]
+ * (a strided operand, w read across its rows), edge tiles in every role. */
+static void test_bmm(int B, int M, int K, int N) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){B, M, 2 * K + 1});
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){B, N, K});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){B, M, N});
+  a->init.kind = w->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){B, M, N, K});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_ax(s, 1, 2, 1, 1, 2, 3);
+  gb_it(s, 2, 0, 0);
+  gb_it(s, 2, 1, 2);
+  gb_it(s, 2, 2, 3);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          gb_op(&b, OP_MUL, gb_leaf(&b, a, false, 1), gb_leaf(&b, w, false, 2), NULL), s);
+  run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
+  char want[128];
+  snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
+  CHECK(strstr(cuda_plan(&b.a, b.ir)->src, want) != NULL);
+  gb_free(&b);
+}
+
 /* Sums and maxima over all or some axes, from -inf; a scalar through slot -1. */
 static void test_reductions(void) {
   GB b;
@@ -244,6 +272,42 @@ static void test_reductions(void) {
   const char *src = cuda_plan(&b.a, b.ir)->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
+  gb_free(&b);
+}
+
+/* Row reductions with enough rows get one block per row, combined by warp shuffles:
+ * sum, max (of x * -2) and a padded sum (x[i, j] + x[i, j + 1], j + 1 < 300). */
+static void test_block_reductions(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){130, 300});
+  Tensor *k = gb_tensor(&b, "k", TK_CONST, 0, 1, 0, (int[]){1});
+  Tensor *rs = gb_tensor(&b, "rs", TK_OP, 0, 1, 0, (int[]){130});
+  Tensor *rm = gb_tensor(&b, "rm", TK_OP, 0, 1, 0, (int[]){130});
+  Tensor *ps = gb_tensor(&b, "ps", TK_OP, 0, 1, 0, (int[]){130});
+  x->init.kind = INIT_UNIFORM;
+  k->init.kind = INIT_CONST;
+  k->init.value = -2;
+  UpdateStep *s[3];
+  for (int i = 0; i < 3; i++) {
+    Tensor *out = i == 0 ? rs : i == 1 ? rm : ps;
+    s[i] = gb_step(&b, out, i == 2 ? 2 : 1, (Tensor *[]){x, x}, 2, (int[]){130, 300});
+    gb_it(s[i], 0, 0, 0);
+    gb_it(s[i], 1, 0, 0);
+    gb_it(s[i], 1, 1, 1);
+  }
+  gb_it(s[2], 2, 0, 0);
+  gb_ax(s[2], 2, 1, 1, 1, 1, 1);
+  gb_asgn(&b, &rs->fwd, (Buf){rs, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s[0]);
+  gb_asgn(&b, &rm->fwd, (Buf){rm, false}, 0, OP_MAX, true,
+          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s[1]);
+  gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
+          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, x, false, 2), NULL), s[2]);
+  run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
+  const char *src = cuda_plan(&b.a, b.ir)->src, *p = src;
+  int found = 0;
+  while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
+  CHECK(found == 3);
   gb_free(&b);
 }
 
@@ -362,6 +426,10 @@ static void test_no_driver(void) {
 int main(void) {
   test_matmul(2, 3, 4);
   test_matmul(37, 53, 29);
+  test_matmul(264, 36, 260); /* 128 x 128 tiles, float4 loads of both operands */
+  test_bmm(3, 70, 45, 130);
+  test_bmm(1, 16, 8, 17);
+  test_block_reductions();
   test_reductions();
   test_padded_conv();
   test_symbol();
