@@ -128,7 +128,7 @@ install: all
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
+	install -m 644 lib/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk

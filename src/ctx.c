@@ -7,12 +7,12 @@
 
 const char *ctx_stdlib_dir(Ctx *c) {
   /* build/tdslc, build/asan/tdslc (sanitized build), PREFIX/bin/tdslc */
-  const char *cands[] = {"../runtime", "../../runtime", "../share/tdsl"};
+  const char *cands[] = {"../lib", "../../lib", "../share/tdsl"};
   for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
     const char *dir = arena_printf(&c->arena, "%s/%s", c->exe_dir, cands[i]);
     const char *probe = arena_printf(&c->arena, "%s/prelude.tdsl", dir);
     if (access(probe, R_OK) == 0) {
-      char *real = realpath(dir, NULL); /* diagnostics show /x/runtime, not /x/build/../runtime */
+      char *real = realpath(dir, NULL); /* diagnostics show /x/lib, not /x/build/../lib */
       if (real) {
         dir = arena_strdup(&c->arena, real);
         free(real);

@@ -54,7 +54,7 @@ typedef struct Ctx {
   const char *exe_dir;    /* directory of the tdslc executable (stdlib lookup) */
 } Ctx;
 
-/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../runtime in the build
+/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../lib in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
 /* Reads a file into an arena-allocated SrcFile; NULL if unreadable. */
@@ -66,7 +66,5 @@ bool infer_shapes(Ctx *c, Graph *g);                  /* src/infer*.c */
 bool infer_projections(Ctx *c, Graph *g);
 void dump_shapes(FILE *out, const Graph *g, bool json);
 void dump_projections(FILE *out, const Graph *g, bool json);
-/* Lowering and backends: returns a process exit status (0, 1, or 2). */
-int backend_main(Ctx *c, Graph *g);                   /* src/lower.c + backends/ */
 
 #endif

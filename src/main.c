@@ -9,6 +9,10 @@
 
 #include "ast.h"
 #include "ctx.h"
+#include "cuda.h"
+#include "ir.h"
+#include "jit.h"
+#include "run.h"
 
 #define TDSLC_VERSION "0.1.0"
 
@@ -144,6 +148,60 @@ static const char *dirname_of(Arena *a, const char *path) {
   return arena_strndup(a, path, (size_t)(slash - path));
 }
 
+static const char *model_base(Ctx *c) {
+  const char *in = c->opt.input, *slash = strrchr(in, '/');
+  const char *b = slash ? slash + 1 : in;
+  const char *dot = strrchr(b, '.');
+  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
+}
+
+static JitOpts jit_opts(Ctx *c) {
+  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
+  return o;
+}
+
+/* --run: compiled in memory by the chosen backend, then run through the runtime. */
+static int run_in_process(Ctx *c, IrModule *m) {
+  JitOpts jo = jit_opts(c);
+  gcc_jit_context *jc = NULL;
+  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
+  if (!r) return 1;
+  int rc = run_jit_result(c, r);
+  gcc_jit_result_release(r);
+  gcc_jit_context_release(jc);
+  return rc;
+}
+
+/* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
+ * (+ --emit-header), or --run in process. Returns a process exit status. */
+static int generate(Ctx *c, Graph *g) {
+  Options *o = &c->opt;
+  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
+  if (!m || c->diag.errors) return 1;
+  if (o->emit_header) {
+    FILE *f = fopen(o->emit_header, "w");
+    if (!f) {
+      fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
+      return 2;
+    }
+    emit_header(f, m, model_base(c));
+    fclose(f);
+  }
+  /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
+  bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
+  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
+  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
+  switch (o->action) {
+  case ACT_DUMP_IR: ir_print(stdout, m); return 0;
+  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
+  case ACT_RUN: return run_in_process(c, m);
+  default: break;
+  }
+  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", model_base(c), o->object ? "o" : "so");
+  JitOpts jo = jit_opts(c);
+  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
+}
+
 static int run(Ctx *c) {
   SrcFile *f = ctx_read_file(c, c->opt.input);
   if (!f) {
@@ -172,7 +230,7 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  return backend_main(c, g);
+  return generate(c, g);
 }
 
 int main(int argc, char **argv) {

@@ -1,27 +1,12 @@
-/* backend.c: after inference: lower to the loop IR, then --dump-ir, --emit-c, compile
- * to a .so/.o (+ --emit-header), or --run in process through the runtime (the same
- * model symbols and metadata as a .so, resolved from the gccjit result). */
+/* run.c: --run: a model compiled in memory, opened through the runtime (the same
+ * model symbols and metadata as a .so, resolved from the gccjit result), initialized,
+ * --set/--load/--call as asked, then the --print tensors as a grid or JSON lines. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
-#include "cuda.h"
-#include "ir.h"
-#include "jit.h"
+#include "run.h"
 #include "tdsl.h"
-
-static const char *model_base(Ctx *c) {
-  const char *in = c->opt.input, *slash = strrchr(in, '/');
-  const char *b = slash ? slash + 1 : in;
-  const char *dot = strrchr(b, '.');
-  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
-}
-
-static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
-  return o;
-}
 
 /* ---- --run output ---- */
 
@@ -161,50 +146,14 @@ static int run_model(Ctx *c, tdsl_model *m) {
   return 0;
 }
 
-static int do_run(Ctx *c, IrModule *m) {
-  JitOpts jo = jit_opts(c);
-  gcc_jit_context *jc = NULL;
-  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
-  if (!r) return 1;
+int run_jit_result(Ctx *c, gcc_jit_result *r) {
   char err[512];
   tdsl_model *model = tdsl_open_resolved(jit_resolve, r, err, sizeof err);
-  int rc;
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
-    rc = 1;
-  } else {
-    rc = run_model(c, model);
-    tdsl_close(model);
+    return 1;
   }
-  gcc_jit_result_release(r);
-  gcc_jit_context_release(jc);
+  int rc = run_model(c, model);
+  tdsl_close(model);
   return rc;
-}
-
-int backend_main(Ctx *c, Graph *g) {
-  Options *o = &c->opt;
-  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
-  if (!m || c->diag.errors) return 1;
-  if (o->emit_header) {
-    FILE *f = fopen(o->emit_header, "w");
-    if (!f) {
-      fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
-      return 2;
-    }
-    emit_header(f, m, model_base(c));
-    fclose(f);
-  }
-  /* --backend=cuda: its own code generator (backends/cuda/); --run goes through do_run. */
-  bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
-  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
-  switch (o->action) {
-  case ACT_DUMP_IR: ir_print(stdout, m); return 0;
-  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
-  case ACT_RUN: return do_run(c, m);
-  default: break;
-  }
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", model_base(c), o->object ? "o" : "so");
-  JitOpts jo = jit_opts(c);
-  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
 }

@@ -1,0 +1,44 @@
+/* jit_emit.h: the interface between the gccjit module layer (jit.c: contexts, storage,
+ * symbols, functions, compile and link) and the statement renderer (jit_stmt.c: loops,
+ * guards, stores, fills, expressions, op helpers). Internal to backends/gccjit.
+ *
+ * The renderer never names storage directly: it asks the module layer for a buffer's
+ * array lvalue, a symbol's value and a call of another function, so the storage model
+ * (globals, an instance struct, ...) changes in one place. */
+#ifndef TDSL_JIT_EMIT_H
+#define TDSL_JIT_EMIT_H
+
+#include "jit.h"
+
+typedef struct J {
+  Arena *a;
+  gcc_jit_context *c;
+  const IrModule *m;
+  const JitOpts *o;
+  gcc_jit_type *t_void, *t_int, *t_long, *t_bool, *t_str, *t_el[2];
+  gcc_jit_lvalue **bufs, **syms;
+  gcc_jit_function **funcs;
+  gcc_jit_function *helpers[2][OP__COUNT];
+  gcc_jit_function *f_dprintf, *f_abort;
+  /* the function being built */
+  gcc_jit_function *fn;
+  gcc_jit_block *blk;
+  gcc_jit_lvalue **vars;
+  int nblocks;
+} J;
+
+/* ---- provided by the module layer (jit.c) ---- */
+/* Buffer b as an lvalue of array type, in the function being built. */
+gcc_jit_lvalue *jm_buf(J *j, int b);
+/* The current value of index symbol s (an int). */
+gcc_jit_rvalue *jm_sym(J *j, int s);
+/* A call of IR function callee from the function being built. */
+gcc_jit_rvalue *jm_call(J *j, int callee);
+
+/* ---- provided by the renderer (jit_stmt.c) ---- */
+/* A fresh block of fn with a unique name. */
+gcc_jit_block *js_new_block(J *j, gcc_jit_function *fn);
+/* Renders body into j->blk of j->fn (j->vars set); leaves j->blk open at the end. */
+void js_emit_stmts(J *j, const PtrVec *body);
+
+#endif

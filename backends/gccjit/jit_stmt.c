@@ -1,0 +1,346 @@
+/* jit_stmt.c: the statement and expression renderer of the gccjit backend: loops,
+ * guards, stores, fills, calls, expressions, bounds checks and the op helpers.
+ *
+ * Primitive ops that branch (relu, max, pow, comparisons, ...) become small internal
+ * helper functions, one per op and element type; gcc inlines and if-converts them at
+ * -O2/-O3, and they keep the exact op_eval semantics (NaN handling included). */
+#include <string.h>
+
+#include "jit_emit.h"
+
+static gcc_jit_rvalue *dbl(J *j, gcc_jit_type *t, double v) {
+  return gcc_jit_context_new_rvalue_from_double(j->c, t, v);
+}
+static gcc_jit_rvalue *lng(J *j, long v) { return gcc_jit_context_new_rvalue_from_long(j->c, j->t_long, v); }
+static gcc_jit_rvalue *cmp(J *j, enum gcc_jit_comparison op, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_comparison(j->c, NULL, op, a, b);
+}
+static gcc_jit_rvalue *bin(J *j, enum gcc_jit_binary_op op, gcc_jit_type *t, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  return gcc_jit_context_new_binary_op(j->c, NULL, op, t, a, b);
+}
+static gcc_jit_rvalue *call1(J *j, gcc_jit_function *f, gcc_jit_rvalue *a) {
+  return gcc_jit_context_new_call(j->c, NULL, f, 1, &a);
+}
+static gcc_jit_function *builtin(J *j, const char *name, bool f32) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "__builtin_%s%s", name, f32 ? "f" : "");
+  return gcc_jit_context_get_builtin_function(j->c, buf);
+}
+gcc_jit_block *js_new_block(J *j, gcc_jit_function *fn) {
+  char name[32];
+  snprintf(name, sizeof name, "b%d", j->nblocks++);
+  return gcc_jit_function_new_block(fn, name);
+}
+
+/* ---- helpers for branching ops ---- */
+
+typedef struct H {
+  J *j;
+  gcc_jit_function *fn;
+  gcc_jit_block *b;
+  gcc_jit_type *t;
+  gcc_jit_rvalue *p[3];
+} H;
+
+/* if (cond) return v; continue in a fresh block. */
+static void h_ret_if(H *h, gcc_jit_rvalue *cond, gcc_jit_rvalue *v) {
+  gcc_jit_block *yes = js_new_block(h->j, h->fn), *no = js_new_block(h->j, h->fn);
+  gcc_jit_block_end_with_conditional(h->b, NULL, cond, yes, no);
+  gcc_jit_block_end_with_return(yes, NULL, v);
+  h->b = no;
+}
+
+static void build_pow(H *h, bool f32) {
+  J *j = h->j;
+  gcc_jit_rvalue *x = h->p[0], *e = h->p[1];
+  /* Non-integer or huge exponent: the library pow. */
+  gcc_jit_rvalue *absb = call1(j, builtin(j, "fabs", f32), e);
+  gcc_jit_rvalue *rint = call1(j, builtin(j, "nearbyint", f32), e);
+  gcc_jit_rvalue *args[2] = {x, e};
+  gcc_jit_rvalue *libpow = gcc_jit_context_new_call(j->c, NULL, builtin(j, "pow", f32), 2, args);
+  h_ret_if(h, cmp(j, GCC_JIT_COMPARISON_NE, e, rint), libpow);
+  h_ret_if(h, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, j->t_bool,
+                                           cmp(j, GCC_JIT_COMPARISON_LT, absb, dbl(j, h->t, 9.0e15))),
+           libpow);
+  /* Integer exponent: repeated squaring, as the seed's ToPowOf special case. */
+  gcc_jit_lvalue *r = gcc_jit_function_new_local(h->fn, NULL, h->t, "r");
+  gcc_jit_lvalue *xx = gcc_jit_function_new_local(h->fn, NULL, h->t, "x");
+  gcc_jit_lvalue *k = gcc_jit_function_new_local(h->fn, NULL, j->t_long, "k");
+  gcc_jit_block_add_assignment(h->b, NULL, r, dbl(j, h->t, 1.0));
+  gcc_jit_block_add_assignment(h->b, NULL, xx, x);
+  gcc_jit_rvalue *n = gcc_jit_context_new_cast(j->c, NULL, e, j->t_long);
+  gcc_jit_block_add_assignment(h->b, NULL, k, n);
+  gcc_jit_block *neg = js_new_block(j, h->fn), *loop = js_new_block(j, h->fn), *odd = js_new_block(j, h->fn),
+                *step = js_new_block(j, h->fn), *done = js_new_block(j, h->fn);
+  gcc_jit_block_end_with_conditional(h->b, NULL, cmp(j, GCC_JIT_COMPARISON_LT, n, lng(j, 0)), neg, loop);
+  gcc_jit_block_add_assignment(neg, NULL, k, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, n));
+  gcc_jit_block_end_with_jump(neg, NULL, loop);
+  gcc_jit_rvalue *kv = gcc_jit_lvalue_as_rvalue(k);
+  gcc_jit_block *body = js_new_block(j, h->fn);
+  gcc_jit_block_end_with_conditional(loop, NULL, cmp(j, GCC_JIT_COMPARISON_NE, kv, lng(j, 0)), body, done);
+  gcc_jit_block_end_with_conditional(
+      body, NULL, cmp(j, GCC_JIT_COMPARISON_NE, bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, j->t_long, kv, lng(j, 1)), lng(j, 0)),
+      odd, step);
+  gcc_jit_block_add_assignment_op(odd, NULL, r, GCC_JIT_BINARY_OP_MULT, gcc_jit_lvalue_as_rvalue(xx));
+  gcc_jit_block_end_with_jump(odd, NULL, step);
+  gcc_jit_block_add_assignment_op(step, NULL, xx, GCC_JIT_BINARY_OP_MULT, gcc_jit_lvalue_as_rvalue(xx));
+  gcc_jit_block_add_assignment_op(step, NULL, k, GCC_JIT_BINARY_OP_RSHIFT, lng(j, 1));
+  gcc_jit_block_end_with_jump(step, NULL, loop);
+  gcc_jit_rvalue *rv = gcc_jit_lvalue_as_rvalue(r);
+  h->b = done;
+  h_ret_if(h, cmp(j, GCC_JIT_COMPARISON_LT, n, lng(j, 0)), bin(j, GCC_JIT_BINARY_OP_DIVIDE, h->t, dbl(j, h->t, 1.0), rv));
+  gcc_jit_block_end_with_return(h->b, NULL, rv);
+}
+
+static gcc_jit_function *helper(J *j, PrimOp op, int el) {
+  if (j->helpers[el][op]) return j->helpers[el][op];
+  gcc_jit_type *t = j->t_el[el];
+  int ar = op_info[op].arity;
+  gcc_jit_param *ps[3];
+  const char *pn[3] = {"a", "b", "c"};
+  for (int i = 0; i < ar; i++) ps[i] = gcc_jit_context_new_param(j->c, NULL, t, pn[i]);
+  char name[64];
+  snprintf(name, sizeof name, "tdsl_op_%s_%s", op_info[op].name, el ? "f64" : "f32");
+  H h = {.j = j, .t = t};
+  h.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, t, name, ar, ps, 0);
+  h.b = js_new_block(j, h.fn);
+  for (int i = 0; i < ar; i++) h.p[i] = gcc_jit_param_as_rvalue(ps[i]);
+  gcc_jit_rvalue *a = h.p[0], *b = h.p[1], *c = h.p[2];
+  gcc_jit_rvalue *zero = dbl(j, t, 0.0), *one = dbl(j, t, 1.0);
+#define RET_IF(op_, x_, y_, v_) h_ret_if(&h, cmp(j, GCC_JIT_COMPARISON_##op_, x_, y_), v_)
+  switch (op) {
+  case OP_RELU: RET_IF(GE, a, zero, a); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_SAT01:
+    RET_IF(LE, a, zero, zero);
+    RET_IF(GE, a, one, one);
+    gcc_jit_block_end_with_return(h.b, NULL, a);
+    break;
+  case OP_NOT: RET_IF(EQ, a, zero, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_RELU_GATE: RET_IF(GT, a, zero, b); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_SAT01_GATE:
+    RET_IF(LE, a, zero, zero);
+    RET_IF(LT, a, one, b);
+    gcc_jit_block_end_with_return(h.b, NULL, zero);
+    break;
+  case OP_LT: RET_IF(LT, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_EQ: RET_IF(EQ, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_NE: RET_IF(NE, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
+  case OP_OR:
+    RET_IF(NE, a, zero, one);
+    RET_IF(NE, b, zero, one);
+    gcc_jit_block_end_with_return(h.b, NULL, zero);
+    break;
+  case OP_AND:
+    RET_IF(EQ, a, zero, zero);
+    RET_IF(EQ, b, zero, zero);
+    gcc_jit_block_end_with_return(h.b, NULL, one);
+    break;
+  /* OCaml's Float.max/min: when neither comparison holds an operand is NaN, and a + b
+   * is NaN too. */
+  case OP_MAX:
+    RET_IF(GT, a, b, a);
+    RET_IF(LE, a, b, b);
+    gcc_jit_block_end_with_return(h.b, NULL, bin(j, GCC_JIT_BINARY_OP_PLUS, t, a, b));
+    break;
+  case OP_MIN:
+    RET_IF(LT, a, b, a);
+    RET_IF(GE, a, b, b);
+    gcc_jit_block_end_with_return(h.b, NULL, bin(j, GCC_JIT_BINARY_OP_PLUS, t, a, b));
+    break;
+  case OP_WHERE: RET_IF(NE, a, zero, b); gcc_jit_block_end_with_return(h.b, NULL, c); break;
+  case OP_POW: build_pow(&h, el == 0); break;
+  default: gcc_jit_block_end_with_return(h.b, NULL, a); break;
+  }
+#undef RET_IF
+  return j->helpers[el][op] = h.fn;
+}
+
+/* ---- expressions ---- */
+
+static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc_jit_rvalue *b, gcc_jit_rvalue *c) {
+  gcc_jit_type *t = j->t_el[el];
+  bool f32 = el == 0;
+  switch (op) {
+  case OP_ID: case OP_ARG1: return a;
+  case OP_ARG2: return b;
+  case OP_ADD: return bin(j, GCC_JIT_BINARY_OP_PLUS, t, a, b);
+  case OP_SUB: return bin(j, GCC_JIT_BINARY_OP_MINUS, t, a, b);
+  case OP_MUL: return bin(j, GCC_JIT_BINARY_OP_MULT, t, a, b);
+  case OP_DIV: return bin(j, GCC_JIT_BINARY_OP_DIVIDE, t, a, b);
+  case OP_NEG: return gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, t, a);
+  case OP_RECIP: return bin(j, GCC_JIT_BINARY_OP_DIVIDE, t, dbl(j, t, 1.0), a);
+  case OP_RECIP_SQRT: return bin(j, GCC_JIT_BINARY_OP_DIVIDE, t, dbl(j, t, 1.0), call1(j, builtin(j, "sqrt", f32), a));
+  case OP_FMA: return bin(j, GCC_JIT_BINARY_OP_PLUS, t, bin(j, GCC_JIT_BINARY_OP_MULT, t, a, b), c);
+  case OP_EXP: return call1(j, builtin(j, "exp", f32), a);
+  case OP_LOG: return call1(j, builtin(j, "log", f32), a);
+  case OP_EXP2: return call1(j, builtin(j, "exp2", f32), a);
+  case OP_LOG2: return call1(j, builtin(j, "log2", f32), a);
+  case OP_SIN: return call1(j, builtin(j, "sin", f32), a);
+  case OP_COS: return call1(j, builtin(j, "cos", f32), a);
+  case OP_SQRT: return call1(j, builtin(j, "sqrt", f32), a);
+  case OP_TANH: return call1(j, builtin(j, "tanh", f32), a);
+  case OP_MOD: {
+    gcc_jit_rvalue *args[2] = {a, b};
+    return gcc_jit_context_new_call(j->c, NULL, builtin(j, "fmod", f32), 2, args);
+  }
+  default: {
+    gcc_jit_rvalue *args[3] = {a, b, c};
+    return gcc_jit_context_new_call(j->c, NULL, helper(j, op, el), op_info[op].arity, args);
+  }
+  }
+}
+
+static gcc_jit_rvalue *aff_rvalue(J *j, const Aff *f) {
+  gcc_jit_rvalue *r = NULL;
+  for (int i = 0; i < f->n; i++) {
+    gcc_jit_rvalue *v = f->t[i].var >= 0 ? gcc_jit_lvalue_as_rvalue(j->vars[f->t[i].var])
+                                          : gcc_jit_context_new_cast(j->c, NULL, jm_sym(j, -1 - f->t[i].var), j->t_long);
+    if (f->t[i].coef != 1) v = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, f->t[i].coef), v);
+    r = r ? bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, r, v) : v;
+  }
+  if (!r) return lng(j, f->off);
+  if (f->off) r = bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, r, lng(j, f->off));
+  return r;
+}
+
+static IrBuf *jbuf(J *j, int b) { return VEC_AT(j->m->bufs, IrBuf, b); }
+
+static gcc_jit_lvalue *access_lvalue(J *j, const Access *acc) {
+  return gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(jm_buf(j, acc->buf)), aff_rvalue(j, &acc->flat));
+}
+
+static gcc_jit_rvalue *expr_rvalue(J *j, const IrExpr *e, int el) {
+  gcc_jit_type *t = j->t_el[el];
+  switch (e->kind) {
+  case X_CONST: return dbl(j, t, e->value);
+  case X_SYM: return gcc_jit_context_new_cast(j->c, NULL, jm_sym(j, e->sym), t);
+  case X_LOAD: {
+    gcc_jit_rvalue *v = gcc_jit_lvalue_as_rvalue(access_lvalue(j, &e->acc));
+    return (int)jbuf(j, e->acc.buf)->elem == el ? v : gcc_jit_context_new_cast(j->c, NULL, v, t);
+  }
+  case X_OP: {
+    gcc_jit_rvalue *a[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < op_info[e->op].arity; i++) a[i] = expr_rvalue(j, e->a[i], el);
+    return op_rvalue(j, e->op, el, a[0], a[1], a[2]);
+  }
+  }
+  return NULL;
+}
+
+/* ---- bounds checks ---- */
+
+static void check_access(J *j, const Access *acc, const char *what) {
+  IrBuf *b = jbuf(j, acc->buf);
+  for (int ax = 0; ax < acc->rank; ax++) {
+    gcc_jit_rvalue *idx = aff_rvalue(j, &acc->axis[ax]);
+    gcc_jit_rvalue *bad = gcc_jit_context_new_binary_op(
+        j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, j->t_bool, cmp(j, GCC_JIT_COMPARISON_LT, idx, lng(j, 0)),
+        cmp(j, GCC_JIT_COMPARISON_GE, idx, lng(j, b->dims[ax])));
+    gcc_jit_block *trap = js_new_block(j, j->fn), *ok = js_new_block(j, j->fn);
+    gcc_jit_block_end_with_conditional(j->blk, NULL, bad, trap, ok);
+    char *msg = arena_printf(j->a, "tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in %s\n",
+                             b->dims[ax], ax, b->name, what);
+    gcc_jit_rvalue *args[3] = {gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 2),
+                               gcc_jit_context_new_string_literal(j->c, msg), idx};
+    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_dprintf, 3, args));
+    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_abort, 0, NULL));
+    gcc_jit_block_end_with_jump(trap, NULL, ok);
+    j->blk = ok;
+  }
+}
+
+static void check_expr(J *j, const IrExpr *e, const char *what) {
+  if (e->kind == X_LOAD) check_access(j, &e->acc, what);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) check_expr(j, e->a[i], what);
+}
+
+/* ---- statements ---- */
+
+
+
+/* for (var = start; var < end; var++) in do-while form (start < end): the statements
+ * of body, or a fill of buffer fill_buf. A tiled loop (tile_var) starts at
+ * tile*tile_var and ends at min(start + tile, ext). */
+static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, int fill_buf, double fill_v,
+                      gcc_jit_lvalue *tile_var, int tile) {
+  if (ext <= 0) return;
+  gcc_jit_rvalue *end = lng(j, ext);
+  if (tile_var) {
+    gcc_jit_rvalue *start = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, tile), gcc_jit_lvalue_as_rvalue(tile_var));
+    gcc_jit_block_add_assignment(j->blk, NULL, var, start);
+    gcc_jit_lvalue *e = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "end%d", j->nblocks));
+    gcc_jit_block_add_assignment(j->blk, NULL, e, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, start, lng(j, tile)));
+    gcc_jit_block *clamp = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
+    gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_GT, gcc_jit_lvalue_as_rvalue(e), end), clamp, go);
+    gcc_jit_block_add_assignment(clamp, NULL, e, end);
+    gcc_jit_block_end_with_jump(clamp, NULL, go);
+    j->blk = go;
+    end = gcc_jit_lvalue_as_rvalue(e);
+  } else gcc_jit_block_add_assignment(j->blk, NULL, var, lng(j, 0));
+  gcc_jit_block *b = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
+  gcc_jit_block_end_with_jump(j->blk, NULL, b);
+  j->blk = b;
+  if (body) js_emit_stmts(j, body);
+  else {
+    IrBuf *fb = jbuf(j, fill_buf);
+    gcc_jit_lvalue *dst = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(jm_buf(j, fill_buf)),
+                                                           gcc_jit_lvalue_as_rvalue(var));
+    gcc_jit_block_add_assignment(j->blk, NULL, dst, dbl(j, j->t_el[fb->elem], fill_v));
+  }
+  gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, 1));
+  gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), end), b,
+                                     after);
+  j->blk = after;
+}
+
+static void emit_store(J *j, const Stmt *s) {
+  if (j->o->check_bounds) {
+    check_access(j, &s->dst, s->what);
+    check_expr(j, s->val, s->what);
+  }
+  int el = jbuf(j, s->dst.buf)->elem;
+  gcc_jit_lvalue *dst = access_lvalue(j, &s->dst);
+  gcc_jit_rvalue *v = expr_rvalue(j, s->val, el);
+  if (s->accum != OP_ARG2) v = op_rvalue(j, s->accum, el, gcc_jit_lvalue_as_rvalue(dst), v, NULL);
+  gcc_jit_block_add_assignment(j->blk, NULL, dst, v);
+}
+
+void js_emit_stmts(J *j, const PtrVec *body) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    switch (s->kind) {
+    case S_LOOP:
+      emit_loop(j, j->vars[s->var], s->ext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
+      break;
+    case S_IF: {
+      gcc_jit_rvalue *cond = NULL;
+      for (int k = 0; k < s->nguards; k++) {
+        gcc_jit_rvalue *v = aff_rvalue(j, &s->guards[k].aff);
+        gcc_jit_rvalue *c = gcc_jit_context_new_binary_op(
+            j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, j->t_bool, cmp(j, GCC_JIT_COMPARISON_GE, v, lng(j, 0)),
+            cmp(j, GCC_JIT_COMPARISON_LT, v, lng(j, s->guards[k].ext)));
+        cond = cond ? gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, j->t_bool, cond, c) : c;
+      }
+      gcc_jit_block *then = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
+      gcc_jit_block_end_with_conditional(j->blk, NULL, cond, then, after);
+      j->blk = then;
+      js_emit_stmts(j, &s->body);
+      gcc_jit_block_end_with_jump(j->blk, NULL, after);
+      j->blk = after;
+      break;
+    }
+    case S_STORE: emit_store(j, s); break;
+    case S_FILL: {
+      gcc_jit_lvalue *k = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "f%d", j->nblocks));
+      emit_loop(j, k, jbuf(j, s->buf)->size, NULL, s->buf, s->value, NULL, 0);
+      break;
+    }
+    case S_CALL:
+      gcc_jit_block_add_eval(j->blk, NULL, jm_call(j, s->callee));
+      break;
+    case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
+    }
+  }
+}
+
