@@ -3,6 +3,8 @@
 #   make check      install dependencies if missing, build, run every test (plain and
 #                   under ASan+UBSan); ends with "N passed, M failed"
 #   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
+#   make bench-gpu  the cuda backend against PyTorch on the same GPU (bench/gpu-run.sh:
+#                   both on a lent GPU machine)
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 .DEFAULT_GOAL := all
@@ -153,6 +155,10 @@ demo: deps
 	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/moons
 	cd $(B)/demo/moons && ./moons
 
+# tdslc --backend=cuda vs PyTorch on the same GPU (bench/gpu.sh; says so without a GPU).
+bench-gpu: all
+	sh bench/gpu.sh
+
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
@@ -161,5 +167,5 @@ bench: bench-train
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train bench-gpu fuzz
 .SECONDARY:

@@ -12,8 +12,9 @@
  * linearized in loop order, the tail step shortened rather than padded), so the result
  * is the CPU backend's up to contraction of a*b+c into fma.
  *
- * Reductions. A long reduction whose points are many enough to fill the GPU, read
- * contiguously along the reduced loop, gets one block per point: the threads stride
+ * Reductions. A long reduction whose points are many enough to fill the GPU (but not so
+ * many short ones that a thread per point does), read contiguously along the reduced
+ * loop, gets one block per point: the threads stride
  * over the reduced points, then combine by warp shuffles and through shared memory
  * (reassociated: the CPU backend adds in source order).
  *
@@ -245,7 +246,9 @@ static bool loads_along(const IrExpr *x, int var) {
   return false;
 }
 
-enum { BLOCKRED_MIN_RED = 256, BLOCKRED_MIN_POINTS = 128 };
+/* A block per point pays when the point has many reduced points; with many points of
+ * few each, one thread per point already fills the GPU. */
+enum { BLOCKRED_MIN_RED = 256, BLOCKRED_MIN_POINTS = 128, BLOCKRED_LONG_RED = 2048, BLOCKRED_MANY_POINTS = 65536 };
 
 bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
                         long points, long red) {
@@ -253,6 +256,7 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
   for (int i = 0; i < n; i++)
     if (par[i] == SEQ) inner = chain[i]->var;
   if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
+      (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
       !loads_along(st->val, inner))
     return false;
   FILE *o = e->o;
