@@ -22,6 +22,7 @@ static void usage(FILE *out) {
         "  -c                     emit an object file (.o) instead of a shared library\n"
         "  --backend=cc|cuda      code generator (default cc: libgccjit, CPU)\n"
         "  --arch=sm_NN           CUDA target (default sm_80)\n"
+        "  --tf32                 CUDA: fp32 contractions on TF32 tensor cores (sm_80+)\n"
         "  -O0 ... -O3            optimization level (default -O2)\n"
         "  -I DIR                 search path for `open`\n"
         "  --precision=single|double   default element type (single)\n"
@@ -110,6 +111,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
+    else if (!strcmp(a, "--tf32")) o->tf32 = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;

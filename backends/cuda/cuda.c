@@ -36,6 +36,20 @@ static bool arch_ok(const char *arch) {
 
 static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
 
+/* --arch is sm_NN; --tf32 needs tensor cores with TF32 (sm_80 and later). */
+static bool target_ok(Ctx *c) {
+  const char *arch = arch_of(c);
+  if (!arch_ok(arch)) {
+    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch);
+    return false;
+  }
+  if (c->opt.tf32 && atoi(arch + 3) < 80) {
+    fprintf(stderr, "tdslc: error: --tf32 needs --arch=sm_80 or newer (got %s)\n", arch);
+    return false;
+  }
+  return true;
+}
+
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
  * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
  * object opens through tdsl_open_resolved too. */
@@ -67,15 +81,12 @@ static int cuda_header(Ctx *c, IrModule *m, const char *base) {
 
 int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   Options *o = &c->opt;
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return 2;
-  }
+  if (!target_ok(c)) return 2;
   if (o->emit_header) {
     int rc = cuda_header(c, m, base);
     if (rc) return rc;
   }
-  CudaPlan *p = cuda_plan(&c->arena, m);
+  CudaPlan *p = cuda_plan(&c->arena, m, c->opt.tf32);
   if (o->action == ACT_EMIT_CUDA) {
     fputs(p->src, stdout);
     return 0;
@@ -96,14 +107,11 @@ bool cuda_can_run(void) {
 gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return NULL;
-  }
+  if (!target_ok(c)) return NULL;
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
-  CudaPlan *p = cuda_plan(&c->arena, m);
+  CudaPlan *p = cuda_plan(&c->arena, m, c->opt.tf32);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(&c->arena, p->src, arch_of(c));
   return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;

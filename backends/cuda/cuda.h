@@ -53,8 +53,8 @@ typedef struct CudaPlan {
   char *meta;         /* tdsl_cuda_meta text */
 } CudaPlan;
 
-/* backends/cuda/cuda_emit.c */
-CudaPlan *cuda_plan(Arena *a, const IrModule *m);
+/* backends/cuda/cuda_emit.c; tf32: fp32 contractions use TF32 mma (needs sm_80+). */
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, bool tf32);
 
 /* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
  * log as an internal error (or that the toolkit is missing). */

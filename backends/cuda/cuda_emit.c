@@ -455,17 +455,36 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
   return r;
 }
 
-CudaPlan *cuda_plan(Arena *a, const IrModule *m) {
+/* TF32 tensor-core helpers (sm_80+): round to TF32, and one m16n8k8 mma accumulating
+ * into d (the fragment layouts of the PTX ISA; the emulation's shim has its own). */
+static const char *tf32_prelude =
+    "#ifndef TDSL_EMULATE\n"
+    "TDSL_DEV unsigned tdsl_tf32(float x) {\n"
+    "  unsigned r;\n"
+    "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+    "  return r;\n"
+    "}\n"
+    "TDSL_DEV void tdsl_mma_tf32(float *d, const unsigned *a, const unsigned *b) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, \"\n"
+    "               \"{%8,%9}, {%0,%1,%2,%3};\"\n"
+    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n"
+    "#endif\n";
+
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, bool tf32) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
   char *txt = NULL;
   size_t len = 0;
   E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
   e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
+  e.tf32 = tf32;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   fputs(prelude, e.o);
   fputs(cr_helpers, e.o);
+  if (tf32) fputs(tf32_prelude, e.o);
   fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
   fclose(e.o);

@@ -19,6 +19,7 @@ typedef struct E {
   const Stmt *to_acc; /* a reduction in a register: this store accumulates into the local acc */
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */
+  bool tf32;          /* fp32 contractions on TF32 tensor cores */
 } E;
 
 static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }

@@ -18,6 +18,10 @@
  * over the reduced points, then combine by warp shuffles and through shared memory
  * (reassociated: the CPU backend adds in source order).
  *
+ * With --tf32, fp32 contractions multiply on tensor cores: operands rounded to TF32
+ * (cvt.rna), mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile;
+ * like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
+ *
  * Indices are 32-bit when every affine index provably fits (cheaper on the GPU). */
 #include <stdlib.h>
 
@@ -115,7 +119,7 @@ static void shape(E *e, Ct *c) {
   bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256;
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
-  c->bk = big ? 8 : 16;
+  c->bk = big ? 8 : 16; /* a multiple of the mma's k8 */
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
   c->a_kfast = labs(coef_of(&c->a->flat, km)) <= labs(coef_of(&c->a->flat, mm)) || !coef_of(&c->a->flat, mm);
   c->b_nfast = labs(coef_of(&c->b->flat, nn)) <= labs(coef_of(&c->b->flat, km)) || !coef_of(&c->b->flat, km);
@@ -169,55 +173,88 @@ static void stage(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast
   fputs("    }\n", o);
 }
 
-/* The cell (i, j) of the thread's register tile, when inside the product. */
-static void cell_open(E *e, const Ct *c) {
+/* The thread's register tile is acc[q], q < TM * TN. With FMAs, q = i * TN + j is the
+ * cell (ty + 16 i, tx + 16 j) of the block's tile. With TF32 mma, the 8 warps form a
+ * 2 x 4 grid of BM/2 x BN/4 warp tiles of m16n8 fragments; q = (mi * NI + ni) * 4 + r is
+ * element r of fragment (mi, ni) in the accumulator layout of mma.m16n8k8: row
+ * g + 8 (r / 2), column 2 tig + r % 2 (g = lane / 4, tig = lane % 4). */
+static void cell_open(E *e, const Ct *c, bool mma) {
   const char *I = e->r.idx32 ? "int" : "long";
-  fprintf(e->o, "  for (int i = 0; i < %d; i++)\n    for (int j = 0; j < %d; j++) {\n", c->tm, c->tn);
-  fprintf(e->o, "      %s m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;\n", I);
-  fprintf(e->o, "      if (m < %ld && n < %ld) {\n", c->ext[R_M], c->ext[R_N]);
-  decomp(e, c, R_M, "m", 4);
-  decomp(e, c, R_N, "n", 4);
+  fprintf(e->o, "  for (int q = 0; q < %d; q++) {\n", c->tm * c->tn);
+  if (mma) {
+    int ni = c->bn / 4 / 8;
+    fprintf(e->o, "    %s m = m0 + wm * %d + q / %d * 16 + g + q %% 4 / 2 * 8, n = n0 + wn * %d + q / 4 %% %d * 8 + tig * 2 + q %% 2;\n",
+            I, c->bm / 2, ni * 4, c->bn / 4, ni);
+  } else fprintf(e->o, "    %s m = m0 + ty + 16 * (q / %d), n = n0 + tx + 16 * (q %% %d);\n", I, c->tn, c->tn);
+  fprintf(e->o, "    if (m < %ld && n < %ld) {\n", c->ext[R_M], c->ext[R_N]);
+  decomp(e, c, R_M, "m", 3);
+  decomp(e, c, R_N, "n", 3);
+}
+
+/* One step of BK reduced points from the staged tiles: FMAs in K order, or TF32 mma by
+ * k8 slices (the tail slice reads the tiles' zero padding). */
+static void compute_step(E *e, const Ct *c, bool mma, const char *T) {
+  FILE *o = e->o;
+  if (!mma) {
+    fprintf(o, "    for (int kk = 0; kk < kn; kk++) {\n      %s a[%d], b[%d];\n", T, c->tm, c->tn);
+    fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = A[kk][ty + 16 * i];\n", c->tm);
+    fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = B[kk][tx + 16 * j];\n", c->tn);
+    fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) acc[i * %d + j] = acc[i * %d + j] + a[i] * b[j];\n",
+            c->tm, c->tn, c->tn, c->tn);
+    fputs("    }\n", o);
+    return;
+  }
+  int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
+  fprintf(o, "    for (int kk = 0; kk < kn; kk += 8) {\n      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
+  fprintf(o, "      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n", mi, c->bm / 2);
+  fputs("        af[i][0] = tdsl_tf32(A[kk + tig][r]);\n        af[i][1] = tdsl_tf32(A[kk + tig][r + 8]);\n"
+        "        af[i][2] = tdsl_tf32(A[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(A[kk + tig + 4][r + 8]);\n      }\n", o);
+  fprintf(o, "      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
+  fputs("        bf[j][0] = tdsl_tf32(B[kk + tig][cn]);\n        bf[j][1] = tdsl_tf32(B[kk + tig + 4][cn]);\n      }\n", o);
+  fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], af[i], bf[j]);\n",
+          mi, ni, ni);
+  fputs("    }\n", o);
 }
 
 static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
   FILE *o = e->o;
   const char *T = f32 ? "float" : "double";
+  bool mma = e->tf32 && f32;
   long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm;
   cu_begin_args(e);
   cu_use_stmt(e, c->chain[0]);
   CudaKernel *k = cu_finish_kernel(e, false);
   k->coop = true;
   k->threads = c->ext[R_BATCH] * nbm * nbn * CUDA_BLOCK;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles", what, c->ext[R_M],
-                                    c->ext[R_N], c->ext[R_K], c->ext[R_BATCH], c->bm, c->bn));
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s", what, c->ext[R_M],
+                                    c->ext[R_N], c->ext[R_K], c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : ""));
   const char *I = e->r.idx32 ? "int" : "long";
   /* +1 pads the rows written along K, so consecutive threads hit distinct banks. */
   fprintf(o, "  __shared__ %s A[%d][%d];\n  __shared__ %s B[%d][%d];\n", T, c->bk, c->bm + (c->a_kfast ? 1 : 0), T, c->bk,
           c->bn + (c->b_nfast ? 0 : 1));
-  fprintf(o, "  int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n  %s bl = blockIdx.x;\n", I);
+  if (mma)
+    fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
+  else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
+  fprintf(o, "  %s bl = blockIdx.x;\n", I);
   fprintf(o, "  %s n0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s m0 = bl %% %ld * %d;\n  bl /= %ld;\n", I, nbn, c->bn, nbn, I, nbm,
           c->bm, nbm);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
-  fprintf(o, "  %s acc[%d][%d];\n", T, c->tm, c->tn);
-  cell_open(e, c);
-  fputs("        acc[i][j] = ", o);
+  fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
+  cell_open(e, c, mma);
+  fputs("      acc[q] = ", o);
   cr_access(&e->r, &st->dst);
-  fprintf(o, ";\n      } else acc[i][j] = 0;\n    }\n");
+  fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
   fprintf(o, "  for (%s k0 = 0; k0 < %ld; k0 += %d) {\n", I, c->ext[R_K], c->bk);
   stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
   stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
   fprintf(o, "    __syncthreads();\n    int kn = %ld - k0 < %d ? (int)(%ld - k0) : %d;\n", c->ext[R_K], c->bk, c->ext[R_K],
           c->bk);
-  fprintf(o, "    for (int kk = 0; kk < kn; kk++) {\n      %s a[%d], b[%d];\n", T, c->tm, c->tn);
-  fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = A[kk][ty + 16 * i];\n", c->tm);
-  fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = B[kk][tx + 16 * j];\n", c->tn);
-  fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) acc[i][j] = acc[i][j] + a[i] * b[j];\n",
-          c->tm, c->tn);
-  fputs("    }\n    __syncthreads();\n  }\n", o);
-  cell_open(e, c);
-  fputs("        ", o);
+  compute_step(e, c, mma, T);
+  fputs("    __syncthreads();\n  }\n", o);
+  cell_open(e, c, mma);
+  fputs("      ", o);
   cr_access(&e->r, &st->dst);
-  fputs(" = acc[i][j];\n      }\n    }\n", o);
+  fputs(" = acc[q];\n    }\n  }\n", o);
   cu_kernel_tail(e, k);
 }
 

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <ucontext.h>
 
 typedef struct tdsl_dim3 { unsigned x, y, z; } tdsl_dim3;
@@ -60,6 +61,7 @@ static struct {
   char done[TDSL_EMU_MAX_THREADS];
   tdsl_emu_bar bar[1 + TDSL_EMU_WARPS];
   double xchg[TDSL_EMU_MAX_THREADS];
+  unsigned frag[TDSL_EMU_MAX_THREADS][6]; /* a warp's mma operands */
   void **params;
   void (*run)(void **);
 } tdsl_emu;
@@ -95,6 +97,47 @@ static __attribute__((unused)) double tdsl_emu_shfl_down(double v, unsigned d) {
   double r = t % 32 + d < 32 && t + d < blockDim.x ? tdsl_emu.xchg[t + d] : v;
   tdsl_emu_barrier(w);
   return r;
+}
+
+/* TF32 (cvt.rna.tf32.f32): 10 mantissa bits, to nearest with ties away from zero. */
+static __attribute__((unused)) unsigned tdsl_tf32(float x) {
+  unsigned u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu; /* not inf or NaN */
+  return u;
+}
+
+static float tdsl_emu_f(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* mma.sync m16n8k8 (row.col, TF32 in, fp32 accumulate), by the fragment layouts of the
+ * PTX ISA: lane l = 4 g + t holds A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4),
+ * B(t, g), B(t + 4, g) and D(g, 2t), D(g, 2t + 1), D(g + 8, 2t), D(g + 8, 2t + 1). The
+ * warp's lanes exchange their fragments; each sums its cells' 8 products in k order
+ * (the hardware's order and internal precision are unspecified). */
+static __attribute__((unused)) void tdsl_mma_tf32(float *d, const unsigned *a, const unsigned *b) {
+  unsigned t = threadIdx.x, w = 1 + t / 32, base = t - t % 32;
+  for (int i = 0; i < 4; i++) tdsl_emu.frag[t][i] = a[i];
+  tdsl_emu.frag[t][4] = b[0];
+  tdsl_emu.frag[t][5] = b[1];
+  tdsl_emu_barrier(w);
+  unsigned g = t % 32 / 4, tg = t % 4;
+  float r[4];
+  for (int i = 0; i < 4; i++) {
+    unsigned row = g + 8 * (i / 2), col = 2 * tg + i % 2;
+    float s = d[i];
+    for (unsigned k = 0; k < 8; k++) {
+      unsigned al = base + row % 8 * 4 + k % 4, bl = base + col * 4 + k % 4;
+      float av = tdsl_emu_f(tdsl_emu.frag[al][row / 8 + 2 * (k / 4)]), bv = tdsl_emu_f(tdsl_emu.frag[bl][4 + k / 4]);
+      s = s + av * bv;
+    }
+    r[i] = s;
+  }
+  tdsl_emu_barrier(w);
+  for (int i = 0; i < 4; i++) d[i] = r[i];
 }
 
 static void tdsl_emu_fiber(void) {

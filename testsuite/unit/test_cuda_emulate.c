@@ -12,6 +12,10 @@
 #include "graph_builder.h"
 #include "cuda.h"
 
+/* Plans of the next models use TF32 mma (--tf32), compared with this tolerance. */
+static bool cu_tf32;
+static double cu_tf32_tol;
+
 typedef struct Cu {
   char dir[64];
   gcc_jit_context *jc;
@@ -85,7 +89,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
 /* The cuda model of b's IR, emulated; init with seed 0. */
 static bool cu_open(GB *b, Cu *c) {
   memset(c, 0, sizeof *c);
-  c->plan = cuda_plan(&b->a, b->ir);
+  c->plan = cuda_plan(&b->a, b->ir, cu_tf32);
   if (getenv("TDSL_SHOW_CUDA")) fputs(c->plan->src, stderr); /* for debugging */
   const char *ptx = "// no toolkit: the emulation ignores the PTX\n";
   if (cuda_available()) {
@@ -114,7 +118,7 @@ static bool cu_open(GB *b, Cu *c) {
  * same operations in the same order, up to the C compiler's contraction). */
 static void same_tensors(GB *b, Cu *c, const char *when) {
   /* Split reductions add in another order; GPU math functions differ by ulps. */
-  double tol = getenv("TDSL_CUDA_GPU") ? 1e-4 : 2e-5;
+  double tol = cu_tf32 ? cu_tf32_tol : getenv("TDSL_CUDA_GPU") ? 1e-4 : 2e-5;
   for (int i = 0; i < tdsl_num_tensors(b->m); i++) {
     tdsl_tensor_info ti;
     CHECK(tdsl_tensor(b->m, i, &ti) == 0);
@@ -215,8 +219,27 @@ static void test_bmm(int B, int M, int K, int N) {
   run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
   char want[128];
   snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
-  CHECK(strstr(cuda_plan(&b.a, b.ir)->src, want) != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, cu_tf32)->src, want) != NULL);
   gb_free(&b);
+}
+
+/* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores,
+ * both tile shapes and edge tiles; within TF32's precision of the CPU's fp32. */
+static void test_tf32(void) {
+  cu_tf32 = true;
+  cu_tf32_tol = 3e-3;
+  int before = gb_failures;
+  test_matmul(264, 36, 260);
+  test_bmm(3, 70, 45, 130);
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 40, 20, 30);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, true)->src, "TF32 mma") != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, false)->src, "TF32 mma") == NULL);
+  gb_free(&b);
+  cu_tf32 = false;
+  if (gb_failures > before) fprintf(stderr, "tf32: %d failures\n", gb_failures - before);
 }
 
 /* Sums and maxima over all or some axes, from -inf; a scalar through slot -1. */
@@ -269,7 +292,7 @@ static void test_reductions(void) {
   gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
           gb_op(&b, OP_ADD, gb_leaf(&b, x2, false, 1), gb_leaf(&b, x2, false, 2), NULL), s5);
   run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
-  const char *src = cuda_plan(&b.a, b.ir)->src;
+  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
   gb_free(&b);
@@ -304,7 +327,7 @@ static void test_block_reductions(void) {
   gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
           gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, x, false, 2), NULL), s[2]);
   run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
-  const char *src = cuda_plan(&b.a, b.ir)->src, *p = src;
+  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src, *p = src;
   int found = 0;
   while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
   CHECK(found == 3);
@@ -363,7 +386,7 @@ static void test_in_place(void) {
   gb_ax(s2, 1, 0, 1, 1, 1, 0);
   gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, gb_leaf(&b, y, false, 1), s2);
   run_both(&b, 2, (const char *[]){"step", "step"});
-  const char *src = cuda_plan(&b.a, b.ir)->src;
+  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
   CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
   CHECK(strstr(src, "if (t >= 1L) return;") != NULL);   /* y: one thread */
   gb_free(&b);
@@ -405,7 +428,7 @@ static void test_no_driver(void) {
   gb_init(&b);
   build_matmul(&b, 2, 3, 4);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CudaPlan *p = cuda_plan(&b.a, b.ir);
+  CudaPlan *p = cuda_plan(&b.a, b.ir, cu_tf32);
   gcc_jit_context *jc = NULL;
   gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", 0, &jc);
   CHECK(jr != NULL);
@@ -430,6 +453,7 @@ int main(void) {
   test_bmm(3, 70, 45, 130);
   test_bmm(1, 16, 8, 17);
   test_block_reductions();
+  test_tf32();
   test_reductions();
   test_padded_conv();
   test_symbol();
