@@ -208,7 +208,7 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     break;
   }
   case S_CALL:
-    fprintf(o, "tdsl_fn_%d(); ", s->callee);
+    fprintf(o, "%s%d(%s); ", r->fn ? r->fn : "tdsl_fn_", s->callee, r->call_args ? r->call_args : "");
     cr_comment(o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
     fputc('\n', o);
     break;

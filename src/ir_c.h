@@ -19,6 +19,8 @@ struct CRender {
   const IrModule *m;
   const char *buf; /* buffer N is named BUF followed by N: "tdsl_buf_", "b" */
   const char *sym; /* index symbol N: "tdsl_sym_", "s" */
+  const char *fn;  /* function N is FN followed by N: "tdsl_fn_" (NULL: that) */
+  const char *call_args; /* the arguments of a call of another function (NULL: none) */
   bool idx32;      /* affine indices in int arithmetic (the caller checked they fit) */
   /* Called first for every statement; returns true when it rendered s completely
    * (false: the shared rendering follows). NULL: no hook. */
