@@ -194,6 +194,10 @@ static __attribute__((unused)) void tdsl_emu_blocks(void **p, unsigned grid, uns
     blockIdx = (tdsl_dim3){bi, 0, 0};
     tdsl_emu_block(block);
   }
+  for (unsigned t = 0; t < block; t++) { /* the library may be unloaded: nothing stays */
+    free(tdsl_emu.stack[t]);
+    tdsl_emu.stack[t] = NULL;
+  }
 }
 
 #define TDSL_EMU_BLOCK_ENTRY(name, call)                                             \
