@@ -418,7 +418,8 @@ int tdsl_call(tdsl_model *m, const char *name) {
       return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
     return fail(m, "no routine named '%s'", name);
   }
-  ((void (*)(void))m->fns[i].ptr)();
+  if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) ((void (*)(void))m->fns[i].ptr)();
+  if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
   return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 
