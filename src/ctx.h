@@ -39,6 +39,7 @@ typedef struct Options {
   const char *emit_header;/* --emit-header=FILE.h */
   bool json;
   bool check_bounds;      /* --check-bounds */
+  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/sched.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   /* --run */
   unsigned long long seed;

@@ -1,5 +1,6 @@
 /* ir_c.c: C rendering of loop-IR expressions and statements (see ir_c.h). The text is
- * both C11 and CUDA C++: every constant carries its type, every helper result is cast. */
+ * both C11 and CUDA C++: every constant carries its type, every helper result is cast.
+ * An S_LOOP with partial sums (accs > 1) renders as the plain loop it stands for. */
 #include "ir_c.h"
 
 const char cr_helpers[] =
@@ -159,6 +160,13 @@ void cr_store_value(CRender *r, const Stmt *s, bool f32) {
   cr_expr(r, s->accum == OP_ARG2 ? s->val : &acc, f32);
 }
 
+void cr_store(CRender *r, const Stmt *s) {
+  cr_access(r, &s->dst);
+  fputs(" = ", r->o);
+  cr_store_value(r, s, VEC_AT(r->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32);
+  fputs(";\n", r->o);
+}
+
 static void cr_loop(CRender *r, const Stmt *s) {
   int v = s->var;
   if (s->tile_var >= 0 && s->tile > 0) /* v over [tile*tile_var, min(tile*(tile_var+1), ext)) */
@@ -193,13 +201,7 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     cr_indent(r, ind);
     fputs("}\n", o);
     break;
-  case S_STORE: {
-    cr_access(r, &s->dst);
-    fputs(" = ", o);
-    cr_store_value(r, s, VEC_AT(r->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32);
-    fputs(";\n", o);
-    break;
-  }
+  case S_STORE: cr_store(r, s); break;
   case S_FILL: {
     const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, s->buf);
     fprintf(o, "for (long k = 0; k < %ldL; k++) %s%d[k] = ", b->size, r->buf, s->buf);
@@ -215,6 +217,9 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
   case S_COMMENT:
     cr_comment(o, s->text);
     fputc('\n', o);
+    break;
+  case S_KERNEL: /* the schedule pass's (src/sched.h): a renderer that takes scheduled IR hooks it */
+    fputs("\n#error tdslc: a scheduled kernel statement reached a renderer without it\n", o);
     break;
   }
 }

@@ -48,6 +48,8 @@ void cr_aff(CRender *r, const Aff *f);
 void cr_accum(CRender *r, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text);
 /* The value a store writes: accum(old cell, val), or val when accum is OP_ARG2. */
 void cr_store_value(CRender *r, const Stmt *s, bool f32);
+/* BUF[index] = value; and a new line. */
+void cr_store(CRender *r, const Stmt *s);
 void cr_stmt(CRender *r, const Stmt *s, int ind);
 void cr_stmts(CRender *r, const PtrVec *body, int ind);
 

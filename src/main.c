@@ -13,6 +13,7 @@
 #include "ir.h"
 #include "jit.h"
 #include "run.h"
+#include "sched.h"
 
 #define TDSLC_VERSION "0.1.0"
 
@@ -30,11 +31,12 @@ static void usage(FILE *out) {
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
+        "  --strict-fp            keep the source order of sums (default: reassociate)\n"
         "  --dump-ast             print the syntax tree, then stop\n"
         "  --dump-graph           print the staged tensor graph, then stop\n"
         "  --dump-shapes          print every named tensor's inferred shape, then stop\n"
         "  --dump-projections     print each assignment's loops and index expressions\n"
-        "  --dump-ir              print the lowered loop IR, then stop\n"
+        "  --dump-ir              print the scheduled loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
@@ -112,6 +114,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--tf32")) o->tf32 = true;
+    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;
@@ -158,7 +161,8 @@ static const char *model_base(Ctx *c) {
 }
 
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
+  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
+               .strict_fp = c->opt.strict_fp};
   return o;
 }
 
@@ -193,9 +197,13 @@ static int generate(Ctx *c, Graph *g) {
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
   if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
+  /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
+   * nests onto threads itself). */
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
+  IrModule *shown = cuda ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
-  case ACT_DUMP_IR: ir_print(stdout, m); return 0;
-  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
+  case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
+  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds); return 0;
   case ACT_RUN: return run_in_process(c, m);
   default: break;
   }

@@ -3,18 +3,18 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "ir_c.h"
-#include "jit.h"
+#include "emit_c.h"
 
 static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
-static void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
+/* Each check is "{ ... }" then a new line indented at ind, where the checked
+ * statement follows. */
+void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
   FILE *o = r->o;
   const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
-    cr_indent(r, ind);
     fprintf(o, "{ long ix = ");
     cr_aff(r, &acc->axis[ax]);
     fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
@@ -22,22 +22,37 @@ static void c_check_access(CRender *r, const Access *acc, const char *what, int 
     for (const char *p = what; *p; p++) /* a C string: no quote, backslash, trigraph or newline ends it */
       fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
     fprintf(o, "\\n\", ix); abort(); } }\n");
+    cr_indent(r, ind);
   }
 }
 
-static void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind) {
+void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind) {
   if (e->kind == X_LOAD) c_check_access(r, &e->acc, what, ind);
   if (e->kind == X_OP)
     for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(r, e->a[i], what, ind);
 }
 
-/* --check-bounds: every axis index of every access is tested before the store, as the
- * gccjit backend does; the shared rendering then writes the store itself. */
-static bool c_check_hook(CRender *r, const Stmt *s, int ind) {
-  if (s->kind != S_STORE) return false;
+/* What the C rendering adds to the shared one: the schedule's statements (reduction
+ * loops in partial sums, contraction kernels: emit_c_sched.c) and, under --check-bounds,
+ * every axis index of every access tested before a store, as the gccjit backend does. */
+static bool c_hook(CRender *r, const Stmt *s, int ind) {
+  bool check = *(const bool *)r->user;
+  if (s->kind == S_LOOP && s->accs > 1) {
+    cr_indent(r, ind);
+    c_reduce_loop(r, s, ind, check);
+    return true;
+  }
+  if (s->kind == S_KERNEL) {
+    cr_indent(r, ind);
+    c_kernel(r, s, ind);
+    return true;
+  }
+  if (s->kind != S_STORE || !check) return false;
+  cr_indent(r, ind);
   c_check_access(r, &s->dst, s->what, ind);
   c_check_expr(r, s->val, s->what, ind);
-  return false;
+  cr_store(r, s);
+  return true;
 }
 
 /* The metadata as a C string literal, so the rendering is a complete model source. */
@@ -71,7 +86,7 @@ void emit_c(FILE *o, const IrModule *m, bool check) {
     fprintf(o, "int tdsl_sym_%d; /* %s */\n", i, VEC_AT(m->syms, IrSym, i)->name);
   fputc('\n', o);
   c_meta(o, m);
-  CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .stmt = check ? c_check_hook : NULL};
+  CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .stmt = c_hook, .user = &check};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
     fprintf(o, "%svoid tdsl_fn_%d(void) { ", f->exported ? "" : "static __attribute__((unused)) ", i);

@@ -1,0 +1,18 @@
+/* emit_c.h: pieces of the C rendering (emit_c.c, over the shared src/ir_c.c) shared
+ * with the rendering of scheduled statements (emit_c_sched.c). Internal to
+ * backends/gccjit. */
+#ifndef TDSL_EMIT_C_H
+#define TDSL_EMIT_C_H
+
+#include "ir_c.h"
+#include "jit.h"
+
+/* --check-bounds tests of an access / of every load of an expression. */
+void c_check_access(CRender *r, const Access *acc, const char *what, int ind);
+void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind);
+
+/* emit_c_sched.c: an S_LOOP with accs > 1 and an S_KERNEL (ir.h) as C. */
+void c_reduce_loop(CRender *r, const Stmt *loop, int ind, bool check);
+void c_kernel(CRender *r, const Stmt *s, int ind);
+
+#endif
