@@ -294,14 +294,8 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
   fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
   cu_decompose(e, chain, n, par, PAR, "t", 1);
-  fprintf(o, "  %s acc = ", f32 ? "float" : "double");
-  cr_const(o, op_neutral(st->accum), f32);
-  fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
-  cu_decompose(e, chain, n, par, SEQ, "q", 2);
-  e->to_acc = st;
-  cu_stmts(e, &chain[n - 1]->body, 2);
-  e->to_acc = NULL;
-  fputs("  }\n  xs[slot] = acc;\n", o);
+  cu_strided_fold(e, chain, n, par, st, red, "c", arena_printf(e->a, "%ldL", chunks));
+  fputs("  xs[slot] = acc;\n", o);
   cu_kernel_tail(e, k);
 
   cu_begin_args(e);
@@ -319,6 +313,20 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   cr_aff(&e->r, &st->dst.flat);
   fputs("] = v;\n", o);
   cu_kernel_tail(e, k);
+}
+
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
+                     const char *step) {
+  FILE *o = e->o;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
+  cr_const(o, op_neutral(st->accum), f32);
+  fprintf(o, ";\n  for (long r = %s; r < %ldL; r += %s) {\n    long q = r;\n", first, red, step);
+  cu_decompose(e, chain, n, par, SEQ, "q", 2);
+  e->to_acc = st;
+  cu_stmts(e, &chain[n - 1]->body, 2);
+  e->to_acc = NULL;
+  fputs("  }\n", o);
 }
 
 /* Below this many threads a long reduction is split across more threads. */

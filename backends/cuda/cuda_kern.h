@@ -43,6 +43,11 @@ void cu_kernel_tail(E *e, const CudaKernel *k);
  * variable v (modified): the innermost varies fastest, the outermost takes the rest. */
 void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind);
 void cu_indent(E *e, int ind);
+/* acc = the neutral element of st's accumulation, then folds in the reduced points
+ * (the SEQ loops, linearized) r = first, first + step, ... < red: a thread's share of a
+ * reduction split across threads. */
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
+                     const char *step);
 /* The shared C rendering, with the to_acc store into the local acc. */
 void cu_stmts(E *e, const PtrVec *body, int ind);
 

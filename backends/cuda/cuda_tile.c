@@ -307,14 +307,7 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
   cu_kernel_sig(e, k, arena_printf(e->a, "%s: block reduction, %ld points of %ld", what, points, red));
   fprintf(o, "  __shared__ %s part[%d];\n  long t = blockIdx.x;\n", T, CUDA_BLOCK / 32);
   cu_decompose(e, chain, n, par, PAR, "t", 1);
-  fprintf(o, "  %s acc = ", T);
-  cr_const(o, op_neutral(st->accum), f32);
-  fprintf(o, ";\n  for (long r = threadIdx.x; r < %ldL; r += %d) {\n    long q = r;\n", red, CUDA_BLOCK);
-  cu_decompose(e, chain, n, par, SEQ, "q", 2);
-  e->to_acc = st;
-  cu_stmts(e, &chain[n - 1]->body, 2);
-  e->to_acc = NULL;
-  fputs("  }\n", o);
+  cu_strided_fold(e, chain, n, par, st, red, "threadIdx.x", arena_printf(e->a, "%d", CUDA_BLOCK));
   /* Lane 0 of each warp gets its warp's value, warp 0 combines the warps'. */
   const char *shfl = arena_printf(e->a, "(%s)TDSL_SHFL_DOWN(acc, d)", T);
   fputs("  for (int d = 16; d > 0; d /= 2) acc = ", o);
