@@ -18,6 +18,9 @@
  * over the reduced points, then combine by warp shuffles and through shared memory
  * (reassociated: the CPU backend adds in source order).
  *
+ * Few tiles over a long reduction are split along K (split-K): partial tiles into
+ * scratch memory, then a kernel adds them to the cells.
+ *
  * With --tf32, fp32 contractions multiply on tensor cores: operands rounded to TF32
  * (cvt.rna), mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile;
  * like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
@@ -39,6 +42,7 @@ typedef struct Ct {
   bool vec_a, vec_b;  /* float4 loads of a (b) along K (N) */
   bool a_kfast;       /* a's contiguous axis is K (else M) */
   bool b_nfast;       /* b's contiguous axis is N (else K) */
+  long splits, kc;    /* split-K: splits blocks per tile, each over kc reduced points */
 } Ct;
 
 static long coef_of(const Aff *f, int var) {
@@ -216,18 +220,42 @@ static void compute_step(E *e, const Ct *c, bool mma, const char *T) {
   fputs("    }\n", o);
 }
 
+/* Split-K, second kernel: one thread per cell adds the splits' partial sums, in order,
+ * to the cell. */
+static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *st) {
+  FILE *o = e->o;
+  long M = c->ext[R_M], N = c->ext[R_N], B = c->ext[R_BATCH];
+  cu_begin_args(e);
+  cu_use_access(e, &st->dst, true);
+  CudaKernel *k = cu_finish_kernel(e, true);
+  k->threads = B * M * N;
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: contraction, split-K combine of %ld", what, c->splits));
+  fprintf(o, "  long n = t %% %ldL, m = t / %ldL %% %ldL, bt = t / %ldL, bl = bt;\n", N, N, M, N * M);
+  cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
+  decomp(e, c, R_M, "m", 1);
+  decomp(e, c, R_N, "n", 1);
+  fprintf(o, "  %s v = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
+  cr_access(&e->r, &st->dst);
+  fprintf(o, ";\n  for (long s = 0; s < %ldL; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ", c->splits, B, M, N);
+  cr_access(&e->r, &st->dst);
+  fputs(" = v;\n", o);
+  cu_kernel_tail(e, k);
+}
+
 static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
   FILE *o = e->o;
   const char *T = f32 ? "float" : "double";
-  bool mma = e->tf32 && f32;
-  long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm;
+  bool mma = e->tf32 && f32, split = c->splits > 1;
+  long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
   cu_begin_args(e);
   cu_use_stmt(e, c->chain[0]);
-  CudaKernel *k = cu_finish_kernel(e, false);
+  if (split) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
+  CudaKernel *k = cu_finish_kernel(e, split);
   k->coop = true;
-  k->threads = c->ext[R_BATCH] * nbm * nbn * CUDA_BLOCK;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s", what, c->ext[R_M],
-                                    c->ext[R_N], c->ext[R_K], c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : ""));
+  k->threads = c->ext[R_BATCH] * nbm * nbn * c->splits * CUDA_BLOCK;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s", what, c->ext[R_M],
+                                    c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : "",
+                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : ""));
   const char *I = e->r.idx32 ? "int" : "long";
   /* +1 pads the rows written along K, so consecutive threads hit distinct banks. */
   fprintf(o, "  __shared__ %s A[%d][%d];\n  __shared__ %s B[%d][%d];\n", T, c->bk, c->bm + (c->a_kfast ? 1 : 0), T, c->bk,
@@ -236,26 +264,63 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
     fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
   else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
   fprintf(o, "  %s bl = blockIdx.x;\n", I);
-  fprintf(o, "  %s n0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s m0 = bl %% %ld * %d;\n  bl /= %ld;\n", I, nbn, c->bn, nbn, I, nbm,
-          c->bm, nbm);
+  /* This block's reduced points: [k0, kend); a split's kc is a multiple of BK. */
+  if (split)
+    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
+            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
+  else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
+  fprintf(o, "  %s n0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s m0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s bt = bl;\n", I, nbn, c->bn,
+          nbn, I, nbm, c->bm, nbm, I);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
-  cell_open(e, c, mma);
-  fputs("      acc[q] = ", o);
-  cr_access(&e->r, &st->dst);
-  fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
-  fprintf(o, "  for (%s k0 = 0; k0 < %ld; k0 += %d) {\n", I, c->ext[R_K], c->bk);
+  if (split) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
+  else {
+    cell_open(e, c, mma);
+    fputs("      acc[q] = ", o);
+    cr_access(&e->r, &st->dst);
+    fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
+  }
+  fprintf(o, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", I, c->bk);
   stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
   stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
-  fprintf(o, "    __syncthreads();\n    int kn = %ld - k0 < %d ? (int)(%ld - k0) : %d;\n", c->ext[R_K], c->bk, c->ext[R_K],
-          c->bk);
+  fprintf(o, "    __syncthreads();\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
   compute_step(e, c, mma, T);
   fputs("    __syncthreads();\n  }\n", o);
   cell_open(e, c, mma);
-  fputs("      ", o);
-  cr_access(&e->r, &st->dst);
-  fputs(" = acc[q];\n    }\n  }\n", o);
+  if (split)
+    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n    }\n  }\n", c->ext[R_BATCH], c->ext[R_M],
+            c->ext[R_N]);
+  else {
+    fputs("      ", o);
+    cr_access(&e->r, &st->dst);
+    fputs(" = acc[q];\n    }\n  }\n", o);
+  }
   cu_kernel_tail(e, k);
+  if (split) emit_split_combine(e, what, c, st);
+}
+
+/* Split-K when the tiles are too few to fill a large GPU (two blocks per SM of an
+ * H100) and the reduction is long: each split sums a chunk into scratch memory, a
+ * second kernel adds the chunks to the cells (reassociated, like split reductions). */
+enum { SPLITK_MIN_BLOCKS = 264, SPLITK_MIN_CHUNK = 512 };
+static const long SPLITK_MAX_SCRATCH = 1L << 28;
+
+static void choose_split(E *e, Ct *c, long blocks, Elem el) {
+  long K = c->ext[R_K];
+  c->splits = 1;
+  c->kc = K;
+  if (blocks >= SPLITK_MIN_BLOCKS || K < 2 * SPLITK_MIN_CHUNK) return;
+  long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks;
+  if (s > K / SPLITK_MIN_CHUNK) s = K / SPLITK_MIN_CHUNK;
+  long kc = (K + s - 1) / s;
+  kc = (kc + c->bk - 1) / c->bk * c->bk;
+  s = (K + kc - 1) / kc;
+  long bytes = s * c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] * (el == ELEM_F64 ? 8 : 4);
+  if (s < 2 || bytes > SPLITK_MAX_SCRATCH) return;
+  c->splits = s;
+  c->kc = kc;
+  e->scratch_elem = el;
+  if (bytes > e->scratch) e->scratch = bytes;
 }
 
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st) {
@@ -265,6 +330,8 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
   long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
   if (blocks > 0x7fffffffL) return false;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
+  blocks *= c.splits;
   e->r.idx32 = blocks < (1L << 30) && c.ext[R_M] + c.bm < (1L << 30) && c.ext[R_N] + c.bn < (1L << 30) &&
                c.ext[R_K] + c.bk < (1L << 30) && aff_fits_int(e, &c.a->flat, chain, n) &&
                aff_fits_int(e, &c.b->flat, chain, n) && aff_fits_int(e, &st->dst.flat, chain, n);
@@ -275,12 +342,21 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
 
 /* ---- reductions: one block per point ---- */
 
-static bool loads_along(const IrExpr *x, int var) {
-  if (x->kind == X_LOAD) return labs(coef_of(&x->acc.flat, var)) == 1;
-  if (x->kind != X_OP) return false;
-  for (int i = 0; i < op_info[x->op].arity; i++)
-    if (loads_along(x->a[i], var)) return true;
-  return false;
+/* Every load moves by 0 or 1 cell along var, and some load moves: the threads of a
+ * block striding over var read neighbouring cells. -1 when a load strides. */
+static int loads_along(const IrExpr *x, int var) {
+  if (x->kind == X_LOAD) {
+    long c = labs(coef_of(&x->acc.flat, var));
+    return c > 1 ? -1 : (int)c;
+  }
+  if (x->kind != X_OP) return 0;
+  int any = 0;
+  for (int i = 0; i < op_info[x->op].arity; i++) {
+    int r = loads_along(x->a[i], var);
+    if (r < 0) return -1;
+    any |= r;
+  }
+  return any;
 }
 
 /* A block per point pays when the point has many reduced points; with many points of
@@ -294,7 +370,7 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
     if (par[i] == SEQ) inner = chain[i]->var;
   if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
       (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
-      !loads_along(st->val, inner))
+      loads_along(st->val, inner) != 1)
     return false;
   FILE *o = e->o;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;

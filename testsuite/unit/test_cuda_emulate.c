@@ -223,6 +223,21 @@ static void test_bmm(int B, int M, int K, int N) {
   gb_free(&b);
 }
 
+/* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
+ * and 540 points into scratch memory, a second kernel adds them to the cells. */
+static void test_split_k(void) {
+  test_matmul(40, 1100, 24);
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 40, 1100, 24);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
+  CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
+  CHECK(strstr(src, "split-K 2 x 560") != NULL);
+  CHECK(strstr(src, "split-K combine of 2") != NULL);
+  gb_free(&b);
+}
+
 /* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores,
  * both tile shapes and edge tiles; within TF32's precision of the CPU's fp32. */
 static void test_tf32(void) {
@@ -231,6 +246,7 @@ static void test_tf32(void) {
   int before = gb_failures;
   test_matmul(264, 36, 260);
   test_bmm(3, 70, 45, 130);
+  test_split_k();
   GB b;
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);
@@ -480,6 +496,7 @@ int main(void) {
   test_bmm(3, 70, 45, 130);
   test_bmm(1, 16, 8, 17);
   test_block_reductions();
+  test_split_k();
   test_tf32();
   test_reductions();
   test_padded_conv();
