@@ -86,7 +86,7 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
     int rc = cuda_header(c, m, base);
     if (rc) return rc;
   }
-  CudaPlan *p = cuda_plan(&c->arena, m, c->opt.tf32);
+  CudaPlan *p = cuda_plan(&c->arena, m, &(CudaOpts){.tf32 = c->opt.tf32, .sm = atoi(arch_of(c) + 3)});
   if (o->action == ACT_EMIT_CUDA) {
     fputs(p->src, stdout);
     return 0;
@@ -111,7 +111,7 @@ gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out)
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
-  CudaPlan *p = cuda_plan(&c->arena, m, c->opt.tf32);
+  CudaPlan *p = cuda_plan(&c->arena, m, &(CudaOpts){.tf32 = c->opt.tf32, .sm = atoi(arch_of(c) + 3)});
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(&c->arena, p->src, arch_of(c));
   return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;

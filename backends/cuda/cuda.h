@@ -53,8 +53,16 @@ typedef struct CudaPlan {
   char *meta;         /* tdsl_cuda_meta text */
 } CudaPlan;
 
-/* backends/cuda/cuda_emit.c; tf32: fp32 contractions use TF32 mma (needs sm_80+). */
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, bool tf32);
+/* What the kernels may use: tf32: fp32 contractions on TF32 mma (needs sm >= 80);
+ * sm: the target (--arch=sm_NN); from 80 on, tiles are staged with cp.async, double
+ * buffered. */
+typedef struct CudaOpts {
+  bool tf32;
+  int sm;
+} CudaOpts;
+
+/* backends/cuda/cuda_emit.c */
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaOpts *o);
 
 /* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
  * log as an internal error (or that the toolkit is missing). */

@@ -146,6 +146,42 @@ static void decomp(E *e, const Ct *c, int role, const char *lin, int ind) {
 }
 
 /* Stages one operand tile: x[rows of role ro][K] into S[BK][BR (+pad)], as T. */
+/* Stages one operand tile with cp.async into S[buf] from the reduced points at kb on:
+ * each element its own 4- or 8-byte copy, zeros where out of range (the source then is
+ * the buffer's start, read for 0 bytes). */
+static void stage_async(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, const char *T, const char *buf,
+                        const char *kb, int ind) {
+  FILE *o = e->o;
+  int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
+  const char *I = e->r.idx32 ? "int" : "long", *r0 = ro == R_M ? "m0" : "n0";
+  cu_indent(e, ind);
+  fprintf(o, "for (int el = threadIdx.x; el < %d; el += 256) {\n", br * bk);
+  cu_indent(e, ind + 1);
+  if (kfast) fprintf(o, "int rr = el / %d, kk = el %% %d;\n", bk, bk);
+  else fprintf(o, "int kk = el / %d, rr = el %% %d;\n", br, br);
+  cu_indent(e, ind + 1);
+  fprintf(o, "%s r = %s + rr, k = %s + kk;\n", I, r0, kb);
+  cu_indent(e, ind + 1);
+  fprintf(o, "const %s *src = b%d;\n", T, x->buf);
+  cu_indent(e, ind + 1);
+  fprintf(o, "int ok = r < %ld && k < %ld;\n", c->ext[ro], c->ext[R_K]);
+  cu_indent(e, ind + 1);
+  fputs("if (ok) {\n", o);
+  decomp(e, c, ro, "r", ind + 2);
+  decomp(e, c, R_K, "k", ind + 2);
+  cu_indent(e, ind + 2);
+  fputs("src = &", o);
+  cr_access(&e->r, x);
+  fputs(";\n", o);
+  cu_indent(e, ind + 1);
+  fputs("}\n", o);
+  int sz = T[0] == 'd' ? 8 : 4;
+  cu_indent(e, ind + 1);
+  fprintf(o, "tdsl_cp_async%d(&%c[%s][kk][rr], src, ok ? %d : 0);\n", sz, S, buf, sz);
+  cu_indent(e, ind);
+  fputs("}\n", o);
+}
+
 static void stage(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, bool vec, const char *T) {
   FILE *o = e->o;
   int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
@@ -197,12 +233,12 @@ static void cell_open(E *e, const Ct *c, bool mma) {
 
 /* One step of BK reduced points from the staged tiles: FMAs in K order, or TF32 mma by
  * k8 slices (the tail slice reads the tiles' zero padding). */
-static void compute_step(E *e, const Ct *c, bool mma, const char *T) {
+static void compute_step(E *e, const Ct *c, bool mma, const char *T, const char *A, const char *B) {
   FILE *o = e->o;
   if (!mma) {
     fprintf(o, "    for (int kk = 0; kk < kn; kk++) {\n      %s a[%d], b[%d];\n", T, c->tm, c->tn);
-    fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = A[kk][ty + 16 * i];\n", c->tm);
-    fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = B[kk][tx + 16 * j];\n", c->tn);
+    fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = %s[kk][ty + 16 * i];\n", c->tm, A);
+    fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = %s[kk][tx + 16 * j];\n", c->tn, B);
     fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) acc[i * %d + j] = acc[i * %d + j] + a[i] * b[j];\n",
             c->tm, c->tn, c->tn, c->tn);
     fputs("    }\n", o);
@@ -211,10 +247,11 @@ static void compute_step(E *e, const Ct *c, bool mma, const char *T) {
   int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
   fprintf(o, "    for (int kk = 0; kk < kn; kk += 8) {\n      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
   fprintf(o, "      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n", mi, c->bm / 2);
-  fputs("        af[i][0] = tdsl_tf32(A[kk + tig][r]);\n        af[i][1] = tdsl_tf32(A[kk + tig][r + 8]);\n"
-        "        af[i][2] = tdsl_tf32(A[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(A[kk + tig + 4][r + 8]);\n      }\n", o);
+  fprintf(o, "        af[i][0] = tdsl_tf32(%s[kk + tig][r]);\n        af[i][1] = tdsl_tf32(%s[kk + tig][r + 8]);\n"
+             "        af[i][2] = tdsl_tf32(%s[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(%s[kk + tig + 4][r + 8]);\n      }\n",
+          A, A, A, A);
   fprintf(o, "      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
-  fputs("        bf[j][0] = tdsl_tf32(B[kk + tig][cn]);\n        bf[j][1] = tdsl_tf32(B[kk + tig + 4][cn]);\n      }\n", o);
+  fprintf(o, "        bf[j][0] = tdsl_tf32(%s[kk + tig][cn]);\n        bf[j][1] = tdsl_tf32(%s[kk + tig + 4][cn]);\n      }\n", B, B);
   fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], af[i], bf[j]);\n",
           mi, ni, ni);
   fputs("    }\n", o);
@@ -258,8 +295,9 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
                                     split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : ""));
   const char *I = e->r.idx32 ? "int" : "long";
   /* +1 pads the rows written along K, so consecutive threads hit distinct banks. */
-  fprintf(o, "  __shared__ %s A[%d][%d];\n  __shared__ %s B[%d][%d];\n", T, c->bk, c->bm + (c->a_kfast ? 1 : 0), T, c->bk,
-          c->bn + (c->b_nfast ? 0 : 1));
+  const char *nbuf = e->async ? "[2]" : "";
+  fprintf(o, "  __shared__ %s A%s[%d][%d];\n  __shared__ %s B%s[%d][%d];\n", T, nbuf, c->bk, c->bm + (c->a_kfast ? 1 : 0), T,
+          nbuf, c->bk, c->bn + (c->b_nfast ? 0 : 1));
   if (mma)
     fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
   else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
@@ -280,11 +318,22 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
     cr_access(&e->r, &st->dst);
     fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
   }
-  fprintf(o, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", I, c->bk);
-  stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
-  stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
+  if (e->async) {
+    /* The next tile's copies are in flight while this one is multiplied. */
+    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "0", "kbeg", 1);
+    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "0", "kbeg", 1);
+    fprintf(o, "  TDSL_CP_COMMIT();\n  int buf = 0;\n  for (%s k0 = kbeg; k0 < kend; k0 += %d, buf ^= 1) {\n", I, c->bk);
+    fprintf(o, "    if (k0 + %d < kend) {\n      %s k1 = k0 + %d;\n", c->bk, I, c->bk);
+    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "buf ^ 1", "k1", 3);
+    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "buf ^ 1", "k1", 3);
+    fputs("    }\n    TDSL_CP_COMMIT();\n    TDSL_CP_WAIT1();\n", o);
+  } else {
+    fprintf(o, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", I, c->bk);
+    stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
+    stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
+  }
   fprintf(o, "    __syncthreads();\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
-  compute_step(e, c, mma, T);
+  compute_step(e, c, mma, T, e->async ? "A[buf]" : "A", e->async ? "B[buf]" : "B");
   fputs("    __syncthreads();\n  }\n", o);
   cell_open(e, c, mma);
   if (split)

@@ -15,6 +15,8 @@
 /* Plans of the next models use TF32 mma (--tf32), compared with this tolerance. */
 static bool cu_tf32;
 static double cu_tf32_tol;
+/* The target of the next plans: 80 stages tiles with cp.async, 70 with plain loads. */
+static int cu_sm = 80;
 
 typedef struct Cu {
   char dir[64];
@@ -89,7 +91,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
 /* The cuda model of b's IR, emulated; init with seed 0. */
 static bool cu_open(GB *b, Cu *c) {
   memset(c, 0, sizeof *c);
-  c->plan = cuda_plan(&b->a, b->ir, cu_tf32);
+  c->plan = cuda_plan(&b->a, b->ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm});
   if (getenv("TDSL_SHOW_CUDA")) fputs(c->plan->src, stderr); /* for debugging */
   const char *ptx = "// no toolkit: the emulation ignores the PTX\n";
   if (cuda_available()) {
@@ -219,8 +221,26 @@ static void test_bmm(int B, int M, int K, int N) {
   run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
   char want[128];
   snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, cu_tf32)->src, want) != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, want) != NULL);
   gb_free(&b);
+}
+
+/* Before sm_80 the tiles are staged by plain loads (float4 where aligned), from sm_80 on
+ * by cp.async into two buffers (the default target, sm_80, runs the other tests). */
+static void test_staging(void) {
+  cu_sm = 70;
+  test_matmul(264, 36, 260);
+  test_bmm(3, 70, 45, 130);
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 264, 36, 260);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.sm = 70})->src;
+  CHECK(strstr(src, "float4 v") != NULL && strstr(src, "cp_async") == NULL);
+  src = cuda_plan(&b.a, b.ir, &(CudaOpts){.sm = 80})->src;
+  CHECK(strstr(src, "tdsl_cp_async4(&A[buf ^ 1]") != NULL && strstr(src, "TDSL_CP_WAIT1();") != NULL);
+  gb_free(&b);
+  cu_sm = 80;
 }
 
 /* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
@@ -231,7 +251,7 @@ static void test_split_k(void) {
   gb_init(&b);
   build_matmul(&b, 40, 1100, 24);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
   CHECK(strstr(src, "split-K 2 x 560") != NULL);
   CHECK(strstr(src, "split-K combine of 2") != NULL);
@@ -251,8 +271,8 @@ static void test_tf32(void) {
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, true)->src, "TF32 mma") != NULL);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, false)->src, "TF32 mma") == NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = true, .sm = cu_sm})->src, "TF32 mma") != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = false, .sm = cu_sm})->src, "TF32 mma") == NULL);
   gb_free(&b);
   cu_tf32 = false;
   if (gb_failures > before) fprintf(stderr, "tf32: %d failures\n", gb_failures - before);
@@ -308,7 +328,7 @@ static void test_reductions(void) {
   gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
           gb_op(&b, OP_ADD, gb_leaf(&b, x2, false, 1), gb_leaf(&b, x2, false, 2), NULL), s5);
   run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
-  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
   gb_free(&b);
@@ -343,7 +363,7 @@ static void test_block_reductions(void) {
   gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
           gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, x, false, 2), NULL), s[2]);
   run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
-  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src, *p = src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, *p = src;
   int found = 0;
   while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
   CHECK(found == 3);
@@ -429,7 +449,7 @@ static void test_in_place(void) {
   gb_ax(s2, 1, 0, 1, 1, 1, 0);
   gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, gb_leaf(&b, y, false, 1), s2);
   run_both(&b, 2, (const char *[]){"step", "step"});
-  const char *src = cuda_plan(&b.a, b.ir, cu_tf32)->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
   CHECK(strstr(src, "if (t >= 1L) return;") != NULL);   /* y: one thread */
   gb_free(&b);
@@ -471,7 +491,7 @@ static void test_no_driver(void) {
   gb_init(&b);
   build_matmul(&b, 2, 3, 4);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CudaPlan *p = cuda_plan(&b.a, b.ir, cu_tf32);
+  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm});
   gcc_jit_context *jc = NULL;
   gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", 0, &jc);
   CHECK(jr != NULL);
@@ -496,6 +516,7 @@ int main(void) {
   test_bmm(3, 70, 45, 130);
   test_bmm(1, 16, 8, 17);
   test_block_reductions();
+  test_staging();
   test_split_k();
   test_tf32();
   test_reductions();
