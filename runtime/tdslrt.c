@@ -9,8 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "pool.h"
 #include "tdsl.h"
 #include "tdslrt_cuda.h"
+#include "tdslrt_int.h"
+
+/* The type of a model's `tdsl_parallel` (jit_sched.c): runs fn over [0, n). */
+typedef void (*tdsl_par_hook)(void *rt, tdsl_par_fn fn, void *arg, long n);
 
 typedef struct RtBuf {
   char *name;
@@ -20,6 +27,7 @@ typedef struct RtBuf {
   int *dims;
   char **labels;
   void *data;
+  tdsl_role role;
   /* init */
   int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file */
   double value;
@@ -38,12 +46,18 @@ typedef struct RtNamed {
 
 struct tdsl_model {
   void *dl;
+  int nthreads;        /* for parallel loops (pool.h); the pool starts with the first one */
+  tdsl_pool *pool;
+  tdsl_par_hook *hook; /* the model's tdsl_parallel, tdsl_parallel_rt (NULL: none) */
+  void **hook_rt;
+  bool parallel;       /* the metadata says the model has parallel loops */
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
   RtNamed *syms, *fns, *aliases;
   int *sym_range;
   int nsyms, nfns, naliases;
+  uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
 
@@ -58,6 +72,20 @@ static int fail(tdsl_model *m, const char *fmt, ...) {
 }
 
 const char *tdsl_error(const tdsl_model *m) { return m ? m->err : "no model"; }
+
+int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
+
+const char *tdsl_role_name(tdsl_role r) {
+  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "intermediate";
+}
 
 static char *xstrdup(const char *s) {
   size_t n = strlen(s) + 1;
@@ -122,6 +150,12 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
       b->data = res(h, sym);
       m->nbufs++;
       if (!b->data) { rc = fail(m, "model has no symbol %s (tensor %s)", sym, b->name); break; }
+    } else if (!strcmp(kw, "role")) {
+      int id = (int)tok_long(&p);
+      char *r = next_tok(&p);
+      if (id < 0 || id >= m->nbufs || !r) continue;
+      for (int k = 0; k < (int)(sizeof role_names / sizeof *role_names); k++)
+        if (!strcmp(r, role_names[k])) m->bufs[id].role = (tdsl_role)k;
     } else if (!strcmp(kw, "init")) {
       int id = (int)tok_long(&p);
       char *k = next_tok(&p);
@@ -144,7 +178,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
         while (*p == ' ') p++;
         b->path = xstrdup(p);
       }
-    } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
+    } else if (!strcmp(kw, "threads")) m->parallel = true;
+    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
       RtNamed nd = {0};
       if (kw[0] == 'a') {
         nd.name = xstrdup(next_tok(&p));
@@ -174,6 +209,50 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   return rc;
 }
 
+/* ---- threads ---- */
+
+static int default_threads(void) {
+  const char *e = getenv("TDSL_NUM_THREADS");
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (!*end && v >= 1 && v <= 1024) return (int)v;
+  }
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  return c >= 1 && c <= 1024 ? (int)c : 1;
+}
+
+static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
+  tdsl_model *m = rt;
+  if (m->nthreads > 1 && !m->pool && !(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
+  tdsl_pool_run(m->pool, fn, arg, n);
+}
+
+/* A model with parallel loops exports the hook; without it everything runs serially. */
+static void attach_pool(tdsl_model *m, tdsl_resolver resolve, void *handle) {
+  m->nthreads = default_threads();
+  if (!m->parallel) return;
+  m->hook = (tdsl_par_hook *)resolve(handle, "tdsl_parallel");
+  m->hook_rt = (void **)resolve(handle, "tdsl_parallel_rt");
+  if (m->hook && m->hook_rt) {
+    *m->hook = rt_parallel;
+    *m->hook_rt = m;
+  } else m->hook = NULL, m->hook_rt = NULL;
+}
+
+int tdsl_set_num_threads(tdsl_model *m, int n) {
+  if (!m) return -1;
+  if (n < 1 || n > 1024) return fail(m, "tdsl_set_num_threads: %d threads (want 1 to 1024)", n);
+  if (n != m->nthreads) {
+    tdsl_pool_free(m->pool);
+    m->pool = NULL;
+    m->nthreads = n;
+  }
+  return 0;
+}
+
+int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   tdsl_model *m = calloc(1, sizeof *m);
   if (!m) {
@@ -196,6 +275,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
+  attach_pool(m, resolve, handle);
   return m;
 }
 
@@ -224,6 +304,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 
 void tdsl_close(tdsl_model *m) {
   if (!m) return;
+  if (m->hook) {
+    *m->hook = NULL;
+    *m->hook_rt = NULL;
+  }
+  tdsl_pool_free(m->pool);
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];
@@ -290,6 +375,7 @@ int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
   out->elem = b->elem;
   out->size = b->size;
   out->data = b->data;
+  out->role = b->role;
   return 0;
 }
 
@@ -381,6 +467,7 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
 }
 
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
+  if (tdsl_rt_is_npy(path)) return tdsl_rt_load_npy(m, name, path);
   RtBuf *b = lookup(m, name);
   return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
 }
@@ -411,6 +498,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 
 int tdsl_call(tdsl_model *m, const char *name) {
   int i = tdsl_find_routine(m, name);
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -487,6 +575,7 @@ static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
+  m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++) {
     RtBuf *b = &m->bufs[bi];

@@ -1,6 +1,7 @@
 /* ctx.c: context helpers shared by the driver and the passes (kept out of main.c so
  * that unit tests, which link every object but main.o, can stage programs). */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -41,10 +42,24 @@ SrcFile *ctx_read_file(Ctx *c, const char *path) {
   bool err = ferror(f) || !buf;
   fclose(f);
   if (err) { free(buf); return NULL; }
+  ctx_add_dep(c, path);
   SrcFile *sf = ANEW(&c->arena, SrcFile);
   sf->path = arena_strdup(&c->arena, path);
   sf->text = arena_strndup(&c->arena, buf, len);
   sf->len = len;
   free(buf);
   return sf;
+}
+
+void ctx_add_dep(Ctx *c, const char *path) {
+  for (int i = 0; i < c->deps.len; i++)
+    if (!strcmp(c->deps.items[i], path)) return;
+  vec_push(&c->arena, &c->deps, arena_strdup(&c->arena, path));
+}
+
+const char *ctx_model_base(Ctx *c) {
+  const char *in = c->opt.input, *slash = strrchr(in, '/');
+  const char *b = slash ? slash + 1 : in;
+  const char *dot = strrchr(b, '.');
+  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
 }

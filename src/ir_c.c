@@ -218,7 +218,7 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     cr_comment(o, s->text);
     fputc('\n', o);
     break;
-  case S_KERNEL: /* the schedule pass's (src/sched.h): a renderer that takes scheduled IR hooks it */
+  case S_KERNEL: /* the schedule pass's (src/schedule.h): a renderer that takes scheduled IR hooks it */
     fputs("\n#error tdslc: a scheduled kernel statement reached a renderer without it\n", o);
     break;
   }

@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "check.h"
 #include "ctx.h"
 #include "cuda.h"
 #include "ir.h"
 #include "jit.h"
 #include "run.h"
-#include "sched.h"
+#include "schedule.h"
 
 #define TDSLC_VERSION "0.1.0"
 
@@ -38,9 +39,14 @@ static void usage(FILE *out) {
         "  --dump-projections     print each assignment's loops and index expressions\n"
         "  --dump-ir              print the scheduled loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
+        "  --verbose              with --dump-shapes: mark parameters, count their values\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
-        "      [--print TENSOR]...\n"
+        "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
+        "  --check                compile twice (plain -O0 reference, as configured), run every\n"
+        "                         routine on both, compare every tensor [--seed/--set/--load]\n"
+        "  --check-ulps=N         --check tolerance (default 256; 0: bitwise)\n"
+        "  -MD, -MF FILE          also write a make dependency file (default: OUT with .d)\n"
         "  --version, --help\n",
         out);
 }
@@ -75,6 +81,8 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
+  o->check_ulps = -1;
+  bool seeded = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -112,14 +120,22 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-projections")) o->action = ACT_DUMP_PROJECTIONS;
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
+    else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--tf32")) o->tf32 = true;
     else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
+    else if (!strcmp(a, "--check")) o->action = ACT_CHECK;
+    else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
+      long long u;
+      if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
+      o->check_ulps = (int)u;
+    }
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;
       if (!parse_int(v, &s) || s < 0) return bad_usage("bad --seed '%s'", v);
       o->seed = (unsigned long long)s;
+      seeded = true;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
       long long val;
@@ -137,13 +153,28 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       vec_push(&c->arena, &o->loads, l);
     } else if ((v = opt_value(argc, argv, &i, "--call"))) vec_push(&c->arena, &o->calls, (void *)v);
     else if ((v = opt_value(argc, argv, &i, "--print"))) vec_push(&c->arena, &o->prints, (void *)v);
+    else if ((v = opt_value(argc, argv, &i, "--save"))) o->save = v;
+    else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) o->load_ckpt = v;
+    else if (!strcmp(a, "-MD")) o->md = true;
+    else if (!strcmp(a, "-MF")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      o->mf = argv[i];
+      o->md = true;
+    }
     else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len))
-    return bad_usage("%s", "--set/--load/--call/--print need --run");
+  bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
+  if (!runs && (o->sets.len || o->loads.len || seeded))
+    return bad_usage("%s", "--seed/--set/--load need --run or --check");
+  if (o->action != ACT_RUN && (o->calls.len || o->prints.len || o->save || o->load_ckpt))
+    return bad_usage("%s", "--call/--print/--save/--load-checkpoint need --run");
+  if (o->action != ACT_CHECK && o->check_ulps >= 0) return bad_usage("%s", "--check-ulps needs --check");
+  if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
+  if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
+    return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
   return 0;
 }
 
@@ -153,12 +184,6 @@ static const char *dirname_of(Arena *a, const char *path) {
   return arena_strndup(a, path, (size_t)(slash - path));
 }
 
-static const char *model_base(Ctx *c) {
-  const char *in = c->opt.input, *slash = strrchr(in, '/');
-  const char *b = slash ? slash + 1 : in;
-  const char *dot = strrchr(b, '.');
-  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
-}
 
 static JitOpts jit_opts(Ctx *c) {
   JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
@@ -190,12 +215,13 @@ static int generate(Ctx *c, Graph *g) {
       fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
       return 2;
     }
-    emit_header(f, m, model_base(c));
+    emit_header(f, m, ctx_model_base(c));
     fclose(f);
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
+  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C)
+    return cuda_backend(c, m, ctx_model_base(c));
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
@@ -205,9 +231,10 @@ static int generate(Ctx *c, Graph *g) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
   case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds); return 0;
   case ACT_RUN: return run_in_process(c, m);
+  case ACT_CHECK: return check_model(c, m);
   default: break;
   }
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", model_base(c), o->object ? "o" : "so");
+  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
   JitOpts jo = jit_opts(c);
   return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
 }
@@ -232,7 +259,7 @@ static int run(Ctx *c) {
   }
   if (!infer_shapes(c, g) || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_SHAPES) {
-    dump_shapes(stdout, g, c->opt.json);
+    dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return 0;
   }
   if (!infer_projections(c, g) || c->diag.errors) return 1;
@@ -240,7 +267,11 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  return generate(c, g);
+  int rc = generate(c, g);
+  if (rc || !c->opt.md) return rc;
+  const Options *o = &c->opt;
+  const char *ext = o->action == ACT_EMIT_PTX ? "ptx" : o->object ? "o" : "so";
+  return write_depfile(c, o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext));
 }
 
 int main(int argc, char **argv) {

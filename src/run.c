@@ -49,6 +49,54 @@ static double cell(const tdsl_tensor_info *ti, long i) {
   return ti->elem == TDSL_F64 ? ((double *)ti->data)[i] : ((float *)ti->data)[i];
 }
 
+/* Rank <= 2: a grid, the last axis along a row. */
+static void print_grid(FILE *o, const tdsl_tensor_info *ti) {
+  char num[64];
+  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
+  if (row <= 0) row = 1;
+  for (long i = 0; i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
+    if ((i + 1) % row == 0) fputc('\n', o);
+  }
+}
+
+/* Rank >= 3: nested brackets as numpy prints them: numbers right-aligned to a common
+ * width, a blank line between blocks of the outer axes. */
+static void print_block(FILE *o, char **strs, int width, const int *dims, int rank, int axis, long *at) {
+  fputc('[', o);
+  for (int i = 0; i < dims[axis]; i++) {
+    if (axis == rank - 1) {
+      fprintf(o, "%s%*s", i ? " " : "", width, strs[*at]);
+      ++*at;
+      continue;
+    }
+    if (i) {
+      for (int k = 0; k < rank - axis - 1; k++) fputc('\n', o);
+      fprintf(o, "%*s", axis + 1, "");
+    }
+    print_block(o, strs, width, dims, rank, axis + 1, at);
+  }
+  fputc(']', o);
+}
+
+static void print_nested(FILE *o, const tdsl_tensor_info *ti) {
+  char **strs = calloc((size_t)ti->size, sizeof *strs);
+  char num[64];
+  int width = 1;
+  for (long i = 0; strs && i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    strs[i] = strdup(num);
+    int n = (int)strlen(num);
+    if (n > width) width = n;
+  }
+  long at = 0;
+  if (strs) print_block(o, strs, width, ti->dims, ti->rank, 0, &at);
+  fputc('\n', o);
+  for (long i = 0; strs && i < ti->size; i++) free(strs[i]);
+  free(strs);
+}
+
 static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, bool json) {
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
@@ -69,25 +117,15 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
     fputs("]}\n", o);
     return;
   }
-  /* A grid: the last axis along a row, a blank line between blocks of the axis before. */
   fprintf(o, "%s: ", name);
   shape_str(o, ti);
   fputc('\n', o);
-  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
-  long block = ti->rank > 1 ? row * ti->dims[ti->rank - 2] : ti->size + 1;
-  if (row <= 0) row = 1;
-  for (long i = 0; i < ti->size; i++) {
-    num_fmt(num, sizeof num, cell(ti, i), f32, false);
-    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
-    if ((i + 1) % row == 0) {
-      fputc('\n', o);
-      if ((i + 1) % block == 0 && i + 1 < ti->size) fputc('\n', o);
-    }
-  }
   if (ti->size == 0) fputs("  (empty)\n", o);
+  else if (ti->rank >= 3) print_nested(o, ti);
+  else print_grid(o, ti);
 }
 
-static void *jit_resolve(void *h, const char *name) {
+void *run_jit_resolve(void *h, const char *name) {
   if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
     return gcc_jit_result_get_code((gcc_jit_result *)h, name);
   return gcc_jit_result_get_global((gcc_jit_result *)h, name);
@@ -96,6 +134,21 @@ static void *jit_resolve(void *h, const char *name) {
 static int run_err(const char *what, const tdsl_model *m) {
   fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
   return 1;
+}
+
+int run_prepare(Ctx *c, tdsl_model *m) {
+  Options *o = &c->opt;
+  if (tdsl_init(m, o->seed)) return run_err("init", m);
+  for (int i = 0; i < o->sets.len; i++) {
+    RunSet *s = o->sets.items[i];
+    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
+  }
+  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
+  for (int i = 0; i < o->loads.len; i++) {
+    RunLoad *l = o->loads.items[i];
+    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
+  }
+  return 0;
 }
 
 static int run_model(Ctx *c, tdsl_model *m) {
@@ -111,20 +164,12 @@ static int run_model(Ctx *c, tdsl_model *m) {
     }
   }
   for (int i = 0; i < o->calls.len; i++)
-    if (tdsl_find_routine(m, o->calls.items[i]) < 0) {
+    if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init")) {
       fprintf(stderr, "tdslc: error: --call %s: no routine of that name (an exported routine, T.forward or T.backprop)\n",
               (const char *)o->calls.items[i]);
       return 1;
     }
-  if (tdsl_init(m, o->seed)) return run_err("init", m);
-  for (int i = 0; i < o->sets.len; i++) {
-    RunSet *s = o->sets.items[i];
-    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
-  }
-  for (int i = 0; i < o->loads.len; i++) {
-    RunLoad *l = o->loads.items[i];
-    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
-  }
+  if (run_prepare(c, m)) return 1;
   if (o->calls.len) {
     for (int i = 0; i < o->calls.len; i++)
       if (tdsl_call(m, o->calls.items[i])) return run_err("--call", m);
@@ -138,6 +183,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
+  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return run_err("--save", m);
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);
@@ -148,7 +194,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
 
 int run_jit_result(Ctx *c, gcc_jit_result *r) {
   char err[512];
-  tdsl_model *model = tdsl_open_resolved(jit_resolve, r, err, sizeof err);
+  tdsl_model *model = tdsl_open_resolved(run_jit_resolve, r, err, sizeof err);
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
     return 1;

@@ -20,7 +20,7 @@ typedef struct JitOpts {
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
-  bool schedule;     /* run the schedule pass (src/sched.h) first; false: the naive loops */
+  bool schedule;     /* run the schedule pass (src/schedule.h) first; false: the naive loops */
   bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
 
