@@ -257,11 +257,12 @@ static int run(Ctx *c) {
     graph_print(stdout, g);
     return 0;
   }
-  if (!infer_shapes(c, g) || c->diag.errors) return 1;
-  if (c->opt.action == ACT_DUMP_SHAPES) {
+  bool inferred = infer_shapes(c, g) && !c->diag.errors;
+  if (c->opt.action == ACT_DUMP_SHAPES) { /* after errors: what was inferred, `?` unknown */
     dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
-    return 0;
+    return inferred ? 0 : 1;
   }
+  if (!inferred) return 1;
   if (!infer_projections(c, g) || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_PROJECTIONS) {
     dump_projections(stdout, g, c->opt.json);
