@@ -496,7 +496,7 @@ static const char *async_prelude =
     "#define TDSL_CP_WAIT1() asm volatile(\"cp.async.wait_group 1;\")\n"
     "#endif\n";
 
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaOpts *opts) {
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
   char *txt = NULL;

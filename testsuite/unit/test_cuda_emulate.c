@@ -83,7 +83,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
     snprintf(cmd, sizeof cmd, "%s -arch=%s %s -o /dev/null", tool, arch[i], path);
     if (system(cmd)) {
       fprintf(stderr, "ptxas -arch=%s failed\n", arch[i]);
-      gb_failures++;
+      failures++;
     }
   }
 }
@@ -91,7 +91,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
 /* The cuda model of b's IR, emulated; init with seed 0. */
 static bool cu_open(GB *b, Cu *c) {
   memset(c, 0, sizeof *c);
-  c->plan = cuda_plan(&b->a, b->ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm});
+  c->plan = cuda_plan(&b->a, b->ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm});
   if (getenv("TDSL_SHOW_CUDA")) fputs(c->plan->src, stderr); /* for debugging */
   const char *ptx = "// no toolkit: the emulation ignores the PTX\n";
   if (cuda_available()) {
@@ -128,12 +128,12 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
     CHECK(tdsl_read_f64(b->m, ti.name, x, ti.size) == 0);
     if (tdsl_read_f64(c->m, ti.name, y, ti.size)) {
       fprintf(stderr, "%s: read %s: %s\n", when, ti.name, tdsl_error(c->m));
-      gb_failures++;
+      failures++;
     }
     for (long k = 0; k < ti.size; k++)
       if (!(x[k] == y[k] || (isnan(x[k]) && isnan(y[k])) || fabs(x[k] - y[k]) <= tol * (1 + fabs(x[k])))) {
         fprintf(stderr, "%s: %s[%ld]: cpu %.9g, cuda %.9g\n", when, ti.name, k, x[k], y[k]);
-        gb_failures++;
+        failures++;
         break;
       }
     free(x);
@@ -145,7 +145,7 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
 static void run_both(GB *b, int n, const char **calls) {
   Cu c;
   if (!gb_open(b, 1, false, false) || !cu_open(b, &c)) {
-    gb_failures++;
+    failures++;
     cu_close(&c);
     return;
   }
@@ -154,7 +154,7 @@ static void run_both(GB *b, int n, const char **calls) {
     gb_call(b, calls[i]);
     if (tdsl_call(c.m, calls[i])) {
       fprintf(stderr, "cuda call %s: %s\n", calls[i], tdsl_error(c.m));
-      gb_failures++;
+      failures++;
     }
     same_tensors(b, &c, calls[i]);
   }
@@ -178,9 +178,9 @@ static void build_matmul(GB *b, int M, int K, int N) {
   gb_it(s, 1, 1, 2);
   gb_it(s, 2, 0, 2);
   gb_it(s, 2, 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, bb, false, 2), NULL), s);
-  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, c, true, 0), gb_leaf(b, bb, false, 2), NULL), s);
-  gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, c, true, 0), NULL), s);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, c, true, 0), ae_buf(&b->a, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, c, true, 0), NULL), s);
 }
 
 static void test_matmul(int M, int K, int N) {
@@ -192,7 +192,7 @@ static void test_matmul(int M, int K, int N) {
   UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
-  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, gb_const(&b, 1.5), s);
+  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
   run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
   gb_free(&b);
 }
@@ -221,7 +221,7 @@ static void test_bmm(int B, int M, int K, int N) {
   run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
   char want[128];
   snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, want) != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, want) != NULL);
   gb_free(&b);
 }
 
@@ -235,9 +235,9 @@ static void test_staging(void) {
   gb_init(&b);
   build_matmul(&b, 264, 36, 260);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.sm = 70})->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 70})->src;
   CHECK(strstr(src, "float4 v") != NULL && strstr(src, "cp_async") == NULL);
-  src = cuda_plan(&b.a, b.ir, &(CudaOpts){.sm = 80})->src;
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK(strstr(src, "tdsl_cp_async4(&A[buf ^ 1]") != NULL && strstr(src, "TDSL_CP_WAIT1();") != NULL);
   gb_free(&b);
   cu_sm = 80;
@@ -251,7 +251,7 @@ static void test_split_k(void) {
   gb_init(&b);
   build_matmul(&b, 40, 1100, 24);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
   CHECK(strstr(src, "split-K 2 x 560") != NULL);
   CHECK(strstr(src, "split-K combine of 2") != NULL);
@@ -271,8 +271,8 @@ static void test_tf32(void) {
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = true, .sm = cu_sm})->src, "TF32 mma") != NULL);
-  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = false, .sm = cu_sm})->src, "TF32 mma") == NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm})->src, "TF32 mma") != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = false, .sm = cu_sm})->src, "TF32 mma") == NULL);
   gb_free(&b);
   cu_tf32 = false;
   if (gb_failures > before) fprintf(stderr, "tf32: %d failures\n", gb_failures - before);
@@ -294,19 +294,19 @@ static void test_reductions(void) {
   gb_ax(s1, 0, 0, 0, 0);
   gb_it(s1, 1, 0, 0);
   gb_it(s1, 1, 1, 1);
-  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s1);
+  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s1);
   UpdateStep *s2 = gb_step(&b, rowmax, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
   gb_it(s2, 0, 0, 0);
   gb_it(s2, 1, 0, 0);
   gb_it(s2, 1, 1, 1);
   gb_asgn(&b, &rowmax->fwd, (Buf){rowmax, false}, 0, OP_MAX, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s2);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s2);
   UpdateStep *s3 = gb_step(&b, colsum, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
   gb_it(s3, 0, 0, 1);
   gb_it(s3, 1, 0, 0);
   gb_it(s3, 1, 1, 1);
   gb_asgn(&b, &colsum->fwd, (Buf){colsum, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_TANH, gb_leaf(&b, x, false, 1), NULL, NULL), s3);
+          ae_op(&b.a, OP_TANH, ae_buf(&b.a, x, false, 1), NULL, NULL), s3);
   /* Long reductions into few cells are split across threads: allmax over all of x,
    * tall[j] = sum_i x2[i, j] + x2[i + 1, j] (padded: i = 4999 contributes nothing). */
   Tensor *allmax = gb_tensor(&b, "allmax", TK_OP, 0, 1, 0, (int[]){1});
@@ -318,7 +318,7 @@ static void test_reductions(void) {
   gb_it(s4, 1, 0, 0);
   gb_it(s4, 1, 1, 1);
   gb_asgn(&b, &allmax->fwd, (Buf){allmax, false}, 0, OP_MAX, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s4);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s4);
   UpdateStep *s5 = gb_step(&b, tall, 2, (Tensor *[]){x2, x2}, 2, (int[]){3, 5000});
   gb_it(s5, 0, 0, 0);
   gb_it(s5, 1, 0, 1);
@@ -326,9 +326,9 @@ static void test_reductions(void) {
   gb_ax(s5, 2, 0, 1, 1, 1, 1);
   gb_it(s5, 2, 1, 0);
   gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x2, false, 1), gb_leaf(&b, x2, false, 2), NULL), s5);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x2, false, 1), ae_buf(&b.a, x2, false, 2), NULL), s5);
   run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
   gb_free(&b);
@@ -363,7 +363,7 @@ static void test_block_reductions(void) {
   gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
           gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, x, false, 2), NULL), s[2]);
   run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, *p = src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, *p = src;
   int found = 0;
   while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
   CHECK(found == 3);
@@ -401,7 +401,7 @@ static void test_symbol(void) {
       CHECK(tdsl_call(c.m, "y.forward") == 0);
       same_tensors(&b, &c, "symbol");
     }
-  } else gb_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }
@@ -443,13 +443,13 @@ static void test_in_place(void) {
   UpdateStep *s = gb_step(&b, x, 1, (Tensor *[]){x}, 1, (int[]){600});
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
-  gb_asgn(&b, &r->code, (Buf){x, false}, 0, OP_MUL, false, gb_const(&b, 2), s);
+  gb_asgn(&b, &r->code, (Buf){x, false}, 0, OP_MUL, false, ae_const(&b.a, 2), s);
   UpdateStep *s2 = gb_step(&b, y, 1, (Tensor *[]){y}, 1, (int[]){599});
   gb_it(s2, 0, 0, 0);
   gb_ax(s2, 1, 0, 1, 1, 1, 0);
-  gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, gb_leaf(&b, y, false, 1), s2);
+  gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, ae_buf(&b.a, y, false, 1), s2);
   run_both(&b, 2, (const char *[]){"step", "step"});
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
   CHECK(strstr(src, "if (t >= 1L) return;") != NULL);   /* y: one thread */
   gb_free(&b);
@@ -466,7 +466,7 @@ static void test_double(void) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_op(&b, OP_DIV, gb_const(&b, 1), gb_const(&b, 5), NULL), NULL), s);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_op(&b.a, OP_DIV, ae_const(&b.a, 1), ae_const(&b.a, 5), NULL), NULL), s);
   b.ir = lower_graph(&b.a, &b.d, &b.g, true);
   Cu c;
   if (b.ir && cu_open(&b, &c)) {
@@ -474,7 +474,7 @@ static void test_double(void) {
     double got[2];
     CHECK(tdsl_read_f64(c.m, "y", got, 2) == 0);
     CHECK(got[0] == 1e8 + 0.2 && got[1] == 0.1 + 0.2);
-  } else gb_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }
@@ -491,7 +491,7 @@ static void test_no_driver(void) {
   gb_init(&b);
   build_matmul(&b, 2, 3, 4);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaOpts){.tf32 = cu_tf32, .sm = cu_sm});
+  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm});
   gcc_jit_context *jc = NULL;
   gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", 0, &jc);
   CHECK(jr != NULL);
@@ -526,7 +526,5 @@ int main(void) {
   test_in_place();
   test_double();
   test_no_driver();
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  else fprintf(stderr, "ok\n");
-  return gb_failures != 0;
+  return tk_exit("test_cuda_emulate");
 }
