@@ -217,7 +217,7 @@ static void test_bmm(int B, int M, int K, int N) {
   gb_it(s, 2, 1, 2);
   gb_it(s, 2, 2, 3);
   gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, a, false, 1), gb_leaf(&b, w, false, 2), NULL), s);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
   run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
   char want[128];
   snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
@@ -263,7 +263,7 @@ static void test_split_k(void) {
 static void test_tf32(void) {
   cu_tf32 = true;
   cu_tf32_tol = 3e-3;
-  int before = gb_failures;
+  int before = failures;
   test_matmul(264, 36, 260);
   test_bmm(3, 70, 45, 130);
   test_split_k();
@@ -275,7 +275,7 @@ static void test_tf32(void) {
   CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = false, .sm = cu_sm})->src, "TF32 mma") == NULL);
   gb_free(&b);
   cu_tf32 = false;
-  if (gb_failures > before) fprintf(stderr, "tf32: %d failures\n", gb_failures - before);
+  if (failures > before) fprintf(stderr, "tf32: %d failures\n", failures - before);
 }
 
 /* Sums and maxima over all or some axes, from -inf; a scalar through slot -1. */
@@ -357,11 +357,11 @@ static void test_block_reductions(void) {
   }
   gb_it(s[2], 2, 0, 0);
   gb_ax(s[2], 2, 1, 1, 1, 1, 1);
-  gb_asgn(&b, &rs->fwd, (Buf){rs, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s[0]);
+  gb_asgn(&b, &rs->fwd, (Buf){rs, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s[0]);
   gb_asgn(&b, &rm->fwd, (Buf){rm, false}, 0, OP_MAX, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s[1]);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s[1]);
   gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, x, false, 2), NULL), s[2]);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, x, false, 2), NULL), s[2]);
   run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, *p = src;
   int found = 0;
@@ -424,7 +424,7 @@ static void test_graph_replay(void) {
       CHECK(tdsl_call(c.m, i % 2 ? "c.backprop" : "c.forward") == 0);
       same_tensors(&b, &c, "graph replay");
     }
-  } else gb_failures++;
+  } else failures++;
   free(a);
   cu_close(&c);
   gb_free(&b);
