@@ -1,4 +1,4 @@
-/* eval_op.c: applying an `op` definition (LANGUAGE.md section 6) creates a TK_OP
+/* eval_op.c: applying an `op` definition (tdsl(7), DEFINING OPERATIONS) creates a TK_OP
  * tensor, its UpdateStep (from ~logic), and instantiates the forward/backward bodies
  * as %cd code with the slot names bound: t v g (result, slot 0), t1 v1 g1 (slot 1),
  * t2 v2 g2, t3 v3 g3. */
@@ -14,6 +14,8 @@ static void err_at_spec(St *st, Loc sloc, int col, const char *msg) {
 static bool resolve_coef(St *st, const Frame *call, SpecCoef *c, Loc sloc, int col) {
   if (!c->ident) return true;
   Value *v = env_lookup(call, st, c->ident);
+  if (!v && env_poisoned(call, c->ident))
+    return false; /* its binding failed: already reported */
   if (!v || v->kind != V_INT) {
     err_at_spec(st, sloc, col,
                 arena_printf(st->a, "'%s' must be a compile-time integer in scope%s", c->ident,

@@ -3,6 +3,7 @@
  * uniform, file). */
 #include "eval.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -10,35 +11,24 @@
 
 /* ---- graph construction ---- */
 
-Loc site_loc(const St *st, Loc loc) {
-  if (!loc.file || loc.file == st->main_file || !st->user_loc.file || !st->stdlib_dir) return loc;
+bool loc_in_library(const St *st, Loc loc) {
+  if (!loc.file || !st->stdlib_dir) return false;
   size_t n = strlen(st->stdlib_dir);
-  if (strncmp(loc.file->path, st->stdlib_dir, n) != 0 || loc.file->path[n] != '/') return loc;
+  return strncmp(loc.file->path, st->stdlib_dir, n) == 0 && loc.file->path[n] == '/';
+}
+
+Loc site_loc(const St *st, Loc loc) {
+  if (loc.file == st->main_file || !st->user_loc.file || !loc_in_library(st, loc)) return loc;
   return st->user_loc;
 }
 
+/* Staging's constructors: the graph's (graph_build.c) at the user's site. */
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
-  UpdateStep *s = ANEW(st->a, UpdateStep);
-  s->id = st->g->steps.len;
-  s->kind = kind;
-  s->lhs = lhs;
-  s->nrhs = nrhs;
-  for (int i = 0; i < nrhs && i < 3; i++) s->rhs[i] = rhs[i];
-  s->loc = site_loc(st, loc);
-  vec_push(st->a, &st->g->steps, s);
-  return s;
+  return graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
 }
 
-/* Terminals (params, terms, constants) get their LOGIC_TERMINAL step at once. */
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {
-  Tensor *t = ANEW(st->a, Tensor);
-  t->id = st->g->tensors.len;
-  t->kind = kind;
-  t->loc = site_loc(st, loc);
-  t->init.kind = INIT_ZERO;
-  vec_push(st->a, &st->g->tensors, t);
-  if (kind != TK_OP) t->step = step_new(st, LOGIC_TERMINAL, t, 0, NULL, loc);
-  return t;
+  return graph_tensor(st->a, st->g, kind, site_loc(st, loc));
 }
 
 static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **labels, Loc loc) {
@@ -53,7 +43,7 @@ static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **lab
 }
 
 /* A number as a tensor: one output axis of dimension 1 (optionally labelled), no batch
- * or input axes (seed: "Numbers are a special case: an array of (output) dimension 1"). */
+ * or input axes (tdsl(7), SHAPES AND INFERENCE). */
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc) {
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_CONST;
@@ -75,12 +65,7 @@ bool name_used(St *st, const char *name) {
   return false;
 }
 
-void add_name(St *st, const char *name, Tensor *t) {
-  NamedTensor *n = ANEW(st->a, NamedTensor);
-  n->name = name;
-  n->t = t;
-  vec_push(st->a, &st->g->names, n);
-}
+void add_name(St *st, const char *name, Tensor *t) { graph_name(st->a, st->g, name, t); }
 
 /* Tensor names are unique: a label (from ~label) qualifies the identifier ("L1.w");
  * a remaining collision gets a numeric suffix ("w_2"). */
@@ -154,11 +139,10 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
       return NULL;
     }
   }
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   long long size = 1;
-  for (int k = 2; k >= 0; k--)
+  for (int k = 2; k >= 0; k--) /* the last kind in memory order varies fastest */
     for (int d = l.naxes - 1; d >= 0; d--)
-      if (l.kind[d] == order[k]) {
+      if (l.kind[d] == k) {
         l.stride[d] = size;
         size *= l.dim[d];
       }
@@ -208,47 +192,6 @@ static Tensor *one_hot(St *st, int n, int k, Loc loc) {
   return t;
 }
 
-AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_BUF;
-  e->buf.t = t;
-  e->buf.grad = grad;
-  e->slot = slot;
-  return e;
-}
-
-AExpr *ae_const(St *st, double x) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_CONST;
-  e->value = x;
-  return e;
-}
-
-AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_OP;
-  e->op = op;
-  e->args[0] = a;
-  e->args[1] = b;
-  e->args[2] = c;
-  return e;
-}
-
-Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
-               UpdateStep *step, Loc loc) {
-  Asgn *a = ANEW(st->a, Asgn);
-  a->kind = ASGN_OP;
-  a->lhs.t = lhs;
-  a->lhs.grad = grad;
-  a->lhs_slot = lhs_slot;
-  a->accum = accum;
-  a->init_neutral = init;
-  a->rhs = rhs;
-  a->step = step;
-  a->loc = loc;
-  return a;
-}
-
 static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
   int n = v->items.len;
   Tensor **el = ANEWN(st->a, Tensor *, n);
@@ -270,11 +213,11 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;
-    AExpr *fwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, el[k], false, 2), NULL);
-    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
+    AExpr *fwd = ae_op(st->a, OP_MUL, ae_buf(st->a, hot[k], false, 1), ae_buf(st->a, el[k], false, 2), NULL);
+    vec_push(st->a, &r->fwd.asgns, asgn_new(st->a, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
     if (r->diff && el[k]->diff) {
-      AExpr *bwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, r, true, 0), NULL);
-      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 2, OP_ADD, false, bwd, s, loc));
+      AExpr *bwd = ae_op(st->a, OP_MUL, ae_buf(st->a, hot[k], false, 1), ae_buf(st->a, r, true, 0), NULL);
+      vec_push(st->a, &r->bwd.asgns, asgn_new(st->a, el[k], true, 2, OP_ADD, false, bwd, s, loc));
     }
   }
   return r;
@@ -314,6 +257,27 @@ Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc) {
 
 /* ---- declared rows ---- */
 
+/* s for a message: control and non-ASCII bytes as \xNN, at most 40 characters. */
+static const char *printable(Arena *a, const char *s) {
+  char buf[4 * 40 + 4], *o = buf;
+  for (int n = 0; *s && n < 40; s++, n++) {
+    unsigned char c = (unsigned char)*s;
+    o += c >= 0x20 && c < 0x7f ? snprintf(o, 2, "%c", c) : snprintf(o, 5, "\\x%02x", c);
+  }
+  snprintf(o, 4, "%s", *s ? "..." : "");
+  return arena_strdup(a, buf);
+}
+
+bool label_ok(St *st, const char *label, Loc loc, const char *what) {
+  bool ok = (isalpha((unsigned char)label[0]) || label[0] == '_');
+  for (const char *p = label; ok && *p; p++)
+    ok = isalnum((unsigned char)*p) || *p == '_';
+  if (!ok)
+    diag_error(&st->c->diag, loc, "%s '%s' is not identifier-like (letters, digits and '_', not starting with a digit)",
+               what, printable(st->a, label));
+  return ok;
+}
+
 /* [ 2; ("rgb", 3) ] */
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
   if (v->kind == V_INT) { /* a single dimension */
@@ -334,6 +298,8 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     if (x->kind == V_TUPLE && x->items.len == 2 && VEC_AT(x->items, Value, 0)->kind == V_STRING) {
       labels[i] = VEC_AT(x->items, Value, 0)->s;
       d = VEC_AT(x->items, Value, 1);
+      if (!label_ok(st, labels[i], x->loc.file ? x->loc : loc, "the dimension label"))
+        return false;
     }
     if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
@@ -385,9 +351,15 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     if (st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
+  /* An expression: its temporaries become t's init program (eval_init.c). */
+  if (v->kind == V_TENSOR && v->t->kind == TK_OP && !v->grad) {
+    if (!init_from_tensor(st, t, v->t, ie->loc)) return false;
+    drop_since(st, nt, ns);
+    return true;
+  }
   diag_error(&st->c->diag, ie->loc,
-             "an initializer must be a number, an ndarray literal or a constant such as uniform (), got %s",
-             v->kind == V_TENSOR ? "a computed tensor" : val_kind_name(v));
+             "an initializer must be a number, an ndarray literal, a constant such as uniform () or an expression of those, got %s",
+             v->kind == V_TENSOR ? (v->grad ? "a gradient" : "a tensor that is not a constant") : val_kind_name(v));
   return false;
 }
 
@@ -429,10 +401,14 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   t = tensor_new(st, param ? TK_PARAM : TK_TERM, e->loc);
   t->diff = param;
   if (param) t->init.kind = INIT_UNIFORM;
-  if (e->a && !record_init(st, fr, t, e->a)) return NULL;
-  for (int i = 0; i < e->fields.len; i++)
-    if (!record_field(st, fr, t, VEC_AT(e->fields, Field, i))) return NULL;
-  /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
+  bool ok = !e->a || record_init(st, fr, t, e->a);
+  for (int i = 0; ok && i < e->fields.len; i++)
+    ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+  if (!ok) {
+    if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
+    return NULL;
+  }
+  /* Parameters have no batch axes unless b = [...] is given (tdsl(7), SHAPES AND INFERENCE). */
   if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
   DeclScope *s = fr->decls;
   name_tensor(st, t, e->str, s ? s->label : NULL);
@@ -460,7 +436,7 @@ Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc) {
   AExpr *r = ANEW(st->a, AExpr);
   r->kind = AE_SYM;
   r->sym = sym;
-  vec_push(st->a, &t->fwd.asgns, asgn_new(st, t, false, 0, OP_ARG2, false, r, t->step, loc));
+  vec_push(st->a, &t->fwd.asgns, asgn_new(st->a, t, false, 0, OP_ARG2, false, r, t->step, loc));
   return t;
 }
 
@@ -501,14 +477,14 @@ static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 static Value *bi_range_of_shape(St *st, Fn *f, const Frame *call, Loc loc) {
-  static const char *names[3] = {"batch_dims", "input_dims", "output_dims"};
-  static const int kinds[3] = {KIND_BATCH, KIND_INPUT, KIND_OUTPUT};
+  static const char *names[3] = {[KIND_BATCH] = "batch_dims", [KIND_OUTPUT] = "output_dims",
+                                 [KIND_INPUT] = "input_dims"};
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_RANGE;
   for (int k = 0; k < 3; k++) {
     Value *v = arg_or_null(f, names[k]);
-    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[kinds[k]], 0, NULL, NULL, loc);
-    else if (!rowdecl_from_value(st, v, &t->decl[kinds[k]], loc, names[k])) return NULL;
+    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[k], 0, NULL, NULL, loc);
+    else if (!rowdecl_from_value(st, v, &t->decl[k], loc, names[k])) return NULL;
   }
   return val_tensor(st, t, loc);
 }
@@ -533,6 +509,12 @@ static Value *bi_file(St *st, Fn *f, const Frame *call, Loc loc) {
   struct stat sb;
   if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     diag_error(&st->c->diag, p->loc, "cannot read the data file '%s'", path);
+    return NULL;
+  }
+  /* Its length is the tensor's size: a file without one would leave the shape to
+   * inference alone, which must never size a tensor by a file it cannot measure. */
+  if (sb.st_size == 0) {
+    diag_error(&st->c->diag, p->loc, "the data file '%s' is empty or has no size (as files under /proc)", path);
     return NULL;
   }
   if (sb.st_size % 4 != 0) {
@@ -572,7 +554,7 @@ static Value *bi_int(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 /* Parameters from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()" unit. */
-static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
+void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
   Fn *f = ANEW(st->a, Fn);
   f->kind = FN_BUILTIN;
   f->name = name;
@@ -598,13 +580,15 @@ static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
 }
 
 void install_builtins(St *st) {
-  builtin(st, "index", "n", bi_index);
-  builtin(st, "range", "n", bi_range);
-  builtin(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
-  builtin(st, "uniform", "()", bi_uniform);
-  builtin(st, "file", "path", bi_file);
-  builtin(st, "float", "x", bi_float);
-  builtin(st, "float_of_int", "x", bi_float);
-  builtin(st, "int", "x", bi_int);
-  builtin(st, "int_of_float", "x", bi_int);
+  builtin_install(st, "index", "n", bi_index);
+  builtin_install(st, "range", "n", bi_range);
+  builtin_install(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
+  builtin_install(st, "uniform", "()", bi_uniform);
+  builtin_install(st, "file", "path", bi_file);
+  builtin_install(st, "float", "x", bi_float);
+  builtin_install(st, "float_of_int", "x", bi_float);
+  builtin_install(st, "int", "x", bi_int);
+  builtin_install(st, "int_of_float", "x", bi_int);
+  install_math_builtins(st);
+  install_init_builtins(st);
 }

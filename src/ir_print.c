@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
 #include "ir.h"
 
 static void var_name(FILE *out, int var, const IrModule *m) {
@@ -99,6 +98,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
               k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
               k->a_arg + 1);
       if (k->parallel) fputs(" parallel", out);
+      for (int g = 0; g < k->nrow_guards; g++) {
+        fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
+        aff_print(out, &k->row_guards[g].aff, m);
+        fprintf(out, " < %ld", k->row_guards[g].ext);
+      }
       fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);
@@ -132,6 +136,36 @@ void ir_print(FILE *out, const IrModule *m) {
   }
 }
 
+/* Product of the dims of memory-order kind k (0 batch, 1 output, 2 input) of b. */
+static long long kind_product(const IrBuf *b, int k) {
+  int from = 0;
+  for (int j = 0; j < k; j++) from += b->nk[j];
+  long long p = 1;
+  for (int i = from; i < from + b->nk[k]; i++) p *= b->dims[i];
+  return p;
+}
+
+/* An init program (graph.h InitOp) as metadata words; the fans are the buffer's own. */
+static void init_prog_print(FILE *o, const IrBuf *b) {
+  fprintf(o, " %d", b->init.nops);
+  for (int i = 0; i < b->init.nops; i++) {
+    const InitOp *op = &b->init.ops[i];
+    switch (op->kind) {
+    case IO_CONST: fprintf(o, " const %.17g", op->value); break;
+    case IO_FAN_IN: fprintf(o, " const %lld", kind_product(b, 2)); break;
+    case IO_FAN_OUT: fprintf(o, " const %lld", kind_product(b, 1)); break;
+    case IO_RANGE: fputs(" range", o); break;
+    case IO_UNIFORM: fputs(" uniform", o); break;
+    case IO_NORMAL: fputs(" normal", o); break;
+    case IO_VALUES:
+      fprintf(o, " values %d", op->nvalues);
+      for (int k = 0; k < op->nvalues; k++) fprintf(o, " %.17g", op->values[k]);
+      break;
+    case IO_PRIM: fprintf(o, " %s", op_info[op->op].name); break;
+    }
+  }
+}
+
 /* Does the (scheduled) module have a parallel loop? Then the model exports the hook
  * tdsl_parallel / tdsl_parallel_rt that the runtime points at its thread pool. */
 static bool has_parallel(const IrModule *m) {
@@ -149,6 +183,8 @@ static bool has_parallel(const IrModule *m) {
  *   tdsl 1
  *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
+ *          | expr STREAM NOPS OP...   (OP: const V, values N V..., range, uniform,
+ *            normal, or a primitive's name: a postfix program per cell, see graph.h)
  *   sym ID NAME RANGE
  *   alias NAME BUFID
  *   fn ID NAME
@@ -167,7 +203,7 @@ char *ir_metadata(Arena *a, const IrModule *m) {
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
     fputc('\n', o);
-    fprintf(o, "role %d %s\n", i, role_name((TensorRole)b->role));
+    fprintf(o, "role %d %s\n", i, tdsl_role_name((tdsl_role)b->role));
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
     case INIT_VALUES:
@@ -178,6 +214,11 @@ char *ir_metadata(Arena *a, const IrModule *m) {
     case INIT_RANGE: fprintf(o, "init %d range\n", i); break;
     case INIT_UNIFORM: fprintf(o, "init %d uniform %d\n", i, b->tensor_id); break;
     case INIT_FILE: fprintf(o, "init %d file %lld %s\n", i, b->init.file_elems, b->init.path ? b->init.path : ""); break;
+    case INIT_EXPR:
+      fprintf(o, "init %d expr %d", i, b->tensor_id);
+      init_prog_print(o, b);
+      fputc('\n', o);
+      break;
     default: break;
     }
   }

@@ -140,9 +140,9 @@ void spec_print(FILE *out, const Spec *s) {
   if (s->nargs > 0)
     put(&b, " => ");
   put_slot(&b, s->result, s->multichar, &ncommas);
-  /* No row had two axes: a trailing ',' after the last axis keeps the spec in
-   * multi-character mode (a comma must follow an axis). */
-  if (s->multichar && ncommas == 0) {
+  /* No row had two axes and no affine axis says so: a trailing ',' after the last
+   * axis keeps the spec in multi-character mode (a comma must follow an axis). */
+  if (s->multichar && ncommas == 0 && !spec_is_multichar(b.s)) {
     size_t at = b.elem_end;
     put(&b, ",");
     memmove(b.s + at + 1, b.s + at, b.len - at - 1);
@@ -153,7 +153,7 @@ void spec_print(FILE *out, const Spec *s) {
 }
 
 SpecRow *spec_slot_row(SpecSlot *slot, int kind) {
-  return kind == 0 ? &slot->batch : kind == 1 ? &slot->input : &slot->output;
+  return kind == KIND_BATCH ? &slot->batch : kind == KIND_OUTPUT ? &slot->output : &slot->input;
 }
 
 int spec_row_len(const SpecRow *r) { return r->left.len + r->right.len; }
