@@ -762,7 +762,8 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
-  ((void (*)(void))m->fns[i].ptr)();
+  if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) ((void (*)(void))m->fns[i].ptr)();
+  if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
   if (m->fault && *m->fault) {
     *m->fault = 0;
     return fail(m, "%s: %.400s", name, m->fault_msg ? m->fault_msg : "index out of range");
