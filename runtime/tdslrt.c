@@ -1,6 +1,8 @@
-/* tdslrt.c: the runtime for compiled models. A model exports its storage and functions
- * as plain symbols (tdsl_buf_N, tdsl_sym_N, tdsl_fn_N) plus tdsl_model_meta(), a text
- * description of them; this file parses that text and does the rest by name. */
+/* tdslrt.c: the runtime for compiled models. A model exports its functions
+ * (NAME_fn_N(instance)) and NAME_model_meta(), a text description of them and of the
+ * instance layout; each open model gets its own instance (the tensors and index
+ * symbols, 64-byte aligned, at the offsets the metadata gives). This file parses the
+ * text and does the rest by name. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -38,6 +40,11 @@ typedef struct RtNamed {
 
 struct tdsl_model {
   void *dl;
+  tdsl_resolver res;   /* the model's own symbols */
+  void *res_h;
+  char *prefix;        /* NAME of its symbols */
+  unsigned char *inst; /* this model's storage */
+  long inst_size;
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
@@ -90,11 +97,22 @@ static void *grow(void *arr, int n, size_t elsz) {
   return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
 }
 
+/* The instance starts with a header the runtime owns (void *[8]): slot 0 and 1 are the
+ * cuda model's context and launch function. */
+#define INST_HEADER 64
+
+static long buf_bytes(const RtBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == TDSL_F64 ? 8 : 4); }
+
+/* [off, off + n) lies in the instance after its header, and off is aligned for n <= 8. */
+static bool in_instance(const tdsl_model *m, long off, long n) {
+  return m->inst && off >= INST_HEADER && n >= 0 && off <= m->inst_size - n && off % 4 == 0;
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
   int rc = 0;
-  char sym[64];
+  char sym[320];
   for (char *line = copy, *nl; line && *line; line = nl) {
     nl = strchr(line, '\n');
     if (nl) *nl++ = 0;
@@ -118,10 +136,24 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
         char *l = next_tok(&p);
         b->labels[k] = l && strcmp(l, "-") ? xstrdup(l) : NULL;
       }
-      snprintf(sym, sizeof sym, "tdsl_buf_%d", id);
-      b->data = res(h, sym);
       m->nbufs++;
-      if (!b->data) { rc = fail(m, "model has no symbol %s (tensor %s)", sym, b->name); break; }
+      if (id != m->nbufs - 1 || b->size < 0) { rc = fail(m, "malformed model metadata: buf %d", id); break; }
+    } else if (!strcmp(kw, "model")) {
+      char *name = next_tok(&p);
+      m->inst_size = tok_long(&p);
+      if (!name || m->prefix || m->inst_size < INST_HEADER || m->inst_size % 64) { rc = fail(m, "malformed model metadata: model line"); break; }
+      m->prefix = xstrdup(name);
+      m->inst = aligned_alloc(64, (size_t)m->inst_size);
+      if (!m->prefix || !m->inst) { rc = fail(m, "out of memory"); break; }
+      memset(m->inst, 0, (size_t)m->inst_size);
+    } else if (!strcmp(kw, "at")) {
+      int id = (int)tok_long(&p);
+      long off = tok_long(&p);
+      if (id < 0 || id >= m->nbufs || !in_instance(m, off, buf_bytes(&m->bufs[id]))) {
+        rc = fail(m, "malformed model metadata: at %d %ld", id, off);
+        break;
+      }
+      m->bufs[id].data = m->inst + off;
     } else if (!strcmp(kw, "init")) {
       int id = (int)tok_long(&p);
       char *k = next_tok(&p);
@@ -156,14 +188,18 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
       nd.index = (int)tok_long(&p);
       char *name = next_tok(&p);
       nd.name = xstrdup(name ? name : "?");
-      snprintf(sym, sizeof sym, kw[0] == 's' ? "tdsl_sym_%d" : "tdsl_fn_%d", nd.index);
-      nd.ptr = res(h, sym);
       if (kw[0] == 's') {
         m->syms = grow(m->syms, m->nsyms, sizeof nd);
         m->sym_range = grow(m->sym_range, m->nsyms, sizeof(int));
         m->sym_range[m->nsyms] = (int)tok_long(&p);
+        long off = tok_long(&p);
+        if (in_instance(m, off, 4)) nd.ptr = m->inst + off;
         m->syms[m->nsyms++] = nd;
+        if (!nd.ptr) { rc = fail(m, "malformed model metadata: sym %d", nd.index); break; }
+        continue;
       } else {
+        snprintf(sym, sizeof sym, "%s_fn_%d", m->prefix ? m->prefix : "tdsl", nd.index);
+        nd.ptr = res(h, sym);
         m->fns = grow(m->fns, m->nfns, sizeof nd);
         m->fns[m->nfns++] = nd;
       }
@@ -171,8 +207,30 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
     }
   }
   free(copy);
+  if (!rc && !m->inst) rc = fail(m, "malformed model metadata: no model line");
+  for (int i = 0; i < m->nbufs && !rc; i++)
+    if (!m->bufs[i].data) rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
   return rc;
 }
+
+/* The cuda part's view of the model: tdsl_buf_N and tdsl_sym_N are this instance's
+ * storage, tdsl_cuda_ctx / tdsl_cuda_launch its header slots, and any other tdsl_X the
+ * model's NAME_X. */
+static void *inst_resolve(void *h, const char *name) {
+  tdsl_model *m = h;
+  int i;
+  char c;
+  if (sscanf(name, "tdsl_buf_%d%c", &i, &c) == 1) return i >= 0 && i < m->nbufs ? m->bufs[i].data : NULL;
+  if (sscanf(name, "tdsl_sym_%d%c", &i, &c) == 1) return i >= 0 && i < m->nsyms ? m->syms[i].ptr : NULL;
+  if (!strcmp(name, "tdsl_cuda_ctx")) return (void **)m->inst;
+  if (!strcmp(name, "tdsl_cuda_launch")) return (void **)m->inst + 1;
+  if (strncmp(name, "tdsl_", 5)) return NULL;
+  char sym[256];
+  snprintf(sym, sizeof sym, "%s_%s", m->prefix, name + 5);
+  return m->res(m->res_h, sym);
+}
+
+void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   tdsl_model *m = calloc(1, sizeof *m);
@@ -182,17 +240,21 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
   }
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
-  if (!text || strncmp(text, "tdsl 1\n", 7)) {
-    if (err && errlen) snprintf(err, errlen, "not a tdslc model (no tdsl_model_meta)");
+  if (!text || strncmp(text, "tdsl 2\n", 7)) {
+    if (err && errlen)
+      snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
+                                                              : "not a tdslc model (no tdsl_model_meta)");
     free(m);
     return NULL;
   }
+  m->res = resolve;
+  m->res_h = handle;
   if (parse_meta(m, text, resolve, handle)) {
     if (err && errlen) snprintf(err, errlen, "%s", m->err);
     tdsl_close(m);
     return NULL;
   }
-  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(resolve, handle, err, errlen))) {
+  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(inst_resolve, m, err, errlen))) {
     tdsl_close(m);
     return NULL;
   }
@@ -242,6 +304,8 @@ void tdsl_close(tdsl_model *m) {
   free(m->sym_range);
   free(m->fns);
   free(m->aliases);
+  free(m->prefix);
+  free(m->inst);
   if (m->dl) dlclose(m->dl);
   free(m);
 }
@@ -418,7 +482,7 @@ int tdsl_call(tdsl_model *m, const char *name) {
       return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
     return fail(m, "no routine named '%s'", name);
   }
-  ((void (*)(void))m->fns[i].ptr)();
+  ((void (*)(void *))m->fns[i].ptr)(m->inst);
   return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 

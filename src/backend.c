@@ -18,8 +18,17 @@ static const char *model_base(Ctx *c) {
   return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
 }
 
+const char *model_name(Ctx *c) {
+  if (c->opt.name) return c->opt.name;
+  const char *b = model_base(c);
+  char *n = arena_printf(&c->arena, "%s%s", *b >= '0' && *b <= '9' ? "_" : "", b);
+  for (char *p = n; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+  return *n ? n : "model";
+}
+
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
+  JitOpts o = {.name = model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
   return o;
 }
 
@@ -102,11 +111,8 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   if (ti->size == 0) fputs("  (empty)\n", o);
 }
 
-static void *jit_resolve(void *h, const char *name) {
-  if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
-    return gcc_jit_result_get_code((gcc_jit_result *)h, name);
-  return gcc_jit_result_get_global((gcc_jit_result *)h, name);
-}
+/* Functions and data alike: both lookups are a dlsym of the result's library. */
+static void *jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
 static int run_err(const char *what, const tdsl_model *m) {
   fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
@@ -191,7 +197,7 @@ int backend_main(Ctx *c, Graph *g) {
       fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
       return 2;
     }
-    emit_header(f, m, model_base(c));
+    emit_header(f, m, model_name(c), NULL);
     fclose(f);
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through do_run. */
@@ -200,7 +206,7 @@ int backend_main(Ctx *c, Graph *g) {
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, m); return 0;
-  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds); return 0;
+  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds, model_name(c)); return 0;
   case ACT_RUN: return do_run(c, m);
   default: break;
   }

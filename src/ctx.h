@@ -36,6 +36,7 @@ typedef struct Options {
   int opt_level;          /* -O0..-O3, default 2 */
   bool double_prec;       /* --precision=double */
   const char *emit_header;/* --emit-header=FILE.h */
+  const char *name;       /* --name=NAME (NULL: from the input file name) */
   bool json;
   bool check_bounds;      /* --check-bounds */
   PtrVec include_dirs;    /* -I DIR (const char*) */
@@ -68,5 +69,8 @@ void dump_shapes(FILE *out, const Graph *g, bool json);
 void dump_projections(FILE *out, const Graph *g, bool json);
 /* Lowering and backends: returns a process exit status (0, 1, or 2). */
 int backend_main(Ctx *c, Graph *g);                   /* src/lower.c + backends/ */
+/* The model's symbol prefix: --name, else the input file's base name as a C identifier
+ * (src/backend.c). */
+const char *model_name(Ctx *c);
 
 #endif

@@ -118,27 +118,46 @@ void ir_print(FILE *out, const IrModule *m) {
   }
 }
 
+long ir_buf_bytes(const IrBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == ELEM_F64 ? 8 : 4); }
+
+static long align64(long n) { return (n + 63) & ~63L; }
+
+IrLayout ir_layout(Arena *a, const IrModule *m) {
+  IrLayout l = {.buf_off = ANEWN(a, long, m->bufs.len + 1), .sym_off = ANEWN(a, long, m->syms.len + 1)};
+  long at = IR_INST_HEADER;
+  for (int i = 0; i < m->bufs.len; i++) {
+    l.buf_off[i] = align64(at);
+    at = l.buf_off[i] + ir_buf_bytes(VEC_AT(m->bufs, IrBuf, i));
+  }
+  for (int i = 0; i < m->syms.len; i++, at += 4) l.sym_off[i] = at;
+  l.size = align64(at);
+  return l;
+}
+
 /* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
- *   tdsl 1
+ *   tdsl 2
+ *   model NAME SIZE                  symbol prefix, instance bytes
  *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
+ *   at ID OFFSET                     buffer ID's byte offset in the instance
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
- *   sym ID NAME RANGE
+ *   sym ID NAME RANGE OFFSET
  *   alias NAME BUFID
  *   fn ID NAME
- * Symbols: buffer ID is tdsl_buf_ID, symbol ID tdsl_sym_ID, function ID tdsl_fn_ID. */
-char *ir_metadata(Arena *a, const IrModule *m) {
+ * Function ID is the symbol NAME_fn_ID, taking the instance pointer. */
+char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   char *buf = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&buf, &len);
-  if (!o) return arena_strdup(a, "tdsl 1\n");
-  fputs("tdsl 1\n", o);
+  if (!o) return arena_strdup(a, "tdsl 2\n");
+  IrLayout l = ir_layout(a, m);
+  fprintf(o, "tdsl 2\nmodel %s %ld\n", name, l.size);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "buf %d %s %s %ld %d %d %d", i, b->name, b->elem == ELEM_F64 ? "f64" : "f32", b->size,
             b->nk[0], b->nk[1], b->nk[2]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
-    fputc('\n', o);
+    fprintf(o, "\nat %d %ld\n", i, l.buf_off[i]);
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
     case INIT_VALUES:
@@ -154,7 +173,7 @@ char *ir_metadata(Arena *a, const IrModule *m) {
   }
   for (int i = 0; i < m->syms.len; i++) {
     const IrSym *s = VEC_AT(m->syms, IrSym, i);
-    fprintf(o, "sym %d %s %d\n", i, s->name, s->range);
+    fprintf(o, "sym %d %s %d %ld\n", i, s->name, s->range, l.sym_off[i]);
   }
   for (int i = 0; i < m->aliases.len; i++) {
     const IrAlias *al = VEC_AT(m->aliases, IrAlias, i);

@@ -22,6 +22,7 @@ static void usage(FILE *out) {
         "  -I DIR                 search path for `open`\n"
         "  --precision=single|double   default element type (single)\n"
         "  --emit-header=FILE.h   C header for the compiled model\n"
+        "  --name=NAME            prefix of the model's symbols (default: from FILE)\n"
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
@@ -63,6 +64,14 @@ static bool parse_int(const char *s, long long *out) {
   return true;
 }
 
+/* A C identifier of at most 64 characters: it prefixes the model's symbols. */
+static bool c_identifier(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 64) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return false;
+  return true;
+}
+
 static int parse_args(Ctx *c, int argc, char **argv) {
   Options *o = &c->opt;
   o->action = ACT_COMPILE;
@@ -96,6 +105,10 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
+    else if ((v = opt_value(argc, argv, &i, "--name"))) {
+      if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
+      o->name = v;
+    }
     else if (!strcmp(a, "--emit-c")) o->action = ACT_EMIT_C;
     else if (!strcmp(a, "--emit-cuda")) o->action = ACT_EMIT_CUDA;
     else if (!strcmp(a, "--emit-ptx")) o->action = ACT_EMIT_PTX;

@@ -37,31 +37,16 @@ static bool arch_ok(const char *arch) {
 static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
 
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
- * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
- * object opens through tdsl_open_resolved too. */
-static int cuda_header(Ctx *c, IrModule *m, const char *base) {
-  char *txt = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&txt, &len);
-  emit_header(mem, m, base);
-  fclose(mem);
-  const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
+ * whose resolver also answers NAME_cuda_ptx and NAME_cuda_meta, so that a statically
+ * linked cuda object opens through tdsl_open_resolved too. */
+static int cuda_header(Ctx *c, IrModule *m) {
+  static const char *const extra[] = {"cuda_ptx", "cuda_meta", NULL};
   FILE *f = fopen(c->opt.emit_header, "w");
-  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
-    if (f) fclose(f);
-    free(txt);
+  if (!f) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
     return 2;
   }
-  fwrite(txt, 1, (size_t)(decl_at - txt), f);
-  fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
-        "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
-  fwrite(decl_at, 1, (size_t)(ret_at - decl_at), f);
-  const char *names[4] = {"tdsl_cuda_ptx", "tdsl_cuda_meta", "&tdsl_cuda_ctx", "&tdsl_cuda_launch"};
-  for (int i = 0; i < 4; i++)
-    fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
-  fputs(ret_at, f);
-  free(txt);
+  emit_header(f, m, model_name(c), extra);
   return fclose(f) ? 2 : 0;
 }
 
@@ -72,7 +57,7 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
     return 2;
   }
   if (o->emit_header) {
-    int rc = cuda_header(c, m, base);
+    int rc = cuda_header(c, m);
     if (rc) return rc;
   }
   CudaPlan *p = cuda_plan(&c->arena, m);
@@ -85,7 +70,7 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   if (!ptx) return 1;
   if (o->action == ACT_EMIT_PTX) return write_text(o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
-  return cuda_host_file(&c->arena, m, p, ptx, o->opt_level, out, o->object) ? 0 : 1;
+  return cuda_host_file(&c->arena, m, p, ptx, model_name(c), o->opt_level, out, o->object) ? 0 : 1;
 }
 
 bool cuda_can_run(void) {
@@ -106,5 +91,5 @@ gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out)
   CudaPlan *p = cuda_plan(&c->arena, m);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(&c->arena, p->src, arch_of(c));
-  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, c->opt.opt_level, ctx_out) : NULL;
+  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, model_name(c), c->opt.opt_level, ctx_out) : NULL;
 }

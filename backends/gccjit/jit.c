@@ -23,11 +23,58 @@ static const char *host_arch(Arena *a) {
   return arch;
 }
 
-gcc_jit_lvalue *jm_buf(J *j, int b) { return j->bufs[b]; }
-gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(j->syms[s]); }
-gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 0, NULL); }
+const char *jit_name(const char *name) { return name ? name : "tdsl"; }
 
-static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
+JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
+  IrLayout l = ir_layout(a, m);
+  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1)};
+  int cap = 2 * (m->bufs.len + m->syms.len) + 3, n = 0;
+  gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
+  gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
+  gcc_jit_type *t_el[2] = {gcc_jit_context_get_type(c, GCC_JIT_TYPE_FLOAT), gcc_jit_context_get_type(c, GCC_JIT_TYPE_DOUBLE)};
+  in.header = f[n++] = gcc_jit_context_new_field(
+      c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, IR_INST_HEADER / (int)sizeof(void *)), "rt");
+  long at = IR_INST_HEADER;
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    /* Explicit padding: the layout is ir_layout's, which the runtime reads from the
+     * metadata, not whatever the struct rules would give. */
+    if (l.buf_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.buf_off[i] - at)),
+                                         arena_printf(a, "pad%d", i));
+    gcc_jit_type *arr = gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
+    in.buf[i] = f[n++] = gcc_jit_context_new_field(c, NULL, arr, arena_printf(a, "b%d", i));
+    at = l.buf_off[i] + ir_buf_bytes(b);
+  }
+  gcc_jit_type *t_int = gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT);
+  for (int i = 0; i < m->syms.len; i++) {
+    if (l.sym_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.sym_off[i] - at)),
+                                         arena_printf(a, "spad%d", i));
+    in.sym[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "s%d", i));
+    at = l.sym_off[i] + 4;
+  }
+  gcc_jit_struct *st = gcc_jit_context_new_struct_type(c, NULL, "tdsl_instance", n, f);
+  in.ptr = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(gcc_jit_struct_as_type(st), 64));
+  return in;
+}
+
+void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object) {
+  gcc_jit_type *t_str = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CONST_CHAR_PTR);
+  for (int k = 0; k < (object ? 1 : 2); k++) {
+    const char *sym = k ? "tdsl_model_meta" : arena_printf(a, "%s_model_meta", name);
+    if (k && !strcmp(name, "tdsl")) break;
+    gcc_jit_function *f = gcc_jit_context_new_function(c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_str, sym, 0, NULL, 0);
+    gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "entry"), NULL, gcc_jit_context_new_string_literal(c, meta));
+  }
+}
+
+gcc_jit_lvalue *jm_buf(J *j, int b) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.buf[b]); }
+gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.sym[s])); }
+gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
+
+static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
   J jj = {.a = a, .m = m, .o = o};
   J *j = &jj;
   j->c = gcc_jit_context_acquire();
@@ -56,30 +103,22 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->f_dprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "dprintf", 2, pp, 1);
   j->f_abort = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_void, "abort", 0, NULL, 0);
 
-  j->bufs = ANEWN(a, gcc_jit_lvalue *, m->bufs.len + 1);
-  for (int i = 0; i < m->bufs.len; i++) {
-    IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    gcc_jit_type *at = gcc_jit_context_new_array_type(j->c, NULL, j->t_el[b->elem], b->size > 0 ? (int)b->size : 1);
-    j->bufs[i] = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, at, arena_printf(a, "tdsl_buf_%d", i));
-    gcc_jit_lvalue_set_alignment(j->bufs[i], 64);
-  }
-  j->syms = ANEWN(a, gcc_jit_lvalue *, m->syms.len + 1);
-  for (int i = 0; i < m->syms.len; i++)
-    j->syms[i] = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, arena_printf(a, "tdsl_sym_%d", i));
-
-  gcc_jit_function *meta = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_EXPORTED, j->t_str, "tdsl_model_meta", 0, NULL, 0);
-  gcc_jit_block_end_with_return(gcc_jit_function_new_block(meta, "entry"), NULL,
-                                gcc_jit_context_new_string_literal(j->c, ir_metadata(a, m)));
+  j->inst = jit_instance_type(a, j->c, m);
+  const char *name = jit_name(o->name);
+  jit_export_meta(a, j->c, name, ir_metadata(a, m, name), object);
 
   j->funcs = ANEWN(a, gcc_jit_function *, m->funcs.len + 1);
+  gcc_jit_param **self = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    self[i] = gcc_jit_context_new_param(j->c, NULL, j->inst.ptr, "self");
     j->funcs[i] = gcc_jit_context_new_function(j->c, NULL, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL,
-                                               j->t_void, arena_printf(a, "tdsl_fn_%d", i), 0, NULL, 0);
+                                               j->t_void, arena_printf(a, "%s_fn_%d", name, i), 1, &self[i], 0);
   }
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
     j->fn = j->funcs[i];
+    j->self = gcc_jit_param_as_rvalue(self[i]);
     j->vars = ANEWN(a, gcc_jit_lvalue *, f->nvars + 1);
     for (int v = 0; v < f->nvars; v++)
       j->vars[v] = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(a, "i%d", v));
@@ -100,7 +139,7 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
   enum gcc_jit_output_kind kind = object ? GCC_JIT_OUTPUT_KIND_OBJECT_FILE : GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY;
   for (int attempt = 0; attempt < 2; attempt++) {
     bool with_arch = o->native && attempt == 0;
-    gcc_jit_context *c = build(a, m, o, with_arch);
+    gcc_jit_context *c = build(a, m, o, with_arch, object);
     gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_context_compile_to_file(c, kind, path);
     bool ok = gcc_jit_context_get_first_error(c) == NULL;
@@ -119,7 +158,7 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out) {
   for (int attempt = 0; attempt < 2; attempt++) {
     bool with_arch = o->native && attempt == 0;
-    gcc_jit_context *c = build(a, m, o, with_arch);
+    gcc_jit_context *c = build(a, m, o, with_arch, false);
     gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_result *r = gcc_jit_context_compile(c);
     if (r) {

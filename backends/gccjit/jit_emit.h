@@ -16,12 +16,13 @@ typedef struct J {
   const IrModule *m;
   const JitOpts *o;
   gcc_jit_type *t_void, *t_int, *t_long, *t_bool, *t_str, *t_el[2];
-  gcc_jit_lvalue **bufs, **syms;
+  JitInstance inst;         /* the instance struct: one field per buffer and symbol */
   gcc_jit_function **funcs;
   gcc_jit_function *helpers[2][OP__COUNT];
   gcc_jit_function *f_dprintf, *f_abort;
   /* the function being built */
   gcc_jit_function *fn;
+  gcc_jit_rvalue *self;     /* its instance pointer parameter */
   gcc_jit_block *blk;
   gcc_jit_lvalue **vars;
   int nblocks;
