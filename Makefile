@@ -10,11 +10,15 @@ CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
+# The Python package goes where Debian's python3 looks under PREFIX (for /usr/local:
+# on its default path; elsewhere add PYDIR to PYTHONPATH). `pip install ./python` also works.
+PYTHON  ?= /usr/bin/python3
+PYDIR   ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3)/dist-packages
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
-LDLIBS  := -lgccjit -ldl -lm
+LDLIBS  := -lgccjit -ldl -lm -lcjson
 # The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
 # tdslc still builds and --backend=cuda reports that it is unavailable.
 CUDA_HOME ?= /usr/local/cuda
@@ -69,11 +73,13 @@ $(B)/asan/tdslc: $(asan_OBJ)
 
 # The runtime: what compiled models and host programs link. It never includes compiler headers.
 RT_OBJ := $(patsubst runtime/%.c,$(B)/rt/%.o,$(RT_SRC))
-$(B)/rt/%.o: runtime/%.c runtime/tdsl.h
+$(B)/rt/%.o: runtime/%.c runtime/tdsl.h runtime/tdslrt_int.h
 	@mkdir -p $(dir $@)
 	$(CC) -Iruntime $(WFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+# Checkpoints (runtime/checkpoint.c) parse their JSON header with cJSON; a static host
+# that never calls tdsl_save/tdsl_load does not pull that object in.
 $(B)/libtdslrt.so: $(RT_OBJ)
-	$(CC) -shared -o $@ $^ -ldl -lm
+	$(CC) -shared -o $@ $^ -ldl -lm -lcjson
 $(B)/libtdslrt.a: $(RT_OBJ)
 	ar rcs $@ $^
 
@@ -128,11 +134,14 @@ install: all
 	install -m 755 $(B)/tdslc $(DESTDIR)$(PREFIX)/bin/tdslc
 	install -m 644 $(B)/libtdslrt.so $(B)/libtdslrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 runtime/tdsl.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 runtime/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
+	install -m 644 lib/*.tdsl $(DESTDIR)$(PREFIX)/share/tdsl/
 	install -m 644 man/tdslc.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/tdsl.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.mk.in > $(DESTDIR)$(PREFIX)/share/tdsl/tdsl.mk
 	sed 's|@PREFIX@|$(PREFIX)|g' runtime/tdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdsl.pc
+	install -d $(DESTDIR)$(PYDIR)/tdsl
+	install -m 644 python/tdsl/*.py $(DESTDIR)$(PYDIR)/tdsl/
+	printf 'TDSLC = "%s"\nLIBRARY = "%s"\n' $(PREFIX)/bin/tdslc $(PREFIX)/lib/libtdslrt.so > $(DESTDIR)$(PYDIR)/tdsl/_config.py
 
 # Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
 $(B)/bench/bench: bench/bench.c $(rel_LIB)

@@ -30,6 +30,16 @@ typedef struct tdsl_model tdsl_model;
 typedef enum tdsl_elem { TDSL_F32 = 0, TDSL_F64 = 1 } tdsl_elem;
 enum { TDSL_BATCH = 0, TDSL_OUTPUT = 1, TDSL_INPUT = 2 }; /* axis kinds, in memory order */
 
+/* What a tensor is for (tdsl_tensor_info.role). Optimizer state: a %cd-declared tensor
+ * that code updates from its own previous value (a momentum, Adam's moments); a host
+ * input: a %cd-declared tensor that no code writes. */
+typedef enum tdsl_role {
+  TDSL_ROLE_INTERMEDIATE = 0, TDSL_ROLE_PARAM = 1, TDSL_ROLE_GRAD = 2,
+  TDSL_ROLE_OPTIMIZER = 3, TDSL_ROLE_INPUT = 4, TDSL_ROLE_CONST = 5
+} tdsl_role;
+/* "intermediate", "param", "grad", "optimizer", "input", "const". */
+const char *tdsl_role_name(tdsl_role role);
+
 typedef struct tdsl_tensor_info {
   const char *name;          /* "w", "w.grad", "t#12" for an anonymous tensor */
   int rank;
@@ -39,6 +49,7 @@ typedef struct tdsl_tensor_info {
   tdsl_elem elem;
   long size;                 /* number of elements */
   void *data;                /* float* or double*: the tensor's storage */
+  tdsl_role role;
 } tdsl_tensor_info;
 
 const char *tdsl_version(void);
@@ -65,12 +76,33 @@ int tdsl_read(tdsl_model *m, const char *name, float *dst, long n);
 int tdsl_write(tdsl_model *m, const char *name, const float *src, long n);
 int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n);
 int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n);
-/* Fills a tensor from a raw little-endian float32 file holding exactly its size. */
+/* Fills a tensor from a file: a NumPy .npy array (float32 or float64, C order, whose
+ * shape is the tensor's dims in memory order; size-1 axes may differ), or else raw
+ * little-endian float32 values, exactly the tensor's size. */
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path);
+
+/* Checkpoints in the safetensors format (readable by safetensors.torch.load_file): one
+ * entry per tensor, named by the tensor's name, with its dims in memory order and its
+ * element type (F32/F64). `which` is a set of roles, (1u << TDSL_ROLE_x) | ...;
+ * TDSL_SAVE_ALL saves every tensor. The file is replaced atomically. */
+enum {
+  TDSL_SAVE_PARAMS = 1u << TDSL_ROLE_PARAM,
+  TDSL_SAVE_OPTIMIZER = 1u << TDSL_ROLE_OPTIMIZER,
+  TDSL_SAVE_TRAINING = (1u << TDSL_ROLE_PARAM) | (1u << TDSL_ROLE_OPTIMIZER),
+  TDSL_SAVE_ALL = 0x3f
+};
+int tdsl_save(tdsl_model *m, const char *path, unsigned which);
+/* Loads every tensor of a safetensors file into the model's tensor of the same name;
+ * tensors absent from the file keep their values. Every entry is checked first (the
+ * name exists, same element type, same dims, offsets within the file): on the first
+ * mismatch nothing is loaded and the error names it. */
+int tdsl_load(tdsl_model *m, const char *path);
 
 int tdsl_num_routines(const tdsl_model *m);
 const char *tdsl_routine_name(const tdsl_model *m, int index);
 int tdsl_find_routine(const tdsl_model *m, const char *name); /* index, or -1 */
+/* Runs a routine; "init" (unless the model defines a routine of that name) runs
+ * tdsl_init again with the seed of the last tdsl_init. */
 int tdsl_call(tdsl_model *m, const char *name);
 
 int tdsl_num_indices(const tdsl_model *m);

@@ -13,6 +13,7 @@
 
 #include "tdsl.h"
 #include "tdslrt_cuda.h"
+#include "tdslrt_int.h"
 
 typedef struct RtBuf {
   char *name;
@@ -22,6 +23,7 @@ typedef struct RtBuf {
   int *dims;
   char **labels;
   void *data;
+  tdsl_role role;
   /* init */
   int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file */
   double value;
@@ -51,6 +53,7 @@ struct tdsl_model {
   RtNamed *syms, *fns, *aliases;
   int *sym_range;
   int nsyms, nfns, naliases;
+  uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
 
@@ -65,6 +68,20 @@ static int fail(tdsl_model *m, const char *fmt, ...) {
 }
 
 const char *tdsl_error(const tdsl_model *m) { return m ? m->err : "no model"; }
+
+int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
+
+const char *tdsl_role_name(tdsl_role r) {
+  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "intermediate";
+}
 
 static char *xstrdup(const char *s) {
   size_t n = strlen(s) + 1;
@@ -154,6 +171,12 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
         break;
       }
       m->bufs[id].data = m->inst + off;
+    } else if (!strcmp(kw, "role")) {
+      int id = (int)tok_long(&p);
+      char *r = next_tok(&p);
+      if (id < 0 || id >= m->nbufs || !r) continue;
+      for (int k = 0; k < (int)(sizeof role_names / sizeof *role_names); k++)
+        if (!strcmp(r, role_names[k])) m->bufs[id].role = (tdsl_role)k;
     } else if (!strcmp(kw, "init")) {
       int id = (int)tok_long(&p);
       char *k = next_tok(&p);
@@ -354,6 +377,7 @@ int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
   out->elem = b->elem;
   out->size = b->size;
   out->data = b->data;
+  out->role = b->role;
   return 0;
 }
 
@@ -445,6 +469,7 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
 }
 
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
+  if (tdsl_rt_is_npy(path)) return tdsl_rt_load_npy(m, name, path);
   RtBuf *b = lookup(m, name);
   return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
 }
@@ -475,6 +500,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 
 int tdsl_call(tdsl_model *m, const char *name) {
   int i = tdsl_find_routine(m, name);
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -550,6 +576,7 @@ static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
+  m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++) {
     RtBuf *b = &m->bufs[bi];

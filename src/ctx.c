@@ -1,18 +1,19 @@
 /* ctx.c: context helpers shared by the driver and the passes (kept out of main.c so
  * that unit tests, which link every object but main.o, can stage programs). */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ctx.h"
 
 const char *ctx_stdlib_dir(Ctx *c) {
   /* build/tdslc, build/asan/tdslc (sanitized build), PREFIX/bin/tdslc */
-  const char *cands[] = {"../runtime", "../../runtime", "../share/tdsl"};
+  const char *cands[] = {"../lib", "../../lib", "../share/tdsl"};
   for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
     const char *dir = arena_printf(&c->arena, "%s/%s", c->exe_dir, cands[i]);
     const char *probe = arena_printf(&c->arena, "%s/prelude.tdsl", dir);
     if (access(probe, R_OK) == 0) {
-      char *real = realpath(dir, NULL); /* diagnostics show /x/runtime, not /x/build/../runtime */
+      char *real = realpath(dir, NULL); /* diagnostics show /x/lib, not /x/build/../lib */
       if (real) {
         dir = arena_strdup(&c->arena, real);
         free(real);
@@ -41,10 +42,33 @@ SrcFile *ctx_read_file(Ctx *c, const char *path) {
   bool err = ferror(f) || !buf;
   fclose(f);
   if (err) { free(buf); return NULL; }
+  ctx_add_dep(c, path);
   SrcFile *sf = ANEW(&c->arena, SrcFile);
   sf->path = arena_strdup(&c->arena, path);
   sf->text = arena_strndup(&c->arena, buf, len);
   sf->len = len;
   free(buf);
   return sf;
+}
+
+void ctx_add_dep(Ctx *c, const char *path) {
+  for (int i = 0; i < c->deps.len; i++)
+    if (!strcmp(c->deps.items[i], path)) return;
+  vec_push(&c->arena, &c->deps, arena_strdup(&c->arena, path));
+}
+
+const char *ctx_model_name(Ctx *c) {
+  if (c->opt.name) return c->opt.name;
+  const char *b = ctx_model_base(c);
+  char *n = arena_printf(&c->arena, "%s%s", *b >= '0' && *b <= '9' ? "_" : "", b);
+  for (char *p = n; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+  return *n ? n : "model";
+}
+
+const char *ctx_model_base(Ctx *c) {
+  const char *in = c->opt.input, *slash = strrchr(in, '/');
+  const char *b = slash ? slash + 1 : in;
+  const char *dot = strrchr(b, '.');
+  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
 }

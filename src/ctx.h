@@ -38,7 +38,9 @@ typedef struct Options {
   const char *emit_header;/* --emit-header=FILE.h */
   const char *name;       /* --name=NAME (NULL: from the input file name) */
   bool json;
+  bool verbose;           /* --verbose: extra information in non-fixed output */
   bool check_bounds;      /* --check-bounds */
+  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/sched.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   /* --run */
   unsigned long long seed;
@@ -46,6 +48,11 @@ typedef struct Options {
   PtrVec loads;           /* RunLoad* */
   PtrVec calls;           /* const char* */
   PtrVec prints;          /* const char* */
+  const char *save;       /* --save PATH: checkpoint after the calls */
+  const char *load_ckpt;  /* --load-checkpoint PATH: after init */
+  /* make dependencies */
+  bool md;                /* -MD */
+  const char *mf;         /* -MF FILE */
 } Options;
 
 typedef struct Ctx {
@@ -53,24 +60,31 @@ typedef struct Ctx {
   Diag diag;
   Options opt;
   const char *exe_dir;    /* directory of the tdslc executable (stdlib lookup) */
+  PtrVec deps;            /* every file the model depends on (const char*), for -MD */
 } Ctx;
 
-/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../runtime in the build
+/* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../lib in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
-/* Reads a file into an arena-allocated SrcFile; NULL if unreadable. */
+/* Reads a file into an arena-allocated SrcFile (recorded in c->deps); NULL if unreadable. */
 SrcFile *ctx_read_file(Ctx *c, const char *path);
+/* Records a file the compiled model depends on (c->deps, once per path). */
+void ctx_add_dep(Ctx *c, const char *path);
+/* The base name of the input without its extension: the default output's stem. */
+const char *ctx_model_base(Ctx *c);
+/* The model's symbol prefix: --name, else the input file's base name as a C identifier. */
+const char *ctx_model_name(Ctx *c);
+/* -MD / -MF: writes "TARGET: DEPS" and a phony rule per dependency (as gcc -MD -MP);
+ * returns an exit status (2 when the file cannot be written). src/depfile.c */
+int write_depfile(Ctx *c, const char *target);
 
 /* Pipeline stages. Each returns false after reporting errors through c->diag. */
 Graph *stage_program(Ctx *c, const Program *p);       /* src/eval*.c */
 bool infer_shapes(Ctx *c, Graph *g);                  /* src/infer*.c */
 bool infer_projections(Ctx *c, Graph *g);
 void dump_shapes(FILE *out, const Graph *g, bool json);
+/* With verbose: parameters marked with their sizes, then their count (--verbose). */
+void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose);
 void dump_projections(FILE *out, const Graph *g, bool json);
-/* Lowering and backends: returns a process exit status (0, 1, or 2). */
-int backend_main(Ctx *c, Graph *g);                   /* src/lower.c + backends/ */
-/* The model's symbol prefix: --name, else the input file's base name as a C identifier
- * (src/backend.c). */
-const char *model_name(Ctx *c);
 
 #endif

@@ -540,6 +540,7 @@ static Value *bi_file(St *st, Fn *f, const Frame *call, Loc loc) {
                path, (long long)sb.st_size);
     return NULL;
   }
+  ctx_add_dep(st->c, path);
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_FILE;
   t->init.path = path;

@@ -215,6 +215,17 @@ void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
  * tensors in reverse creation order (`t.backprop`; empty if t is not differentiable). */
 void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
 
+/* What a tensor is for (the metadata's `role` lines, tdsl_tensor_info.role): a
+ * parameter; a gradient (a grad buffer, never a Tensor's own role); optimizer state (a
+ * %cd-declared tensor that code updates from its own previous value, such as a momentum);
+ * a host input (a %cd-declared tensor no code writes); a constant; or an intermediate. */
+typedef enum TensorRole {
+  ROLE_INTERMEDIATE, ROLE_PARAM, ROLE_GRAD, ROLE_OPTIMIZER, ROLE_INPUT, ROLE_CONST
+} TensorRole;
+/* The role of each tensor's value, by tensor id (src/graph_role.c). */
+char *graph_roles(Arena *a, const Graph *g);
+const char *role_name(TensorRole r);
+
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
 

@@ -1,8 +1,8 @@
 /* infer.h: shape inference internals (seed shape-inference.md), shared by
- *   src/row.c          dims, rows, constraints, the solver and its closing stages
- *   src/shape_logic.c  constraints per UpdateStep (LogicKind), Tensor.shape, errors
- *   src/proj.c         projections per UpdateStep
- *   src/shape_dump.c   --dump-shapes / --dump-projections
+ *   src/infer_row.c    dims, rows, constraints, the solver and its closing stages
+ *   src/infer_logic.c  constraints per UpdateStep (LogicKind), Tensor.shape, errors
+ *   src/infer_proj.c   projections per UpdateStep
+ *   src/infer_dump.c   --dump-shapes / --dump-projections
  *
  * Representation. A dimension is a DimNode in a union-find forest: a root either
  * knows its size d (> 0, with an optional label) or is an unknown variable. A row is
@@ -118,7 +118,7 @@ typedef struct Solver {
   int ninfos;
   bool failed;
   long long work; /* simplification count: a guard against divergence */
-  /* the bounds index (row.c): pending "subr <= cur" edges by subr root id */
+  /* the bounds index (infer_row.c): pending "subr <= cur" edges by subr root id */
   int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;
 } Solver;
@@ -158,7 +158,7 @@ void solver_free(Solver *s); /* the malloc'ed scratch (arena data stays) */
 /* Fails with a located error (also used by the logic for out-of-solver checks). */
 void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Derives the constraints of every UpdateStep of g (shape_logic.c) and solves them,
+/* Derives the constraints of every UpdateStep of g (infer_logic.c) and solves them,
  * stages 1-7; fills s->infos. Used by infer_shapes and, again from scratch (fresh
  * projection identities, seed "derive_projections"), by infer_projections. */
 bool infer_solve(Solver *s, Graph *g);

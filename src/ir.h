@@ -48,6 +48,7 @@ typedef struct IrBuf {
   int *dims;          /* rank dims, memory order */
   const char **labels;/* rank labels (NULL entries when unlabeled) */
   int tensor_id;      /* seeds the uniform stream */
+  int role;           /* TensorRole (graph.h): printed as the metadata's `role` line */
   IrInit init;
 } IrBuf;
 
@@ -78,7 +79,28 @@ struct IrExpr {
   IrExpr *a[3];
 };
 
-typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT } StmtKind;
+typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL } StmtKind;
+
+typedef struct Stmt Stmt;
+
+/* S_KERNEL (made only by the schedule pass, src/sched.h): a contraction
+ *   for i < ext[0], j < ext[1]: dst(i,j) += sum over k < ext[2] of A(i,k) * B(k,j)
+ * where `store` is `dst =add mul(x, y)` with A = argument a_arg of the mul (it does not
+ * depend on j) and B the other (not on i). Loop variables var[0..2] = i, j, k appear in
+ * the store's affine forms with any constant coefficients; every other variable or
+ * symbol is fixed for the kernel. The sum may be taken in any order (partial sums per k
+ * block are added to dst). Renderers run it BLIS-style: blocks of nc columns and kc
+ * steps of k, operand panels packed into contiguous scratch (zero-padded to whole
+ * tiles), and an mr x nr tile of the result kept in registers, nr a multiple of the
+ * vector width vw (elements). */
+typedef struct Kernel {
+  Stmt *store;
+  int a_arg;
+  int var[3];
+  long ext[3];
+  int mr, nr, vw;
+  int kc, mc, nc;
+} Kernel;
 
 /* A bound condition for padding: 0 <= aff < ext. */
 typedef struct Guard {
@@ -86,7 +108,6 @@ typedef struct Guard {
   long ext;
 } Guard;
 
-typedef struct Stmt Stmt;
 struct Stmt {
   StmtKind kind;
   /* S_LOOP: for var in [0, ext) body; a tiled loop (tile_var >= 0) runs var over
@@ -95,6 +116,10 @@ struct Stmt {
   long ext;
   int tile_var;
   int tile;
+  /* S_LOOP: > 1 when the schedule made the loop a reduction into one cell (the body is
+   * one `=add` store whose target does not depend on var), summed in this many
+   * independent partial sums, then added to the cell (reassociates). */
+  int accs;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
   /* S_IF: all guards hold */
@@ -112,6 +137,8 @@ struct Stmt {
   int callee;
   /* S_COMMENT */
   const char *text;
+  /* S_KERNEL */
+  Kernel *kern;
 };
 
 typedef struct IrFunc {
@@ -167,5 +194,9 @@ int ir_find_func(const IrModule *m, const char *name); /* -1 if none */
 
 /* Affine helpers (src/lower.c). */
 void aff_range(const Aff *a, const long *var_ext, long *lo, long *hi); /* ignores symbols */
+/* src/sched.c: the coefficient of loop variable var in f (0 if absent), and f without
+ * the terms of the n variables vars. */
+long aff_coef(const Aff *f, int var);
+Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n);
 
 #endif

@@ -64,9 +64,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     switch (s->kind) {
     case S_LOOP:
       if (s->tile_var >= 0)
-        fprintf(out, "for i%d in %d*i%d ..< min(%d*i%d + %d, %ld)\n", s->var, s->tile, s->tile_var, s->tile,
+        fprintf(out, "for i%d in %d*i%d ..< min(%d*i%d + %d, %ld)", s->var, s->tile, s->tile_var, s->tile,
                 s->tile_var, s->tile, s->ext);
-      else fprintf(out, "for i%d < %ld\n", s->var, s->ext);
+      else fprintf(out, "for i%d < %ld", s->var, s->ext);
+      if (s->accs > 1) fprintf(out, " reduce %d", s->accs);
+      fputc('\n', out);
       stmts_print(out, &s->body, ind + 1, m);
       break;
     case S_IF:
@@ -90,6 +92,15 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     case S_FILL: fprintf(out, "fill %s %.9g\n", bname(m, s->buf), s->value); break;
     case S_CALL: fprintf(out, "call %s\n", VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case S_KERNEL: {
+      const Kernel *k = s->kern;
+      fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m i%d < %ld, n i%d < %ld, k i%d < %ld, a = arg %d\n", k->mr,
+              k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
+              k->a_arg + 1);
+      PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
+      stmts_print(out, &one, ind + 1, m);
+      break;
+    }
     }
   }
 }
@@ -158,6 +169,7 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
     fprintf(o, "\nat %d %ld\n", i, l.buf_off[i]);
+    fprintf(o, "role %d %s\n", i, role_name((TensorRole)b->role));
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
     case INIT_VALUES:

@@ -22,6 +22,7 @@ typedef struct L {
   IrModule *m;
   bool dbl;
   int *vbuf, *gbuf; /* per tensor id: buffer index or -1 */
+  char *role;       /* per tensor id: TensorRole of its value */
   bool ok;
 } L;
 
@@ -55,6 +56,7 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
   b->elem = t->prec == PREC_DOUBLE ? ELEM_F64 : t->prec == PREC_SINGLE ? ELEM_F32
             : l->dbl ? ELEM_F64 : ELEM_F32;
   b->tensor_id = t->id;
+  b->role = grad ? ROLE_GRAD : l->role[t->id];
   const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   b->size = 1;
   if (t->shape.solved) {
@@ -476,6 +478,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   l.vbuf = ANEWN(a, int, nt + 1);
   l.gbuf = ANEWN(a, int, nt + 1);
   for (int i = 0; i < nt; i++) l.vbuf[i] = l.gbuf[i] = -1;
+  l.role = graph_roles(a, g);
   for (int i = 0; i < nt; i++) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
     buf_of(&l, (Buf){t, false});

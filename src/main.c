@@ -9,6 +9,11 @@
 
 #include "ast.h"
 #include "ctx.h"
+#include "cuda.h"
+#include "ir.h"
+#include "jit.h"
+#include "run.h"
+#include "sched.h"
 
 #define TDSLC_VERSION "0.1.0"
 
@@ -26,15 +31,18 @@ static void usage(FILE *out) {
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
+        "  --strict-fp            keep the source order of sums (default: reassociate)\n"
         "  --dump-ast             print the syntax tree, then stop\n"
         "  --dump-graph           print the staged tensor graph, then stop\n"
         "  --dump-shapes          print every named tensor's inferred shape, then stop\n"
         "  --dump-projections     print each assignment's loops and index expressions\n"
-        "  --dump-ir              print the lowered loop IR, then stop\n"
+        "  --dump-ir              print the scheduled loop IR, then stop\n"
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
+        "  --verbose              with --dump-shapes: mark parameters, count their values\n"
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
-        "      [--print TENSOR]...\n"
+        "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
+        "  -MD, -MF FILE          also write a make dependency file (default: OUT with .d)\n"
         "  --version, --help\n",
         out);
 }
@@ -118,7 +126,9 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--dump-projections")) o->action = ACT_DUMP_PROJECTIONS;
     else if (!strcmp(a, "--dump-ir")) o->action = ACT_DUMP_IR;
     else if (!strcmp(a, "--json")) o->json = true;
+    else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
+    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;
@@ -141,13 +151,24 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       vec_push(&c->arena, &o->loads, l);
     } else if ((v = opt_value(argc, argv, &i, "--call"))) vec_push(&c->arena, &o->calls, (void *)v);
     else if ((v = opt_value(argc, argv, &i, "--print"))) vec_push(&c->arena, &o->prints, (void *)v);
+    else if ((v = opt_value(argc, argv, &i, "--save"))) o->save = v;
+    else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) o->load_ckpt = v;
+    else if (!strcmp(a, "-MD")) o->md = true;
+    else if (!strcmp(a, "-MF")) {
+      if (++i >= argc) return bad_usage("%s needs an argument", a);
+      o->mf = argv[i];
+      o->md = true;
+    }
     else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len))
-    return bad_usage("%s", "--set/--load/--call/--print need --run");
+  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len || o->save || o->load_ckpt))
+    return bad_usage("%s", "--set/--load/--call/--print/--save/--load-checkpoint need --run");
+  if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
+  if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
+    return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
   return 0;
 }
 
@@ -155,6 +176,59 @@ static const char *dirname_of(Arena *a, const char *path) {
   const char *slash = strrchr(path, '/');
   if (!slash) return ".";
   return arena_strndup(a, path, (size_t)(slash - path));
+}
+
+
+static JitOpts jit_opts(Ctx *c) {
+  JitOpts o = {.name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
+               .strict_fp = c->opt.strict_fp};
+  return o;
+}
+
+/* --run: compiled in memory by the chosen backend, then run through the runtime. */
+static int run_in_process(Ctx *c, IrModule *m) {
+  JitOpts jo = jit_opts(c);
+  gcc_jit_context *jc = NULL;
+  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
+  if (!r) return 1;
+  int rc = run_jit_result(c, r);
+  gcc_jit_result_release(r);
+  gcc_jit_context_release(jc);
+  return rc;
+}
+
+/* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
+ * (+ --emit-header), or --run in process. Returns a process exit status. */
+static int generate(Ctx *c, Graph *g) {
+  Options *o = &c->opt;
+  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
+  if (!m || c->diag.errors) return 1;
+  if (o->emit_header) {
+    FILE *f = fopen(o->emit_header, "w");
+    if (!f) {
+      fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
+      return 2;
+    }
+    emit_header(f, m, ctx_model_name(c), NULL);
+    fclose(f);
+  }
+  /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
+  bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
+  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, ctx_model_base(c));
+  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
+  /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
+   * nests onto threads itself). */
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
+  IrModule *shown = cuda ? m : sched_module(&c->arena, m, &so);
+  switch (o->action) {
+  case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
+  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds, ctx_model_name(c)); return 0;
+  case ACT_RUN: return run_in_process(c, m);
+  default: break;
+  }
+  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
+  JitOpts jo = jit_opts(c);
+  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
 }
 
 static int run(Ctx *c) {
@@ -177,7 +251,7 @@ static int run(Ctx *c) {
   }
   if (!infer_shapes(c, g) || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_SHAPES) {
-    dump_shapes(stdout, g, c->opt.json);
+    dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return 0;
   }
   if (!infer_projections(c, g) || c->diag.errors) return 1;
@@ -185,7 +259,11 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  return backend_main(c, g);
+  int rc = generate(c, g);
+  if (rc || !c->opt.md) return rc;
+  const Options *o = &c->opt;
+  const char *ext = o->action == ACT_EMIT_PTX ? "ptx" : o->object ? "o" : "so";
+  return write_depfile(c, o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext));
 }
 
 int main(int argc, char **argv) {

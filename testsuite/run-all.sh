@@ -94,5 +94,19 @@ run_part gradcheck-asan /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdsl
 # Samples built against the installed toolchain (testsuite/samples.sh).
 run_part samples sh testsuite/samples.sh
 
+# The Python package (python/tdsl) against numpy and PyTorch: models, checkpoints read
+# by safetensors, the stdlib's losses and optimizers step by step (pytest).
+out=$B/pytest.log
+TDSLC="$PWD/$B/tdslc" TDSL_LIBRARY="$PWD/$B/libtdslrt.so" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  python/tests > "$out" 2>&1
+last=$(tail -n 1 "$out")
+p=$(echo "$last" | grep -o '[0-9]* passed' | awk '{print $1}')
+f=$(echo "$last" | grep -o '[0-9]* \(failed\|errors\{0,1\}\)' | awk '{s += $1} END {print s + 0}')
+if [ -z "$p" ]; then p=0; f=$((f + 1)); echo "pytest: no result, see $out"; tail -n 5 "$out"; fi
+grep -E '^(FAILED|ERROR)' "$out" | head -n 40
+echo "pytest: $p passed, $f failed"
+pass=$((pass + p))
+fail=$((fail + f))
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -2,7 +2,8 @@
 # Builds the samples as a downstream project would: `make install` into a local prefix,
 # then each sample's two-line Makefile (tdsl.mk through pkg-config) in a copy under
 # build/samples, and runs them. micrograd must print the micrograd README numbers
-# (computed by micrograd/PyTorch, not by tdslc); moons must reach 100% training accuracy.
+# (computed by micrograd/PyTorch, not by tdslc); moons must reach 100% training accuracy,
+# in C and from Python (samples/moons/train.py, which also writes a PNG).
 # Prints PASS/FAIL per check and "N passed, M failed".
 cd "$(dirname "$0")/.." || exit 2
 B=build
@@ -46,6 +47,17 @@ if build moons; then
   fi
 else
   ko moons "build failed: $(tail -n 5 "$W/moons/build.log")"
+fi
+# The same model trained from Python through the installed tdsl package: it must train
+# and write its PNG (loss curve and decision boundary) and a checkpoint.
+PY_SITE=$(echo "$PREFIX"/lib/python3*/dist-packages)
+if (cd "$W/moons" && env -u TDSLC -u TDSL_LIBRARY PYTHONPATH="$PY_SITE" timeout 300 /usr/bin/python3 train.py \
+      --out moons.png > train-py.log 2>&1) &&
+   [ "$(head -c 4 "$W/moons/moons.png" | od -An -c | tr -d ' ')" = "211PNG" ] && [ -s "$W/moons/moons.safetensors" ]; then
+  ok moons-python
+  tail -n 2 "$W/moons/train-py.log"
+else
+  ko moons-python "$(tail -n 6 "$W/moons/train-py.log")"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -46,7 +46,7 @@ static int cuda_header(Ctx *c, IrModule *m) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
     return 2;
   }
-  emit_header(f, m, model_name(c), extra);
+  emit_header(f, m, ctx_model_name(c), extra);
   return fclose(f) ? 2 : 0;
 }
 
@@ -70,7 +70,7 @@ int cuda_backend(Ctx *c, IrModule *m, const char *base) {
   if (!ptx) return 1;
   if (o->action == ACT_EMIT_PTX) return write_text(o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
-  return cuda_host_file(&c->arena, m, p, ptx, model_name(c), o->opt_level, out, o->object) ? 0 : 1;
+  return cuda_host_file(&c->arena, m, p, ptx, ctx_model_name(c), o->opt_level, out, o->object) ? 0 : 1;
 }
 
 bool cuda_can_run(void) {
@@ -91,5 +91,5 @@ gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out)
   CudaPlan *p = cuda_plan(&c->arena, m);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(&c->arena, p->src, arch_of(c));
-  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, model_name(c), c->opt.opt_level, ctx_out) : NULL;
+  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, ctx_model_name(c), c->opt.opt_level, ctx_out) : NULL;
 }

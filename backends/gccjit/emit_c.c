@@ -3,13 +3,13 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "jit.h"
+#include "emit_c.h"
 
 static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
-static void c_const(FILE *o, double v, bool f32) {
+void c_const(FILE *o, double v, bool f32) {
   if (v != v) fputs("NAN", o);
   else if (v == 1.0 / 0.0) fputs("INFINITY", o);
   else if (v == -1.0 / 0.0) fputs("-INFINITY", o);
@@ -21,7 +21,7 @@ static void c_const(FILE *o, double v, bool f32) {
   }
 }
 
-static void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
+void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
   const char *sfx = f32 ? "f" : "";
   const char *T = f32 ? "float" : "double";
   switch (e->kind) {
@@ -88,7 +88,7 @@ static void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
   fputc(')', o);
 }
 
-static void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *what, int ind) {
+void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *what, int ind) {
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
@@ -100,7 +100,7 @@ static void c_check_access(FILE *o, const IrModule *m, const Access *acc, const 
   }
 }
 
-static void c_check_expr(FILE *o, const IrModule *m, const IrExpr *e, const char *what, int ind) {
+void c_check_expr(FILE *o, const IrModule *m, const IrExpr *e, const char *what, int ind) {
   if (e->kind == X_LOAD) c_check_access(o, m, &e->acc, what, ind);
   if (e->kind == X_OP)
     for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(o, m, e->a[i], what, ind);
@@ -118,6 +118,10 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
     fprintf(o, "%*s", ind * 2, "");
     switch (s->kind) {
     case S_LOOP:
+      if (s->accs > 1) {
+        c_reduce_loop(o, m, s, ind, check);
+        break;
+      }
       if (s->tile_var >= 0)
         fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %d < %ld ? %dL*i%d + %d : %ld); i%d++) {\n", s->var, s->tile,
                 s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
@@ -161,6 +165,7 @@ static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, boo
       break;
     case S_CALL: fprintf(o, "%s_fn_%d(self); /* %s */\n", name, s->callee, VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
     case S_COMMENT: fprintf(o, "/* %s */\n", s->text); break;
+    case S_KERNEL: c_kernel(o, m, s, ind); break;
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "jit_emit.h"
+#include "sched.h"
 
 /* The host CPU as the gcc driver sees it: libgccjit rejects -march=native. */
 static const char *host_arch(Arena *a) {
@@ -75,6 +76,11 @@ gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rv
 gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
 
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
+  if (o->schedule) {
+    /* without -march the target is plain x86-64: 16-byte vectors */
+    SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
+    m = sched_module(a, m, &so);
+  }
   J jj = {.a = a, .m = m, .o = o};
   J *j = &jj;
   j->c = gcc_jit_context_acquire();

@@ -23,6 +23,8 @@ typedef struct JitOpts {
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
+  bool schedule;     /* run the schedule pass (src/sched.h) first; false: the naive loops */
+  bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
 
 /* Compiles to a shared library (object=false) or an object file. Returns false after

@@ -41,5 +41,17 @@ gcc_jit_rvalue *jm_call(J *j, int callee);
 gcc_jit_block *js_new_block(J *j, gcc_jit_function *fn);
 /* Renders body into j->blk of j->fn (j->vars set); leaves j->blk open at the end. */
 void js_emit_stmts(J *j, const PtrVec *body);
+/* Pieces for the rendering of scheduled statements: an affine form (long), an
+ * expression in element type el, and --check-bounds traps (into j->blk). */
+gcc_jit_rvalue *js_aff(J *j, const Aff *f);
+gcc_jit_rvalue *js_expr(J *j, const IrExpr *e, int el);
+void js_check_access(J *j, const Access *acc, const char *what);
+void js_check_expr(J *j, const IrExpr *e, const char *what);
+
+/* ---- provided by jit_sched.c: what the schedule pass (src/sched.h) adds ---- */
+/* An S_LOOP with accs > 1: the reduction in partial sums. */
+void js_reduce_loop(J *j, const Stmt *loop);
+/* An S_KERNEL: the blocked, packed, register-tiled contraction. */
+void js_kernel(J *j, const Stmt *s);
 
 #endif

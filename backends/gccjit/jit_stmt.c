@@ -311,6 +311,10 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     const Stmt *s = body->items[i];
     switch (s->kind) {
     case S_LOOP:
+      if (s->accs > 1) {
+        js_reduce_loop(j, s);
+        break;
+      }
       emit_loop(j, j->vars[s->var], s->ext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
       break;
     case S_IF: {
@@ -340,7 +344,13 @@ void js_emit_stmts(J *j, const PtrVec *body) {
       gcc_jit_block_add_eval(j->blk, NULL, jm_call(j, s->callee));
       break;
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
+    case S_KERNEL: js_kernel(j, s); break;
     }
   }
 }
+
+gcc_jit_rvalue *js_aff(J *j, const Aff *f) { return aff_rvalue(j, f); }
+gcc_jit_rvalue *js_expr(J *j, const IrExpr *e, int el) { return expr_rvalue(j, e, el); }
+void js_check_access(J *j, const Access *acc, const char *what) { check_access(j, acc, what); }
+void js_check_expr(J *j, const IrExpr *e, const char *what) { check_expr(j, e, what); }
 

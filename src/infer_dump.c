@@ -1,4 +1,4 @@
-/* shape_dump.c: --dump-shapes (CLI.md, fixed format) and --dump-projections.
+/* infer_dump.c: --dump-shapes (CLI.md, fixed format) and --dump-projections.
  *
  * --dump-projections prints, per assignment (every tensor's forward then backprop
  * code, in creation order, then every exported routine), what an MLIR linalg.generic
@@ -52,14 +52,29 @@ static void json_dims(FILE *out, const Shape *sh, int k) {
   fputc(']', out);
 }
 
-void dump_shapes(FILE *out, const Graph *g, bool json) {
+static long long shape_cells(const Shape *sh) {
+  long long n = 1;
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < sh->n[k]; i++) n *= sh->dims[k][i].d;
+  return n;
+}
+
+void dump_shapes(FILE *out, const Graph *g, bool json) { dump_shapes_ex(out, g, json, false); }
+
+/* verbose: parameters are marked with their number of values, and a last line counts
+ * them (each parameter tensor once, whatever its aliases). Outside the fixed format. */
+void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
+  long long nparams = 0, nvalues = 0;
+  char *counted = verbose ? calloc((size_t)g->tensors.len + 1, 1) : NULL;
   for (int i = 0; i < g->names.len; i++) {
     NamedTensor *nt = VEC_AT(g->names, NamedTensor, i);
     const Shape *sh = &nt->t->shape;
     if (!json) {
       fprintf(out, "%s: ", nt->name);
       print_shape(out, sh);
+      if (verbose && nt->t->kind == TK_PARAM) fprintf(out, "  (parameter, %lld values)", shape_cells(sh));
       fputc('\n', out);
+      if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
       continue;
     }
     /* the shape string, built once to escape it like any other string */
@@ -78,9 +93,16 @@ void dump_shapes(FILE *out, const Graph *g, bool json) {
     json_dims(out, sh, KIND_INPUT);
     fputs(",\"output\":", out);
     json_dims(out, sh, KIND_OUTPUT);
+    if (verbose) fprintf(out, ",\"param\":%s,\"size\":%lld", nt->t->kind == TK_PARAM ? "true" : "false", shape_cells(sh));
     fputs("}\n", out);
     free(buf);
+    if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
   }
+  if (verbose) {
+    if (json) fprintf(out, "{\"parameters\":%lld,\"size\":%lld}\n", nparams, nvalues);
+    else fprintf(out, "parameters: %lld tensors, %lld values\n", nparams, nvalues);
+  }
+  free(counted);
 }
 
 /* ---------------------------------------------------------------- projections */

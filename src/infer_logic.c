@@ -1,4 +1,4 @@
-/* shape_logic.c: the constraints each operation contributes (seed shape-inference.md,
+/* infer_logic.c: the constraints each operation contributes (seed shape-inference.md,
  * "Deriving the constraints": get_inequalities, einsum_slot_spec_to_dims_bio), stage 1
  * online in creation order, the closing stages, and Tensor.shape. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* proj.c: projection inference (seed shape-inference.md, "Projections inference").
+/* infer_proj.c: projection inference (seed shape-inference.md, "Projections inference").
  *
  * Shape inference is re-run from scratch (fresh identities), and every axis pairing
  * an operation's row constraints produced is kept with that operation (StepInfo.pairs),

@@ -1,36 +1,12 @@
-/* backend.c: after inference: lower to the loop IR, then --dump-ir, --emit-c, compile
- * to a .so/.o (+ --emit-header), or --run in process through the runtime (the same
- * model symbols and metadata as a .so, resolved from the gccjit result). */
+/* run.c: --run: a model compiled in memory, opened through the runtime (the same
+ * model symbols and metadata as a .so, resolved from the gccjit result), initialized,
+ * --set/--load/--call as asked, then the --print tensors as a grid or JSON lines. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
-#include "cuda.h"
-#include "ir.h"
-#include "jit.h"
+#include "run.h"
 #include "tdsl.h"
-
-static const char *model_base(Ctx *c) {
-  const char *in = c->opt.input, *slash = strrchr(in, '/');
-  const char *b = slash ? slash + 1 : in;
-  const char *dot = strrchr(b, '.');
-  return dot && dot != b ? arena_strndup(&c->arena, b, (size_t)(dot - b)) : b;
-}
-
-const char *model_name(Ctx *c) {
-  if (c->opt.name) return c->opt.name;
-  const char *b = model_base(c);
-  char *n = arena_printf(&c->arena, "%s%s", *b >= '0' && *b <= '9' ? "_" : "", b);
-  for (char *p = n; *p; p++)
-    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
-  return *n ? n : "model";
-}
-
-static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.name = model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true};
-  return o;
-}
 
 /* ---- --run output ---- */
 
@@ -73,6 +49,54 @@ static double cell(const tdsl_tensor_info *ti, long i) {
   return ti->elem == TDSL_F64 ? ((double *)ti->data)[i] : ((float *)ti->data)[i];
 }
 
+/* Rank <= 2: a grid, the last axis along a row. */
+static void print_grid(FILE *o, const tdsl_tensor_info *ti) {
+  char num[64];
+  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
+  if (row <= 0) row = 1;
+  for (long i = 0; i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
+    if ((i + 1) % row == 0) fputc('\n', o);
+  }
+}
+
+/* Rank >= 3: nested brackets as numpy prints them: numbers right-aligned to a common
+ * width, a blank line between blocks of the outer axes. */
+static void print_block(FILE *o, char **strs, int width, const int *dims, int rank, int axis, long *at) {
+  fputc('[', o);
+  for (int i = 0; i < dims[axis]; i++) {
+    if (axis == rank - 1) {
+      fprintf(o, "%s%*s", i ? " " : "", width, strs[*at]);
+      ++*at;
+      continue;
+    }
+    if (i) {
+      for (int k = 0; k < rank - axis - 1; k++) fputc('\n', o);
+      fprintf(o, "%*s", axis + 1, "");
+    }
+    print_block(o, strs, width, dims, rank, axis + 1, at);
+  }
+  fputc(']', o);
+}
+
+static void print_nested(FILE *o, const tdsl_tensor_info *ti) {
+  char **strs = calloc((size_t)ti->size, sizeof *strs);
+  char num[64];
+  int width = 1;
+  for (long i = 0; strs && i < ti->size; i++) {
+    num_fmt(num, sizeof num, cell(ti, i), ti->elem == TDSL_F32, false);
+    strs[i] = strdup(num);
+    int n = (int)strlen(num);
+    if (n > width) width = n;
+  }
+  long at = 0;
+  if (strs) print_block(o, strs, width, ti->dims, ti->rank, 0, &at);
+  fputc('\n', o);
+  for (long i = 0; strs && i < ti->size; i++) free(strs[i]);
+  free(strs);
+}
+
 static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, bool json) {
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
@@ -93,22 +117,12 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
     fputs("]}\n", o);
     return;
   }
-  /* A grid: the last axis along a row, a blank line between blocks of the axis before. */
   fprintf(o, "%s: ", name);
   shape_str(o, ti);
   fputc('\n', o);
-  long row = ti->rank ? ti->dims[ti->rank - 1] : 1;
-  long block = ti->rank > 1 ? row * ti->dims[ti->rank - 2] : ti->size + 1;
-  if (row <= 0) row = 1;
-  for (long i = 0; i < ti->size; i++) {
-    num_fmt(num, sizeof num, cell(ti, i), f32, false);
-    fprintf(o, "%s%10s", i % row ? " " : "  ", num);
-    if ((i + 1) % row == 0) {
-      fputc('\n', o);
-      if ((i + 1) % block == 0 && i + 1 < ti->size) fputc('\n', o);
-    }
-  }
   if (ti->size == 0) fputs("  (empty)\n", o);
+  else if (ti->rank >= 3) print_nested(o, ti);
+  else print_grid(o, ti);
 }
 
 /* Functions and data alike: both lookups are a dlsym of the result's library. */
@@ -132,7 +146,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
     }
   }
   for (int i = 0; i < o->calls.len; i++)
-    if (tdsl_find_routine(m, o->calls.items[i]) < 0) {
+    if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init")) {
       fprintf(stderr, "tdslc: error: --call %s: no routine of that name (an exported routine, T.forward or T.backprop)\n",
               (const char *)o->calls.items[i]);
       return 1;
@@ -142,6 +156,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
     RunSet *s = o->sets.items[i];
     if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
   }
+  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
     if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
@@ -159,6 +174,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
+  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return run_err("--save", m);
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);
@@ -167,50 +183,14 @@ static int run_model(Ctx *c, tdsl_model *m) {
   return 0;
 }
 
-static int do_run(Ctx *c, IrModule *m) {
-  JitOpts jo = jit_opts(c);
-  gcc_jit_context *jc = NULL;
-  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
-  if (!r) return 1;
+int run_jit_result(Ctx *c, gcc_jit_result *r) {
   char err[512];
   tdsl_model *model = tdsl_open_resolved(jit_resolve, r, err, sizeof err);
-  int rc;
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
-    rc = 1;
-  } else {
-    rc = run_model(c, model);
-    tdsl_close(model);
+    return 1;
   }
-  gcc_jit_result_release(r);
-  gcc_jit_context_release(jc);
+  int rc = run_model(c, model);
+  tdsl_close(model);
   return rc;
-}
-
-int backend_main(Ctx *c, Graph *g) {
-  Options *o = &c->opt;
-  IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
-  if (!m || c->diag.errors) return 1;
-  if (o->emit_header) {
-    FILE *f = fopen(o->emit_header, "w");
-    if (!f) {
-      fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->emit_header);
-      return 2;
-    }
-    emit_header(f, m, model_name(c), NULL);
-    fclose(f);
-  }
-  /* --backend=cuda: its own code generator (backends/cuda/); --run goes through do_run. */
-  bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, model_base(c));
-  if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
-  switch (o->action) {
-  case ACT_DUMP_IR: ir_print(stdout, m); return 0;
-  case ACT_EMIT_C: emit_c(stdout, m, o->check_bounds, model_name(c)); return 0;
-  case ACT_RUN: return do_run(c, m);
-  default: break;
-  }
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", model_base(c), o->object ? "o" : "so");
-  JitOpts jo = jit_opts(c);
-  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
 }

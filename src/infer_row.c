@@ -1,4 +1,4 @@
-/* row.c: dimensions, rows and the constraint solver of shape inference (seed
+/* infer_row.c: dimensions, rows and the constraint solver of shape inference (seed
  * shape-inference.md, "Solving the constraints"). See infer.h for the representation. */
 #include <stdarg.h>
 #include <stdio.h>

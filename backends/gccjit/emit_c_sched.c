@@ -1,0 +1,160 @@
+/* emit_c_sched.c: the C rendering of what the schedule pass (src/sched.h) adds to the
+ * loop IR: reduction loops with partial sums and contraction kernels. The gccjit
+ * backend builds the same code (jit_sched.c). */
+#include <stdarg.h>
+
+#include "emit_c.h"
+
+static const char *ctype_of(const IrModule *m, int buf) {
+  return VEC_AT(m->bufs, IrBuf, buf)->elem == ELEM_F64 ? "double" : "float";
+}
+
+static void line(FILE *o, int ind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(FILE *o, int ind, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(o, "%*s", ind * 2, "");
+  vfprintf(o, fmt, ap);
+  va_end(ap);
+}
+
+/* Partial sum sum<u> += the store's value at iV = base + u (bounds checked first). */
+static void c_partial(FILE *o, const IrModule *m, const Stmt *st, int var, const char *at, int u, int ind, bool check) {
+  bool f32 = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F32;
+  line(o, ind, "{ const long i%d = %s; ", var, at);
+  if (check) c_check_expr(o, m, st->val, st->what, ind + 1);
+  fprintf(o, "sum%d += ", u);
+  c_expr(o, m, st->val, f32);
+  fputs("; }\n", o);
+}
+
+/* The sums combined as a balanced tree: (s0 + s1) + (s2 + s3) ... */
+static void c_tree(FILE *o, int lo, int n) {
+  if (n == 1) {
+    fprintf(o, "sum%d", lo);
+    return;
+  }
+  fputc('(', o);
+  c_tree(o, lo, n / 2);
+  fputs(" + ", o);
+  c_tree(o, lo + n / 2, n - n / 2);
+  fputc(')', o);
+}
+
+void c_reduce_loop(FILE *o, const IrModule *m, const Stmt *lp, int ind, bool check) {
+  const Stmt *st = lp->body.items[0];
+  const char *T = ctype_of(m, st->dst.buf);
+  int U = lp->accs, v = lp->var;
+  fprintf(o, "{ /* reduction in %d partial sums */\n", U);
+  line(o, ind + 1, "%s sum0 = 0", T);
+  for (int u = 1; u < U; u++) fprintf(o, ", sum%d = 0", u);
+  fputs(";\n", o);
+  line(o, ind + 1, "long base%d = 0;\n", v);
+  line(o, ind + 1, "for (; base%d + %d <= %ld; base%d += %d) {\n", v, U, lp->ext, v, U);
+  for (int u = 0; u < U; u++) {
+    char at[48];
+    snprintf(at, sizeof at, "base%d + %d", v, u);
+    c_partial(o, m, st, v, at, u, ind + 2, check);
+  }
+  line(o, ind + 1, "}\n");
+  line(o, ind + 1, "for (; base%d < %ld; base%d++) ", v, lp->ext, v);
+  char at[48];
+  snprintf(at, sizeof at, "base%d", v);
+  c_partial(o, m, st, v, at, 0, 0, check);
+  if (check) {
+    fprintf(o, "%*s", (ind + 1) * 2, "");
+    c_check_access(o, m, &st->dst, st->what, ind + 1);
+    fputc('\n', o);
+  }
+  line(o, ind + 1, "tdsl_buf_%d[", st->dst.buf);
+  aff_print_c(o, "tdsl_sym_", &st->dst.flat);
+  fprintf(o, "] += ");
+  c_tree(o, 0, U);
+  fputs(";\n", o);
+  line(o, ind, "}\n");
+}
+
+/* ---- contraction kernels ---- */
+
+/* An operand's flat index at row expression r and column expression c, given the role
+ * variables they stand for (coefficients from the affine form, the rest kept). */
+static void c_index(FILE *o, const Kernel *k, const Aff *f, int vr, const char *r, int vc, const char *c) {
+  Aff rest = *f;
+  Term t[64];
+  rest.n = 0;
+  rest.t = t;
+  for (int i = 0; i < f->n && rest.n < 64; i++)
+    if (f->t[i].var != k->var[0] && f->t[i].var != k->var[1] && f->t[i].var != k->var[2]) t[rest.n++] = f->t[i];
+  fputc('(', o);
+  aff_print_c(o, "tdsl_sym_", &rest);
+  fprintf(o, ") + %ldL*(%s) + %ldL*(%s)", aff_coef(f, vr), r, aff_coef(f, vc), c);
+}
+
+static void c_pack(FILE *o, const Kernel *k, const Access *acc, bool a_side, const char *T, int ind) {
+  /* A: Ap[ir*kb + kk*MR + r] = A(ic+ir+r, pc+kk); B: Bp[jr*kb + kk*NR + c] = B(pc+kk, jc+jr+c) */
+  int t = a_side ? k->mr : k->nr;
+  const char *blk = a_side ? "mb" : "nb", *p = a_side ? "Ap" : "Bp", *x = a_side ? "ir" : "jr", *o0 = a_side ? "ic" : "jc";
+  line(o, ind, "for (long %s = 0; %s < %s; %s += %d)\n", x, x, blk, x, t);
+  line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
+  line(o, ind + 2, "for (long e = 0; e < %d; e++)\n", t);
+  line(o, ind + 3, "%s[%s*kb + kk*%d + e] = %s + e < %s ? tdsl_buf_%d[", p, x, t, x, blk, acc->buf);
+  char outer[32];
+  snprintf(outer, sizeof outer, "%s + %s + e", o0, x);
+  if (a_side) c_index(o, k, &acc->flat, k->var[0], outer, k->var[2], "pc + kk");
+  else c_index(o, k, &acc->flat, k->var[2], "pc + kk", k->var[1], outer);
+  fprintf(o, "] : (%s)0;\n", T);
+}
+
+static void c_micro(FILE *o, const Kernel *k, const char *T, int ind) {
+  int nv = k->nr / k->vw;
+  line(o, ind, "const %s *pa = Ap + ir*kb, *pb = Bp + jr*kb;\n", T);
+  line(o, ind, "tdsl_vec");
+  for (int r = 0; r < k->mr; r++)
+    for (int v = 0; v < nv; v++) fprintf(o, "%s c%d_%d = {0}", r || v ? "," : "", r, v);
+  fputs(";\n", o);
+  line(o, ind, "for (long kk = 0; kk < kb; kk++) {\n");
+  for (int v = 0; v < nv; v++)
+    line(o, ind + 1, "tdsl_vec b%d = *(const tdsl_vec *)(pb + kk*%d + %d);\n", v, k->nr, v * k->vw);
+  for (int r = 0; r < k->mr; r++) {
+    line(o, ind + 1, "{ %s a = pa[kk*%d + %d];", T, k->mr, r);
+    for (int v = 0; v < nv; v++) fprintf(o, " c%d_%d += a * b%d;", r, v, v);
+    fputs(" }\n", o);
+  }
+  line(o, ind, "}\n");
+  for (int r = 0; r < k->mr; r++)
+    for (int v = 0; v < nv; v++) line(o, ind, "*(tdsl_vec *)(ct + %d) = c%d_%d;\n", r * k->nr + v * k->vw, r, v);
+}
+
+void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind) {
+  const Kernel *k = s->kern;
+  const Stmt *st = k->store;
+  const Access *A = &st->val->a[k->a_arg]->acc, *B = &st->val->a[1 - k->a_arg]->acc;
+  const char *T = ctype_of(m, st->dst.buf);
+  fprintf(o, "{ /* kernel: %s */\n", st->what);
+  line(o, ind + 1, "typedef %s tdsl_vec __attribute__((vector_size(%d)));\n", T, k->vw * (T[0] == 'd' ? 8 : 4));
+  line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64))), Bp[%d] __attribute__((aligned(64)));\n", T,
+       k->mc * k->kc, k->kc * k->nc);
+  line(o, ind + 1, "%s ct[%d] __attribute__((aligned(64)));\n", T, k->mr * k->nr);
+  line(o, ind + 1, "for (long jc = 0; jc < %ld; jc += %d) {\n", k->ext[1], k->nc);
+  line(o, ind + 2, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
+  line(o, ind + 2, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
+  line(o, ind + 3, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
+  c_pack(o, k, B, false, T, ind + 3);
+  line(o, ind + 3, "for (long ic = 0; ic < %ld; ic += %d) {\n", k->ext[0], k->mc);
+  line(o, ind + 4, "long mb = %ld - ic < %d ? %ld - ic : %d;\n", k->ext[0], k->mc, k->ext[0], k->mc);
+  c_pack(o, k, A, true, T, ind + 4);
+  line(o, ind + 4, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
+  line(o, ind + 5, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);
+  c_micro(o, k, T, ind + 6);
+  line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
+  line(o, ind + 6, "for (long r = 0; r < mr; r++)\n");
+  line(o, ind + 7, "for (long c = 0; c < nr; c++)\n");
+  line(o, ind + 8, "tdsl_buf_%d[", st->dst.buf);
+  c_index(o, k, &st->dst.flat, k->var[0], "ic + ir + r", k->var[1], "jc + jr + c");
+  fprintf(o, "] += ct[r*%d + c];\n", k->nr);
+  line(o, ind + 5, "}\n");
+  line(o, ind + 3, "}\n");
+  line(o, ind + 2, "}\n");
+  line(o, ind + 1, "}\n");
+  line(o, ind, "}\n");
+}

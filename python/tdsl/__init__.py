@@ -1,0 +1,254 @@
+"""tdsl: drive models compiled by tdslc from Python (numpy arrays over the C runtime).
+
+    import tdsl
+    so = tdsl.compile("moons.tdsl", O=3)        # runs tdslc; CompileError on bad input
+    m = tdsl.load(so)
+    m.init(seed=0)
+    m["moons_flat"] = xs                         # shape-checked copy into the tensor
+    m.batch_n = 3                                # index symbols are attributes
+    m.call("train_step")
+    print(m["scalar_loss"], m["w1"].shape)       # zero-copy views of the model's memory
+    m.save("ckpt.safetensors")                   # parameters and optimizer state
+
+See tdsl(7) and README.md ("From PyTorch").
+"""
+import ctypes
+import os
+import subprocess
+
+import numpy as np
+
+from ._lib import ROLES, SAVE_WHICH, TensorInfo, find_tdslc, lib
+
+__all__ = ["compile", "load", "Model", "Tensor", "TdslError", "CompileError", "version"]
+__version__ = "0.1.0"
+
+
+class TdslError(RuntimeError):
+    """An error reported by the runtime (its message is tdsl_error's)."""
+
+
+class CompileError(TdslError):
+    """tdslc rejected the model: `diagnostics` holds its messages (file:line:col: ...)."""
+
+    def __init__(self, diagnostics, returncode, cmd):
+        super().__init__(diagnostics.strip() or "tdslc failed with status %d" % returncode)
+        self.diagnostics = diagnostics
+        self.returncode = returncode
+        self.cmd = cmd
+
+
+def version():
+    return lib().tdsl_version().decode()
+
+
+def _option_args(options):
+    """Keyword options as tdslc flags: O=3 -> -O3, include=[d] -> -I d, precision="double"
+    -> --precision=double, check_bounds=True -> --check-bounds, args=[...] verbatim."""
+    out = []
+    for key, val in options.items():
+        if key == "O":
+            out.append("-O%d" % int(val))
+        elif key in ("include", "I"):
+            for d in [val] if isinstance(val, (str, os.PathLike)) else val:
+                out += ["-I", os.fspath(d)]
+        elif key == "args":
+            out += [str(a) for a in val]
+        elif val is True:
+            out.append("--" + key.replace("_", "-"))
+        elif val is False or val is None:
+            continue
+        else:
+            out.append("--%s=%s" % (key.replace("_", "-"), val))
+    return out
+
+
+def compile(path, out=None, **options):
+    """Compiles a .tdsl file with tdslc to a shared library; returns its path (default:
+    the source's name with .so, beside the source). Raises CompileError carrying the
+    diagnostics when tdslc rejects the input or the options."""
+    path = os.fspath(path)
+    if out is None:
+        out = os.path.splitext(path)[0] + ".so"
+    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), path]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise CompileError(r.stderr, r.returncode, cmd)
+    return os.fspath(out)
+
+
+def load(so):
+    """Opens a compiled model (.so)."""
+    return Model(so)
+
+
+class Tensor:
+    """A tensor's description: name, shape (dims in memory order: batch, output, input),
+    dtype, role ("param", "grad", "optimizer", "input", "const", "intermediate"), the
+    number of axes of each kind (batch, output, input) and the axis labels."""
+
+    __slots__ = ("name", "shape", "dtype", "role", "kinds", "labels")
+
+    def __init__(self, ti):
+        self.name = ti.name.decode()
+        self.shape = tuple(ti.dims[k] for k in range(ti.rank))
+        self.dtype = np.dtype(np.float64 if ti.elem == 1 else np.float32)
+        self.role = ROLES[ti.role] if 0 <= ti.role < len(ROLES) else "intermediate"
+        self.kinds = tuple(ti.nkind)
+        self.labels = tuple((ti.labels[k] or b"").decode() or None for k in range(ti.rank))
+
+    def __repr__(self):
+        return "Tensor(%r, shape=%r, dtype=%s, role=%r)" % (self.name, self.shape, self.dtype, self.role)
+
+
+def _squeezed(shape):
+    return tuple(d for d in shape if d != 1)
+
+
+class Model:
+    """A compiled model: tensors by name (m["w"]), routines (m.call), index symbols
+    (attributes or set_index), init, checkpoints (save/load)."""
+
+    def __init__(self, so):
+        L = lib()
+        err = ctypes.create_string_buffer(512)
+        path = os.path.abspath(os.fspath(so))
+        h = L.tdsl_open(path.encode(), err, len(err))
+        if not h:
+            raise TdslError(err.value.decode(errors="replace"))
+        object.__setattr__(self, "_L", L)
+        object.__setattr__(self, "_h", h)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "indices", tuple(
+            L.tdsl_index_name(h, i).decode() for i in range(L.tdsl_num_indices(h))))
+
+    # ---- life cycle ----
+    def close(self):
+        """Releases the model; arrays obtained from it must not be used afterwards."""
+        if self._h:
+            self._L.tdsl_close(self._h)
+            object.__setattr__(self, "_h", None)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _check(self, rc):
+        if rc != 0:
+            raise TdslError(self._L.tdsl_error(self._handle()).decode(errors="replace"))
+
+    def _handle(self):
+        if not self._h:
+            raise TdslError("the model is closed")
+        return self._h
+
+    # ---- description ----
+    def _info(self, name_or_index):
+        ti = TensorInfo()
+        if isinstance(name_or_index, int):
+            self._check(self._L.tdsl_tensor(self._handle(), name_or_index, ctypes.byref(ti)))
+        else:
+            self._check(self._L.tdsl_tensor_by_name(self._handle(), name_or_index.encode(), ctypes.byref(ti)))
+        return ti
+
+    @property
+    def tensors(self):
+        """Every tensor, by name (a dict of Tensor descriptions, in model order)."""
+        infos = (Tensor(self._info(i)) for i in range(self._L.tdsl_num_tensors(self._handle())))
+        return {t.name: t for t in infos}
+
+    @property
+    def params(self):
+        """The names of the parameters, in model order."""
+        return [n for n, t in self.tensors.items() if t.role == "param"]
+
+    @property
+    def routines(self):
+        """The exported routines (`T.forward` / `T.backprop` are callable too)."""
+        h = self._handle()
+        return [self._L.tdsl_routine_name(h, i).decode() for i in range(self._L.tdsl_num_routines(h))]
+
+    # ---- data ----
+    def __contains__(self, name):
+        return self._L.tdsl_find_tensor(self._handle(), name.encode()) >= 0
+
+    def __getitem__(self, name):
+        """A numpy view of the tensor's memory (no copy), valid until the model is closed
+        (for a cuda model: until the next call)."""
+        ti = self._info(name)
+        ctype = ctypes.c_double if ti.elem == 1 else ctypes.c_float
+        buf = (ctype * max(ti.size, 1)).from_address(ti.data)
+        buf._model = self  # the view keeps the model open
+        arr = np.frombuffer(buf, dtype=np.float64 if ti.elem == 1 else np.float32, count=ti.size)
+        return arr.reshape(tuple(ti.dims[k] for k in range(ti.rank)))
+
+    def __setitem__(self, name, value):
+        """Copies value into the tensor: its shape must be the tensor's (axes of size 1
+        aside); converted to the tensor's element type."""
+        view = self[name]
+        arr = np.asarray(value, dtype=view.dtype)
+        if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
+            raise ValueError("tensor %s has shape %s, not %s" % (name, view.shape, arr.shape))
+        view[...] = arr.reshape(view.shape)
+
+    def load_file(self, name, path):
+        """Fills a tensor from a .npy or raw float32 file (tdsl_load_file)."""
+        self._check(self._L.tdsl_load_file(self._handle(), name.encode(), os.fspath(path).encode()))
+
+    # ---- running ----
+    def init(self, seed=0):
+        """Initializes every tensor (parameters from their initializers, the rest zero)
+        and resets the index symbols to 0."""
+        self._check(self._L.tdsl_init(self._handle(), int(seed)))
+
+    def call(self, routine):
+        """Runs an exported routine, or `T.forward` / `T.backprop`."""
+        self._check(self._L.tdsl_call(self._handle(), routine.encode()))
+
+    def set_index(self, name, value):
+        self._check(self._L.tdsl_set_index(self._handle(), name.encode(), int(value)))
+
+    def get_index(self, name):
+        v = ctypes.c_long()
+        self._check(self._L.tdsl_get_index(self._handle(), name.encode(), ctypes.byref(v)))
+        return v.value
+
+    def __getattr__(self, name):
+        if name in self.__dict__.get("indices", ()):
+            return self.get_index(name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__.get("indices", ()):
+            self.set_index(name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    # ---- checkpoints ----
+    def save(self, path, which="training"):
+        """Writes a safetensors checkpoint: which = "params", "optimizer", "training"
+        (both, the default) or "all"."""
+        if which not in SAVE_WHICH:
+            raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
+        self._check(self._L.tdsl_save(self._handle(), os.fspath(path).encode(), SAVE_WHICH[which]))
+
+    def load(self, path):
+        """Loads a safetensors checkpoint (names, dtypes and shapes checked first)."""
+        self._check(self._L.tdsl_load(self._handle(), os.fspath(path).encode()))
+
+    def state_dict(self, which="params"):
+        """Copies of the selected tensors, by name (like torch's state_dict)."""
+        roles = {"params": {"param"}, "optimizer": {"optimizer"}, "training": {"param", "optimizer"}}
+        keep = roles.get(which)
+        return {n: self[n].copy() for n, t in self.tensors.items() if keep is None or t.role in keep}
+
+    def __repr__(self):
+        return "<tdsl.Model %s>" % self.path

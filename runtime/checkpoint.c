@@ -1,0 +1,227 @@
+/* checkpoint.c: tdsl_save / tdsl_load in the safetensors format: an 8-byte
+ * little-endian header length N, N bytes of JSON
+ *   {"w1":{"dtype":"F32","shape":[16,2],"data_offsets":[0,128]}, ..., "__metadata__":{...}}
+ * (space-padded to a multiple of 8), then the tensors' bytes, each entry's offsets
+ * relative to the end of the header. The JSON goes through cJSON both ways; the data
+ * through the public tensor API, so it works for every model kind (cuda included). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "tdslrt_int.h"
+
+enum { MAX_HEADER = 100 << 20 };
+
+static size_t elem_bytes(tdsl_elem e) { return e == TDSL_F64 ? 8 : 4; }
+
+static cJSON *entry_json(const tdsl_tensor_info *ti, size_t begin) {
+  cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *off = cJSON_CreateArray();
+  cJSON_AddStringToObject(e, "dtype", ti->elem == TDSL_F64 ? "F64" : "F32");
+  for (int k = 0; k < ti->rank; k++) cJSON_AddItemToArray(shape, cJSON_CreateNumber(ti->dims[k]));
+  cJSON_AddItemToObject(e, "shape", shape);
+  cJSON_AddItemToArray(off, cJSON_CreateNumber((double)begin));
+  cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(begin + (size_t)ti->size * elem_bytes(ti->elem))));
+  cJSON_AddItemToObject(e, "data_offsets", off);
+  return e;
+}
+
+/* The JSON header of the tensors `which` selects, padded; NULL when out of memory. */
+static char *header_json(tdsl_model *m, unsigned which, size_t *len) {
+  cJSON *root = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+  cJSON_AddStringToObject(meta, "format", "pt");
+  cJSON_AddStringToObject(meta, "producer", "tdsl " TDSL_VERSION);
+  cJSON_AddItemToObject(root, "__metadata__", meta);
+  size_t at = 0;
+  for (int i = 0; i < tdsl_num_tensors(m); i++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(m, i, &ti) || !(which & (1u << ti.role))) continue;
+    cJSON_AddItemToObject(root, ti.name, entry_json(&ti, at));
+    at += (size_t)ti.size * elem_bytes(ti.elem);
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) return NULL;
+  size_t n = strlen(text), padded = (n + 7) / 8 * 8;
+  char *out = realloc(text, padded + 1);
+  if (!out) {
+    cJSON_free(text);
+    return NULL;
+  }
+  memset(out + n, ' ', padded - n);
+  out[padded] = 0;
+  *len = padded;
+  return out;
+}
+
+static int write_body(tdsl_model *m, FILE *f, unsigned which, const char *hdr, size_t len) {
+  unsigned char n8[8];
+  for (int k = 0; k < 8; k++) n8[k] = (unsigned char)((uint64_t)len >> (8 * k));
+  if (fwrite(n8, 1, 8, f) != 8 || fwrite(hdr, 1, len, f) != len) return -1;
+  for (int i = 0; i < tdsl_num_tensors(m); i++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(m, i, &ti)) return -1;
+    if (!(which & (1u << ti.role))) continue;
+    size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
+    if (fwrite(ti.data, 1, bytes, f) != bytes) return -1;
+  }
+  return 0;
+}
+
+int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
+  size_t len;
+  char *hdr = header_json(m, which, &len);
+  if (!hdr) return tdsl_rt_fail(m, "out of memory");
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 16);
+  if (!tmp) {
+    cJSON_free(hdr);
+    return tdsl_rt_fail(m, "out of memory");
+  }
+  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  int rc;
+  if (!f) {
+    rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd), unlink(tmp);
+  } else {
+    rc = write_body(m, f, which, hdr, len);
+    if (fclose(f) || rc) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
+    else if (rename(tmp, path)) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+  }
+  free(tmp);
+  cJSON_free(hdr);
+  return rc;
+}
+
+/* ---- loading ---- */
+
+static void dims_text(char *buf, size_t n, const cJSON *shape, const tdsl_tensor_info *ti) {
+  size_t len = (size_t)snprintf(buf, n, "[");
+  const cJSON *d;
+  int k = 0;
+  if (shape) {
+    cJSON_ArrayForEach(d, shape) if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%.0f", k++ ? "," : "", d->valuedouble);
+  } else
+    for (; k < ti->rank && len < n; k++) len += (size_t)snprintf(buf + len, n - len, "%s%d", k ? "," : "", ti->dims[k]);
+  if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+static bool same_shape(const cJSON *shape, const tdsl_tensor_info *ti) {
+  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != ti->rank) return false;
+  int k = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, shape) {
+    if (!cJSON_IsNumber(d) || d->valuedouble != ti->dims[k++]) return false;
+  }
+  return true;
+}
+
+/* Checks one header entry against the model; sets *begin to its data offset. */
+static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t data_len, char *seen, size_t *begin) {
+  const char *name = e->string;
+  int i = tdsl_find_tensor(m, name);
+  tdsl_tensor_info ti;
+  if (i < 0) return tdsl_rt_fail(m, "'%s': tensor '%s' is not in the model", path, name);
+  if (tdsl_tensor(m, i, &ti)) return -1;
+  if (seen[i]++) return tdsl_rt_fail(m, "'%s': tensor '%s' appears twice", path, name);
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype"), *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+  const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  const char *want = ti.elem == TDSL_F64 ? "F64" : "F32";
+  if (!cJSON_IsString(dt)) return tdsl_rt_fail(m, "'%s': tensor '%s' has no dtype", path, name);
+  if (strcmp(dt->valuestring, want))
+    return tdsl_rt_fail(m, "'%s': tensor '%s' is %s but the model's is %s", path, name, dt->valuestring, want);
+  if (!same_shape(shape, &ti)) {
+    char fs[256], ms[256];
+    dims_text(fs, sizeof fs, cJSON_IsArray(shape) ? shape : NULL, &ti);
+    dims_text(ms, sizeof ms, NULL, &ti);
+    if (!cJSON_IsArray(shape)) snprintf(fs, sizeof fs, "(none)");
+    return tdsl_rt_fail(m, "'%s': tensor '%s' has shape %s but the model's is %s", path, name, fs, ms);
+  }
+  size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
+  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
+  if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
+      b->valuedouble < 0 || en->valuedouble - b->valuedouble != (double)bytes || en->valuedouble > (double)data_len)
+    return tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (%zu bytes expected within %zu)", path, name,
+                        bytes, data_len);
+  *begin = (size_t)b->valuedouble;
+  return 0;
+}
+
+/* Reads the header; *data_at and *data_len locate the byte buffer. */
+static cJSON *read_header(tdsl_model *m, FILE *f, const char *path, long *data_at, size_t *data_len) {
+  unsigned char n8[8];
+  if (fseek(f, 0, SEEK_END) || ftell(f) < 8 || fseek(f, 0, SEEK_SET) || fread(n8, 1, 8, f) != 8) {
+    tdsl_rt_fail(m, "'%s' is not a safetensors file (too short)", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  uint64_t n = 0;
+  for (int k = 0; k < 8; k++) n |= (uint64_t)n8[k] << (8 * k);
+  if (n > MAX_HEADER || (long)n > size - 8) {
+    tdsl_rt_fail(m, "'%s' is not a safetensors file (header length %llu, file %ld bytes)", path, (unsigned long long)n, size);
+    return NULL;
+  }
+  char *text = malloc((size_t)n + 1);
+  if (!text) {
+    tdsl_rt_fail(m, "out of memory");
+    return NULL;
+  }
+  fseek(f, 8, SEEK_SET);
+  cJSON *root = fread(text, 1, (size_t)n, f) == (size_t)n ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+  free(text);
+  if (!cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    tdsl_rt_fail(m, "'%s' is not a safetensors file (bad JSON header)", path);
+    return NULL;
+  }
+  *data_at = 8 + (long)n;
+  *data_len = (size_t)(size - *data_at);
+  return root;
+}
+
+static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
+  int nt = tdsl_num_tensors(m), count = 0;
+  char *seen = calloc((size_t)nt + 1, 1);
+  size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);
+  int rc = seen && begin ? 0 : tdsl_rt_fail(m, "out of memory");
+  const cJSON *e;
+  cJSON_ArrayForEach(e, root) {
+    if (rc || !strcmp(e->string, "__metadata__")) continue;
+    if (!cJSON_IsObject(e)) rc = tdsl_rt_fail(m, "'%s': entry '%s' is not an object", path, e->string);
+    else rc = check_entry(m, path, e, data_len, seen, &begin[count]);
+    count++;
+  }
+  count = 0;
+  cJSON_ArrayForEach(e, root) {
+    if (rc || !strcmp(e->string, "__metadata__")) continue;
+    tdsl_tensor_info ti;
+    if (tdsl_tensor_by_name(m, e->string, &ti)) rc = -1;
+    size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
+    if (!rc && (fseek(f, data_at + (long)begin[count], SEEK_SET) || fread(ti.data, 1, bytes, f) != bytes))
+      rc = tdsl_rt_fail(m, "'%s': short read of tensor '%s'", path, e->string);
+    count++;
+  }
+  free(seen);
+  free(begin);
+  return rc;
+}
+
+int tdsl_load(tdsl_model *m, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
+  long data_at;
+  size_t data_len;
+  cJSON *root = read_header(m, f, path, &data_at, &data_len);
+  int rc = root ? load_entries(m, f, path, root, data_at, data_len) : -1;
+  cJSON_Delete(root);
+  fclose(f);
+  return rc;
+}

@@ -1,0 +1,21 @@
+/* tdslrt_int.h: what the runtime's own files share and do not export (checkpoint.c,
+ * npy.c use the public API of tdsl.h plus these). */
+#ifndef TDSLRT_INT_H
+#define TDSLRT_INT_H
+
+#include <stdbool.h>
+
+#include "tdsl.h"
+
+#define TDSL_HIDDEN __attribute__((visibility("hidden")))
+
+/* Sets tdsl_error(m) (printf-style); returns -1. */
+TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether path starts with the .npy magic (false when unreadable: the raw reader then
+ * reports the error). */
+TDSL_HIDDEN bool tdsl_rt_is_npy(const char *path);
+/* Fills tensor `name` from a .npy file (runtime/npy.c). */
+TDSL_HIDDEN int tdsl_rt_load_npy(tdsl_model *m, const char *name, const char *path);
+
+#endif

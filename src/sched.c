@@ -1,0 +1,230 @@
+/* sched.c: the schedule pass (decisions and their reasons: sched.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+/* Register tile and cache blocks (elements). MR x NR = 6 x 2 vectors keeps 12 vector
+ * accumulators plus 2 B vectors and an A broadcast within 16 registers. A kc x nr
+ * panel of B (16 KiB for f32) stays in L1 across the rows of an mc x kc block of A
+ * (72 KiB, L2); the packed kc x nc block of B (256 KiB) sits in L2/L3. */
+enum { MR = 6, KC = 256, MC = 72, NC_BYTES = 512 * 1024 };
+/* Below this many multiply-adds packing costs more than the register tile saves. */
+enum { KERNEL_MIN_WORK = 32768 };
+/* A reduction shorter than this gains nothing from partial sums. */
+enum { REDUCE_MIN = 32 };
+
+long aff_coef(const Aff *f, int var) {
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) return f->t[i].coef;
+  return 0;
+}
+
+Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n) {
+  Aff r = {.off = f->off, .t = ANEWN(a, Term, f->n + 1)};
+  for (int i = 0; i < f->n; i++) {
+    bool drop = false;
+    for (int k = 0; k < n; k++) drop |= f->t[i].var == vars[k];
+    if (!drop) r.t[r.n++] = f->t[i];
+  }
+  return r;
+}
+
+static bool has_symbol(const Access *acc) {
+  for (int i = 0; i < acc->flat.n; i++)
+    if (acc->flat.t[i].var < 0) return true;
+  for (int ax = 0; ax < acc->rank; ax++)
+    for (int i = 0; i < acc->axis[ax].n; i++)
+      if (acc->axis[ax].t[i].var < 0) return true;
+  return false;
+}
+
+/* Every axis index of acc stays in its extent over the loops (var_ext per variable):
+ * the kernel reads and writes without guards or checks. */
+static bool in_bounds(const Access *acc, const IrModule *m, const long *var_ext) {
+  const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
+  for (int ax = 0; ax < acc->rank; ax++) {
+    long lo, hi;
+    aff_range(&acc->axis[ax], var_ext, &lo, &hi);
+    if (lo < 0 || hi >= b->dims[ax]) return false;
+  }
+  return true;
+}
+
+/* The loops of a perfect nest, outermost first, and the statement inside them. */
+static Stmt *perfect_nest(Stmt *nest, Stmt **loops, int *nloops) {
+  *nloops = 0;
+  Stmt *s = nest;
+  while (s->kind == S_LOOP) {
+    if (*nloops >= 64 || s->body.len != 1) return NULL;
+    loops[(*nloops)++] = s;
+    s = s->body.items[0];
+  }
+  return s;
+}
+
+static bool is_tile_controller(Stmt **loops, int n, int var) {
+  for (int i = 0; i < n; i++)
+    if (loops[i]->tile_var == var) return true;
+  return false;
+}
+
+/* Picks the role variables: j is the variable of the target with the smallest stride
+ * there that only one operand uses (that operand is B), i the longest target variable
+ * only A uses, k the longest variable both operands use and the target does not. */
+static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3]) {
+  const Access *d = acc[0];
+  long best = -1;
+  c->j = c->i = c->k = -1;
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    long cd = labs(aff_coef(&d->flat, v));
+    bool in1 = aff_coef(&acc[1]->flat, v) != 0, in2 = aff_coef(&acc[2]->flat, v) != 0;
+    if (cd && in1 != in2 && (best < 0 || cd < best)) best = cd, c->j = v, c->a_arg = in1 ? 1 : 0;
+  }
+  if (c->j < 0) return false;
+  const Access *A = acc[1 + c->a_arg], *B = acc[2 - c->a_arg];
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    bool ind = aff_coef(&d->flat, v) != 0, ina = aff_coef(&A->flat, v) != 0, inb = aff_coef(&B->flat, v) != 0;
+    if (ind && ina && !inb && (c->i < 0 || loops[l]->ext > c->m)) c->i = v, c->m = loops[l]->ext;
+    if (!ind && ina && inb && (c->k < 0 || loops[l]->ext > c->kext)) c->k = v, c->kext = loops[l]->ext;
+    if (v == c->j) c->n = loops[l]->ext;
+  }
+  return c->i >= 0 && c->k >= 0;
+}
+
+bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  memset(c, 0, sizeof *c);
+  if (!st || st->kind != S_STORE || st->accum != OP_ADD) return false;
+  const IrExpr *v = st->val;
+  if (v->kind != X_OP || v->op != OP_MUL || v->a[0]->kind != X_LOAD || v->a[1]->kind != X_LOAD) return false;
+  const Access *acc[3] = {&st->dst, &v->a[0]->acc, &v->a[1]->acc};
+  int maxvar = 0;
+  for (int l = 0; l < nl; l++) maxvar = loops[l]->var > maxvar ? loops[l]->var : maxvar;
+  long *var_ext = calloc((size_t)maxvar + 1, sizeof(long));
+  if (!var_ext) return false;
+  for (int l = 0; l < nl; l++) var_ext[loops[l]->var] = loops[l]->ext;
+  bool ok = true;
+  Elem el = VEC_AT(m->bufs, IrBuf, acc[0]->buf)->elem;
+  for (int i = 0; i < 3 && ok; i++) {
+    ok = !has_symbol(acc[i]) && in_bounds(acc[i], m, var_ext) && VEC_AT(m->bufs, IrBuf, acc[i]->buf)->elem == el;
+    if (i) ok = ok && acc[i]->buf != acc[0]->buf;
+  }
+  free(var_ext);
+  if (!ok) return false;
+  /* Tile loops of a transpose-like nest only split a variable's range: the kernel
+   * blocks for itself, so drop them and keep the variables' whole ranges. */
+  Stmt *real[64];
+  int nr = 0;
+  for (int l = 0; l < nl; l++)
+    if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
+  if (!pick_roles(c, real, nr, acc)) return false;
+  c->store = st;
+  for (int l = 0; l < nr; l++) {
+    int var = real[l]->var;
+    if (var != c->i && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
+  }
+  return true;
+}
+
+/* ---- rewriting ---- */
+
+static Stmt *copy_loop(Arena *a, const Stmt *lp, Stmt *body) {
+  Stmt *n = ANEW(a, Stmt);
+  *n = *lp;
+  n->body = (PtrVec){0};
+  vec_push(a, &n->body, body);
+  return n;
+}
+
+static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Contraction *c) {
+  Kernel *k = ANEW(a, Kernel);
+  k->store = c->store;
+  k->a_arg = c->a_arg;
+  k->var[0] = c->i, k->var[1] = c->j, k->var[2] = c->k;
+  k->ext[0] = c->m, k->ext[1] = c->n, k->ext[2] = c->kext;
+  int esize = VEC_AT(m->bufs, IrBuf, c->store->dst.buf)->elem == ELEM_F64 ? 8 : 4;
+  int vb = o->vec_bytes ? o->vec_bytes : 32;
+  /* 12 accumulators in 16 registers (AVX2), 24 in 32 (AVX-512) */
+  int MR_ = vb >= 64 ? 2 * MR : MR, KC_ = KC, MC_ = vb >= 64 ? 4 * MR_ : MC;
+  /* the packed B block lives on the stack: at most 512 KiB */
+  int NC_ = (int)(NC_BYTES / ((long)KC_ * esize)) / (2 * (vb / esize)) * (2 * (vb / esize));
+  k->vw = vb / esize;
+  k->mr = MR_;
+  k->nr = 2 * k->vw;
+  /* Blocks no larger than the problem (rounded up to whole tiles): less scratch. */
+  k->kc = c->kext < KC_ ? (int)c->kext : KC_;
+  long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
+  k->mc = mt < MC_ ? (int)mt : MC_;
+  k->nc = nt < NC_ ? (int)nt : NC_;
+  Stmt *s = ANEW(a, Stmt);
+  s->kind = S_KERNEL;
+  s->kern = k;
+  s->what = c->store->what;
+  Stmt *inner = s;
+  for (int d = c->nouter - 1; d >= 0; d--) {
+    inner = copy_loop(a, c->outer[d], inner);
+    inner->tile_var = -1, inner->tile = 0;
+  }
+  return inner;
+}
+
+static bool reads_buf(const IrExpr *e, int buf) {
+  if (e->kind == X_LOAD) return e->acc.buf == buf;
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++)
+      if (reads_buf(e->a[i], buf)) return true;
+  return false;
+}
+
+/* The nest with its innermost loop summed in partial sums, or NULL. */
+static Stmt *make_reduction(Arena *a, const IrModule *m, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || !nl || st->kind != S_STORE || st->accum != OP_ADD) return NULL;
+  Stmt *in = loops[nl - 1];
+  if (in->tile_var >= 0 || in->ext < REDUCE_MIN || aff_coef(&st->dst.flat, in->var) || reads_buf(st->val, st->dst.buf))
+    return NULL;
+  Stmt *r = copy_loop(a, in, st);
+  r->accs = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 16;
+  for (int d = nl - 2; d >= 0; d--) r = copy_loop(a, loops[d], r);
+  return r;
+}
+
+static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
+  if (s->kind != S_LOOP || o->strict_fp || o->check_bounds) return s;
+  Contraction c;
+  long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
+  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) return make_kernel(a, m, o, &c);
+  Stmt *r = make_reduction(a, m, s);
+  return r ? r : s;
+}
+
+int sched_host_vec_bytes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx")) return 32;
+#endif
+  return 16;
+}
+
+IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
+  IrModule *r = ANEW(a, IrModule);
+  *r = *m;
+  r->funcs = (PtrVec){0};
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    IrFunc *nf = ANEW(a, IrFunc);
+    *nf = *f;
+    nf->body = (PtrVec){0};
+    for (int k = 0; k < f->body.len; k++) vec_push(a, &nf->body, sched_stmt(a, m, o, f->body.items[k]));
+    vec_push(a, &r->funcs, nf);
+  }
+  return r;
+}

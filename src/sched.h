@@ -1,0 +1,62 @@
+/* sched.h: the schedule pass, between lowering (src/lower.c) and the code generators.
+ *
+ * Lowering gives every assignment one naive loop nest (ir.h). The schedule pass owns
+ * the performance decisions for the CPU back ends (gccjit and --emit-c); the emitters
+ * only render what it wrote into the IR, and --dump-ir shows it:
+ *
+ * - Contractions (a perfect nest whose one store is `dst =add mul(load, load)`: matmul,
+ *   batched and einsum contractions, unpadded convolutions after projection, and their
+ *   backward) become an S_KERNEL (ir.h) inside the remaining outer loops: BLIS-style
+ *   cache blocks, packed operand panels and a register tile of MR x NR: 6 x 2 vectors
+ *   (12 accumulators in the 16 ymm registers of AVX2) or, where the target has
+ *   AVX-512, 12 x 2 (24 of 32 zmm registers). Packing reads the
+ *   operands through their affine indices, so any constant strides work; edge tiles are
+ *   zero-padded in the panels and stored cell by cell. Kept naive: padding guards,
+ *   index symbols (bounds not static), an operand that is also the target, mixed
+ *   element types, and small problems (packing would cost more than it saves).
+ * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
+ *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
+ *   memory bandwidth instead of one dependent add chain.
+ * Both reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps source order and
+ * leaves every nest as lowered, and so does --check-bounds. The CUDA back end is not scheduled here (it maps nests
+ * onto threads itself); it may use the contraction recognizer.
+ *
+ * The pass never changes its input: it returns a new module sharing the unchanged
+ * statements, so the naive module stays available (tdslc --check compares the two). */
+#ifndef TDSL_SCHED_H
+#define TDSL_SCHED_H
+
+#include "ir.h"
+
+typedef struct SchedOpts {
+  bool strict_fp;       /* keep source order of sums: no partial sums, no kernels */
+  bool check_bounds;    /* --check-bounds: keep the naive loops, whose every access is
+                         * checked (gcc 12 also rejected a kernel inlined next to checked
+                         * partial sums: "iteration N invokes undefined behavior") */
+  long kernel_min_work; /* contractions with fewer multiply-adds stay naive; 0: default */
+  int vec_bytes;        /* the target's vector registers (bytes); 0: 32 (AVX2) */
+} SchedOpts;
+
+/* A recognized contraction: the store of a perfect nest, the loops it sits in, and the
+ * roles of their variables. */
+typedef struct Contraction {
+  Stmt *store;      /* dst =add mul(x, y) */
+  int a_arg;        /* 0 if x is A (indexed by i), 1 if y is */
+  int i, j, k;      /* loop variables of the M, N and K dimensions */
+  long m, n, kext;  /* their extents */
+  int nouter;       /* the nest's other loops, outermost first (tile loops removed) */
+  Stmt *outer[64];
+} Contraction;
+
+/* Recognizes a contraction in the loop nest `nest` (an S_LOOP). False when it is not
+ * one or has something a kernel does not handle (guards, symbols in an index, an
+ * operand that is the target, mixed element types). */
+bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *out);
+
+/* The vector width of the machine running the compiler (the JIT's target). */
+int sched_host_vec_bytes(void);
+
+/* The scheduled copy of m (arena-allocated; m is not modified). */
+IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o);
+
+#endif

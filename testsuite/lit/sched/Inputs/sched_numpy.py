@@ -1,0 +1,37 @@
+"""Runs Inputs/contractions.tdsl through tdslc --run --json on random host inputs and
+compares every result with numpy (float64 sums of the same float32 inputs).
+usage: sched_numpy.py TDSLC WORKDIR [FLAGS...]; prints "N results checked, M mismatches"."""
+import json, os, subprocess, sys
+import numpy as np
+
+tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+os.makedirs(work, exist_ok=True)
+src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "contractions.tdsl")
+rng = np.random.default_rng(7)
+shapes = {"a": (67, 63), "b": (63, 65), "x": (65, 100), "w": (33, 100), "p": (8, 40, 30), "q": (8, 30, 50),
+          "z": (97, 1000)}
+ins = {k: rng.uniform(-1, 1, s).astype(np.float32) for k, s in shapes.items()}
+loads = []
+for k, v in ins.items():
+    path = os.path.join(work, k + ".bin")
+    v.tofile(path)
+    loads += ["--load", "%s=%s" % (k, path)]
+d = {k: v.astype(np.float64) for k, v in ins.items()}
+want = {"c": d["a"] @ d["b"], "y": d["x"] @ d["w"].T, "r": d["p"] @ d["q"], "rs": d["z"].sum(axis=1),
+        "fs": d["z"].sum().reshape(1)}
+prints = []
+for k in want: prints += ["--print", k]
+out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + prints, capture_output=True, text=True)
+if out.returncode:
+    sys.exit("tdslc failed: " + out.stderr)
+bad = 0
+for line in out.stdout.splitlines():
+    t = json.loads(line)
+    got, exp = np.array(t["values"], dtype=np.float64), want[t["name"]].ravel()
+    err = np.max(np.abs(got - exp)) if got.size == exp.size else np.inf
+    tol = 1e-4 * (1 + np.max(np.abs(exp)))
+    if not err <= tol:
+        print("%s: max error %g > %g" % (t["name"], err, tol))
+        bad += 1
+print("%d results checked, %d mismatches" % (len(want), bad))
+sys.exit(1 if bad else 0)

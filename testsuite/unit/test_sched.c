@@ -1,0 +1,296 @@
+/* The schedule pass (src/sched.c) against the naive loops: contraction kernels at edge
+ * sizes (1, 7, 17, 63, 65, primes), transposed, batched, strided, affine and fixed-index
+ * operands, accumulation into existing values, double precision, and reductions in
+ * partial sums. Each graph is lowered once; the naive module (-O0, generic target) and
+ * the scheduled one (every contraction made a kernel) run from the same init and every
+ * tensor must agree. The test also checks that the schedule did make the kernels. */
+#include <unistd.h>
+
+#include "graph_builder.h"
+#include "sched.h"
+
+typedef struct Count {
+  int kernels, reductions;
+} Count;
+
+static void count_stmts(const PtrVec *body, Count *c) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_KERNEL) c->kernels++;
+    if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
+  }
+}
+
+static tdsl_model *open_ir(GB *b, IrModule *m, int opt, bool native, gcc_jit_context **jc, gcc_jit_result **jr) {
+  JitOpts o = {.opt_level = opt, .native = native};
+  *jr = jit_compile_mem(&b->a, m, &o, jc);
+  if (!*jr) return NULL;
+  char err[256];
+  tdsl_model *md = tdsl_open_resolved(gb_resolve, *jr, err, sizeof err);
+  if (!md) fprintf(stderr, "open: %s\n", err);
+  else if (tdsl_init(md, 5)) fprintf(stderr, "init: %s\n", tdsl_error(md));
+  return md;
+}
+
+static bool agree(tdsl_model *x, tdsl_model *y, const char *what) {
+  bool ok = true;
+  for (int t = 0; t < tdsl_num_tensors(x); t++) {
+    tdsl_tensor_info a, b;
+    if (tdsl_tensor(x, t, &a) || tdsl_tensor(y, t, &b) || a.size != b.size) return false;
+    double maxv = 0, maxd = 0;
+    for (long i = 0; i < a.size; i++) {
+      double u = a.elem == TDSL_F64 ? ((double *)a.data)[i] : ((float *)a.data)[i];
+      double v = b.elem == TDSL_F64 ? ((double *)b.data)[i] : ((float *)b.data)[i];
+      maxv = fmax(maxv, fabs(v));
+      if (!(fabs(u - v) <= maxd)) maxd = fabs(u - v);
+    }
+    if (!(maxd <= 1e-5 * (1 + maxv))) {
+      fprintf(stderr, "%s: tensor %s differs by %g (largest value %g)\n", what, a.name, maxd, maxv);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+/* Runs `routine` naive and scheduled (at -O0 and -O3) and compares; returns what the
+ * schedule made. */
+static Count run_pair(GB *b, const char *routine, bool dbl, const char *what) {
+  Count cnt = {0, 0};
+  b->ir = lower_graph(&b->a, &b->d, &b->g, dbl);
+  CHECK(b->ir != NULL);
+  if (!b->ir) return cnt;
+  SchedOpts so = {.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()};
+  IrModule *sm = sched_module(&b->a, b->ir, &so);
+  for (int f = 0; f < sm->funcs.len; f++) count_stmts(&VEC_AT(sm->funcs, IrFunc, f)->body, &cnt);
+  gcc_jit_context *jc0 = NULL, *jc1 = NULL;
+  gcc_jit_result *jr0 = NULL, *jr1 = NULL;
+  tdsl_model *naive = open_ir(b, b->ir, 0, false, &jc0, &jr0);
+  CHECK(naive != NULL);
+  for (int opt = 0; opt <= 3 && naive; opt += 3) {
+    tdsl_model *fast = open_ir(b, sm, opt, opt > 0, &jc1, &jr1);
+    CHECK(fast != NULL);
+    if (fast) {
+      tdsl_init(naive, 5);
+      CHECK(tdsl_call(naive, routine) == 0 && tdsl_call(fast, routine) == 0);
+      CHECK(agree(naive, fast, what));
+      tdsl_close(fast);
+    }
+    if (jr1) gcc_jit_result_release(jr1);
+    if (jc1) gcc_jit_context_release(jc1);
+  }
+  if (naive) tdsl_close(naive);
+  if (jr0) gcc_jit_result_release(jr0);
+  if (jc0) gcc_jit_context_release(jc0);
+  return cnt;
+}
+
+static Tensor *uniform(GB *b, const char *name, int nb, int no, int ni, const int *dims) {
+  Tensor *t = gb_tensor(b, name, TK_PARAM, nb, no, ni, dims);
+  t->init.kind = INIT_UNIFORM;
+  return t;
+}
+
+static AExpr *product(GB *b, Tensor *x, Tensor *y) {
+  return gb_op(b, OP_MUL, gb_leaf(b, x, false, 1), gb_leaf(b, y, false, 2), NULL);
+}
+
+/* c (m x n, or n x m when tc) =+ a (m x k, or k x m) * b (k x n, or n x k); with init
+ * false c keeps its uniform values and the products are added to them. */
+static void test_matmul(int m, int n, int k, bool ta, bool tb, bool tc, bool init, bool dbl) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = uniform(&b, "a", 0, 1, 1, ta ? (int[]){k, m} : (int[]){m, k});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, tb ? (int[]){n, k} : (int[]){k, n});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, tc ? (int[]){n, m} : (int[]){m, n});
+  if (!init) c->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){m, n, k}); /* i, j, k */
+  gb_it(s, 0, 0, tc ? 1 : 0), gb_it(s, 0, 1, tc ? 0 : 1);
+  gb_it(s, 1, 0, ta ? 2 : 0), gb_it(s, 1, 1, ta ? 0 : 2);
+  gb_it(s, 2, 0, tb ? 1 : 2), gb_it(s, 2, 1, tb ? 2 : 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, init, product(&b, a, bb), s);
+  char what[96];
+  snprintf(what, sizeof what, "matmul %dx%dx%d%s%s%s%s%s", m, n, k, ta ? " ta" : "", tb ? " tb" : "", tc ? " tc" : "",
+           init ? "" : " accumulate", dbl ? " f64" : "");
+  Count cnt = run_pair(&b, "c.forward", dbl, what);
+  CHECK(cnt.kernels == (m > 1 && n > 1 && k > 1)); /* a size-1 dimension has no loop: naive */
+  gb_free(&b);
+}
+
+/* c[p,i,j] += a[p,i,k] * b[p,k,j]: the batch loop stays outside the kernel. */
+static void test_batched(void) {
+  GB b;
+  gb_init(&b);
+  int P = 3, M = 17, N = 19, K = 23;
+  Tensor *a = uniform(&b, "a", 1, 1, 1, (int[]){P, M, K});
+  Tensor *bb = uniform(&b, "b", 1, 1, 1, (int[]){P, K, N});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){P, M, N});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 4, (int[]){P, M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 3);
+  gb_it(s, 2, 0, 0), gb_it(s, 2, 1, 3), gb_it(s, 2, 2, 2);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  Count cnt = run_pair(&b, "c.forward", false, "batched matmul");
+  CHECK(cnt.kernels == 1);
+  gb_free(&b);
+}
+
+/* y[i,j] += x[stride*i + k, 2] * w[k,j]: an affine (convolution-like, strided) row
+ * index and a fixed index on x. */
+static void test_affine(int stride) {
+  GB b;
+  gb_init(&b);
+  int M = 29, N = 37, K = 5, X = stride * (M - 1) + K;
+  Tensor *x = uniform(&b, "x", 0, 1, 1, (int[]){X, 3});
+  Tensor *w = uniform(&b, "w", 0, 1, 1, (int[]){K, N});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 1, (int[]){M, N});
+  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){x, w}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1);
+  gb_ax(s, 1, 0, 0, 2, stride, 0, 1, 2);
+  gb_ax(s, 1, 1, 2, 0);
+  gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, product(&b, x, w), s);
+  Count cnt = run_pair(&b, "y.forward", false, stride == 1 ? "affine conv" : "strided conv");
+  CHECK(cnt.kernels == 1);
+  gb_free(&b);
+}
+
+/* A padded convolution has guards: it stays naive (and still agrees). */
+static void test_padded_stays_naive(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 0, (int[]){40});
+  Tensor *w = uniform(&b, "w", 0, 1, 0, (int[]){5});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){40});
+  Tensor *v = gb_tensor(&b, "v", TK_OP, 0, 1, 0, (int[]){40});
+  gb_conv1d_graph(&b, x, w, y, x, v, 40, 5);
+  Count cnt = run_pair(&b, "y.forward", false, "padded conv");
+  CHECK(cnt.kernels == 0);
+  gb_free(&b);
+}
+
+/* s[i] += x[i,k] for k < n: partial sums from 32 on; 1 x n and the remainder loop. */
+static void test_rowsum(int rows, int n, bool dbl) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 1, (int[]){rows, n});
+  Tensor *sm = gb_tensor(&b, "s", TK_OP, 0, 1, 0, (int[]){rows});
+  UpdateStep *s = gb_step(&b, sm, 1, (Tensor *[]){x}, 2, (int[]){rows, n});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1);
+  gb_asgn(&b, &sm->fwd, (Buf){sm, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, x, false, 1), NULL, NULL), s);
+  char what[64];
+  snprintf(what, sizeof what, "row sum %dx%d", rows, n);
+  Count cnt = run_pair(&b, "s.forward", dbl, what);
+  CHECK(cnt.reductions == (n >= 32));
+  gb_free(&b);
+}
+
+static void test_strict_fp(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = uniform(&b, "a", 0, 1, 1, (int[]){64, 64});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, (int[]){64, 64});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, (int[]){64, 64});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){64, 64, 64});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 2), gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CHECK(b.ir != NULL);
+  if (b.ir) {
+    Count def = {0, 0}, strict = {0, 0};
+    IrModule *m1 = sched_module(&b.a, b.ir, &(SchedOpts){0});
+    IrModule *m2 = sched_module(&b.a, b.ir, &(SchedOpts){.strict_fp = true});
+    for (int f = 0; f < m1->funcs.len; f++) count_stmts(&VEC_AT(m1->funcs, IrFunc, f)->body, &def);
+    for (int f = 0; f < m2->funcs.len; f++) count_stmts(&VEC_AT(m2->funcs, IrFunc, f)->body, &strict);
+    CHECK(def.kernels == 1 && strict.kernels == 0);
+    /* the input module is left as lowered */
+    Count orig = {0, 0};
+    for (int f = 0; f < b.ir->funcs.len; f++) count_stmts(&VEC_AT(b.ir->funcs, IrFunc, f)->body, &orig);
+    CHECK(orig.kernels == 0);
+  }
+  gb_free(&b);
+}
+
+/* The C rendering (--emit-c) of a kernel and partial sums, compiled by cc, agrees too. */
+static void test_emit_c(void) {
+  GB b;
+  gb_init(&b);
+  int M = 67, N = 65, K = 63;
+  Tensor *a = uniform(&b, "a", 0, 1, 1, (int[]){M, K});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, (int[]){K, N});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, (int[]){M, N});
+  Tensor *r = gb_tensor(&b, "r", TK_OP, 0, 1, 0, (int[]){M});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 2), gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  UpdateStep *s2 = gb_step(&b, r, 1, (Tensor *[]){c}, 2, (int[]){M, N});
+  gb_it(s2, 0, 0, 0), gb_it(s2, 1, 0, 0), gb_it(s2, 1, 1, 1);
+  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, c, false, 1), NULL, NULL), s2);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CHECK(b.ir != NULL);
+  char dir[] = "/tmp/test_sched_XXXXXX";
+  if (!b.ir || !mkdtemp(dir)) {
+    gb_failures++;
+    gb_free(&b);
+    return;
+  }
+  IrModule *sm = sched_module(&b.a, b.ir, &(SchedOpts){.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()});
+  Count cnt = {0, 0};
+  for (int f = 0; f < sm->funcs.len; f++) count_stmts(&VEC_AT(sm->funcs, IrFunc, f)->body, &cnt);
+  CHECK(cnt.kernels == 1 && cnt.reductions == 1);
+  char *cpath = arena_printf(&b.a, "%s/m.c", dir), *so = arena_printf(&b.a, "%s/m.so", dir);
+  FILE *o = fopen(cpath, "w");
+  CHECK(o != NULL);
+  if (o) {
+    emit_c(o, sm, false, "tdsl");
+    fclose(o);
+    CHECK(system(arena_printf(&b.a, "cc -std=c11 -O2 -march=native -shared -fPIC -o %s %s -lm", so, cpath)) == 0);
+    char err[256];
+    tdsl_model *fast = tdsl_open(so, err, sizeof err);
+    gcc_jit_context *jc = NULL;
+    gcc_jit_result *jr = NULL;
+    tdsl_model *naive = open_ir(&b, b.ir, 0, false, &jc, &jr);
+    CHECK(fast && naive);
+    if (fast && naive) {
+      CHECK(tdsl_init(fast, 5) == 0);
+      CHECK(tdsl_call(naive, "r.forward") == 0 && tdsl_call(fast, "r.forward") == 0);
+      CHECK(agree(naive, fast, "emit-c"));
+    }
+    if (fast) tdsl_close(fast);
+    if (naive) tdsl_close(naive);
+    if (jr) gcc_jit_result_release(jr);
+    if (jc) gcc_jit_context_release(jc);
+  }
+  remove(cpath);
+  remove(so);
+  remove(dir);
+  gb_free(&b);
+}
+
+int main(void) {
+  static const int sizes[] = {1, 7, 17, 63, 65};
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 5; j++) test_matmul(sizes[i], sizes[j], sizes[(i + j + 2) % 5], false, false, false, true, false);
+  test_matmul(13, 31, 300, false, false, false, true, false); /* two k blocks */
+  test_matmul(101, 67, 29, true, false, false, true, false);
+  test_matmul(67, 101, 29, false, true, false, true, false);
+  test_matmul(53, 41, 37, true, true, true, true, false);
+  test_matmul(41, 53, 11, false, false, true, false, false);
+  test_matmul(23, 29, 31, false, false, false, false, true);
+  test_matmul(600, 5, 3, false, false, false, true, false); /* several row blocks */
+  test_matmul(5, 1100, 3, false, true, false, true, false); /* several column blocks */
+  test_batched();
+  test_affine(1);
+  test_affine(2);
+  test_padded_stays_naive();
+  test_rowsum(3, 1, false);
+  test_rowsum(5, 31, false);
+  test_rowsum(5, 32, false);
+  test_rowsum(4, 97, false);
+  test_rowsum(2, 1000, true);
+  test_strict_fp();
+  test_emit_c();
+  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
+  return gb_failures != 0;
+}
