@@ -17,8 +17,9 @@ PYDIR   ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys; print("python%d.%d" %
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
-LDLIBS  := -lgccjit -ldl -lm -lcjson
+# -iquote: src/sched.h must not hide <sched.h> (which <pthread.h> includes).
+CPPFLAGS_ALL := -iquote src -I$(B)/gen -Iruntime -Ibackends/gccjit
+LDLIBS  := -lgccjit -ldl -lm -lcjson -lpthread
 # The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
 # tdslc still builds and --backend=cuda reports that it is unavailable.
 CUDA_HOME ?= /usr/local/cuda
@@ -165,10 +166,13 @@ demo: deps
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
-bench: bench-train
+bench: bench-train bench-compile
+# Compile-time table: moons and deep MLPs (bench/compile_time.sh, bench/gen_mlp.py).
+bench-compile: all
+	sh bench/compile_time.sh
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train fuzz
+.PHONY: all check check-gpu deps conformance install clean demo bench bench-train bench-compile fuzz
 .SECONDARY:

@@ -38,6 +38,7 @@ typedef struct RtNamed {
   char *name;
   int index;
   void *ptr;
+  int *seq, nseq; /* a "seq" routine: NAME_call of each in turn */
 } RtNamed;
 
 struct tdsl_model {
@@ -47,6 +48,7 @@ struct tdsl_model {
   char *prefix;        /* NAME of its symbols */
   unsigned char *inst; /* this model's storage */
   long inst_size;
+  void (*call)(void *inst, int k); /* NAME_call */
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
@@ -125,6 +127,40 @@ static bool in_instance(const tdsl_model *m, long off, long n) {
   return m->inst && off >= INST_HEADER && n >= 0 && off <= m->inst_size - n && off % 4 == 0;
 }
 
+/* "seq ID NAME K|A-B|A-B/S...": a routine that runs NAME_call(instance, K) for each K. */
+static int parse_seq(tdsl_model *m, char *p, tdsl_resolver res, void *h) {
+  RtNamed nd = {0};
+  nd.index = (int)tok_long(&p);
+  char *name = next_tok(&p), *t, sym[320];
+  if (!m->call) {
+    snprintf(sym, sizeof sym, "%s_call", m->prefix ? m->prefix : "tdsl");
+    void *f = res(h, sym);
+    if (!f) return fail(m, "model has no symbol %s", sym);
+    memcpy(&m->call, &f, sizeof f);
+  }
+  m->fns = grow(m->fns, m->nfns, sizeof nd);
+  if (!m->fns) return fail(m, "out of memory");
+  m->fns[m->nfns++] = nd;
+  RtNamed *r = &m->fns[m->nfns - 1];
+  if (!(r->name = xstrdup(name ? name : "?"))) return fail(m, "out of memory");
+  while ((t = next_tok(&p))) {
+    /* K, A-B or A-B/S: A, A+S, ..., B */
+    char *end;
+    long a = strtol(t, &end, 10), b = a, st = 1;
+    if (*end == '-') b = strtol(end + 1, &end, 10);
+    if (*end == '/') st = strtol(end + 1, &end, 10);
+    long n = st ? (b - a) / st + 1 : 0;
+    if (*end || a < 0 || b < 0 || n < 1 || (b - a) % st || n > (1 << 22) - r->nseq)
+      return fail(m, "malformed model metadata: seq %s", r->name);
+    for (long i = 0; i < n; i++) {
+      r->seq = grow(r->seq, r->nseq, sizeof(int));
+      if (!r->seq) return fail(m, "out of memory");
+      r->seq[r->nseq++] = (int)(a + i * st);
+    }
+  }
+  return 0;
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
@@ -199,6 +235,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
         while (*p == ' ') p++;
         b->path = xstrdup(p);
       }
+    } else if (!strcmp(kw, "seq")) {
+      if (parse_seq(m, p, res, h)) { rc = -1; break; }
     } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
       RtNamed nd = {0};
       if (kw[0] == 'a') {
@@ -320,7 +358,10 @@ void tdsl_close(tdsl_model *m) {
     free(b->path);
   }
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
-  for (int i = 0; i < m->nfns; i++) free(m->fns[i].name);
+  for (int i = 0; i < m->nfns; i++) {
+    free(m->fns[i].name);
+    free(m->fns[i].seq);
+  }
   for (int i = 0; i < m->naliases; i++) free(m->aliases[i].name);
   free(m->bufs);
   free(m->syms);
@@ -508,7 +549,9 @@ int tdsl_call(tdsl_model *m, const char *name) {
       return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
     return fail(m, "no routine named '%s'", name);
   }
-  ((void (*)(void *))m->fns[i].ptr)(m->inst);
+  const RtNamed *r = &m->fns[i];
+  if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
+  for (int k = 0; k < r->nseq; k++) m->call(m->inst, r->seq[k]);
   return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 

@@ -145,6 +145,9 @@ typedef struct IrFunc {
   int id;
   const char *name;  /* "step", "y.forward", "t#3.fwd" */
   bool exported;     /* listed in the model (callable by name) */
+  bool seq;          /* exported, only calls, called by no function: the model lists its
+                      * callees (metadata "seq") and the runtime calls them in turn
+                      * through NAME_call, so no code re-lists them (ir_mark_seqs) */
   int nvars;         /* loop variables v0..v(nvars-1) */
   PtrVec body;       /* Stmt* */
 } IrFunc;
@@ -179,6 +182,8 @@ typedef struct IrLayout {
 IrLayout ir_layout(Arena *a, const IrModule *m);
 /* Bytes of buffer b's storage (one cell at least). */
 long ir_buf_bytes(const IrBuf *b);
+/* Sets IrFunc.seq (end of lowering). */
+void ir_mark_seqs(Arena *a, IrModule *m);
 /* The model metadata string the runtime reads (runtime/tdslrt.c parses it); name is the
  * prefix of the model's exported symbols. */
 char *ir_metadata(Arena *a, const IrModule *m, const char *name);

@@ -129,6 +129,52 @@ void ir_print(FILE *out, const IrModule *m) {
   }
 }
 
+static bool calls_only(const IrFunc *f) {
+  for (int i = 0; i < f->body.len; i++) {
+    const Stmt *s = f->body.items[i];
+    if (s->kind != S_CALL && s->kind != S_COMMENT) return false;
+  }
+  return true;
+}
+
+static void mark_called(const PtrVec *body, bool *called) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_CALL) called[s->callee] = true;
+    if (s->kind == S_LOOP || s->kind == S_IF) mark_called(&s->body, called);
+  }
+}
+
+void ir_mark_seqs(Arena *a, IrModule *m) {
+  bool *called = ANEWN(a, bool, m->funcs.len + 1);
+  for (int i = 0; i < m->funcs.len; i++) mark_called(&VEC_AT(m->funcs, IrFunc, i)->body, called);
+  for (int i = 0; i < m->funcs.len; i++) {
+    IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    f->seq = f->exported && !called[i] && calls_only(f);
+  }
+}
+
+/* The callees as " K" or " A-B/S" (A, A+S, ..., B; "/S" left out when S is 1) per
+ * arithmetic run: a T.forward is mostly one such run (its tensors' kernels in creation
+ * order), so the metadata stays linear in the model too. */
+static void seq_print(FILE *o, const IrFunc *f) {
+  int n = 0, *k = malloc(sizeof(int) * (size_t)(f->body.len + 1));
+  if (!k) return;
+  for (int i = 0; i < f->body.len; i++) {
+    const Stmt *s = f->body.items[i];
+    if (s->kind == S_CALL) k[n++] = s->callee;
+  }
+  for (int i = 0; i < n;) {
+    int j = i + 1, step = j < n ? k[j] - k[i] : 0;
+    while (step && j < n && k[j] - k[j - 1] == step) j++;
+    if (j - i < 2 || !step) fprintf(o, " %d", k[i]), j = i + 1;
+    else if (step == 1) fprintf(o, " %d-%d", k[i], k[j - 1]);
+    else fprintf(o, " %d-%d/%d", k[i], k[j - 1], step);
+    i = j;
+  }
+  free(k);
+}
+
 long ir_buf_bytes(const IrBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == ELEM_F64 ? 8 : 4); }
 
 static long align64(long n) { return (n + 63) & ~63L; }
@@ -154,6 +200,7 @@ IrLayout ir_layout(Arena *a, const IrModule *m) {
  *   sym ID NAME RANGE OFFSET
  *   alias NAME BUFID
  *   fn ID NAME
+ *   seq ID NAME K|A-B|A-B/S...       runs NAME_call(instance, K) for each K in turn
  * Function ID is the symbol NAME_fn_ID, taking the instance pointer. */
 char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   char *buf = NULL;
@@ -193,7 +240,11 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   }
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (f->exported) fprintf(o, "fn %d %s\n", i, f->name);
+    if (f->seq) {
+      fprintf(o, "seq %d %s", i, f->name);
+      seq_print(o, f);
+      fputc('\n', o);
+    } else if (f->exported) fprintf(o, "fn %d %s\n", i, f->name);
   }
   fclose(o);
   char *r = arena_strdup(a, buf);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "cache.h"
 #include "ctx.h"
 #include "cuda.h"
 #include "ir.h"
@@ -15,7 +16,6 @@
 #include "run.h"
 #include "sched.h"
 
-#define TDSLC_VERSION "0.1.0"
 
 static void usage(FILE *out) {
   fputs("usage: tdslc [OPTIONS] FILE.tdsl\n"
@@ -28,6 +28,9 @@ static void usage(FILE *out) {
         "  --precision=single|double   default element type (single)\n"
         "  --emit-header=FILE.h   C header for the compiled model\n"
         "  --name=NAME            prefix of the model's symbols (default: from FILE)\n"
+        "  -v                     print each phase with its time on stderr\n"
+        "  --time-report          print a table of the phases' times at the end\n"
+        "  --no-cache             do not use the compile cache ($XDG_CACHE_HOME/tdslc)\n"
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
@@ -113,6 +116,9 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
+    else if (!strcmp(a, "-v")) o->phase_times = true;
+    else if (!strcmp(a, "--time-report")) o->time_report = true;
+    else if (!strcmp(a, "--no-cache")) o->no_cache = true;
     else if ((v = opt_value(argc, argv, &i, "--name"))) {
       if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
       o->name = v;
@@ -179,8 +185,10 @@ static const char *dirname_of(Arena *a, const char *path) {
 }
 
 
+static void jit_mark(void *c, const char *phase) { timing_mark(c, phase); }
+
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
+  JitOpts o = {.mark = jit_mark, .mark_arg = c, .name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
                .strict_fp = c->opt.strict_fp};
   return o;
 }
@@ -197,11 +205,31 @@ static int run_in_process(Ctx *c, IrModule *m) {
   return rc;
 }
 
+/* Everything a compiled file depends on: the cache key (src/cache.c). */
+static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo) {
+  const char *self = cache_self_id(&c->arena);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = self ? open_memstream(&buf, &len) : NULL;
+  if (!f) return NULL;
+  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s schedule %d strict %d\n",
+          TDSLC_VERSION, self, gcc_jit_version_major(), gcc_jit_version_minor(), gcc_jit_version_patchlevel(),
+          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, jo->arch ? jo->arch : "-", jo->schedule,
+          jo->strict_fp);
+  ir_print(f, m);
+  fputs(ir_metadata(&c->arena, m, jo->name), f);
+  fclose(f);
+  char *key = arena_strdup(&c->arena, buf);
+  free(buf);
+  return key;
+}
+
 /* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
  * (+ --emit-header), or --run in process. Returns a process exit status. */
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
+  timing_mark(c, "lowering");
   if (!m || c->diag.errors) return 1;
   if (o->emit_header) {
     FILE *f = fopen(o->emit_header, "w");
@@ -228,7 +256,19 @@ static int generate(Ctx *c, Graph *g) {
   }
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
   JitOpts jo = jit_opts(c);
-  return jit_compile_file(&c->arena, m, &jo, out, o->object) ? 0 : 1;
+  jo.arch = jit_host_arch(&c->arena);
+  const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
+  const char *entry = key ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
+  if (entry) {
+    CacheResult r = cache_fetch(entry, out);
+    timing_mark(c, r == CACHE_HIT ? "cache hit" : r == CACHE_BAD ? "cache entry bad (rebuilt)" : "cache miss");
+    if (r == CACHE_HIT) return 0;
+  }
+  TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d)", c->opt.input, o->opt_level));
+  bool ok = jit_compile_file(&c->arena, m, &jo, out, o->object);
+  timing_unwatch(w);
+  if (ok && entry && cache_store(entry, out)) timing_mark(c, "cache store");
+  return ok ? 0 : 1;
 }
 
 static int run(Ctx *c) {
@@ -238,23 +278,29 @@ static int run(Ctx *c) {
     return 2;
   }
   Program *p = parse_program(&c->arena, &c->diag, f);
+  timing_mark(c, "parse");
   if (!p || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_AST) {
     ast_print_program(stdout, p);
     return 0;
   }
   Graph *g = stage_program(c, p);
+  timing_mark(c, "staging");
   if (!g || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_GRAPH) {
     graph_print(stdout, g);
     return 0;
   }
-  if (!infer_shapes(c, g) || c->diag.errors) return 1;
+  bool ok = infer_shapes(c, g);
+  timing_mark(c, "shape inference");
+  if (!ok || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_SHAPES) {
     dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return 0;
   }
-  if (!infer_projections(c, g) || c->diag.errors) return 1;
+  ok = infer_projections(c, g);
+  timing_mark(c, "projection inference");
+  if (!ok || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_PROJECTIONS) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
@@ -280,8 +326,10 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) buf[n] = 0;
   c.exe_dir = dirname_of(&c.arena, n > 0 ? buf : argv[0]);
+  timing_start(&c);
   rc = run(&c);
   fflush(stdout);
+  if (c.opt.time_report) timing_report(&c);
   arena_free(&c.arena);
   return rc;
 }

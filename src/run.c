@@ -191,6 +191,7 @@ int run_jit_result(Ctx *c, gcc_jit_result *r) {
     return 1;
   }
   int rc = run_model(c, model);
+  timing_mark(c, "run");
   tdsl_close(model);
   return rc;
 }

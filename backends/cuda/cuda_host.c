@@ -46,11 +46,14 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   gcc_jit_param **self = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) continue; /* the runtime walks its list through NAME_call */
     self[i] = gcc_jit_context_new_param(h->c, NULL, in.ptr, "self");
     fns[i] = gcc_jit_context_new_function(h->c, NULL, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL,
                                           h->t_void, arena_printf(a, "%s_fn_%d", name, i), 1, &self[i], 0);
   }
+  jit_export_dispatch(a, h->c, m, name, &in, fns);
   for (int i = 0; i < m->funcs.len; i++) {
+    if (!fns[i]) continue;
     gcc_jit_block *b = gcc_jit_function_new_block(fns[i], "entry");
     gcc_jit_rvalue *me = gcc_jit_param_as_rvalue(self[i]);
     /* The runtime's slots in the instance header: its context and launch function. */

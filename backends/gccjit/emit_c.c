@@ -248,6 +248,11 @@ void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
     c_stmts(o, m, &f->body, 1, check, name);
     fputs("}\n\n", o);
   }
+  /* What the runtime calls for the "seq" routines (jit_export_dispatch). */
+  fprintf(o, "void %s_call(struct tdsl_instance *self, int k) {\n  switch (k) {\n", name);
+  for (int i = 0; i < m->funcs.len; i++)
+    if (!VEC_AT(m->funcs, IrFunc, i)->seq) fprintf(o, "  case %d: %s_fn_%d(self); break;\n", i, name, i);
+  fputs("  default: break;\n  }\n}\n", o);
 }
 
 static void cname(FILE *o, const char *s) {
@@ -280,8 +285,21 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
     cname(o, VEC_AT(m->syms, IrSym, i)->name);
     fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld))\n", l.sym_off[i]);
   }
+  fprintf(o, "void %s_call(void *inst, int k);\n", name);
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) {
+      /* The routine is a list of NAME_call steps. */
+      fprintf(o, "static inline void %s_", name);
+      cname(o, f->name);
+      fputs("(void *inst) {\n", o);
+      for (int k = 0; k < f->body.len; k++) {
+        const Stmt *s = f->body.items[k];
+        if (s->kind == S_CALL) fprintf(o, "  %s_call(inst, %d);\n", name, s->callee);
+      }
+      fputs("}\n", o);
+      continue;
+    }
     if (!f->exported) continue;
     fprintf(o, "void %s_fn_%d(void *inst); /* %s */\n#define %s_", name, i, f->name, name);
     cname(o, f->name);
@@ -293,8 +311,9 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
           "\nstatic inline void *%s_resolve(void *h, const char *name) {\n  (void)h;\n"
           "  if (!strcmp(name, \"tdsl_model_meta\") || !strcmp(name, \"%s_model_meta\")) return (void *)%s_model_meta;\n",
           name, name, name);
+  fprintf(o, "  if (!strcmp(name, \"%s_call\")) return (void *)%s_call;\n", name, name);
   for (int i = 0; i < m->funcs.len; i++)
-    if (VEC_AT(m->funcs, IrFunc, i)->exported)
+    if (VEC_AT(m->funcs, IrFunc, i)->exported && !VEC_AT(m->funcs, IrFunc, i)->seq)
       fprintf(o, "  if (!strcmp(name, \"%s_fn_%d\")) return (void *)%s_fn_%d;\n", name, i, name, i);
   for (const char *const *x = extra; x && *x; x++) fprintf(o, "  if (!strcmp(name, \"%s_%s\")) return (void *)%s_%s;\n", name, *x, name, *x);
   fputs("  return NULL;\n}\n\n#endif\n", o);

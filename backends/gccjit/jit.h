@@ -6,6 +6,8 @@
  * and passes it to the model's functions. With NAME the model's symbol prefix
  * (--name), it exports, with C linkage:
  *   void NAME_fn_N(void *instance)      exported functions (routines, T.forward, ...)
+ *   void NAME_call(void *instance, int k)   runs function k (the callees of the
+ *                                       metadata's "seq" routines: IrFunc.seq)
  *   const char *NAME_model_meta(void)   the metadata text (ir_metadata) the runtime reads
  *   const char *tdsl_model_meta(void)   the same, in a shared library only (tdsl_open
  *                                       finds it without knowing NAME)
@@ -19,10 +21,14 @@
 #include "ir.h"
 
 typedef struct JitOpts {
+  /* called as each phase ends ("code generation", "gcc"), when set */
+  void (*mark)(void *arg, const char *phase);
+  void *mark_arg;
   const char *name;  /* symbol prefix, a C identifier; NULL: "tdsl" */
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
+  const char *arch;  /* with native: the host's -march (jit_host_arch), NULL: look it up */
   bool schedule;     /* run the schedule pass (src/sched.h) first; false: the naive loops */
   bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
@@ -42,6 +48,12 @@ typedef struct JitInstance {
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);
 /* Exports NAME_model_meta (and tdsl_model_meta unless object) returning meta. */
 void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object);
+/* Exports NAME_call(instance, k): a switch over the callees of m's seq functions
+ * (fns: the context's functions, by IR index; each takes the instance). */
+void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const char *name, const JitInstance *in,
+                         gcc_jit_function **fns);
+/* The host CPU as gcc's -march names it (NULL if unknown). */
+const char *jit_host_arch(Arena *a);
 /* The symbol prefix of o->name (NULL: "tdsl"). */
 const char *jit_name(const char *name);
 
