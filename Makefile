@@ -17,8 +17,7 @@ PYDIR   ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys; print("python%d.%d" %
 B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
-# -iquote: src/sched.h must not hide <sched.h> (which <pthread.h> includes).
-CPPFLAGS_ALL := -iquote src -I$(B)/gen -Iruntime -Ibackends/gccjit
+CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
 LDLIBS  := -lgccjit -ldl -lm -lcjson -lpthread
 # The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
 # tdslc still builds and --backend=cuda reports that it is unavailable.

@@ -107,10 +107,20 @@ static void dims_text(char *buf, size_t n, const cJSON *shape, const tdsl_tensor
   const cJSON *d;
   int k = 0;
   if (shape) {
-    cJSON_ArrayForEach(d, shape) if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%.0f", k++ ? "," : "", d->valuedouble);
+    cJSON_ArrayForEach(d, shape) {
+      if (len >= n) break;
+      if (cJSON_IsNumber(d)) len += (size_t)snprintf(buf + len, n - len, "%s%.15g", k++ ? "," : "", d->valuedouble);
+      else len += (size_t)snprintf(buf + len, n - len, "%s?", k++ ? "," : "");
+    }
   } else
     for (; k < ti->rank && len < n; k++) len += (size_t)snprintf(buf + len, n - len, "%s%d", k ? "," : "", ti->dims[k]);
   if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+/* A whole, non-negative byte offset (JSON numbers are doubles; 2^53 bounds a file). */
+static bool is_offset(const cJSON *v) {
+  return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0 &&
+         v->valuedouble == (double)(long long)v->valuedouble;
 }
 
 static bool same_shape(const cJSON *shape, const tdsl_tensor_info *ti) {
@@ -146,10 +156,10 @@ static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t d
   }
   size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
   const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-  if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
-      b->valuedouble < 0 || en->valuedouble - b->valuedouble != (double)bytes || en->valuedouble > (double)data_len)
-    return tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (%zu bytes expected within %zu)", path, name,
-                        bytes, data_len);
+  if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !is_offset(b) || !is_offset(en) ||
+      en->valuedouble - b->valuedouble != (double)bytes || en->valuedouble > (double)data_len)
+    return tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (expected [begin, begin + %zu] within the %zu data bytes)",
+                        path, name, bytes, data_len);
   *begin = (size_t)b->valuedouble;
   return 0;
 }

@@ -105,6 +105,13 @@ int tdsl_find_routine(const tdsl_model *m, const char *name); /* index, or -1 */
  * tdsl_init again with the seed of the last tdsl_init. */
 int tdsl_call(tdsl_model *m, const char *name);
 
+/* Threads for the model's parallel loops (default: the environment variable
+ * TDSL_NUM_THREADS, else the number of online cores; 1 to 1024). Every parallel loop
+ * writes each cell from one iteration in the serial order, so results do not depend on
+ * the count. A model is not reentrant: one tdsl_call at a time. */
+int tdsl_set_num_threads(tdsl_model *m, int n);
+int tdsl_get_num_threads(const tdsl_model *m);
+
 int tdsl_num_indices(const tdsl_model *m);
 const char *tdsl_index_name(const tdsl_model *m, int index);
 /* Sets an index symbol; the value must be within its range (0 <= v < range). */

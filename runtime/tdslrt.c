@@ -11,9 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "pool.h"
 #include "tdsl.h"
 #include "tdslrt_cuda.h"
 #include "tdslrt_int.h"
+
+/* The type of a model's `tdsl_parallel` (jit_sched.c): runs fn over [0, n). */
+typedef void (*tdsl_par_hook)(void *rt, tdsl_par_fn fn, void *arg, long n);
 
 typedef struct RtBuf {
   char *name;
@@ -49,6 +55,9 @@ struct tdsl_model {
   unsigned char *inst; /* this model's storage */
   long inst_size;
   void (*call)(void *inst, int k); /* NAME_call */
+  int nthreads;        /* for parallel loops (pool.h); the pool starts with the first one */
+  tdsl_pool *pool;
+  bool parallel;       /* the metadata says the model has parallel loops */
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
   int nbufs;
@@ -237,7 +246,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
       }
     } else if (!strcmp(kw, "seq")) {
       if (parse_seq(m, p, res, h)) { rc = -1; break; }
-    } else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
+    } else if (!strcmp(kw, "threads")) m->parallel = true;
+    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) {
       RtNamed nd = {0};
       if (kw[0] == 'a') {
         nd.name = xstrdup(next_tok(&p));
@@ -293,6 +303,49 @@ static void *inst_resolve(void *h, const char *name) {
 
 void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
 
+/* ---- threads ---- */
+
+static int default_threads(void) {
+  const char *e = getenv("TDSL_NUM_THREADS");
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (!*end && v >= 1 && v <= 1024) return (int)v;
+  }
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  return c >= 1 && c <= 1024 ? (int)c : 1;
+}
+
+static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
+  tdsl_model *m = rt;
+  if (m->nthreads > 1 && !m->pool && !(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
+  tdsl_pool_run(m->pool, fn, arg, n);
+}
+
+/* A model with parallel loops calls slot 2 of its instance header (this runtime's
+ * rt_parallel) with slot 3 (this model); NULL there runs them serially. Per instance,
+ * so every open model has its own pool. */
+static void attach_pool(tdsl_model *m) {
+  m->nthreads = default_threads();
+  if (!m->parallel) return;
+  tdsl_par_hook hook = rt_parallel;
+  memcpy((void **)m->inst + 2, &hook, sizeof hook);
+  ((void **)m->inst)[3] = m;
+}
+
+int tdsl_set_num_threads(tdsl_model *m, int n) {
+  if (!m) return -1;
+  if (n < 1 || n > 1024) return fail(m, "tdsl_set_num_threads: %d threads (want 1 to 1024)", n);
+  if (n != m->nthreads) {
+    tdsl_pool_free(m->pool);
+    m->pool = NULL;
+    m->nthreads = n;
+  }
+  return 0;
+}
+
+int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   tdsl_model *m = calloc(1, sizeof *m);
   if (!m) {
@@ -319,6 +372,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
+  attach_pool(m);
   return m;
 }
 
@@ -347,6 +401,7 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 
 void tdsl_close(tdsl_model *m) {
   if (!m) return;
+  tdsl_pool_free(m->pool);
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];

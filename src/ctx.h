@@ -21,6 +21,7 @@ typedef enum Action {
   ACT_EMIT_CUDA,
   ACT_EMIT_PTX,
   ACT_RUN,
+  ACT_CHECK,   /* --check: the differential oracle (src/check.c) */
 } Action;
 
 typedef enum Backend { BACKEND_CC, BACKEND_CUDA } Backend;
@@ -45,9 +46,10 @@ typedef struct Options {
   bool phase_times;       /* -v: each phase with its time on stderr */
   bool time_report;       /* --time-report */
   bool no_cache;          /* --no-cache */
-  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/sched.h) */
+  bool strict_fp;         /* --strict-fp: no reassociation of sums (src/schedule.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
-  /* --run */
+  int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */
+  /* --run (and --check) */
   unsigned long long seed;
   PtrVec sets;            /* RunSet* */
   PtrVec loads;           /* RunLoad* */

@@ -486,6 +486,13 @@ static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   return apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
 }
 
+/* Whether a top-level binding of `name` failed (its error is already reported). */
+static bool failed_binding(St *st, const char *name) {
+  for (int i = 0; i < st->failed.len; i++)
+    if (!strcmp(VEC_AT(st->failed, char, i), name)) return true;
+  return false;
+}
+
 static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
   Env *env = fr->env;
   for (int i = 0; i < e->bindings.len; i++) {
@@ -572,7 +579,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   }
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
-    if (!v) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    if (!v && !failed_binding(st, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
     return v;
   }
   case E_LABELED_NUM: {
@@ -656,6 +663,7 @@ static bool eval_let_item(St *st, const Item *it) {
     if (v) v = finish_binding(st, it->kind, b, v, first);
     if (!v) {
       ok = false;
+      if (b->name) vec_push(st->a, &st->failed, (void *)b->name); /* one root error, not one per use */
       if (diag_full(&st->c->diag)) return false;
       continue;
     }

@@ -146,6 +146,8 @@ struct St {
                           that library code (prelude, stdlib) creates are reported there */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
+  PtrVec failed;       /* const char*: top-level bindings that failed (their uses are
+                          not reported again as unknown identifiers) */
 };
 
 /* eval.c */

@@ -29,6 +29,8 @@ typedef struct IndexSym {
   const char *name;
   int range;
   Loc loc;
+  bool range_inferred; /* `index ()` that took its range from the axis an `@|` slices */
+  Loc range_loc;       /* that slice */
 } IndexSym;
 
 /* One declared or solved dimension. label may be NULL. */
@@ -47,8 +49,10 @@ typedef struct RowDecl {
 
 /* A fully inferred shape: three rows of dims, filled by shape inference. */
 typedef struct Shape {
-  bool solved;
+  bool solved;     /* filled; after an inference error, partly: an unknown dim is 0 */
   int n[3];        /* indexed by KIND_* */
+  bool open[3];    /* after an inference error: the row may have further axes, not
+                      inferred yet (an unsolved row variable) */
   DimDecl *dims[3];
 } Shape;
 

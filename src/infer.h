@@ -11,9 +11,12 @@
  * points it at a Row; rows are read through row_norm, which substitutes solved
  * variables.
  *
- * Constraints are kept in one list and simplified again and again until nothing
- * changes (a fixpoint); a simplification either discharges a constraint, replaces it
- * by simpler ones, solves a variable, or leaves it pending. Every rule is a sound
+ * Constraints are kept in one list and simplified until nothing changes (a fixpoint);
+ * a simplification either discharges a constraint, replaces it by simpler ones, solves
+ * a variable, or leaves it pending. A pending constraint watches the dims and row
+ * variables its outcome depends on and is queued again only when one of them changes,
+ * so stage 1 costs time in proportion to what changes, not to the constraints
+ * pending (linear in the model, issue 14). Every rule is a sound
  * deduction, so the fixpoint does not depend on the order of the constraints; the
  * closing stages 2-7 then make the defaulting decisions, one stage at a time, each
  * computed from a snapshot and followed by a new fixpoint. */
@@ -43,6 +46,11 @@ struct DimNode {
   bool meets_one;   /* root only: was compared with a dimension-1 axis it broadcasts
                        over, so closing a bound below it to 1 is not arbitrary */
   Origin origin;    /* who fixed the size (roots with d > 0) or created the variable */
+  const Origin *result_only; /* an einsum result axis no argument has: closing it to the
+                                default 1 is an error (LANGUAGE.md 9.13) */
+  const Origin *lonely;      /* an einsum axis of one argument only: named when a
+                                parameter dimension below it stays undetermined */
+  PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
 };
 
 struct Row {
@@ -57,6 +65,10 @@ struct RowVar {
   bool terminal;
   Tensor *owner;
   int kind;    /* KIND_* of the row it stands for */
+  int axes_before; /* axes its row gained before it (a variable solved by a row with a
+                      fresh variable): beyond MAX_RANK the system diverges, even where
+                      each constraint consumed what it paired and sees short rows */
+  PtrVec watch; /* pending constraints to simplify again when it is solved */
 };
 
 typedef enum ConKind {
@@ -85,8 +97,7 @@ typedef struct Constraint {
   int from_end;      /* C_DIM_*: axis offset within the rows (>= 0 from the left, < 0 from the right) */
   int slot1, slot2;  /* rows of step's slot tensors (0 lhs, k rhs k), -1 spec/other: the
                         same tensor in two slots must not share projections */
-  bool pending;      /* the last simplification left it as it was */
-  DimNode *root1, *root2; /* C_DIM_INEQ: the roots it was last simplified with */
+  bool queued;       /* on the solver's work queue */
 } Constraint;
 
 /* A pairing of two axes by one operation: the material of projection equations. */
@@ -111,6 +122,9 @@ typedef struct Solver {
   Arena *a;
   Diag *diag;
   PtrVec cons;   /* Constraint* */
+  PtrVec queue;  /* Constraint* to simplify (from qhead): new, progressed or woken */
+  int qhead, ndone;
+  bool online;   /* stage 1 between two steps: defer the sweep over all bounds */
   PtrVec dims;   /* DimNode* (all created) */
   PtrVec rvars;  /* RowVar* */
   StepInfo *cur_info; /* pairings are recorded here while deriving */
@@ -121,6 +135,7 @@ typedef struct Solver {
   /* the bounds index (infer_row.c): pending "subr <= cur" edges by subr root id */
   int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;
+  const char **up_lbl; /* the label of a memoized bound */
 } Solver;
 
 void solver_init(Solver *s, Arena *a, Diag *diag);
@@ -145,7 +160,7 @@ void con_dim_eq(Solver *s, DimNode *a, DimNode *b, UpdateStep *st, const char *w
 void con_dim_ineq(Solver *s, DimNode *cur, DimNode *subr, UpdateStep *st, const char *w1, const char *w2);
 Constraint *con_row_eq(Solver *s, Row *a, Row *b, UpdateStep *st, const char *w1, const char *w2);
 Constraint *con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const char *w1, const char *w2);
-void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w);
+void con_at_least(Solver *s, DimNode *d, long long k, UpdateStep *st, const char *w);
 Constraint *con_conv(Solver *s, DimNode *in, DimNode *out, DimNode *kernel, int stride, int dilation,
                      bool padded, UpdateStep *st, const char *w);
 void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep *st, const char *w);

@@ -7,6 +7,7 @@
  * an nnScaler-dimops-style annotation, e.g. `i0^ i2+, i2+ i1 -> i0^ i1` where `+`
  * marks a reduced loop and `^` an axis that cannot be partitioned (a fixed, affine or
  * symbol index), a plain loop name is spatial. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,22 @@
 /* ---------------------------------------------------------------- shapes */
 
 static void print_row(FILE *out, const Shape *sh, int k) {
+  /* After an inference error: an output row (never empty once inferred) of which
+   * nothing is known yet prints as one unknown. */
+  if (k == KIND_OUTPUT && !sh->n[k] && sh->open[k]) fputc('?', out);
   for (int i = 0; i < sh->n[k]; i++) {
     if (i) fputc(',', out);
     if (sh->dims[k][i].label) fprintf(out, "%s=", sh->dims[k][i].label);
-    fprintf(out, "%d", sh->dims[k][i].d);
+    if (sh->dims[k][i].d > 0) fprintf(out, "%d", sh->dims[k][i].d);
+    else fputc('?', out); /* after an inference error: not inferred */
   }
 }
 
 static void print_shape(FILE *out, const Shape *sh) {
+  if (!sh->solved) { /* inference stopped before reaching this tensor */
+    fputc('?', out);
+    return;
+  }
   if (sh->n[KIND_BATCH]) {
     print_row(out, sh, KIND_BATCH);
     fputc('|', out);
@@ -48,14 +57,19 @@ static void json_str(FILE *out, const char *s) {
 
 static void json_dims(FILE *out, const Shape *sh, int k) {
   fputc('[', out);
-  for (int i = 0; i < sh->n[k]; i++) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+  for (int i = 0; i < sh->n[k]; i++) {
+    if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+    else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
+  }
   fputc(']', out);
 }
 
+/* Saturating: --dump-shapes also prints the shapes of a program whose sizes overflow. */
 static long long shape_cells(const Shape *sh) {
   long long n = 1;
   for (int k = 0; k < 3; k++)
-    for (int i = 0; i < sh->n[k]; i++) n *= sh->dims[k][i].d;
+    for (int i = 0; i < sh->n[k]; i++)
+      if (__builtin_mul_overflow(n, (long long)sh->dims[k][i].d, &n)) return LLONG_MAX;
   return n;
 }
 

@@ -2,6 +2,7 @@
  * "Deriving the constraints": get_inequalities, einsum_slot_spec_to_dims_bio), stage 1
  * online in creation order, the closing stages, and Tensor.shape. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "infer.h"
@@ -34,6 +35,13 @@ static void tensor_rows(Logic *L, Tensor *t) {
     if (rd->given) {
       DimNode **dims = ANEWN(s->a, DimNode *, rd->n + 1);
       for (int i = 0; i < rd->n; i++) {
+        if (rd->dims[i].d <= 0) { /* 0 would read as "unknown" below */
+          s->failed = true;
+          diag_error(s->diag, rd->loc.file ? rd->loc : t->loc,
+                     "%s axis %d of %s has dimension %d: empty tensors are not supported", kind_name[k], i,
+                     tname(s, t), rd->dims[i].d);
+          return;
+        }
         DimNode *d = dim_known(s, rd->dims[i].d, rd->dims[i].label);
         d->origin.what = arena_printf(s->a, "%s axis %d of %s", kind_name[k], i, tname(s, t));
         d->origin.loc = rd->loc.file ? rd->loc : t->loc;
@@ -125,7 +133,7 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
       return d;
     }
     d->origin.what = arena_printf(s->a, "the fixed index %d", ax->fixed);
-    con_at_least(s, d, ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
+    con_at_least(s, d, (long long)ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
     vec_push(s->a, &info->fixed, d);
     vec_push(s->a, &info->fixed_val, (void *)(intptr_t)ax->fixed);
     return d;
@@ -187,6 +195,62 @@ static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
   return true;
 }
 
+/* LANGUAGE.md 9.13: the result axes of row `sr` that no argument has (names from
+ * `nargaxes` on in e) must get their size from another constraint. */
+static void mark_result_only(Logic *L, UpdateStep *st, SpecEnv *e, int nargaxes, SpecRow *sr) {
+  for (int side = 0; side < 2; side++) {
+    PtrVec *axes = side ? &sr->right : &sr->left;
+    for (int i = 0; i < axes->len; i++) {
+      SpecAxis *ax = VEC_AT(*axes, SpecAxis, i);
+      if (ax->kind != AX_VAR) continue;
+      for (int j = nargaxes; j < e->names.len; j++) {
+        DimNode *d = VEC_AT(e->dims, DimNode, j);
+        if (strcmp(VEC_AT(e->names, char, j), ax->name) || d->result_only) continue;
+        Origin *o = ANEW(L->s->a, Origin);
+        o->what = arena_printf(L->s->a, "einsum result axis %s of \"%s\"", ax->name, st->spec->text);
+        o->loc = st->spec_loc.file ? spec_error_loc(st->spec_loc, ax->col) : st->loc;
+        o->has_loc = true;
+        d->result_only = o;
+      }
+    }
+  }
+}
+
+/* The first axis of a slot that names `name` (as an axis, a convolution output or kernel). */
+static SpecAxis *slot_axis(SpecSlot *slot, const char *name) {
+  for (int k = 0; k < 3; k++) {
+    SpecRow *r = spec_slot_row(slot, k);
+    for (int side = 0; side < 2; side++) {
+      PtrVec *axes = side ? &r->right : &r->left;
+      for (int i = 0; i < axes->len; i++) {
+        SpecAxis *ax = VEC_AT(*axes, SpecAxis, i);
+        if ((ax->kind == AX_VAR || ax->kind == AX_AFFINE) && !strcmp(ax->name, name)) return ax;
+        if (ax->kind == AX_AFFINE && ax->kernel && !strcmp(ax->kernel, name)) return ax;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* Axes that occur in one argument only (summed over in it): legal, but when such an
+ * axis ends up undetermined it is likelier a misspelling than a parameter's fault. */
+static void mark_lonely(Logic *L, UpdateStep *st, SpecEnv *e, int nargs, int nargaxes) {
+  const Spec *sp = st->spec;
+  for (int j = 0; j < nargaxes; j++) {
+    const char *name = VEC_AT(e->names, char, j);
+    int n = 0, in = -1;
+    for (int a = 0; a < nargs; a++)
+      if (slot_axis(sp->args[a], name)) n++, in = a;
+    if (n != 1 || slot_axis(sp->result, name)) continue;
+    SpecAxis *ax = slot_axis(sp->args[in], name);
+    Origin *o = ANEW(L->s->a, Origin);
+    o->what = arena_printf(L->s->a, "einsum axis %s of \"%s\" occurs only in argument %d", name, sp->text, in + 1);
+    o->loc = st->spec_loc.file ? spec_error_loc(st->spec_loc, ax->col) : st->loc;
+    o->has_loc = true;
+    VEC_AT(e->dims, DimNode, j)->lonely = o;
+  }
+}
+
 static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   const Spec *sp = st->spec;
@@ -205,13 +269,17 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
                        row_what(s, arg, k));
       c->slot2 = j + 1;
     }
+  int nargaxes = e.names.len;
   for (int k = 0; k < 3; k++) {
     bool generative = !st->lhs->decl[k].given;
-    Row *r = spec_row(L, &e, info, spec_slot_row(sp->result, k), k, generative);
+    SpecRow *sr = spec_slot_row(sp->result, k);
+    Row *r = spec_row(L, &e, info, sr, k, generative);
+    if (sp->nargs && st->lhs->step == st) mark_result_only(L, st, &e, nargaxes, sr);
     Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
                                  arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
     c->slot1 = 0;
   }
+  if (sp->nargs > 1) mark_lonely(L, st, &e, nargs, nargaxes);
 }
 
 /* ---------------------------------------------------------------- other logics */
@@ -286,20 +354,34 @@ static void step_constraints(Logic *L, UpdateStep *st, StepInfo *info) {
 
 /* ---------------------------------------------------------------- driver */
 
+/* LANGUAGE.md 9.9: a bounded symbol must match the axis it slices; an unbounded one takes
+ * its size (then every slice with it must have that size). */
 static bool check_slices(Solver *s, Graph *g) {
   for (int i = 0; i < s->ninfos; i++) {
     StepInfo *in = s->infos[i];
-    if (!in || !in->slice || !in->step->sym || in->step->sym->range <= 0) continue;
+    if (!in || !in->slice || !in->step->sym) continue;
     int d = dim_size(in->slice);
     IndexSym *sym = in->step->sym;
-    if (d != sym->range) {
-      s->failed = true;
+    if (sym->range <= 0) {
+      sym->range = d;
+      sym->range_inferred = true;
+      sym->range_loc = in->step->loc;
+      continue;
+    }
+    if (d == sym->range) continue;
+    s->failed = true;
+    if (sym->range_inferred) {
+      diag_error(s->diag, in->step->loc,
+                 "index symbol '%s' slices a leftmost batch axis of dimension %d here but one of dimension %d elsewhere",
+                 sym->name, d, sym->range);
+      diag_note(s->diag, sym->range_loc, "the slice of dimension %d", sym->range);
+    } else {
       diag_error(s->diag, in->step->loc,
                  "index symbol '%s' has range %d but the sliced leftmost batch axis of %s has dimension %d", sym->name,
                  sym->range, tname(s, in->step->rhs[0]), d);
-      if (sym->loc.file) diag_note(s->diag, sym->loc, "'%s' declared here", sym->name);
-      return false;
     }
+    if (sym->loc.file) diag_note(s->diag, sym->loc, "'%s' declared here", sym->name);
+    return false;
   }
   (void)g;
   return true;
@@ -322,6 +404,7 @@ bool infer_solve(Solver *s, Graph *g) {
       return false;
     }
     tensor_rows(&L, t);
+    if (s->failed) return false;
   }
   for (int i = 0; i < g->steps.len; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
@@ -334,7 +417,10 @@ bool infer_solve(Solver *s, Graph *g) {
       for (int j = 0; j < st->nrhs && j < 3; j++) info->slot_row[j + 1][k] = trow(&L, st->rhs[j], k);
     }
     step_constraints(&L, st, info);
-    if (s->failed || !solver_run(s)) return false; /* stage 1: online, in creation order */
+    s->online = true; /* stage 1: online, in creation order; bounds swept once at the end */
+    bool ok = !s->failed && solver_run(s);
+    s->online = false;
+    if (!ok) return false;
   }
   if (!solver_close(s)) return false;
   return check_slices(s, g);
@@ -346,6 +432,7 @@ static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
     Row *r = row_norm(s, rows[k]);
     int n = row_len(r);
     t->shape.n[k] = n;
+    t->shape.open[k] = r->var != NULL;
     t->shape.dims[k] = ANEWN(s->a, DimDecl, n + 1);
     for (int i = 0; i < n; i++) {
       DimNode *d = dim_find(i < r->nbeg ? r->beg[i] : r->end[i - r->nbeg]);
@@ -355,18 +442,38 @@ static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
   }
 }
 
+/* LANGUAGE.md 9.15: the backends index a tensor with 32-bit integers. */
+static bool check_elems(Solver *s, Tensor *t) {
+  long long n = 1;
+  bool over = false;
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < t->shape.n[k]; i++) over = over || __builtin_mul_overflow(n, (long long)t->shape.dims[k][i].d, &n);
+  if (!over && n <= INT32_MAX) return true;
+  char num[32];
+  snprintf(num, sizeof num, over ? "more than 2^63" : "%lld", n);
+  diag_error(s->diag, t->loc, "%s has %s elements: more than the 2147483647 a tensor may have", tname(s, t), num);
+  return false;
+}
+
+/* Tensor.shape from the solution; after an error, from what stage 1 had inferred (an
+ * unknown dim is 0, printed `?` by --dump-shapes; tensors it never reached stay unsolved). */
 bool infer_shapes(Ctx *c, Graph *g) {
   Solver s;
   solver_init(&s, &c->arena, &c->diag);
   bool ok = infer_solve(&s, g);
   solver_free(&s);
-  if (!ok) return false;
-  for (int i = 0; i < g->steps.len; i++) {
+  for (int i = 0; i < g->steps.len && s.infos; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
     StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;
-    if (!in) continue;
+    if (!in || !in->slot_row[0][0]) continue;
     fill_shape(&s, st->lhs, in->slot_row[0]);
     for (int j = 0; j < st->nrhs && j < 3; j++) fill_shape(&s, st->rhs[j], in->slot_row[j + 1]);
   }
-  return true;
+  if (!ok) return false;
+  bool ok_size = true;
+  for (int i = 0; i < g->tensors.len; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    if (t->shape.solved) ok_size = check_elems(&s, t) && ok_size;
+  }
+  return ok_size;
 }

@@ -146,12 +146,25 @@ Row *row_norm(Solver *s, Row *r) {
 
 /* ---------------------------------------------------------------- constraints */
 
+static void enqueue(Solver *s, Constraint *c) {
+  if (c->queued || c->done) return;
+  c->queued = true;
+  vec_push(s->a, &s->queue, c);
+}
+
+/* Queues what watches a dim root or a row variable that just changed. */
+static void wake(Solver *s, PtrVec *watch) {
+  for (int i = 0; i < watch->len; i++) enqueue(s, VEC_AT(*watch, Constraint, i));
+  watch->len = 0;
+}
+
 Constraint *con_add(Solver *s, ConKind k, UpdateStep *step) {
   Constraint *c = ANEW(s->a, Constraint);
   c->kind = k;
   c->step = step;
   c->slot1 = c->slot2 = -1;
   vec_push(s->a, &s->cons, c);
+  enqueue(s, c);
   return c;
 }
 
@@ -200,7 +213,7 @@ Constraint *con_row_ineq(Solver *s, Row *cur, Row *subr, UpdateStep *st, const c
   return c;
 }
 
-void con_at_least(Solver *s, DimNode *d, int k, UpdateStep *st, const char *w) {
+void con_at_least(Solver *s, DimNode *d, long long k, UpdateStep *st, const char *w) {
   Constraint *c = con_add(s, C_AT_LEAST, st);
   c->d1 = d, c->k = k, c->what1 = w;
 }
@@ -271,17 +284,25 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   if (ra->d && rb->d && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
   if (!ra->d && rb->d) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
   rb->parent = ra;
+  wake(s, &ra->watch);
+  wake(s, &rb->watch);
   if (!ra->label) ra->label = rb->label;
   ra->terminal = ra->terminal || rb->terminal;
   ra->meets_one = ra->meets_one || rb->meets_one;
   if (!ra->owner) ra->owner = rb->owner;
+  if (!ra->result_only) ra->result_only = rb->result_only;
+  if (!ra->lonely) ra->lonely = rb->lonely;
   if (!ra->d && !ra->origin.what) ra->origin = rb->origin;
   return DONE;
 }
 
 /* Solves d := n (a size computed by a rule; the note points at the operation). */
-static Step set_dim(Solver *s, Constraint *c, DimNode *d, int n, const char *why) {
-  DimNode *k = dim_known(s, n, NULL);
+static Step set_dim(Solver *s, Constraint *c, DimNode *d, long long n, const char *why) {
+  if (n < 1 || n > INT32_MAX) { /* LANGUAGE.md 9.15: sizes are checked, never truncated */
+    solver_fail(s, c, "a dimension of %lld is out of range (1 to 2147483647) (%s)", n, what(why ? why : c ? c->what1 : NULL));
+    return FAIL;
+  }
+  DimNode *k = dim_known(s, (int)n, NULL);
   if (c && c->step) {
     k->origin.loc = c->step->loc;
     k->origin.has_loc = true;
@@ -291,7 +312,7 @@ static Step set_dim(Solver *s, Constraint *c, DimNode *d, int n, const char *why
 }
 
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
-  DimNode *cur = c->root1 = dim_find(c->d1), *sub = c->root2 = dim_find(c->d2);
+  DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
   if (cur == sub) return DONE;
   if (sub->d) {
     if (sub->d == 1) { /* broadcast */
@@ -319,10 +340,11 @@ static Step simp_at_least(Solver *s, Constraint *c) {
   return DONE;
 }
 
-/* Valid:  in = stride*(out-1) + dilation*(kernel-1) + 1.  Padded: in = stride*out. */
+/* Valid:  in = stride*(out-1) + dilation*(kernel-1) + 1.  Padded: in = stride*out.
+ * In 64 bits: sizes, strides and dilations are each below 2^31. */
 static Step simp_conv(Solver *s, Constraint *c) {
-  int in = dim_size(c->d1), out = dim_size(c->d2), ker = dim_size(c->d3);
-  int st = c->stride, dl = c->dilation;
+  long long in = dim_size(c->d1), out = dim_size(c->d2), ker = dim_size(c->d3);
+  long long st = c->stride, dl = c->dilation;
   if (c->padded) {
     if (in && out) {
       if (in == st * out) return DONE;
@@ -332,37 +354,42 @@ static Step simp_conv(Solver *s, Constraint *c) {
       return set_dim(s, c, c->d1, st * out, "a padded convolution");
     } else
       return PENDING;
-    solver_fail(s, c, "padded convolution (%s): input size %d is not stride %d times output size %d", what(c->what1),
-                in, st, out ? out : in / st);
+    solver_fail(s, c, "padded convolution (%s): input size %lld is not stride %lld times output size %lld",
+                what(c->what1), in, st, out ? out : in / st);
     return FAIL;
   }
-  in -= in ? (int)c->k : 0; /* a constant offset (`o+1`) shifts the window */
+  in -= in ? c->k : 0; /* a constant offset (`o+1`) shifts the window */
   if (in && out && ker) {
     if (in == st * (out - 1) + dl * (ker - 1) + 1) return DONE;
   } else if (in && ker) {
-    int num = in - dl * (ker - 1) - 1;
+    long long num = in - dl * (ker - 1) - 1;
     if (num >= 0 && num % st == 0) return set_dim(s, c, c->d2, num / st + 1, "a valid convolution");
   } else if (out && ker) {
-    return set_dim(s, c, c->d1, st * (out - 1) + dl * (ker - 1) + 1 + (int)c->k, "a valid convolution");
+    return set_dim(s, c, c->d1, st * (out - 1) + dl * (ker - 1) + 1 + c->k, "a valid convolution");
   } else if (in && out) {
-    int num = in - st * (out - 1) - 1;
+    long long num = in - st * (out - 1) - 1;
     if (num >= 0 && num % dl == 0) return set_dim(s, c, c->d3, num / dl + 1, "a valid convolution");
     ker = 0;
   } else
     return PENDING;
   if (ker)
     solver_fail(s, c,
-                "valid convolution (%s): input size %d does not satisfy input = %d*(output-1) + %d*(%d-1) + 1 "
-                "for kernel size %d",
+                "valid convolution (%s): input size %lld does not satisfy input = %lld*(output-1) + %lld*(%lld-1) + 1 "
+                "for kernel size %lld",
                 what(c->what1), in, st, dl, ker, ker);
   else
-    solver_fail(s, c, "valid convolution (%s): input size %d and output size %d fit no kernel size", what(c->what1),
-                in, out);
+    solver_fail(s, c, "valid convolution (%s): input size %lld and output size %lld fit no kernel size",
+                what(c->what1), in, out);
   note_origin(s, c->d1);
   return FAIL;
 }
 
 /* ---------------------------------------------------------------- row rules */
+
+static void rowvar_set(Solver *s, RowVar *v, Row *val) {
+  v->solved = val;
+  wake(s, &v->watch);
+}
 
 static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
   Row *n = row_norm(s, val);
@@ -376,7 +403,7 @@ static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
                 what(c->what1), what(c->what2));
     return false;
   }
-  v->solved = val;
+  rowvar_set(s, v, val);
   return true;
 }
 
@@ -440,6 +467,13 @@ static Step simp_row_eq(Solver *s, Constraint *c) {
   /* a = Ab' a.var Ae', b = Bb' b.var Be' with one of Ab',Bb' and one of Ae',Be' empty:
    * a.var := Bb' R Be', b.var := Ab' R Ae'. */
   RowVar *r = row_var_like(s, a->var);
+  int ga = a->var->axes_before + bb + be, gb = b->var->axes_before + ab + ae;
+  r->axes_before = ga > gb ? ga : gb;
+  if (r->axes_before > MAX_RANK) {
+    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
+                what(c->what1), what(c->what2));
+    return FAIL;
+  }
   r->terminal = a->var->terminal || b->var->terminal;
   if (!r->owner) r->owner = b->var->owner;
   Row *va = row_open(s, bb, b->beg + kb, r, be, b->end);
@@ -452,56 +486,109 @@ static Step simp_row_eq(Solver *s, Constraint *c) {
 /* Replaces cv by `front ++ cv' ++ back` with fresh variables; true on success. */
 static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int back) {
   DimNode *f[MAX_RANK], *b[MAX_RANK];
-  if (front > MAX_RANK || back > MAX_RANK) {
+  if (front > MAX_RANK || back > MAX_RANK || v->axes_before + front + back > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
                 what(c->what1), what(c->what2));
     return false;
   }
   for (int i = 0; i < front; i++) f[i] = dim_for_rowvar(s, v);
   for (int i = 0; i < back; i++) b[i] = dim_for_rowvar(s, v);
-  return solve_rowvar(s, c, v, row_open(s, front, f, row_var_like(s, v), back, b));
+  RowVar *rest = row_var_like(s, v);
+  rest->axes_before = v->axes_before + front + back;
+  return solve_rowvar(s, c, v, row_open(s, front, f, rest, back, b));
 }
 
-/* cur >= subr (seed: solve_row_ineq). */
+static Step fail_count(Solver *s, Constraint *c, int ncur, int nsub, bool at_least) {
+  solver_fail(s, c, "shape mismatch: %s has %d axes, %s has %s%d", what(c->what1), ncur, what(c->what2),
+              at_least ? "at least " : "", nsub);
+  return FAIL;
+}
+
+/* A closed subr S (n axes) under cur's structure C, not normalized: S's leftmost axes
+ * meet C's leftmost, its rightmost C's rightmost, and those in between go to C's row
+ * variable, into its solution when it has one. The variable is where broadcasting
+ * happens whether or not it is solved yet, so the order of the constraints (of an
+ * einsum's arguments) does not change the alignment: `"ij...;j..."` pairs j with b's
+ * only axis even after `...` took a's last axis. A subr shorter than C's own axes is
+ * aligned to the right over them (C's variable and leftmost axes broadcast). */
+static Step ineq_closed_subr(Solver *s, Constraint *c, Row *C, DimNode **S, int n) {
+  int pos = 0, tail = 0; /* S's axes left and right of the window: axes are named from the nearer end */
+  for (;;) {
+    int nb = C->nbeg, ne = C->nend;
+    if (!C->var) {
+      if (ne < n) return fail_count(s, c, pos + ne + tail, pos + n + tail, false);
+      pair_dims(s, c, false, C->end + ne - n, S, n, pos || tail ? -(n + tail) : ne - n);
+      return DONE;
+    }
+    if (n < nb + ne) {
+      int k = n < ne ? n : ne, r = n - k;
+      pair_dims(s, c, false, C->end + ne - k, S + r, k, -(k + tail));
+      pair_dims(s, c, false, C->beg + nb - r, S, r, pos);
+      return DONE;
+    }
+    pair_dims(s, c, false, C->beg, S, nb, pos);
+    pair_dims(s, c, false, C->end, S + n - ne, ne, -(ne + tail));
+    tail += ne;
+    int m = n - nb - ne;
+    if (m == 0) return DONE;
+    if (!C->var->solved) {
+      if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
+      Row *v = row_norm(s, row_of_var(s, C->var)); /* v' ++ fresh(m) */
+      pair_dims(s, c, false, v->end, S + nb, m, pos + nb);
+      return DONE;
+    }
+    C = C->var->solved, S += nb, n = m, pos += nb;
+  }
+}
+
+/* A closed cur C (n axes) over subr's structure S, not normalized: the mirror image,
+ * S's variable (at every level of its solution) takes what its flanks leave of C. */
+static Step ineq_closed_cur(Solver *s, Constraint *c, DimNode **C, int n, Row *S) {
+  int pos = 0, tail = 0;
+  for (bool top = true;; top = false) {
+    int nb = S->nbeg, ne = S->nend;
+    if (!S->var) {
+      if (n < ne) return fail_count(s, c, pos + n + tail, pos + ne + tail, false);
+      pair_dims(s, c, false, C + n - ne, S->end, ne, pos || tail ? -(ne + tail) : n - ne);
+      return DONE;
+    }
+    if (n < nb + ne) return fail_count(s, c, pos + n + tail, pos + nb + ne + tail, true);
+    pair_dims(s, c, false, C, S->beg, nb, pos);
+    pair_dims(s, c, false, C + n - ne, S->end, ne, -(ne + tail));
+    tail += ne;
+    int m = n - nb - ne;
+    RowVar *v = S->var;
+    if (v->solved) {
+      C += nb, n = m, pos += nb, S = v->solved;
+      continue;
+    }
+    if (m == 0) return set_row_empty(s, c, v) ? DONE : FAIL;
+    if (top && !nb && !ne) return PENDING; /* S's variable is bounded above by C */
+    c->r1 = row_closed(s, m, C + nb);
+    c->r2 = row_of_var(s, v);
+    return PROGRESS;
+  }
+}
+
+/* cur >= subr (seed: solve_row_ineq). Rewritten in part for issue 10 item 1: when one
+ * side is closed, the other is aligned level by level of its structure (see
+ * ineq_closed_subr), not as its flattened normal form. */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
-  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
-  if (row_len(C) > MAX_RANK || row_len(S) > MAX_RANK) {
+  int lc, ls;
+  RowVar *cv = row_peek(c->r1, &lc), *sv = row_peek(c->r2, &ls);
+  if (lc > MAX_RANK || ls > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
   }
-  if (!S->var) {
-    int n = S->nend;
-    if (!C->var) {
-      if (C->nend < n) return fail_rank(s, c, C, S, "has ");
-      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, C->nend - n);
-      return DONE;
-    }
-    if (n <= C->nend) {
-      pair_dims(s, c, false, C->end + C->nend - n, S->end, n, -n);
-      return DONE;
-    }
-    if (n < C->nbeg + C->nend) return PENDING; /* alignment depends on C's row variable */
-    pair_dims(s, c, false, C->beg, S->end, C->nbeg, 0);
-    pair_dims(s, c, false, C->end, S->end + n - C->nend, C->nend, -C->nend);
-    int m = n - C->nbeg - C->nend;
-    if (m == 0) return DONE;
-    if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
-    Row *v = row_norm(s, row_of_var(s, C->var)); /* cv' ++ fresh(m) */
-    pair_dims(s, c, false, v->end, S->end + C->nbeg, m, C->nbeg);
-    return DONE;
+  if (!sv) {
+    Row *S = row_norm(s, c->r2);
+    return ineq_closed_subr(s, c, c->r1, S->end, S->nend);
   }
-  if (!C->var) {
-    int n = C->nend;
-    if (n < row_len(S)) return fail_rank(s, c, C, S, "has ");
-    pair_dims(s, c, false, C->end, S->beg, S->nbeg, 0);
-    pair_dims(s, c, false, C->end + n - S->nend, S->end, S->nend, -S->nend);
-    int m = n - S->nbeg - S->nend;
-    if (m == 0) return set_row_empty(s, c, S->var) ? DONE : FAIL;
-    if (!S->nbeg && !S->nend) return PENDING; /* S's variable is bounded above by C */
-    c->r1 = row_closed(s, m, C->end + S->nbeg);
-    c->r2 = row_of_var(s, S->var);
-    return PROGRESS;
+  if (!cv) {
+    Row *C = row_norm(s, c->r1);
+    return ineq_closed_cur(s, c, C->end, C->nend, c->r2);
   }
+  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
   /* both open: pair the common leftmost and rightmost axes, keep the rest */
   int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
   pair_dims(s, c, false, C->beg, S->beg, kb, 0);
@@ -550,7 +637,7 @@ static Step simp_total(Solver *s, Constraint *c) {
     return FAIL;
   }
   if (nunknown > 1) return PENDING;
-  if (prod > 0 && c->k % prod == 0) return set_dim(s, c, unknown, (int)(c->k / prod), c->what1);
+  if (prod > 0 && c->k % prod == 0) return set_dim(s, c, unknown, c->k / prod, c->what1);
   solver_fail(s, c, "%s has %lld elements, not a multiple of %lld", what(c->what1), c->k, prod);
   return FAIL;
 }
@@ -577,6 +664,7 @@ static void bounds_index(Solver *s) {
   s->up_head = realloc(s->up_head, sizeof *s->up_head * (size_t)(n + 1));
   s->up_mark = realloc(s->up_mark, sizeof *s->up_mark * (size_t)(n + 1));
   s->up_memo = realloc(s->up_memo, sizeof *s->up_memo * (size_t)(n + 1));
+  s->up_lbl = realloc(s->up_lbl, sizeof *s->up_lbl * (size_t)(n + 1));
   for (int i = 0; i <= n; i++) s->up_head[i] = -1, s->up_mark[i] = 0;
   s->up_stamp = 0;
   s->up_n = 0;
@@ -598,7 +686,8 @@ static void bounds_index(Solver *s) {
 }
 
 static void bounds_free(Solver *s) {
-  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to), free(s->up_memo);
+  free(s->up_head), free(s->up_mark), free(s->up_next), free(s->up_to), free(s->up_memo), free(s->up_lbl);
+  s->up_lbl = NULL;
   s->up_head = s->up_mark = s->up_next = s->up_memo = NULL;
   s->up_to = NULL;
   s->up_n = s->up_cap = 0;
@@ -607,47 +696,59 @@ static void bounds_free(Solver *s) {
 /* The upper bound of an unknown dim root through the indexed inequalities (transitive):
  * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
  * *label receives the bound's label, if any. */
-static int dim_lub_rec(Solver *s, DimNode *r, const char **label) {
+static int dim_lub_rec(Solver *s, DimNode *r) {
   if (r->id >= s->up_nodes) return 0; /* created after the snapshot: no bound recorded */
   if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
   s->up_mark[r->id] = s->up_stamp;
   s->up_memo[r->id] = 0;
+  s->up_lbl[r->id] = NULL;
   int lub = 0;
+  const char *label = NULL;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
     int b;
     if (cur->d) {
       b = cur->d;
-      if (b > 1 && cur->label && label && !*label) *label = cur->label;
-    } else
-      b = dim_lub_rec(s, cur, label);
+      if (b > 1 && cur->label && !label) label = cur->label;
+    } else {
+      b = dim_lub_rec(s, cur);
+      if (!label && cur->id < s->up_nodes) label = s->up_lbl[cur->id];
+    }
     if (b == 0) continue;
     if (lub == 0) lub = b;
     else if (lub != b) lub = 1;
   }
   s->up_memo[r->id] = lub;
+  s->up_lbl[r->id] = label;
   return lub;
 }
 
-/* One query; `fresh` forgets the memo of earlier queries (labels are only found on a
- * fresh walk). */
+/* One query; the memo (sizes and labels) lasts until the next bounds_index or a query
+ * with `fresh` (after dims were solved). */
 static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
   if (label) *label = NULL;
   DimNode *r = dim_find(d);
   if (!s->up_head) return 0;
   if (fresh) s->up_stamp++;
-  return dim_lub_rec(s, r, label);
+  int lub = dim_lub_rec(s, r);
+  if (label && r->id < s->up_nodes) *label = s->up_lbl[r->id];
+  return lub;
 }
 
 static int dim_lub(Solver *s, DimNode *d, const char **label) { return dim_lub_q(s, d, label, true); }
+/* Within one sweep over a snapshot in which nothing is solved. */
+static int dim_lub_memo(Solver *s, DimNode *d, const char **label) { return dim_lub_q(s, d, label, false); }
 
-static bool has_dim_constraint(Solver *s, DimNode *r, ConKind k) {
+/* The dim roots a pending fixed index or convolution constrains, marked by id. */
+static char *constrained_dims(Solver *s) {
+  char *mark = calloc((size_t)s->dims.len + 1, 1);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != k) continue;
-    if (dim_find(c->d1) == r || (k == C_CONV && (dim_find(c->d2) == r || dim_find(c->d3) == r))) return true;
+    if (c->done || (c->kind != C_AT_LEAST && c->kind != C_CONV)) continue;
+    mark[dim_find(c->d1)->id] = 1;
+    if (c->kind == C_CONV) mark[dim_find(c->d2)->id] = mark[dim_find(c->d3)->id] = 1;
   }
-  return false;
+  return mark;
 }
 
 /* Two different sizes above a variable force it to 1 (seed: only one LUB > 1). */
@@ -668,61 +769,144 @@ static bool force_conflicting_bounds(Solver *s) {
 
 /* ---------------------------------------------------------------- fixpoint */
 
-/* A pending row inequality depends only on its (normalized) rows' variables, a dim
- * inequality on its roots: if none was solved since, simplifying again is useless. */
-static bool unchanged(const Constraint *c) {
+static void watch_dim(Solver *s, Constraint *c, DimNode *d) {
+  if (d) vec_push(s->a, &dim_find(d)->watch, c);
+}
+
+static void watch_row(Solver *s, Constraint *c, Row *r) {
+  RowVar *v = r ? row_peek(r, NULL) : NULL;
+  if (v) vec_push(s->a, &v->watch, c);
+}
+
+/* A pending constraint's outcome depends only on these: the roots of its dims, the
+ * unsolved variables of its rows (row rules look at the rows' structure, not at sizes). */
+static void watch(Solver *s, Constraint *c) {
   switch (c->kind) {
+  case C_DIM_EQ:
+  case C_DIM_INEQ:
+  case C_AT_LEAST:
+  case C_CONV:
+    watch_dim(s, c, c->d1), watch_dim(s, c, c->d2), watch_dim(s, c, c->d3);
+    break;
+  case C_ROW_EQ:
   case C_ROW_INEQ:
-    return !(c->r1->var && c->r1->var->solved) && !(c->r2->var && c->r2->var->solved);
-  case C_DIM_INEQ: {
-    DimNode *a = dim_find(c->d1), *b = dim_find(c->d2);
-    return a == c->root1 && b == c->root2 && !a->d && !b->d;
-  }
-  default: return false;
+    watch_row(s, c, c->r1), watch_row(s, c, c->r2);
+    break;
+  case C_TOTAL:
+    for (int k = 0; k < 3; k++) {
+      Row *r = row_norm(s, c->rows[k]);
+      watch_row(s, c, r);
+      for (int i = 0; i < r->nbeg; i++) watch_dim(s, c, r->beg[i]);
+      for (int i = 0; i < r->nend; i++) watch_dim(s, c, r->end[i]);
+    }
+    break;
   }
 }
 
+/* Drops discharged constraints from the list the closing stages scan (amortized). */
 static void compact(Solver *s) {
+  if (2 * s->ndone < s->cons.len) return;
   int j = 0;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (!c->done) s->cons.items[j++] = c;
   }
   s->cons.len = j;
+  s->ndone = 0;
 }
 
 bool solver_run(Solver *s) {
   while (!s->failed) {
-    bool progress = false;
-    for (int i = 0; i < s->cons.len && !s->failed; i++) {
-      Constraint *c = VEC_AT(s->cons, Constraint, i);
+    while (s->qhead < s->queue.len && !s->failed) {
+      Constraint *c = VEC_AT(s->queue, Constraint, s->qhead++);
+      c->queued = false;
       if (c->done) continue;
       if (++s->work > WORK_LIMIT) {
         solver_fail(s, c, "shape inference does not converge (%s vs %s)", what(c->what1), what(c->what2));
         break;
       }
-      if (c->pending && unchanged(c)) continue;
       Step r = simplify(s, c);
-      if (r == DONE) c->done = true;
-      if (r != PENDING) progress = true;
-      c->pending = r == PENDING;
+      if (r == DONE) c->done = true, s->ndone++;
+      else if (r == PENDING) watch(s, c);
+      else if (r == PROGRESS) enqueue(s, c);
     }
+    s->qhead = s->queue.len = 0;
     if (s->failed) break;
     compact(s);
-    if (!progress && !force_conflicting_bounds(s)) break;
+    if (s->online || !force_conflicting_bounds(s)) break;
   }
   return !s->failed;
 }
 
 /* ---------------------------------------------------------------- closing stages */
 
-static void fail_param(Solver *s, DimNode *d) {
-  if (s->failed) return;
+static void fail_result_only(Solver *s, const Origin *o) {
   s->failed = true;
+  diag_error(s->diag, o->loc, "%s occurs in no argument and nothing determines its size", o->what);
+  diag_note(s->diag, o->loc, "a misspelled axis? a new result axis needs a size from another use of the result");
+}
+
+/* An undetermined einsum result axis is the likelier root cause of an undetermined
+ * parameter dimension (a misspelled axis leaves both). */
+static const Origin *any_result_only(Solver *s) {
+  for (int i = 0; i < s->dims.len; i++) {
+    DimNode *d = VEC_AT(s->dims, DimNode, i);
+    if (!d->parent && !d->d && d->result_only) return d->result_only;
+  }
+  return NULL;
+}
+
+/* A lonely einsum axis at or above r (through the pending inequalities), if any. */
+static const Origin *lonely_above(Solver *s, DimNode *r) {
+  if (r->lonely) return r->lonely;
+  if (r->id >= s->up_nodes || s->up_mark[r->id] == s->up_stamp) return NULL;
+  s->up_mark[r->id] = s->up_stamp;
+  for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
+    DimNode *cur = dim_find(s->up_to[e]); /* stage 7 may have closed it to 1 already */
+    const Origin *o = cur->d ? cur->lonely : lonely_above(s, cur);
+    if (o) return o;
+  }
+  return NULL;
+}
+
+/* Starts a parameter error: false when an error is already out or an undetermined einsum
+ * result axis (the likelier root cause) was reported instead. */
+static bool param_fail_begin(Solver *s) {
+  if (s->failed) return false;
+  const Origin *ro = any_result_only(s);
+  if (ro) {
+    fail_result_only(s, ro);
+    return false;
+  }
+  s->failed = true;
+  return true;
+}
+
+static void fail_param(Solver *s, DimNode *d) {
+  if (!param_fail_begin(s)) return;
   Tensor *t = d->owner;
+  bounds_index(s);
+  s->up_stamp++;
+  const Origin *lonely = lonely_above(s, dim_find(d));
+  if (lonely) {
+    diag_error(s->diag, lonely->loc, "%s and nothing determines its size (a dimension of parameter '%s')",
+               lonely->what, t->name ? t->name : "?");
+    diag_note(s->diag, lonely->loc, "a misspelled axis?");
+    return;
+  }
   diag_error(s->diag, t->loc, "cannot infer a dimension of parameter '%s': nothing determines it%s%s",
              t->name ? t->name : "?", d->origin.what ? " (" : "", d->origin.what ? d->origin.what : "");
   if (d->origin.what && d->origin.what[0]) diag_note(s->diag, t->loc, "declare it, e.g. with o = [ ... ] or i = [ ... ]");
+}
+
+/* A parameter's output row that nothing bounds would close to no axes (LANGUAGE.md 9.3:
+ * an error naming the parameter; a tensor's output row is never empty by default). */
+static void fail_param_row(Solver *s, RowVar *v) {
+  if (!param_fail_begin(s)) return;
+  Tensor *t = v->owner;
+  diag_error(s->diag, t->loc, "cannot infer the output axes of parameter '%s': nothing determines them",
+             t->name ? t->name : "?");
+  diag_note(s->diag, t->loc, "declare them, e.g. with o = [ ... ], or use the result where its shape is known");
 }
 
 /* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
@@ -747,6 +931,10 @@ static bool meets_one(Solver *s, DimNode *r) {
 
 /* Sets an unknown dim root to 1 by default (parameters must be determined). */
 static void default_dim_one(Solver *s, DimNode *r) {
+  if (r->result_only && !s->failed && !meets_one(s, r)) {
+    fail_result_only(s, r->result_only);
+    return;
+  }
   if (r->owner && r->owner->kind == TK_PARAM && !meets_one(s, r)) {
     fail_param(s, r);
     return;
@@ -754,44 +942,58 @@ static void default_dim_one(Solver *s, DimNode *r) {
   set_dim(s, NULL, r, 1, NULL);
 }
 
-static bool is_total_carrier(Solver *s, RowVar *v) {
+/* The row variables standing in a Total_elems constraint's place (stage 3 leaves them
+ * to stage 5), marked by variable id. */
+static char *total_carriers(Solver *s) {
+  char *mark = calloc((size_t)s->rvars.len + 1, 1);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (!c->done && c->kind == C_TOTAL && c->total_var) {
-      RowVar *t = c->total_var;
-      while (t && t->solved) t = t->solved->var;
-      if (t == v) return true;
-    }
+    if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
+    RowVar *t = row_peek(row_of_var(s, c->total_var), NULL);
+    if (t) mark[t->id] = 1;
   }
-  return false;
+  return mark;
 }
+
+/* The pending inequalities `cur >= v` with v a bare row variable, indexed by v: the
+ * least upper bounds of rows (stage 3). memo: -2 not computed, -3 on the stack. */
+typedef struct RowBounds {
+  int *head, *next, *memo;
+} RowBounds;
+
+static RowBounds row_bounds(Solver *s) {
+  RowBounds b = {malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), malloc(sizeof(int) * ((size_t)s->cons.len + 1)),
+                 malloc(sizeof(int) * ((size_t)s->rvars.len + 1))};
+  for (int i = 0; i < s->rvars.len; i++) b.head[i] = -1, b.memo[i] = -2;
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    int ns;
+    RowVar *v = c->done || c->kind != C_ROW_INEQ ? NULL : row_peek(c->r2, &ns);
+    if (!v || ns) continue;
+    b.next[i] = b.head[v->id];
+    b.head[v->id] = i;
+  }
+  return b;
+}
+
+static void row_bounds_free(RowBounds *b) { free(b->head), free(b->next), free(b->memo); }
 
 /* Number of known axes of the least upper bound of row variable v: -1 when none. */
-static int row_lub_len_rec(Solver *s, RowVar *v, char *seen) {
+static int row_lub_len(Solver *s, RowBounds *b, RowVar *v) {
+  if (b->memo[v->id] != -2) return b->memo[v->id] == -3 ? -1 : b->memo[v->id];
+  b->memo[v->id] = -3;
   int best = -1;
-  seen[v->id] = 1;
-  for (int i = 0; i < s->cons.len; i++) {
-    Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_ROW_INEQ) continue;
-    int ns, n;
-    if (row_peek(c->r2, &ns) != v || ns) continue;
+  bool empty = false; /* bounded by a row of no axes: the least upper bound of none */
+  for (int e = b->head[v->id]; e >= 0; e = b->next[e]) {
+    Constraint *c = VEC_AT(s->cons, Constraint, e);
+    int n;
     RowVar *cv = row_peek(c->r1, &n);
-    if (n == 0 && cv) {
-      if (seen[cv->id]) continue;
-      n = row_lub_len_rec(s, cv, seen);
-      if (n < 0) continue;
-    } else if (n == 0)
-      continue;
+    if (n == 0 && cv) n = row_lub_len(s, b, cv);
+    empty = empty || n == 0;
+    if (n <= 0) continue;
     if (best < 0 || n < best) best = n;
   }
-  return best;
-}
-
-static int row_lub_len(Solver *s, RowVar *v) {
-  char *seen = calloc((size_t)s->rvars.len + 1, 1);
-  int n = row_lub_len_rec(s, v, seen);
-  free(seen);
-  return n;
+  return b->memo[v->id] = best < 0 && empty ? 0 : best;
 }
 
 static DimNode *root_or_null(DimNode *d) {
@@ -803,16 +1005,28 @@ static DimNode *root_or_null(DimNode *d) {
 static bool stage2(Solver *s) {
   PtrVec todo = {0};
   bounds_index(s);
+  s->up_stamp++;
+  char *constrained = constrained_dims(s);
   for (int i = 0; i < s->dims.len; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     DimNode *r = root_or_null(d);
     if (!r || r != d || !r->terminal) continue;
-    if (dim_lub(s, r, NULL) || has_dim_constraint(s, r, C_AT_LEAST) || has_dim_constraint(s, r, C_CONV)) continue;
+    if (dim_lub_memo(s, r, NULL) || constrained[r->id]) continue;
     vec_push(s->a, &todo, r);
   }
+  free(constrained);
   for (int i = 0; i < todo.len && !s->failed; i++)
     if (root_or_null(VEC_AT(todo, DimNode, i))) default_dim_one(s, VEC_AT(todo, DimNode, i));
   return todo.len > 0;
+}
+
+/* Whether v, about to close to no axes, is all a parameter's output row would have. */
+static bool param_output_unbounded(Solver *s, RowVar *v) {
+  Tensor *t = v->owner;
+  if (v->kind != KIND_OUTPUT || !t || t->kind != TK_PARAM || t->decl[KIND_OUTPUT].given) return false;
+  StepInfo *in = info_of(s, t->step);
+  int n;
+  return in && in->slot_row[0][KIND_OUTPUT] && row_peek(in->slot_row[0][KIND_OUTPUT], &n) == v && n == 0;
 }
 
 /* Stage 3: terminal dims and rows take their least upper bounds; rows without one
@@ -823,9 +1037,10 @@ static bool stage3(Solver *s) {
   int *lub = calloc((size_t)n + 1, sizeof *lub);
   const char **labels = calloc((size_t)n + 1, sizeof *labels);
   bounds_index(s);
+  s->up_stamp++;
   for (int i = 0; i < n; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub(s, d, &labels[i]);
+    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub_memo(s, d, &labels[i]);
   }
   for (int i = 0; i < n && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
@@ -838,17 +1053,25 @@ static bool stage3(Solver *s) {
   free(lub);
   free(labels);
   int nr = s->rvars.len;
+  RowBounds rb = row_bounds(s);
+  char *carrier = total_carriers(s);
   for (int i = 0; i < nr && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (v->solved || !v->terminal) continue;
-    int len = row_lub_len(s, v);
-    if (len < 0 && is_total_carrier(s, v)) continue;
+    int len = row_lub_len(s, &rb, v);
+    if (len < 0 && carrier[v->id]) continue;
+    if (len < 0 && param_output_unbounded(s, v)) {
+      fail_param_row(s, v);
+      break;
+    }
     if (len < 0) len = 0;
     DimNode *dims[MAX_RANK];
     for (int j = 0; j < len && j < MAX_RANK; j++) dims[j] = dim_for_rowvar(s, v);
-    v->solved = row_closed(s, len < MAX_RANK ? len : MAX_RANK, dims);
+    rowvar_set(s, v, row_closed(s, len < MAX_RANK ? len : MAX_RANK, dims));
     changed = true;
   }
+  row_bounds_free(&rb);
+  free(carrier);
   return changed;
 }
 
@@ -862,7 +1085,7 @@ static bool stage4(Solver *s) {
     if (!r) continue;
     bounds_index(s);
     int lub = dim_lub(s, r, NULL);
-    set_dim(s, c, r, lub > 1 && lub >= c->k ? lub : (int)c->k, "a fixed index");
+    set_dim(s, c, r, lub > 1 && lub >= c->k ? lub : c->k, "a fixed index");
     changed = true;
   }
   return changed;
@@ -881,15 +1104,17 @@ static bool stage5(Solver *s) {
     for (int k = 0; k < 3; k++) {
       Row *r = row_norm(s, c->rows[k]);
       if (r->var && r->var != v) known = false;
-      for (int j = 0; j < r->nbeg; j++) prod *= dim_size(r->beg[j]);
-      for (int j = 0; j < r->nend; j++) prod *= dim_size(r->end[j]);
+      for (int j = 0; j < row_len(r); j++) { /* capped: the element count is below 2^63 */
+        long long d = dim_size(j < r->nbeg ? r->beg[j] : r->end[j - r->nbeg]);
+        if (__builtin_mul_overflow(prod, d, &prod) || prod > (1LL << 62)) prod = 1LL << 62;
+      }
     }
     if (!known || prod <= 0) continue;
     if (prod == c->k) set_row_empty(s, c, v);
     else if (c->k % prod == 0) {
       DimNode *d = dim_for_rowvar(s, v);
       solve_rowvar(s, c, v, row_closed(s, 1, &d));
-      set_dim(s, c, d, (int)(c->k / prod), c->what1);
+      set_dim(s, c, d, c->k / prod, c->what1);
     } else {
       solver_fail(s, c, "%s has %lld elements, not a multiple of %lld", what(c->what1), c->k, prod);
     }
@@ -949,7 +1174,7 @@ static bool stage7(Solver *s) {
   for (int i = 0; i < s->rvars.len && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (!v->solved) {
-      v->solved = row_closed(s, 0, NULL);
+      rowvar_set(s, v, row_closed(s, 0, NULL));
       changed = true;
     }
   }

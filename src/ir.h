@@ -83,7 +83,7 @@ typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERN
 
 typedef struct Stmt Stmt;
 
-/* S_KERNEL (made only by the schedule pass, src/sched.h): a contraction
+/* S_KERNEL (made only by the schedule pass, src/schedule.h): a contraction
  *   for i < ext[0], j < ext[1]: dst(i,j) += sum over k < ext[2] of A(i,k) * B(k,j)
  * where `store` is `dst =add mul(x, y)` with A = argument a_arg of the mul (it does not
  * depend on j) and B the other (not on i). Loop variables var[0..2] = i, j, k appear in
@@ -100,6 +100,7 @@ typedef struct Kernel {
   long ext[3];
   int mr, nr, vw;
   int kc, mc, nc;
+  bool parallel; /* rows (whole mr tiles) may be split among threads */
 } Kernel;
 
 /* A bound condition for padding: 0 <= aff < ext. */
@@ -120,6 +121,9 @@ struct Stmt {
    * one `=add` store whose target does not depend on var), summed in this many
    * independent partial sums, then added to the cell (reassociates). */
   int accs;
+  /* S_LOOP: the schedule found the iterations independent (each writes its own cells
+   * and reads none another writes): they may run on several threads, in any split. */
+  bool parallel;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
   /* S_IF: all guards hold */
@@ -199,7 +203,7 @@ int ir_find_func(const IrModule *m, const char *name); /* -1 if none */
 
 /* Affine helpers (src/lower.c). */
 void aff_range(const Aff *a, const long *var_ext, long *lo, long *hi); /* ignores symbols */
-/* src/sched.c: the coefficient of loop variable var in f (0 if absent), and f without
+/* src/schedule.c: the coefficient of loop variable var in f (0 if absent), and f without
  * the terms of the n variables vars. */
 long aff_coef(const Aff *f, int var);
 Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n);

@@ -68,6 +68,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
                 s->tile_var, s->tile, s->ext);
       else fprintf(out, "for i%d < %ld", s->var, s->ext);
       if (s->accs > 1) fprintf(out, " reduce %d", s->accs);
+      if (s->parallel) fputs(" parallel", out);
       fputc('\n', out);
       stmts_print(out, &s->body, ind + 1, m);
       break;
@@ -94,9 +95,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
-      fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m i%d < %ld, n i%d < %ld, k i%d < %ld, a = arg %d\n", k->mr,
+      fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m i%d < %ld, n i%d < %ld, k i%d < %ld, a = arg %d", k->mr,
               k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
               k->a_arg + 1);
+      if (k->parallel) fputs(" parallel", out);
+      fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);
       break;
@@ -191,6 +194,19 @@ IrLayout ir_layout(Arena *a, const IrModule *m) {
   return l;
 }
 
+/* Does the (scheduled) module have a parallel loop? Then the model exports the hook
+ * tdsl_parallel / tdsl_parallel_rt that the runtime points at its thread pool. */
+static bool has_parallel(const IrModule *m) {
+  for (int i = 0; i < m->funcs.len; i++) {
+    const PtrVec *body = &VEC_AT(m->funcs, IrFunc, i)->body;
+    for (int k = 0; k < body->len; k++) {
+      const Stmt *s = body->items[k];
+      if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) return true;
+    }
+  }
+  return false;
+}
+
 /* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
  *   tdsl 2
  *   model NAME SIZE                  symbol prefix, instance bytes
@@ -201,6 +217,7 @@ IrLayout ir_layout(Arena *a, const IrModule *m) {
  *   alias NAME BUFID
  *   fn ID NAME
  *   seq ID NAME K|A-B|A-B/S...       runs NAME_call(instance, K) for each K in turn
+ *   threads                          (parallel loops: see has_parallel)
  * Function ID is the symbol NAME_fn_ID, taking the instance pointer. */
 char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   char *buf = NULL;
@@ -246,6 +263,7 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
       fputc('\n', o);
     } else if (f->exported) fprintf(o, "fn %d %s\n", i, f->name);
   }
+  if (has_parallel(m)) fputs("threads\n", o);
   fclose(o);
   char *r = arena_strdup(a, buf);
   free(buf);

@@ -9,12 +9,13 @@
 
 #include "ast.h"
 #include "cache.h"
+#include "check.h"
 #include "ctx.h"
 #include "cuda.h"
 #include "ir.h"
 #include "jit.h"
 #include "run.h"
-#include "sched.h"
+#include "schedule.h"
 
 
 static void usage(FILE *out) {
@@ -45,6 +46,9 @@ static void usage(FILE *out) {
         "  --run                  compile in process and execute:\n"
         "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
         "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
+        "  --check                compile twice (plain -O0 reference, as configured), run every\n"
+        "                         routine on both, compare every tensor [--seed/--set/--load]\n"
+        "  --check-ulps=N         --check tolerance (default 256; 0: bitwise)\n"
         "  -MD, -MF FILE          also write a make dependency file (default: OUT with .d)\n"
         "  --version, --help\n",
         out);
@@ -88,6 +92,8 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
+  o->check_ulps = -1;
+  bool seeded = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -136,10 +142,17 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
+    else if (!strcmp(a, "--check")) o->action = ACT_CHECK;
+    else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
+      long long u;
+      if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
+      o->check_ulps = (int)u;
+    }
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
       long long s;
       if (!parse_int(v, &s) || s < 0) return bad_usage("bad --seed '%s'", v);
       o->seed = (unsigned long long)s;
+      seeded = true;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
       long long val;
@@ -170,8 +183,12 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  if (o->action != ACT_RUN && (o->sets.len || o->loads.len || o->calls.len || o->prints.len || o->save || o->load_ckpt))
-    return bad_usage("%s", "--set/--load/--call/--print/--save/--load-checkpoint need --run");
+  bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
+  if (!runs && (o->sets.len || o->loads.len || seeded))
+    return bad_usage("%s", "--seed/--set/--load need --run or --check");
+  if (o->action != ACT_RUN && (o->calls.len || o->prints.len || o->save || o->load_ckpt))
+    return bad_usage("%s", "--call/--print/--save/--load-checkpoint need --run");
+  if (o->action != ACT_CHECK && o->check_ulps >= 0) return bad_usage("%s", "--check-ulps needs --check");
   if (o->verbose && o->action != ACT_DUMP_SHAPES) return bad_usage("%s", "--verbose needs --dump-shapes");
   if (o->md && o->action != ACT_COMPILE && o->action != ACT_EMIT_PTX)
     return bad_usage("%s", "-MD/-MF need a compiled output (not --run, --dump-* or --emit-c/--emit-cuda)");
@@ -242,7 +259,8 @@ static int generate(Ctx *c, Graph *g) {
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) return cuda_backend(c, m, ctx_model_base(c));
+  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C)
+    return cuda_backend(c, m, ctx_model_base(c));
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
@@ -252,6 +270,7 @@ static int generate(Ctx *c, Graph *g) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
   case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds, ctx_model_name(c)); return 0;
   case ACT_RUN: return run_in_process(c, m);
+  case ACT_CHECK: return check_model(c, m);
   default: break;
   }
   const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
@@ -291,14 +310,14 @@ static int run(Ctx *c) {
     graph_print(stdout, g);
     return 0;
   }
-  bool ok = infer_shapes(c, g);
+  bool inferred = infer_shapes(c, g) && !c->diag.errors;
   timing_mark(c, "shape inference");
-  if (!ok || c->diag.errors) return 1;
-  if (c->opt.action == ACT_DUMP_SHAPES) {
+  if (c->opt.action == ACT_DUMP_SHAPES) { /* after errors: what was inferred, `?` unknown */
     dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
-    return 0;
+    return inferred ? 0 : 1;
   }
-  ok = infer_projections(c, g);
+  if (!inferred) return 1;
+  bool ok = infer_projections(c, g);
   timing_mark(c, "projection inference");
   if (!ok || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_PROJECTIONS) {

@@ -126,11 +126,26 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
 }
 
 /* Functions and data alike: both lookups are a dlsym of the result's library. */
-static void *jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
+void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
 static int run_err(const char *what, const tdsl_model *m) {
   fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
   return 1;
+}
+
+int run_prepare(Ctx *c, tdsl_model *m) {
+  Options *o = &c->opt;
+  if (tdsl_init(m, o->seed)) return run_err("init", m);
+  for (int i = 0; i < o->sets.len; i++) {
+    RunSet *s = o->sets.items[i];
+    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
+  }
+  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
+  for (int i = 0; i < o->loads.len; i++) {
+    RunLoad *l = o->loads.items[i];
+    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
+  }
+  return 0;
 }
 
 static int run_model(Ctx *c, tdsl_model *m) {
@@ -151,16 +166,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
               (const char *)o->calls.items[i]);
       return 1;
     }
-  if (tdsl_init(m, o->seed)) return run_err("init", m);
-  for (int i = 0; i < o->sets.len; i++) {
-    RunSet *s = o->sets.items[i];
-    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
-  }
-  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
-  for (int i = 0; i < o->loads.len; i++) {
-    RunLoad *l = o->loads.items[i];
-    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
-  }
+  if (run_prepare(c, m)) return 1;
   if (o->calls.len) {
     for (int i = 0; i < o->calls.len; i++)
       if (tdsl_call(m, o->calls.items[i])) return run_err("--call", m);
@@ -185,7 +191,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
 
 int run_jit_result(Ctx *c, gcc_jit_result *r) {
   char err[512];
-  tdsl_model *model = tdsl_open_resolved(jit_resolve, r, err, sizeof err);
+  tdsl_model *model = tdsl_open_resolved(run_jit_resolve, r, err, sizeof err);
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
     return 1;

@@ -10,5 +10,10 @@
 /* Opens r through the runtime, inits, applies --set/--load, calls --call routines (or
  * each printed tensor's forward), prints; returns a process exit status (0 or 1). */
 int run_jit_result(Ctx *c, gcc_jit_result *r);
+/* Symbols of an in-memory gccjit result, for tdsl_open_resolved. */
+void *run_jit_resolve(void *handle, const char *symbol);
+/* tdsl_init with --seed, then every --set and --load; 1 after printing an error. */
+struct tdsl_model;
+int run_prepare(Ctx *c, struct tdsl_model *m);
 
 #endif

@@ -91,6 +91,10 @@ run_part gradcheck /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$P
 # The same models through the sanitized compiler, against PyTorch only.
 run_part gradcheck-asan /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdslc "$PWD/$B/asan/tdslc" \
   --workdir "$B/gradcheck-asan" --no-fd --no-f32
+# The differential oracle (tdslc --check): every conformance values case and sample at
+# -O0..-O3 against the plain -O0 loop IR, and the CUDA backend under emulation.
+run_part check-oracle /usr/bin/python3 testsuite/check/oracle.py --tdslc "$PWD/$B/tdslc"
+run_part check-oracle-cuda /usr/bin/python3 testsuite/check/oracle.py --tdslc "$PWD/$B/tdslc" --cuda --levels 0,3
 # Samples built against the installed toolchain (testsuite/samples.sh).
 run_part samples sh testsuite/samples.sh
 

@@ -309,7 +309,7 @@ static void c_stmt(E *e, const Stmt *s, int ind) {
     fprintf(o, "/* %s */\n", s->text);
     break;
   case S_CALL: break; /* never inside a kernel: calls are top-level host steps */
-  case S_KERNEL: /* the schedule pass (src/sched.h) runs for the CPU back ends only */
+  case S_KERNEL: /* the schedule pass (src/schedule.h) runs for the CPU back ends only */
     fputs("#error tdslc: a CPU kernel statement reached the CUDA emitter\n", o);
     break;
   }

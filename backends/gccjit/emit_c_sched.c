@@ -1,4 +1,4 @@
-/* emit_c_sched.c: the C rendering of what the schedule pass (src/sched.h) adds to the
+/* emit_c_sched.c: the C rendering of what the schedule pass (src/schedule.h) adds to the
  * loop IR: reduction loops with partial sums and contraction kernels. The gccjit
  * backend builds the same code (jit_sched.c). */
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "jit_emit.h"
-#include "sched.h"
+#include "schedule.h"
 
 /* The host CPU as the gcc driver sees it: libgccjit rejects -march=native. */
 const char *jit_host_arch(Arena *a) {

@@ -29,7 +29,7 @@ typedef struct JitOpts {
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
   const char *arch;  /* with native: the host's -march (jit_host_arch), NULL: look it up */
-  bool schedule;     /* run the schedule pass (src/sched.h) first; false: the naive loops */
+  bool schedule;     /* run the schedule pass (src/schedule.h) first; false: the naive loops */
   bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
 

@@ -48,10 +48,13 @@ gcc_jit_rvalue *js_expr(J *j, const IrExpr *e, int el);
 void js_check_access(J *j, const Access *acc, const char *what);
 void js_check_expr(J *j, const IrExpr *e, const char *what);
 
-/* ---- provided by jit_sched.c: what the schedule pass (src/sched.h) adds ---- */
+/* ---- provided by jit_sched.c: what the schedule pass (src/schedule.h) adds ---- */
 /* An S_LOOP with accs > 1: the reduction in partial sums. */
 void js_reduce_loop(J *j, const Stmt *loop);
-/* An S_KERNEL: the blocked, packed, register-tiled contraction. */
+/* An S_KERNEL: the blocked, packed, register-tiled contraction (rows split among
+ * threads when the kernel is parallel). */
 void js_kernel(J *j, const Stmt *s);
+/* An S_LOOP marked parallel: the body outlined, the range split by the thread pool. */
+void js_parallel_loop(J *j, const Stmt *loop);
 
 #endif

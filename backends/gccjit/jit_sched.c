@@ -1,4 +1,4 @@
-/* jit_sched.c: gccjit rendering of what the schedule pass (src/sched.h) adds to the
+/* jit_sched.c: gccjit rendering of what the schedule pass (src/schedule.h) adds to the
  * loop IR: reductions in partial sums and contraction kernels (S_KERNEL, ir.h). The
  * same algorithms as the C rendering (emit_c_sched.c). */
 #include "jit_emit.h"
@@ -199,9 +199,8 @@ static gcc_jit_lvalue *scratch(J *j, gcc_jit_type *t, long n, const char *name) 
 }
 
 /* BLIS loop order: column blocks (nc), k blocks (kc; pack B), row blocks (mc; pack A),
- * then register tiles nr x mr. */
-void js_kernel(J *j, const Stmt *s) {
-  const Kernel *k = s->kern;
+ * then register tiles nr x mr; rows [row_lo, row_hi). */
+static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_rvalue *row_hi) {
   const Stmt *st = k->store;
   const Access *A = &st->val->a[k->a_arg]->acc, *B = &st->val->a[1 - k->a_arg]->acc;
   int el = VEC_AT(j->m->bufs, IrBuf, st->dst.buf)->elem, nv = k->nr / k->vw;
@@ -226,9 +225,9 @@ void js_kernel(J *j, const Stmt *s) {
   neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.pc));
   set_min(j, x.kb, add(j, num(j, k->ext[2]), neg), k->kc);
   pack(j, &x, B, false);
-  Loop lic = loop_begin(j, x.ic, num(j, 0), num(j, k->ext[0]), k->mc);
+  Loop lic = loop_begin(j, x.ic, row_lo, row_hi, k->mc);
   neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.ic));
-  set_min(j, x.mb, add(j, num(j, k->ext[0]), neg), k->mc);
+  set_min(j, x.mb, add(j, row_hi, neg), k->mc);
   pack(j, &x, A, true);
   Loop ljr = loop_begin(j, x.jr, num(j, 0), lv(x.nb), k->nr);
   Loop lir = loop_begin(j, x.ir, num(j, 0), lv(x.mb), k->mr);
@@ -239,4 +238,114 @@ void js_kernel(J *j, const Stmt *s) {
   loop_end(j, &lic);
   loop_end(j, &lpc);
   loop_end(j, &ljc);
+}
+
+/* ---- parallel loops ---- */
+
+/* The runtime's thread pool, in the instance header (set by tdsl_open; NULL: serial):
+ *   slot 2: void (*)(void *rt, void (*fn)(void *, long, long), void *arg, long n)
+ *   slot 3: void *rt
+ * fn gets the instance as its arg. */
+static gcc_jit_rvalue *header_slot(J *j, int k) {
+  gcc_jit_rvalue *hdr = gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.header));
+  return gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(j->c, NULL, hdr, gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, k)));
+}
+
+static void call_parallel(J *j, gcc_jit_function *f, long n) {
+  gcc_jit_type *vp = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR);
+  gcc_jit_type *fargs[3] = {vp, j->t_long, j->t_long};
+  gcc_jit_type *fnp = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 3, fargs, 0);
+  gcc_jit_type *hargs[4] = {vp, fnp, vp, j->t_long};
+  gcc_jit_type *hookt = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 4, hargs, 0);
+  gcc_jit_rvalue *fp = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_function_get_address(f, NULL), fnp);
+  gcc_jit_rvalue *hook = gcc_jit_context_new_bitcast(j->c, NULL, header_slot(j, 2), hookt);
+  gcc_jit_rvalue *self = gcc_jit_context_new_cast(j->c, NULL, j->self, vp);
+  gcc_jit_block *pool = js_new_block(j, j->fn), *serial = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
+  gcc_jit_block_end_with_conditional(j->blk, NULL,
+                                     gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_NE, hook,
+                                                                    gcc_jit_context_null(j->c, hookt)),
+                                     pool, serial);
+  gcc_jit_rvalue *ha[4] = {header_slot(j, 3), fp, self, num(j, n)};
+  gcc_jit_block_add_eval(pool, NULL, gcc_jit_context_new_call_through_ptr(j->c, NULL, hook, 4, ha));
+  gcc_jit_block_end_with_jump(pool, NULL, after);
+  gcc_jit_rvalue *sa[3] = {self, num(j, 0), num(j, n)};
+  gcc_jit_block_add_eval(serial, NULL, gcc_jit_context_new_call(j->c, NULL, f, 3, sa));
+  gcc_jit_block_end_with_jump(serial, NULL, after);
+  j->blk = after;
+}
+
+static int max_var(const Stmt *s) {
+  int m = s->kind == S_LOOP ? s->var : -1;
+  if (s->kind == S_KERNEL)
+    for (int d = 0; d < 3; d++) m = s->kern->var[d] > m ? s->kern->var[d] : m;
+  for (int i = 0; i < s->body.len; i++) {
+    int v = max_var(s->body.items[i]);
+    m = v > m ? v : m;
+  }
+  if (s->kind == S_STORE || s->kind == S_KERNEL) {
+    const Stmt *st = s->kind == S_KERNEL ? s->kern->store : s;
+    for (int i = 0; i < st->dst.flat.n; i++) m = st->dst.flat.t[i].var > m ? st->dst.flat.t[i].var : m;
+  }
+  return m;
+}
+
+typedef struct Outlined {
+  gcc_jit_function *fn, *saved_fn;
+  gcc_jit_rvalue *saved_self;
+  gcc_jit_block *saved_blk;
+  gcc_jit_lvalue **saved_vars;
+  gcc_jit_rvalue *lo, *hi;
+} Outlined;
+
+/* Starts `static void tdsl_par_N(void *arg, long lo, long hi)` with fresh loop
+ * variables 0..nvars-1; outline_end returns to the function being built. */
+static Outlined outline_begin(J *j, int nvars) {
+  Outlined o = {.saved_fn = j->fn, .saved_self = j->self, .saved_blk = j->blk, .saved_vars = j->vars};
+  gcc_jit_param *ps[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR), "arg"),
+                          gcc_jit_context_new_param(j->c, NULL, j->t_long, "lo"),
+                          gcc_jit_context_new_param(j->c, NULL, j->t_long, "hi")};
+  o.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, j->t_void,
+                                     arena_printf(j->a, "tdsl_par_%d", j->nblocks++), 3, ps, 0);
+  /* arg is the instance (call_parallel) */
+  j->self = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), j->inst.ptr);
+  o.lo = gcc_jit_param_as_rvalue(ps[1]);
+  o.hi = gcc_jit_param_as_rvalue(ps[2]);
+  j->fn = o.fn;
+  j->blk = js_new_block(j, o.fn);
+  j->vars = ANEWN(j->a, gcc_jit_lvalue *, nvars + 1);
+  for (int v = 0; v < nvars; v++) j->vars[v] = local(j, j->t_long, "i");
+  return o;
+}
+
+static void outline_end(J *j, Outlined *o) {
+  gcc_jit_block_end_with_void_return(j->blk, NULL);
+  j->fn = o->saved_fn;
+  j->self = o->saved_self;
+  j->blk = o->saved_blk;
+  j->vars = o->saved_vars;
+}
+
+/* A parallel loop: its body over [lo, hi) outlined, the range split by the pool. */
+void js_parallel_loop(J *j, const Stmt *lp) {
+  Outlined o = outline_begin(j, max_var(lp) + 1);
+  Loop l = loop_begin(j, j->vars[lp->var], o.lo, o.hi, 1);
+  js_emit_stmts(j, &lp->body);
+  loop_end(j, &l);
+  outline_end(j, &o);
+  call_parallel(j, o.fn, lp->ext);
+}
+
+void js_kernel(J *j, const Stmt *s) {
+  const Kernel *k = s->kern;
+  if (!k->parallel) {
+    kernel_rows(j, k, num(j, 0), num(j, k->ext[0]));
+    return;
+  }
+  /* rows split in whole register tiles: [lo*mr, min(hi*mr, m)) */
+  Outlined o = outline_begin(j, max_var(s) + 1);
+  gcc_jit_lvalue *hi = local(j, j->t_long, "rowhi");
+  set_min(j, hi, mul(j, k->mr, o.hi), k->ext[0]);
+  kernel_rows(j, k, mul(j, k->mr, o.lo), lv(hi));
+  outline_end(j, &o);
+  call_parallel(j, o.fn, (k->ext[0] + k->mr - 1) / k->mr);
 }

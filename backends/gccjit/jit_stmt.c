@@ -311,6 +311,10 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     const Stmt *s = body->items[i];
     switch (s->kind) {
     case S_LOOP:
+      if (s->parallel) {
+        js_parallel_loop(j, s);
+        break;
+      }
       if (s->accs > 1) {
         js_reduce_loop(j, s);
         break;

@@ -184,11 +184,14 @@ class Model:
         """A numpy view of the tensor's memory (no copy), valid until the model is closed
         (for a cuda model: until the next call)."""
         ti = self._info(name)
+        shape = tuple(ti.dims[k] for k in range(ti.rank))
+        dtype = np.float64 if ti.elem == 1 else np.float32
+        if ti.size == 0 or not ti.data:
+            return np.zeros(shape, dtype)
         ctype = ctypes.c_double if ti.elem == 1 else ctypes.c_float
-        buf = (ctype * max(ti.size, 1)).from_address(ti.data)
+        buf = (ctype * ti.size).from_address(ti.data)
         buf._model = self  # the view keeps the model open
-        arr = np.frombuffer(buf, dtype=np.float64 if ti.elem == 1 else np.float32, count=ti.size)
-        return arr.reshape(tuple(ti.dims[k] for k in range(ti.rank)))
+        return np.frombuffer(buf, dtype=dtype, count=ti.size).reshape(shape)
 
     def __setitem__(self, name, value):
         """Copies value into the tensor: its shape must be the tensor's (axes of size 1

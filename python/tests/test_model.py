@@ -118,3 +118,13 @@ def test_npy_load_file(build, tmp_path):
     np.save(tmp_path / "f.npy", np.asfortranarray(xs))
     with pytest.raises(tdsl.TdslError, match="Fortran"):
         m.load_file("x", tmp_path / "f.npy")
+
+
+def test_closed_model(build):
+    m = build('let%op f = range 3\n')
+    m.init(0)
+    v = m["f"]
+    m.close()
+    with pytest.raises(tdsl.TdslError, match="closed"):
+        m.call("f.forward")
+    assert v.shape == (3,)

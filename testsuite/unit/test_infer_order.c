@@ -11,17 +11,26 @@ static unsigned rnd(unsigned n) {
 }
 
 static const char *rand_row(void) {
-  static const char *rows[] = {"", "2", "3", "1", "2,3", "3,2", "1,3", "2,2"};
-  return rows[rnd(8)];
+  static const char *rows[] = {"", "2", "3", "1", "2,3", "3,2", "1,3", "2,2", "2,3,4", "3,4"};
+  return rows[rnd(10)];
 }
 
 static const char *specs1[] = {"i => i", "ij => ji", "...|i->o => ...|o->i", "... => 0", "i... => ...i",
                                "..v..|... => ...|..v..", "ij => i"};
-static const char *specs2[] = {"i; i => i", "ij; jk => ik", "i; j => ij", "...|i->j; ...|j => ...|i",
-                               "..r..; ..r.. => ..r.."};
+/* Two-argument specs and the same with the arguments swapped (row variables with flanking
+ * axes on either side: issue 10 item 1). */
+enum { NSPECS2 = 10 };
+static const char *specs2[2][NSPECS2] = {
+    {"i; i => i", "ij; jk => ik", "i; j => ij", "...|i->j; ...|j => ...|i", "..r..; ..r.. => ..r..",
+     "ij...; j... => ij...", "...kl; ...l => ...kl", "i...j; i...j => i...j", "ij...; jk... => ik...",
+     "i...j; j => i..."},
+    {"i; i => i", "jk; ij => ik", "j; i => ij", "...|j; ...|i->j => ...|i", "..r..; ..r.. => ..r..",
+     "j...; ij... => ij...", "...l; ...kl => ...kl", "i...j; i...j => i...j", "jk...; ij... => ik...",
+     "j; i...j => i..."}};
 
-/* Builds random program number `seed` into b; returns the tensors' count. */
-static int build(TB *b, unsigned long long seed, Tensor **ts) {
+/* Builds random program number `seed` into b, with every einsum's arguments swapped when
+ * `swap`; returns the tensors' count. */
+static int build(TB *b, unsigned long long seed, bool swap, Tensor **ts) {
   rng = seed * 0x2545F4914F6CDD1DULL + 1;
   int n = 0;
   int nterm = 2 + (int)rnd(3);
@@ -42,18 +51,23 @@ static int build(TB *b, unsigned long long seed, Tensor **ts) {
     case 1: ts[n++] = tb_op(b, name, LOGIC_COMPOSE, NULL, x, y, NULL); break;
     case 2: ts[n++] = tb_op(b, name, LOGIC_TRANSPOSE, NULL, x, NULL, NULL); break;
     case 3: ts[n++] = tb_op(b, name, LOGIC_PERMUTE, specs1[rnd(7)], x, NULL, NULL); break;
-    default: ts[n++] = tb_op(b, name, LOGIC_EINSUM, specs2[rnd(5)], x, y, NULL); break;
+    default: {
+      const char *spec = specs2[swap][rnd(NSPECS2)];
+      ts[n++] = swap ? tb_op(b, name, LOGIC_EINSUM, spec, y, x, NULL) : tb_op(b, name, LOGIC_EINSUM, spec, x, y, NULL);
+      break;
+    }
     }
   }
   return n;
 }
 
-/* Infers with the steps permuted by `shuffle` (0: creation order); renders the outcome. */
-static void outcome(unsigned long long seed, unsigned shuffle, char *out, size_t cap) {
+/* Infers with the steps permuted by `shuffle` (0: creation order) and the einsum
+ * arguments swapped when `swap`; renders the outcome. */
+static void outcome(unsigned long long seed, unsigned shuffle, bool swap, char *out, size_t cap) {
   TB b;
   tb_init(&b);
   Tensor *ts[32];
-  int n = build(&b, seed, ts);
+  int n = build(&b, seed, swap, ts);
   if (shuffle) {
     rng = shuffle;
     PtrVec *v = &b.g->steps;
@@ -69,15 +83,44 @@ static void outcome(unsigned long long seed, unsigned shuffle, char *out, size_t
   tb_free(&b);
 }
 
+/* The flanked specs over every pair of small closed rows, in both argument orders, with
+ * the arguments given directly or through a pointwise op (a row variable solved late). */
+static void directed(void) {
+  static const char *rows[] = {"2", "3", "4", "2,3", "3,4", "2,4", "2,3,4", "3,4,5", "2,3,4,5"};
+  int nrows = (int)(sizeof rows / sizeof *rows), nok = 0;
+  for (int sp = 5; sp < NSPECS2; sp++)
+    for (int i = 0; i < nrows * nrows * 2; i++) {
+      char res[2][512];
+      for (int swap = 0; swap < 2; swap++) {
+        TB b;
+        tb_init(&b);
+        Tensor *x = tb_const(&b, "x", "", "", rows[i % nrows]), *y = tb_const(&b, "y", "", "", rows[i / nrows % nrows]);
+        if (i >= nrows * nrows) x = tb_op(&b, "px", LOGIC_POINTWISE_UN, NULL, x, NULL, NULL);
+        Tensor *r = swap ? tb_op(&b, "r", LOGIC_EINSUM, specs2[1][sp], y, x, NULL)
+                         : tb_op(&b, "r", LOGIC_EINSUM, specs2[0][sp], x, y, NULL);
+        bool ok = infer_shapes(&b.ctx, b.g) && !b.ctx.diag.errors;
+        snprintf(res[swap], sizeof res[swap], "%s", ok ? tb_shape(&b, r) : "error");
+        tb_free(&b);
+      }
+      nok += strcmp(res[0], "error") != 0;
+      CHECK(!strcmp(res[0], res[1]), "\"%s\" with x=[%s] y=[%s]: %s, arguments swapped: %s", specs2[0][sp],
+            rows[i % nrows], rows[i / nrows % nrows], res[0], res[1]);
+    }
+  printf("flanked specs over closed rows: %d satisfiable\n", nok);
+}
+
 int main(void) {
+  directed();
   int nok = 0, nprog = 400;
   char want[4096], got[4096];
   for (int p = 0; p < nprog; p++) {
-    outcome((unsigned long long)p + 1, 0, want, sizeof want);
+    outcome((unsigned long long)p + 1, 0, false, want, sizeof want);
     nok += !strncmp(want, "ok", 2);
-    for (unsigned k = 1; k <= 8; k++) {
-      outcome((unsigned long long)p + 1, k * 7919u, got, sizeof got);
-      CHECK(!strcmp(got, want), "program %d, order %u:\n  %s\nin creation order:\n  %s", p, k, got, want);
+    for (unsigned k = 0; k <= 8; k++) {
+      bool swap = k & 1;
+      outcome((unsigned long long)p + 1, k * 7919u, swap, got, sizeof got);
+      CHECK(!strcmp(got, want), "program %d, order %u%s:\n  %s\nin creation order:\n  %s", p, k,
+            swap ? ", einsum arguments swapped" : "", got, want);
     }
   }
   printf("random programs: %d of %d satisfiable\n", nok, nprog);

@@ -1,4 +1,4 @@
-/* The schedule pass (src/sched.c) against the naive loops: contraction kernels at edge
+/* The schedule pass (src/schedule.c) against the naive loops: contraction kernels at edge
  * sizes (1, 7, 17, 63, 65, primes), transposed, batched, strided, affine and fixed-index
  * operands, accumulation into existing values, double precision, and reductions in
  * partial sums. Each graph is lowered once; the naive module (-O0, generic target) and
@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "graph_builder.h"
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct Count {
-  int kernels, reductions;
+  int kernels, reductions, parallel;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
@@ -18,6 +18,7 @@ static void count_stmts(const PtrVec *body, Count *c) {
     const Stmt *s = body->items[i];
     if (s->kind == S_KERNEL) c->kernels++;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
   }
 }
@@ -53,10 +54,50 @@ static bool agree(tdsl_model *x, tdsl_model *y, const char *what) {
   return ok;
 }
 
+/* Every tensor's bytes, concatenated (malloc'ed). */
+static char *snapshot(tdsl_model *m, size_t *len) {
+  size_t n = 0;
+  char *buf = NULL;
+  for (int t = 0; t < tdsl_num_tensors(m); t++) {
+    tdsl_tensor_info a;
+    if (tdsl_tensor(m, t, &a)) break;
+    size_t sz = (size_t)a.size * (a.elem == TDSL_F64 ? 8 : 4);
+    char *nb = realloc(buf, n + sz + 1);
+    if (!nb) break;
+    buf = nb;
+    memcpy(buf + n, a.data, sz);
+    n += sz;
+  }
+  *len = n;
+  return buf;
+}
+
+/* The same results, bit for bit, on 1, 2 and 3 threads. */
+static bool thread_count_invariant(tdsl_model *m, const char *routine) {
+  char *ref = NULL;
+  size_t rlen = 0;
+  bool ok = true;
+  for (int n = 1; n <= 3; n++) {
+    size_t len;
+    CHECK(tdsl_set_num_threads(m, n) == 0 && tdsl_get_num_threads(m) == n);
+    tdsl_init(m, 5);
+    CHECK(tdsl_call(m, routine) == 0);
+    char *got = snapshot(m, &len);
+    if (!ref) ref = got, rlen = len;
+    else {
+      ok = ok && len == rlen && !memcmp(ref, got, len);
+      free(got);
+    }
+  }
+  free(ref);
+  CHECK(tdsl_set_num_threads(m, 0) != 0);
+  return ok;
+}
+
 /* Runs `routine` naive and scheduled (at -O0 and -O3) and compares; returns what the
  * schedule made. */
 static Count run_pair(GB *b, const char *routine, bool dbl, const char *what) {
-  Count cnt = {0, 0};
+  Count cnt = {0, 0, 0};
   b->ir = lower_graph(&b->a, &b->d, &b->g, dbl);
   CHECK(b->ir != NULL);
   if (!b->ir) return cnt;
@@ -74,6 +115,10 @@ static Count run_pair(GB *b, const char *routine, bool dbl, const char *what) {
       tdsl_init(naive, 5);
       CHECK(tdsl_call(naive, routine) == 0 && tdsl_call(fast, routine) == 0);
       CHECK(agree(naive, fast, what));
+      if (opt == 3 && !thread_count_invariant(fast, routine)) {
+        fprintf(stderr, "%s: results depend on the thread count\n", what);
+        gb_failures++;
+      }
       tdsl_close(fast);
     }
     if (jr1) gcc_jit_result_release(jr1);
@@ -114,6 +159,46 @@ static void test_matmul(int m, int n, int k, bool ta, bool tb, bool tc, bool ini
            init ? "" : " accumulate", dbl ? " f64" : "");
   Count cnt = run_pair(&b, "c.forward", dbl, what);
   CHECK(cnt.kernels == (m > 1 && n > 1 && k > 1)); /* a size-1 dimension has no loop: naive */
+  gb_free(&b);
+}
+
+/* Big enough for threads: a kernel splitting its rows, a row sum and a fused
+ * pointwise nest over parallel outer loops; results must not depend on the count. */
+static void test_parallel(void) {
+  GB b;
+  gb_init(&b);
+  int M = 131, N = 67, K = 41, R = 300;
+  Tensor *a = uniform(&b, "a", 0, 1, 1, (int[]){M, K});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, (int[]){K, N});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, (int[]){M, N});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 2), gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  Tensor *x = uniform(&b, "x", 0, 1, 1, (int[]){R, R});
+  Tensor *r = gb_tensor(&b, "r", TK_OP, 0, 1, 0, (int[]){R});
+  UpdateStep *s2 = gb_step(&b, r, 1, (Tensor *[]){x}, 2, (int[]){R, R});
+  gb_it(s2, 0, 0, 0), gb_it(s2, 1, 0, 0), gb_it(s2, 1, 1, 1);
+  gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, gb_op(&b, OP_ID, gb_leaf(&b, x, false, 1), NULL, NULL), s2);
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 1, (int[]){R, R}); /* y = x^T * 2, fill fused away */
+  UpdateStep *s3 = gb_step(&b, y, 1, (Tensor *[]){x}, 2, (int[]){R, R});
+  gb_it(s3, 0, 0, 0), gb_it(s3, 0, 1, 1), gb_it(s3, 1, 0, 1), gb_it(s3, 1, 1, 0);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_const(&b, 2), NULL), s3);
+  Routine *rt = gb_routine(&b, "all");
+  for (int i = 0; i < c->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, c->fwd.asgns.items[i]);
+  for (int i = 0; i < r->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, r->fwd.asgns.items[i]);
+  for (int i = 0; i < y->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, y->fwd.asgns.items[i]);
+  Count cnt = run_pair(&b, "all", false, "parallel");
+  CHECK(cnt.kernels == 1 && cnt.reductions == 1 && cnt.parallel == 3);
+  /* the fill of y is gone: y's nest overwrites every cell once */
+  SchedOpts so = {.vec_bytes = sched_host_vec_bytes()};
+  IrModule *sm = sched_module(&b.a, b.ir, &so);
+  int fills = 0, fills0 = 0;
+  for (int f = 0; f < sm->funcs.len; f++) {
+    const PtrVec *body = &VEC_AT(sm->funcs, IrFunc, f)->body, *body0 = &VEC_AT(b.ir->funcs, IrFunc, f)->body;
+    for (int i = 0; i < body->len; i++) fills += ((Stmt *)body->items[i])->kind == S_FILL;
+    for (int i = 0; i < body0->len; i++) fills0 += ((Stmt *)body0->items[i])->kind == S_FILL;
+  }
+  CHECK(fills0 - fills == 1); /* in y.fwd (the routine calls it) */
   gb_free(&b);
 }
 
@@ -198,14 +283,14 @@ static void test_strict_fp(void) {
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CHECK(b.ir != NULL);
   if (b.ir) {
-    Count def = {0, 0}, strict = {0, 0};
+    Count def = {0, 0, 0}, strict = {0, 0, 0};
     IrModule *m1 = sched_module(&b.a, b.ir, &(SchedOpts){0});
     IrModule *m2 = sched_module(&b.a, b.ir, &(SchedOpts){.strict_fp = true});
     for (int f = 0; f < m1->funcs.len; f++) count_stmts(&VEC_AT(m1->funcs, IrFunc, f)->body, &def);
     for (int f = 0; f < m2->funcs.len; f++) count_stmts(&VEC_AT(m2->funcs, IrFunc, f)->body, &strict);
     CHECK(def.kernels == 1 && strict.kernels == 0);
     /* the input module is left as lowered */
-    Count orig = {0, 0};
+    Count orig = {0, 0, 0};
     for (int f = 0; f < b.ir->funcs.len; f++) count_stmts(&VEC_AT(b.ir->funcs, IrFunc, f)->body, &orig);
     CHECK(orig.kernels == 0);
   }
@@ -236,7 +321,7 @@ static void test_emit_c(void) {
     return;
   }
   IrModule *sm = sched_module(&b.a, b.ir, &(SchedOpts){.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()});
-  Count cnt = {0, 0};
+  Count cnt = {0, 0, 0};
   for (int f = 0; f < sm->funcs.len; f++) count_stmts(&VEC_AT(sm->funcs, IrFunc, f)->body, &cnt);
   CHECK(cnt.kernels == 1 && cnt.reductions == 1);
   char *cpath = arena_printf(&b.a, "%s/m.c", dir), *so = arena_printf(&b.a, "%s/m.so", dir);
@@ -281,6 +366,7 @@ int main(void) {
   test_matmul(600, 5, 3, false, false, false, true, false); /* several row blocks */
   test_matmul(5, 1100, 3, false, true, false, true, false); /* several column blocks */
   test_batched();
+  test_parallel();
   test_affine(1);
   test_affine(2);
   test_padded_stays_naive();

@@ -1,8 +1,8 @@
-/* sched.c: the schedule pass (decisions and their reasons: sched.h). */
+/* schedule.c: the schedule pass (decisions and their reasons: schedule.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 /* Register tile and cache blocks (elements). MR x NR = 6 x 2 vectors keeps 12 vector
  * accumulators plus 2 B vectors and an A broadcast within 16 registers. A kc x nr
@@ -13,6 +13,9 @@ enum { MR = 6, KC = 256, MC = 72, NC_BYTES = 512 * 1024 };
 enum { KERNEL_MIN_WORK = 32768 };
 /* A reduction shorter than this gains nothing from partial sums. */
 enum { REDUCE_MIN = 32 };
+/* Points (multiply-adds for a kernel) below which waking threads costs more than
+ * splitting saves. */
+enum { PAR_MIN_POINTS = 1 << 16, PAR_MIN_WORK = 1 << 18 };
 
 long aff_coef(const Aff *f, int var) {
   for (int i = 0; i < f->n; i++)
@@ -196,13 +199,136 @@ static Stmt *make_reduction(Arena *a, const IrModule *m, Stmt *nest) {
   return r;
 }
 
+/* ---- fills ---- */
+
+/* The nest writes every cell of its target exactly once: each axis of the target is one
+ * loop variable (coefficient 1, offset 0) over the axis' whole extent, each loop
+ * variable indexes one axis, and no guard skips a point. */
+static bool writes_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || st->kind != S_STORE) return false;
+  int nreal = 0; /* tile loops only split the range of another loop */
+  for (int l = 0; l < nl; l++) nreal += !is_tile_controller(loops, nl, loops[l]->var);
+  if (st->dst.rank != nreal) return false;
+  const IrBuf *b = VEC_AT(m->bufs, IrBuf, st->dst.buf);
+  for (int ax = 0; ax < st->dst.rank; ax++) {
+    const Aff *f = &st->dst.axis[ax];
+    if (f->off || f->n != 1 || f->t[0].coef != 1 || f->t[0].var < 0) return false;
+    bool found = false;
+    for (int l = 0; l < nl; l++)
+      found |= loops[l]->var == f->t[0].var && loops[l]->ext == b->dims[ax] && !is_tile_controller(loops, nl, loops[l]->var);
+    if (!found) return false;
+    for (int k = 0; k < ax; k++)
+      if (st->dst.axis[k].t[0].var == f->t[0].var) return false;
+  }
+  *store = st;
+  return !reads_buf(st->val, st->dst.buf);
+}
+
+/* `fill B v` then a nest accumulating into every cell of B once: the nest overwrites
+ * B with accum(v, value), one pass instead of two (same result bit for bit). */
+static Stmt *fuse_fill(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) {
+  Stmt *st;
+  if (fill->kind != S_FILL || nest->kind != S_LOOP || !writes_each_cell_once(nest, m, &st) || st->dst.buf != fill->buf ||
+      st->accum == OP_ARG2)
+    return NULL;
+  Stmt *ns = ANEW(a, Stmt);
+  *ns = *st;
+  IrExpr *v = ANEW(a, IrExpr), *x = ANEW(a, IrExpr);
+  v->kind = X_CONST;
+  v->value = fill->value;
+  x->kind = X_OP;
+  x->op = st->accum;
+  x->a[0] = v;
+  x->a[1] = st->val;
+  ns->val = x;
+  ns->accum = OP_ARG2;
+  Stmt *loops[64];
+  int nl;
+  perfect_nest(nest, loops, &nl);
+  Stmt *r = ns;
+  for (int d = nl - 1; d >= 0; d--) r = copy_loop(a, loops[d], r);
+  return r;
+}
+
+/* ---- parallel loops ---- */
+
+/* var indexes an axis of acc alone (plus symbols and an offset): distinct values of var
+ * write distinct cells. */
+static bool owns_axis(const Access *acc, int var) {
+  for (int ax = 0; ax < acc->rank; ax++) {
+    const Aff *f = &acc->axis[ax];
+    bool has = false, other = false;
+    for (int i = 0; i < f->n; i++) {
+      if (f->t[i].var == var) has = true;
+      else if (f->t[i].var >= 0) other = true;
+    }
+    if (has && !other) return true;
+  }
+  return false;
+}
+
+static bool aff_same(const Aff *a, const Aff *b) {
+  if (a->off != b->off || a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef) return false;
+  return true;
+}
+
+/* Does e read a cell of dst's buffer other than the one dst writes? */
+static bool reads_other_cell(const IrExpr *e, const Access *dst) {
+  if (e->kind == X_LOAD) return e->acc.buf == dst->buf && !aff_same(&e->acc.flat, &dst->flat);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++)
+      if (reads_other_cell(e->a[i], dst)) return true;
+  return false;
+}
+
+/* The outer loop of a top-level nest runs in parallel when every iteration writes its
+ * own cells and reads no cell another one writes, and there is enough work. */
+static Stmt *mark_parallel(Arena *a, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *in = perfect_nest(nest, loops, &nl);
+  if (!in || !nl || loops[0]->ext < 2) return nest;
+  /* A tile loop splits the range of the loop it controls: disjoint tiles of that one. */
+  int var = loops[0]->var;
+  for (int l = 1; l < nl; l++)
+    if (loops[l]->tile_var == loops[0]->var) var = loops[l]->var;
+  long points = 1;
+  for (int l = 0; l < nl; l++) points *= loops[l]->ext;
+  const Stmt *st = in->kind == S_KERNEL ? in->kern->store : in;
+  if (in->kind == S_KERNEL) points *= in->kern->ext[0] * in->kern->ext[1] * in->kern->ext[2];
+  if (in->kind == S_IF && in->body.len == 1) st = in->body.items[0]; /* padding guards */
+  if (st->kind != S_STORE || points < (in->kind == S_KERNEL ? PAR_MIN_WORK : PAR_MIN_POINTS)) return nest;
+  if (!owns_axis(&st->dst, var) || reads_other_cell(st->val, &st->dst)) return nest;
+  Stmt *n = ANEW(a, Stmt);
+  *n = *nest;
+  n->parallel = true;
+  return n;
+}
+
+/* A kernel outside any loop splits its rows among threads instead. */
+static void kernel_parallel(Kernel *k) {
+  const Stmt *st = k->store;
+  k->parallel = k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK &&
+                owns_axis(&st->dst, k->var[0]);
+}
+
 static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
-  if (s->kind != S_LOOP || o->strict_fp || o->check_bounds) return s;
+  /* Threads and fused fills change no result; kernels and partial sums reassociate. */
+  if (s->kind != S_LOOP || o->check_bounds) return s;
+  if (o->strict_fp) return mark_parallel(a, s);
   Contraction c;
   long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
-  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) return make_kernel(a, m, o, &c);
-  Stmt *r = make_reduction(a, m, s);
-  return r ? r : s;
+  Stmt *r = NULL;
+  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) {
+    r = make_kernel(a, m, o, &c);
+    if (r->kind == S_KERNEL) kernel_parallel(r->kern);
+  } else r = make_reduction(a, m, s);
+  return mark_parallel(a, r ? r : s);
 }
 
 int sched_host_vec_bytes(void) {
@@ -223,7 +349,17 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
     IrFunc *nf = ANEW(a, IrFunc);
     *nf = *f;
     nf->body = (PtrVec){0};
-    for (int k = 0; k < f->body.len; k++) vec_push(a, &nf->body, sched_stmt(a, m, o, f->body.items[k]));
+    for (int k = 0; k < f->body.len; k++) {
+      Stmt *s = f->body.items[k], *fused = NULL;
+      /* fill, # comment, nest */
+      if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT)
+        fused = fuse_fill(a, m, s, f->body.items[k + 2]);
+      if (fused) {
+        vec_push(a, &nf->body, f->body.items[k + 1]);
+        vec_push(a, &nf->body, mark_parallel(a, fused));
+        k += 2;
+      } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
+    }
     vec_push(a, &r->funcs, nf);
   }
   return r;

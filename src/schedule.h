@@ -1,4 +1,4 @@
-/* sched.h: the schedule pass, between lowering (src/lower.c) and the code generators.
+/* schedule.h: the schedule pass, between lowering (src/lower.c) and the code generators.
  *
  * Lowering gives every assignment one naive loop nest (ir.h). The schedule pass owns
  * the performance decisions for the CPU back ends (gccjit and --emit-c); the emitters
@@ -17,8 +17,18 @@
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
- * Both reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps source order and
- * leaves every nest as lowered, and so does --check-bounds. The CUDA back end is not scheduled here (it maps nests
+ * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
+ *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
+ *   accum(v, value): one pass instead of two, the same bits.
+ * - Threads: the outer loop of a top-level nest is `parallel` when each iteration
+ *   writes its own cells (its variable alone indexes an axis of the target) and reads
+ *   no cell another iteration writes, and the nest has at least PAR_MIN_POINTS points;
+ *   a kernel outside any loop splits its rows among threads (Kernel.parallel). Each cell
+ *   is still computed by one thread in the serial order, so results do not depend on
+ *   the thread count. Reductions into one cell stay on one thread.
+ * Kernels and partial sums reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps
+ * source order: only the exact rewrites (fills, threads) remain. --check-bounds keeps
+ * every nest as lowered. The CUDA back end is not scheduled here (it maps nests
  * onto threads itself); it may use the contraction recognizer.
  *
  * The pass never changes its input: it returns a new module sharing the unchanged

@@ -1,0 +1,23 @@
+/* pool.h: the runtime's thread pool (pool.c), internal to libtdslrt.
+ *
+ * A compiled model runs its parallel loops through the hook in its instance header
+ * (slots 2 and 3, set by tdsl_open; see jit_sched.c): fn(arg, lo, hi) over a split of
+ * [0, n). The split is static: thread t of
+ * T runs the contiguous chunk [n*t/T, n*(t+1)/T), the calling thread chunk 0. Every
+ * parallel loop writes each cell from exactly one iteration, in the same order as
+ * serially, so results do not depend on the thread count. */
+#ifndef TDSL_POOL_H
+#define TDSL_POOL_H
+
+typedef void (*tdsl_par_fn)(void *arg, long lo, long hi);
+typedef struct tdsl_pool tdsl_pool;
+
+/* A pool running loops on nthreads threads (the caller and nthreads - 1 workers);
+ * NULL if threads cannot be created. */
+tdsl_pool *tdsl_pool_new(int nthreads);
+void tdsl_pool_free(tdsl_pool *p);
+int tdsl_pool_threads(const tdsl_pool *p);
+/* Runs fn over [0, n) split among the threads; returns when every chunk is done. */
+void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n);
+
+#endif

@@ -1,0 +1,219 @@
+/* check.c: tdslc --check, the differential oracle. Every optimization of the code
+ * generators must leave the numbers the plain loop IR gives, so the same IR module is
+ * compiled twice: the reference (-O0, no scheduling, generic target: each store of the
+ * IR executed as written) and the candidate (the configured -O level, backend and
+ * options). Each exported routine then runs on both from the same init, seed, --set and
+ * --load, and every tensor is compared. The first differing tensor is the first one the
+ * routine writes in execution order, so the report names the assignment where the two
+ * builds part ways rather than a downstream consequence.
+ *
+ * Agreement: bitwise (NaN matches NaN) when the candidate is the reference's own
+ * configuration (-O0 on the CPU backend); otherwise within N ULPs (--check-ulps, default
+ * CHECK_DEFAULT_ULPS), where a cell also agrees when |opt - ref| <= N * eps * max|ref| of
+ * its tensor, since a reassociated sum that cancels to near zero is off by ULPs of its
+ * terms, not of its result. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "cuda.h"
+#include "jit.h"
+#include "run.h"
+
+typedef struct Built {
+  gcc_jit_context *jc;
+  gcc_jit_result *r;
+  tdsl_model *m;
+} Built;
+
+static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
+  out->r = cuda ? cuda_compile_mem(c, ir, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
+  if (!out->r) return false;
+  char err[512];
+  out->m = tdsl_open_resolved(run_jit_resolve, out->r, err, sizeof err);
+  if (!out->m) fprintf(stderr, "tdslc: error: --check: %s\n", err);
+  return out->m != NULL;
+}
+
+static void release(Built *b) {
+  tdsl_close(b->m);
+  if (b->r) gcc_jit_result_release(b->r);
+  if (b->jc) gcc_jit_context_release(b->jc);
+}
+
+/* ---- which assignment writes which buffer, in execution order ---- */
+
+typedef struct Order {
+  int *bufs, n;          /* buffers in the order of their first write */
+  const char **what;     /* per buffer: the first assignment storing into it */
+  const char **fn;       /* per buffer: the IR function holding that assignment */
+  bool *seen_fn;
+} Order;
+
+/* A fill (init_neutral, zeroing) only names the writer until a real store comes. */
+static void note_write(Order *o, int buf, const char *what, const char *fn) {
+  if (!o->fn[buf]) o->bufs[o->n++] = buf;
+  else if (o->what[buf] || !what) return;
+  o->what[buf] = what;
+  o->fn[buf] = fn;
+}
+
+static void walk_func(const IrModule *m, Order *o, int fi);
+
+static void walk_stmts(const IrModule *m, Order *o, const PtrVec *body, const char *fn) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    switch (s->kind) {
+    case S_LOOP:
+    case S_IF: walk_stmts(m, o, &s->body, fn); break;
+    case S_STORE: note_write(o, s->dst.buf, s->what, fn); break;
+    case S_FILL: note_write(o, s->buf, NULL, fn); break;
+    case S_CALL: walk_func(m, o, s->callee); break;
+    case S_KERNEL: note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn); break;
+    case S_COMMENT: break;
+    }
+  }
+}
+
+static void walk_func(const IrModule *m, Order *o, int fi) {
+  if (fi < 0 || fi >= m->funcs.len || o->seen_fn[fi]) return;
+  o->seen_fn[fi] = true;
+  const IrFunc *f = VEC_AT(m->funcs, IrFunc, fi);
+  walk_stmts(m, o, &f->body, f->name);
+}
+
+/* Buffers written by routine `name` first (execution order), then every other one. */
+static Order write_order(Arena *a, const IrModule *m, const char *name) {
+  int nb = m->bufs.len;
+  Order o = {.bufs = ANEWN(a, int, nb + 1), .what = ANEWN(a, const char *, nb + 1),
+             .fn = ANEWN(a, const char *, nb + 1), .seen_fn = ANEWN(a, bool, m->funcs.len + 1)};
+  walk_func(m, &o, ir_find_func(m, name));
+  for (int b = 0; b < nb; b++)
+    if (!o.fn[b]) o.bufs[o.n++] = b;
+  return o;
+}
+
+/* ---- comparing cells ---- */
+
+/* Distance in units in the last place of the element type (monotone integer images). */
+static double ulp_dist(double x, double y, bool f32) {
+  if (f32) {
+    float fx = (float)x, fy = (float)y;
+    int32_t ix, iy;
+    memcpy(&ix, &fx, 4);
+    memcpy(&iy, &fy, 4);
+    int64_t kx = ix < 0 ? (int64_t)INT32_MIN - ix : ix, ky = iy < 0 ? (int64_t)INT32_MIN - iy : iy;
+    return fabs((double)(kx - ky));
+  }
+  int64_t ix, iy;
+  memcpy(&ix, &x, 8);
+  memcpy(&iy, &y, 8);
+  double kx = ix < 0 ? (double)INT64_MIN - (double)ix : (double)ix;
+  double ky = iy < 0 ? (double)INT64_MIN - (double)iy : (double)iy;
+  return fabs(kx - ky);
+}
+
+static bool agree(double ref, double got, bool f32, int ulps, double scale) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
+  if (ref == got) return true;
+  if (ulps == 0) return false;
+  if (ulp_dist(ref, got, f32) <= ulps) return true;
+  return fabs(ref - got) <= ulps * (f32 ? 0x1p-23 : 0x1p-52) * scale;
+}
+
+static double cell_of(const tdsl_tensor_info *t, long i) {
+  return t->elem == TDSL_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
+}
+
+/* The first cell of a tensor where the builds disagree, or -1. */
+static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps) {
+  double scale = 0;
+  for (long i = 0; i < ref->size; i++) {
+    double v = fabs(cell_of(ref, i));
+    if (isfinite(v) && v > scale) scale = v;
+  }
+  for (long i = 0; i < ref->size; i++)
+    if (!agree(cell_of(ref, i), cell_of(got, i), ref->elem == TDSL_F32, ulps, scale)) return i;
+  return -1;
+}
+
+static void print_cell_index(FILE *o, const tdsl_tensor_info *t, long cell) {
+  long idx[64];
+  int rank = t->rank < 64 ? t->rank : 64;
+  for (int ax = rank - 1; ax >= 0; ax--) {
+    long d = t->dims[ax] > 0 ? t->dims[ax] : 1;
+    idx[ax] = cell % d;
+    cell /= d;
+  }
+  fputc('[', o);
+  for (int ax = 0; ax < rank; ax++) fprintf(o, "%s%ld", ax ? "," : "", idx[ax]);
+  fputc(']', o);
+}
+
+/* ---- driving both builds ---- */
+
+static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routine) {
+  if (run_prepare(c, ref) || run_prepare(c, opt)) return 1;
+  tdsl_model *b[2] = {ref, opt};
+  for (int k = 0; k < 2; k++)
+    if (tdsl_call(b[k], routine)) {
+      fprintf(stderr, "tdslc: error: --check: routine %s failed in the %s build: %s\n", routine,
+              k ? "optimized" : "reference", tdsl_error(b[k]));
+      return 1;
+    }
+  return 0;
+}
+
+static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, const char *routine, int ulps,
+                           const char *label) {
+  if (run_both(c, ref, opt, routine)) return 1;
+  Order o = write_order(&c->arena, ir, routine);
+  for (int k = 0; k < o.n; k++) {
+    int b = o.bufs[k];
+    tdsl_tensor_info tr, tg;
+    if (tdsl_tensor(ref, b, &tr) || tdsl_tensor(opt, b, &tg)) {
+      fprintf(stderr, "tdslc: error: --check: %s / %s\n", tdsl_error(ref), tdsl_error(opt));
+      return 1;
+    }
+    long cell = first_diff(&tr, &tg, ulps);
+    if (cell < 0) continue;
+    fprintf(stderr, "tdslc: error: --check: routine %s: tensor %s differs at cell %ld ", routine, tr.name, cell);
+    print_cell_index(stderr, &tr, cell);
+    fprintf(stderr, ": reference %.9g, %s %.9g (%s)\n", cell_of(&tr, cell), label, cell_of(&tg, cell),
+            ulps ? arena_printf(&c->arena, "tolerance %d ULPs", ulps) : "exact comparison");
+    if (o.fn[b])
+      fprintf(stderr, "tdslc: note: first written by %s%s%s in %s\n", o.what[b] ? "`" : "", o.what[b] ? o.what[b] : "a fill",
+              o.what[b] ? "`" : "", o.fn[b]);
+    else fprintf(stderr, "tdslc: note: the routine does not write it\n");
+    return 1;
+  }
+  return 0;
+}
+
+int check_models(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, int ulps, const char *label) {
+  int n = tdsl_num_routines(ref);
+  for (int i = 0; i < n; i++)
+    if (compare_routine(c, ir, ref, opt, tdsl_routine_name(ref, i), ulps, label)) return 1;
+  printf("check: %d routine%s agree: %s vs the -O0 reference (%s)\n", n, n == 1 ? "" : "s", label,
+         ulps ? arena_printf(&c->arena, "within %d ULPs", ulps) : "bitwise");
+  return 0;
+}
+
+int check_model(Ctx *c, IrModule *ir) {
+  Options *op = &c->opt;
+  bool cuda = op->backend == BACKEND_CUDA;
+  if (cuda && !cuda_can_run()) return 2;
+  JitOpts ref_o = {.opt_level = 0, .check_bounds = op->check_bounds, .native = false, .schedule = false};
+  JitOpts opt_o = {.opt_level = op->opt_level, .check_bounds = op->check_bounds, .native = true, .schedule = true,
+                   .strict_fp = op->strict_fp};
+  int ulps = op->check_ulps >= 0 ? op->check_ulps : (!cuda && op->opt_level == 0) ? 0 : CHECK_DEFAULT_ULPS;
+  const char *label = arena_printf(&c->arena, "%s-O%d", cuda ? "cuda " : "", op->opt_level);
+  Built ref = {0}, opt = {0};
+  int rc = 1;
+  if (build_model(c, ir, &ref_o, false, &ref) && build_model(c, ir, &opt_o, cuda, &opt))
+    rc = check_models(c, ir, ref.m, opt.m, ulps, label);
+  release(&opt);
+  release(&ref);
+  return rc;
+}
