@@ -1,6 +1,6 @@
 /* spec.re: the lexer of einsum specs, and spec_parse. The mode is fixed once per spec
- * (a ',' anywhere selects multi-character mode); after that both modes produce the
- * same tokens, so the grammar (spec.y) does not know about modes. */
+ * (spec_is_multichar, OCANNL's rule); after that both modes produce the same tokens, so
+ * the grammar (spec.y) does not know about modes. */
 #include <limits.h>
 #include <string.h>
 
@@ -118,10 +118,6 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
         "->"      { return tok(p, lloc, cur, ARROW); }
         "=>"      { return tok(p, lloc, cur, DARROW); }
         ";"       { return tok(p, lloc, cur, SEMI); }
-        "*"       { return tok(p, lloc, cur, STAR); }
-        "+"       { return tok(p, lloc, cur, PLUS); }
-        "=+"      { return tok(p, lloc, cur, EQPLUS); }
-        "<+"      { return tok(p, lloc, cur, LTPLUS); }
         *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
                       arena_printf(p->a, "unexpected character %s in einsum spec",
                                    show_char(p->a, (unsigned char)*p->tok))); }
@@ -130,13 +126,24 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
   }
 }
 
+/* LANGUAGE.md section 7, as OCANNL's lexer decides: any of , * + ^ & < or a '=' that
+ * does not start "=>" means identifiers; otherwise every letter is an axis. So affine
+ * specs (`2*o<+k`) are always multi-character. */
+bool spec_is_multichar(const char *text) {
+  for (const char *s = text; *s; s++) {
+    if (strchr(",*+^&<", *s) || (*s == '=' && s[1] != '>'))
+      return true;
+  }
+  return false;
+}
+
 Spec *spec_parse(Arena *a, const char *text, int *err_col, const char **err_msg) {
   SpecParser p = {0};
   p.a = a;
   p.text = text;
   p.cur = text;
   p.err_col = -1;
-  p.multichar = strchr(text, ',') != NULL;
+  p.multichar = spec_is_multichar(text);
   const char *s = text;
   while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
     s++;

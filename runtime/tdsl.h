@@ -120,7 +120,8 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
 
 /* Initializes every tensor: constants, literals, ranges, files, uniform random
  * (threefry4x32, counter-based: reproducible for a seed and independent of the order
- * cells are visited), zero for the rest and for gradients; resets index symbols to 0. */
+ * cells are visited), initializer expressions (normal, kaiming, ... per cell), zero for
+ * the rest and for gradients; resets index symbols to 0. */
 int tdsl_init(tdsl_model *m, uint64_t seed);
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
  * text and does the rest by name. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,11 +32,13 @@ typedef struct RtBuf {
   void *data;
   tdsl_role role;
   /* init */
-  int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file */
+  int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file, 6 expr */
   double value;
   double *values;
   long nvalues;
   int stream;
+  struct InitStep *prog; /* expr: a postfix program per cell */
+  int nprog;
   long long file_elems;
   char *path;
 } RtBuf;
@@ -170,6 +173,67 @@ static int parse_seq(tdsl_model *m, char *p, tdsl_resolver res, void *h) {
   return 0;
 }
 
+/* ---- init programs (`init ID expr STREAM NOPS OP...`, src/ir_print.c) ---- */
+
+typedef enum StepKind {
+  S_CONST, S_RANGE, S_VALUES, S_UNIFORM, S_NORMAL,
+  S_NEG, S_EXP, S_LOG, S_SQRT, S_SIN, S_COS, S_TANH, S_RELU, S_RECIP, S_ID, /* unary */
+  S_ADD, S_SUB, S_MUL, S_DIV, S_POW, S_MAX, S_MIN,                          /* binary */
+} StepKind;
+
+typedef struct InitStep {
+  StepKind kind;
+  double value;
+  double *values;
+  long nvalues;
+} InitStep;
+
+enum { MAX_PROG = 1 << 16, MAX_STACK = 64 };
+
+/* Names as the compiler's primitives (src/ops.c), in StepKind order from S_NEG. */
+static const char *const step_names[] = {"neg", "exp",  "log", "sqrt", "sin", "cos", "tanh", "relu",
+                                         "recip", "id", "add", "sub",  "mul", "div", "pow",  "max",
+                                         "min"};
+
+static int step_arity(StepKind k) { return k < S_NEG ? 0 : k < S_ADD ? 1 : 2; }
+
+/* Reads NOPS steps; every value is checked, and the stack must end with one value. */
+static int parse_prog(RtBuf *b, char **p) {
+  char *end;
+  long n = tok_long(p);
+  if (n <= 0 || n > MAX_PROG || !(b->prog = calloc((size_t)n, sizeof(InitStep)))) return -1;
+  int depth = 0;
+  for (long i = 0; i < n; i++) {
+    InitStep *st = &b->prog[b->nprog++]; /* counted at once: tdsl_close frees its values */
+    char *w = next_tok(p);
+    if (!w) return -1;
+    if (!strcmp(w, "const") || !strcmp(w, "values")) {
+      st->kind = w[0] == 'c' ? S_CONST : S_VALUES;
+      long nv = st->kind == S_CONST ? 1 : tok_long(p);
+      if (nv <= 0 || nv > (1L << 30) || !(st->values = calloc((size_t)nv, sizeof(double)))) return -1;
+      st->nvalues = nv;
+      for (long k = 0; k < nv; k++) {
+        char *t = next_tok(p);
+        if (!t) return -1;
+        st->values[k] = strtod(t, &end);
+        if (*end) return -1;
+      }
+      st->value = st->values[0];
+    } else if (!strcmp(w, "range")) st->kind = S_RANGE;
+    else if (!strcmp(w, "uniform")) st->kind = S_UNIFORM;
+    else if (!strcmp(w, "normal")) st->kind = S_NORMAL;
+    else {
+      size_t k = 0;
+      while (k < sizeof step_names / sizeof *step_names && strcmp(w, step_names[k])) k++;
+      if (k == sizeof step_names / sizeof *step_names) return -1;
+      st->kind = (StepKind)(S_NEG + k);
+    }
+    depth += 1 - step_arity(st->kind);
+    if (depth < 1 || depth > MAX_STACK) return -1;
+  }
+  return depth == 1 && !next_tok(p) ? 0 : -1;
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
@@ -236,6 +300,10 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
           char *t = next_tok(&p);
           b->values[i] = t ? strtod(t, NULL) : 0;
         }
+      } else if (!strcmp(k, "expr")) {
+        b->init = 6;
+        b->stream = (int)tok_long(&p);
+        if (parse_prog(b, &p)) { rc = fail(m, "tensor %s: invalid init program in the model metadata", b->name); break; }
       } else if (!strcmp(k, "range")) b->init = 3;
       else if (!strcmp(k, "uniform")) { b->init = 4; b->stream = (int)tok_long(&p); }
       else if (!strcmp(k, "file")) {
@@ -411,6 +479,8 @@ void tdsl_close(tdsl_model *m) {
     free(b->dims);
     free(b->values);
     free(b->path);
+    for (int k = 0; k < b->nprog; k++) free(b->prog[k].values);
+    free(b->prog);
   }
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
   for (int i = 0; i < m->nfns; i++) {
@@ -664,13 +734,75 @@ static void threefry4x32(const uint32_t key[4], const uint32_t ctr[4], uint32_t 
   memcpy(out, x, sizeof x);
 }
 
-/* Cell i of stream s: counter (i, s), key (seed): independent of visiting order. */
-static double uniform_cell(uint64_t seed, int stream, long i, bool f64) {
+/* Cell i of stream s, sub-stream sub (the k-th random leaf of an init program; 0 for
+ * a plain uniform): counter (i, s, sub), key (seed): independent of visiting order. */
+static void draw(uint64_t seed, int stream, int sub, long i, uint32_t out[4]) {
   uint32_t key[4] = {(uint32_t)seed, (uint32_t)(seed >> 32), 0x74647331u, 0};
-  uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)stream, 0}, out[4];
+  uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)stream, (uint32_t)sub};
   threefry4x32(key, ctr, out);
-  if (!f64) return (double)(out[0] >> 8) * 0x1p-24;
-  return ((double)(out[0] >> 5) * 67108864.0 + (double)(out[1] >> 6)) * 0x1p-53;
+}
+
+static double unit53(uint32_t hi, uint32_t lo) {
+  return ((double)(hi >> 5) * 67108864.0 + (double)(lo >> 6)) * 0x1p-53;
+}
+
+static double uniform_cell(uint64_t seed, int stream, int sub, long i, bool f64) {
+  uint32_t out[4];
+  draw(seed, stream, sub, i, out);
+  return f64 ? unit53(out[0], out[1]) : (double)(out[0] >> 8) * 0x1p-24;
+}
+
+/* Box-Muller on two 53-bit uniforms; 1 - u keeps the logarithm's argument in (0, 1]. */
+static double normal_cell(uint64_t seed, int stream, int sub, long i) {
+  uint32_t out[4];
+  draw(seed, stream, sub, i, out);
+  double u1 = 1.0 - unit53(out[0], out[1]), u2 = unit53(out[2], out[3]);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* The primitives' semantics as the compiler's op_eval (src/ops.c). */
+static double step_apply(StepKind k, double a, double b) {
+  switch (k) {
+  case S_NEG: return -a;
+  case S_EXP: return exp(a);
+  case S_LOG: return log(a);
+  case S_SQRT: return sqrt(a);
+  case S_SIN: return sin(a);
+  case S_COS: return cos(a);
+  case S_TANH: return tanh(a);
+  case S_RELU: return a >= 0.0 ? a : 0.0;
+  case S_RECIP: return 1.0 / a;
+  case S_ADD: return a + b;
+  case S_SUB: return a - b;
+  case S_MUL: return a * b;
+  case S_DIV: return a / b;
+  case S_POW: return pow(a, b);
+  case S_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+  case S_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+  default: return a; /* S_ID */
+  }
+}
+
+static double prog_cell(const RtBuf *b, uint64_t seed, long i) {
+  double st[MAX_STACK];
+  int sp = 0, sub = 0;
+  for (int k = 0; k < b->nprog; k++) {
+    const InitStep *s = &b->prog[k];
+    switch (s->kind) {
+    case S_CONST: st[sp++] = s->value; break;
+    case S_RANGE: st[sp++] = (double)i; break;
+    case S_VALUES: st[sp++] = s->values[i % s->nvalues]; break;
+    case S_UNIFORM: st[sp++] = uniform_cell(seed, b->stream, sub++, i, b->elem == TDSL_F64); break;
+    case S_NORMAL: st[sp++] = normal_cell(seed, b->stream, sub++, i); break;
+    default:
+      if (step_arity(s->kind) == 2) {
+        sp--;
+        st[sp - 1] = step_apply(s->kind, st[sp - 1], st[sp]);
+      } else
+        st[sp - 1] = step_apply(s->kind, st[sp - 1], 0.0);
+    }
+  }
+  return st[0];
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
@@ -687,7 +819,8 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
         for (long i = 0; i < b->size; i++) set(b, i, b->values[i % b->nvalues]);
       break;
     case 3: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
-    case 4: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, i, b->elem == TDSL_F64)); break;
+    case 4: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, 0, i, b->elem == TDSL_F64)); break;
+    case 6: for (long i = 0; i < b->size; i++) set(b, i, prog_cell(b, seed, i)); break;
     case 5:
       if (load_raw(m, b, b->path)) return -1;
       break;

@@ -1,5 +1,6 @@
 /* ctx.c: context helpers shared by the driver and the passes (kept out of main.c so
  * that unit tests, which link every object but main.o, can stage programs). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,6 +33,12 @@ SrcFile *ctx_read_file(Ctx *c, const char *path) {
   size_t n;
   while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
     len += n;
+    if (len > TDSL_MAX_SOURCE) { /* /dev/zero, a pipe that never ends */
+      free(buf);
+      fclose(f);
+      errno = EFBIG;
+      return NULL;
+    }
     if (cap - len - 1 == 0) {
       char *nb = realloc(buf, cap * 2);
       if (!nb) { free(buf); buf = NULL; break; }

@@ -83,7 +83,10 @@ typedef struct Ctx {
 /* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../lib in the build
  * tree, else <exe_dir>/../share/tdsl once installed. */
 const char *ctx_stdlib_dir(Ctx *c);
-/* Reads a file into an arena-allocated SrcFile (recorded in c->deps); NULL if unreadable. */
+/* Reads a file into an arena-allocated SrcFile (recorded in c->deps); NULL (errno set)
+ * if unreadable or longer than TDSL_MAX_SOURCE bytes (errno EFBIG), so reading always
+ * ends. */
+enum { TDSL_MAX_SOURCE = 64 << 20 };
 SrcFile *ctx_read_file(Ctx *c, const char *path);
 /* Records a file the compiled model depends on (c->deps, once per path). */
 void ctx_add_dep(Ctx *c, const char *path);

@@ -2,6 +2,7 @@
  * items, `open`, and the prelude/stdlib loading. See eval.h for the file split. */
 #include "eval.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -84,16 +85,36 @@ static Tensor *decl_lookup(DeclScope *s, const char *name) {
 }
 
 /* Local bindings first, then the inline declarations in scope (they are hoisted to
- * their scope as in OCANNL), then the top-level bindings. */
-Value *env_lookup(const Frame *fr, St *st, const char *name) {
+ * their scope as in OCANNL), then the top-level bindings. NULL: not bound, or bound by
+ * a binding that failed (env_poisoned tells which). */
+static Env *env_find(const Frame *fr, const char *name, Tensor **decl) {
   Env *e = fr->env;
+  *decl = NULL;
   for (; e && !e->global; e = e->next)
-    if (!strcmp(e->name, name)) return e->v;
-  Tensor *t = decl_lookup(fr->decls, name);
-  if (t) return val_tensor(st, t, t->loc);
+    if (!strcmp(e->name, name)) return e;
+  *decl = decl_lookup(fr->decls, name);
+  if (*decl) return NULL;
   for (; e; e = e->next)
-    if (!strcmp(e->name, name)) return e->v;
+    if (!strcmp(e->name, name)) return e;
   return NULL;
+}
+
+Value *env_lookup(const Frame *fr, St *st, const char *name) {
+  Tensor *t;
+  Env *e = env_find(fr, name, &t);
+  if (t) return val_tensor(st, t, t->loc);
+  return e ? e->v : NULL;
+}
+
+bool env_poisoned(const Frame *fr, const char *name) {
+  Tensor *t;
+  Env *e = env_find(fr, name, &t);
+  return e && !e->v;
+}
+
+void env_poison(St *st, const char *name) {
+  st->globals = env_bind(st, st->globals, name, NULL);
+  st->globals->global = true;
 }
 
 /* ---- functions ---- */
@@ -118,19 +139,27 @@ static bool fn_saturated(const Fn *f) {
   return true;
 }
 
-/* The qualifier of inline declarations made after `()`: the ~label argument. */
-static const char *label_of(St *st, Fn *f) {
+/* The qualifier of inline declarations made after `()`: the ~label argument, parts
+ * joined by '.'; each part becomes part of tensor names, so it must be identifier-like. */
+static bool label_of(St *st, Fn *f, Loc loc, const char **out) {
+  *out = NULL;
   Value *l = fn_param(f, "label");
-  if (!l) return NULL;
-  if (l->kind == V_STRING) return l->s;
-  if (l->kind != V_LIST) return NULL;
+  if (!l) return true;
+  Loc at = l->loc.file ? l->loc : loc;
+  if (l->kind == V_STRING) {
+    *out = l->s;
+    return label_ok(st, l->s, at, "the label");
+  }
+  if (l->kind != V_LIST) return true;
   const char *s = NULL;
   for (int i = 0; i < l->items.len; i++) {
     Value *x = VEC_AT(l->items, Value, i);
-    if (x->kind != V_STRING) return NULL;
+    if (x->kind != V_STRING) return true;
+    if (!label_ok(st, x->s, x->loc.file ? x->loc : at, "the label")) return false;
     s = s ? arena_printf(st->a, "%s.%s", s, x->s) : x->s;
   }
-  return s;
+  *out = s;
+  return true;
 }
 
 /* Without a ~label, inline declarations after () are qualified by the name of the
@@ -181,9 +210,13 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   Loc saved_site = st->user_loc;
   if (loc.file == st->main_file) st->user_loc = loc;
   Value *r = NULL;
+  bool folded;
   switch (f->kind) {
   case FN_CLOSURE: r = call_closure(st, f); break;
-  case FN_OP: r = op_apply(st, f, call, loc); break;
+  case FN_OP:
+    r = fold_math(st, f, loc, &folded);
+    if (!folded) r = op_apply(st, f, call, loc);
+    break;
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->user_loc = saved_site;
@@ -263,7 +296,7 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
     if (f->params[k]->kind == P_UNIT && f->kind == FN_CLOSURE) {
       DeclScope *s = ANEW(st->a, DeclScope);
       s->parent = f->fr.decls;
-      s->label = label_of(st, f);
+      if (!label_of(st, f, aloc, &s->label)) return NULL;
       f->unit_scope = s;
     }
     if (fn_saturated(f)) {
@@ -297,7 +330,7 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
 
 static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
   Value *v = env_lookup(fr, st, op);
-  if (!v) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+  if (!v && !env_poisoned(fr, op)) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
   return v;
 }
 
@@ -486,13 +519,6 @@ static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   return apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
 }
 
-/* Whether a top-level binding of `name` failed (its error is already reported). */
-static bool failed_binding(St *st, const char *name) {
-  for (int i = 0; i < st->failed.len; i++)
-    if (!strcmp(VEC_AT(st->failed, char, i), name)) return true;
-  return false;
-}
-
 static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
   Env *env = fr->env;
   for (int i = 0; i < e->bindings.len; i++) {
@@ -579,12 +605,12 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   }
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
-    if (!v && !failed_binding(st, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    if (!v && !env_poisoned(fr, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
     return v;
   }
   case E_LABELED_NUM: {
     Value *n = eval(st, fr, e->a);
-    if (!n) return NULL;
+    if (!n || !label_ok(st, e->str, e->loc, "the dimension label")) return NULL;
     Value *v = val_tensor(st, const_scalar(st, val_number(n), e->str, e->loc), e->loc);
     v->is_number = true;
     return v;
@@ -663,7 +689,6 @@ static bool eval_let_item(St *st, const Item *it) {
     if (v) v = finish_binding(st, it->kind, b, v, first);
     if (!v) {
       ok = false;
-      if (b->name) vec_push(st->a, &st->failed, (void *)b->name); /* one root error, not one per use */
       if (diag_full(&st->c->diag)) return false;
       continue;
     }
@@ -671,7 +696,8 @@ static bool eval_let_item(St *st, const Item *it) {
   }
   for (int i = 0; i < it->bindings.len; i++) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
-    if (!vals[i] || !b->name) continue;
+    if (!b->name) continue;
+    /* A failed binding is bound to nothing: later uses fail without more errors. */
     st->globals = env_bind(st, st->globals, b->name, vals[i]);
     st->globals->global = true;
   }
@@ -686,22 +712,51 @@ static const char *dir_of(St *st, const char *path) {
   return arena_strndup(st->a, path, (size_t)(slash - path));
 }
 
-static bool load_file(St *st, const char *path, Loc loc) {
+static const char *file_key(St *st, const char *path) {
   char *real = realpath(path, NULL);
   const char *key = real ? arena_strdup(st->a, real) : path;
   free(real);
-  for (int i = 0; i < st->opened.len; i++)
-    if (!strcmp(VEC_AT(st->opened, const char, i), key)) return true; /* opened once */
+  return key;
+}
+
+static int key_index(const PtrVec *v, const char *key) {
+  for (int i = 0; i < v->len; i++)
+    if (!strcmp(VEC_AT(*v, const char, i), key)) return i;
+  return -1;
+}
+
+/* `open` of a file being loaded (the user's file, or one whose items are still being
+ * evaluated): the chain of opens from it back to itself. */
+static void report_cycle(St *st, int from, const char *key, Loc loc) {
+  const char *chain = NULL;
+  for (int i = from; i < st->loading.len; i++) {
+    const char *k = VEC_AT(st->loading, const char, i);
+    chain = chain ? arena_printf(st->a, "%s -> %s", chain, k) : k;
+  }
+  diag_error(&st->c->diag, loc, "cycle of opens: %s -> %s", chain, key);
+}
+
+/* Each file is evaluated once: a second `open` of it does nothing (LANGUAGE.md 9.17). */
+static bool load_file(St *st, const char *path, Loc loc) {
+  const char *key = file_key(st, path);
+  int cyc = key_index(&st->loading, key);
+  if (cyc >= 0) {
+    report_cycle(st, cyc, key, loc);
+    return false;
+  }
+  if (key_index(&st->opened, key) >= 0) return true;
   vec_push(st->a, &st->opened, (void *)key);
   SrcFile *f = ctx_read_file(st->c, path);
   if (!f) {
-    diag_error(&st->c->diag, loc, "cannot read '%s'", path);
+    diag_error(&st->c->diag, loc, "cannot read '%s': %s", path, strerror(errno));
     return false;
   }
   Program *p = parse_program(st->a, &st->c->diag, f);
   if (!p) return false;
   const SrcFile *saved = st->file;
+  vec_push(st->a, &st->loading, (void *)key);
   bool ok = eval_program(st, p);
+  st->loading.len--;
   st->file = saved;
   return ok;
 }
@@ -778,6 +833,9 @@ Graph *stage_program(Ctx *c, const Program *p) {
   if (!load_file(st, arena_printf(st->a, "%s/prelude.tdsl", st->stdlib_dir), none)) return NULL;
   if (!load_file(st, arena_printf(st->a, "%s/stdlib.tdsl", st->stdlib_dir), none)) return NULL;
   st->main_file = p->file;
+  const char *key = file_key(st, p->file->path);
+  vec_push(st->a, &st->opened, (void *)key);
+  vec_push(st->a, &st->loading, (void *)key);
   if (!eval_program(st, p) || c->diag.errors) return NULL;
   return st->g;
 }

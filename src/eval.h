@@ -3,6 +3,8 @@
  *   eval.c         values, environments, application, items, open
  *   eval_tensor.c  tensor construction: constants, literals, inline declarations,
  *                  stacking, builtins (range, range_of_shape, uniform, file, index)
+ *   eval_math.c    compile-time math on numbers (sqrt, ..., min, max)
+ *   eval_init.c    initializer expressions -> per-cell init programs; normal, kaiming
  *   eval_op.c      `op` definitions: instantiating forward/backward code on a tensor
  *   eval_code.c    %cd assignments and accessors (.forward, .backprop, ...)
  *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
@@ -76,7 +78,7 @@ struct Value {
 /* Lexical environments are immutable linked lists; closures capture the head. */
 struct Env {
   const char *name;
-  Value *v;
+  Value *v;         /* NULL: a top-level binding that failed (env_poison) */
   bool global;      /* a top-level binding (inline declarations are searched before these) */
   Env *next;
 };
@@ -137,6 +139,7 @@ struct St {
   Graph *g;
   Env *globals;        /* top-level environment, newest first */
   PtrVec opened;       /* const char*: files already opened (realpath) */
+  PtrVec loading;      /* const char*: the files being evaluated, outermost first */
   const char *stdlib_dir;
   const SrcFile *file; /* the file whose items are being evaluated */
   int depth;           /* nesting of function applications */
@@ -146,8 +149,6 @@ struct St {
                           that library code (prelude, stdlib) creates are reported there */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
-  PtrVec failed;       /* const char*: top-level bindings that failed (their uses are
-                          not reported again as unknown identifiers) */
 };
 
 /* eval.c */
@@ -164,6 +165,10 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
              const Frame *call, Loc loc);
 Env *env_bind(St *st, Env *env, const char *name, Value *v);
 Value *env_lookup(const Frame *fr, St *st, const char *name);
+/* A top-level binding that failed binds its name to nothing: env_lookup gives NULL and
+ * env_poisoned true, so uses add no "unknown identifier" error to the root one. */
+bool env_poisoned(const Frame *fr, const char *name);
+void env_poison(St *st, const char *name);
 /* The value bound to a parameter of f by name (labeled or positional), or NULL. */
 Value *fn_param(Fn *f, const char *name);
 
@@ -176,6 +181,8 @@ AExpr *ae_const(St *st, double x);
 AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c);
 Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
                UpdateStep *step, Loc loc);
+/* Whether loc is inside the installed library (prelude, stdlib). */
+bool loc_in_library(const St *st, Loc loc);
 /* loc, or the user's application site when loc is inside the prelude or stdlib. */
 Loc site_loc(const St *st, Loc loc);
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
@@ -183,12 +190,29 @@ Tensor *const_scalar(St *st, double x, const char *label, Loc loc);
 Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what);
 Value *eval_record(St *st, const Frame *fr, const Expr *e);
 Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc);
+/* Labels (dimension labels, ~label qualifiers) are identifier-like; else a located error
+ * naming `what`. */
+bool label_ok(St *st, const char *label, Loc loc, const char *what);
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what);
 void name_tensor(St *st, Tensor *t, const char *ident, const char *label);
 void add_name(St *st, const char *name, Tensor *t);
 bool name_used(St *st, const char *name);
 Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);
 void install_builtins(St *st);
+/* A builtin from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()". */
+void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn);
+
+/* eval_init.c */
+/* Makes t's init the program of the pointwise expression graph rooted at root (and
+ * t's declared rows those of its shaped leaves); false after a located error. */
+bool init_from_tensor(St *st, Tensor *t, const Tensor *root, Loc loc);
+void install_init_builtins(St *st);
+
+/* eval_math.c */
+/* The folded value when f is a prelude operation with a compile-time meaning applied to
+ * numbers (*done set; NULL then means an error was reported); else NULL, *done false. */
+Value *fold_math(St *st, Fn *f, Loc loc, bool *done);
+void install_math_builtins(St *st);
 
 /* eval_op.c */
 Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc);

@@ -13,6 +13,8 @@ static void err_at_spec(St *st, Loc sloc, int col, const char *msg) {
 static bool resolve_coef(St *st, const Frame *call, SpecCoef *c, Loc sloc, int col) {
   if (!c->ident) return true;
   Value *v = env_lookup(call, st, c->ident);
+  if (!v && env_poisoned(call, c->ident))
+    return false; /* its binding failed: already reported */
   if (!v || v->kind != V_INT) {
     err_at_spec(st, sloc, col,
                 arena_printf(st->a, "'%s' must be a compile-time integer in scope%s", c->ident,

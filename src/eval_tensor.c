@@ -3,6 +3,7 @@
  * uniform, file). */
 #include "eval.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -10,10 +11,14 @@
 
 /* ---- graph construction ---- */
 
-Loc site_loc(const St *st, Loc loc) {
-  if (!loc.file || loc.file == st->main_file || !st->user_loc.file || !st->stdlib_dir) return loc;
+bool loc_in_library(const St *st, Loc loc) {
+  if (!loc.file || !st->stdlib_dir) return false;
   size_t n = strlen(st->stdlib_dir);
-  if (strncmp(loc.file->path, st->stdlib_dir, n) != 0 || loc.file->path[n] != '/') return loc;
+  return strncmp(loc.file->path, st->stdlib_dir, n) == 0 && loc.file->path[n] == '/';
+}
+
+Loc site_loc(const St *st, Loc loc) {
+  if (loc.file == st->main_file || !st->user_loc.file || !loc_in_library(st, loc)) return loc;
   return st->user_loc;
 }
 
@@ -314,6 +319,27 @@ Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc) {
 
 /* ---- declared rows ---- */
 
+/* s for a message: control and non-ASCII bytes as \xNN, at most 40 characters. */
+static const char *printable(Arena *a, const char *s) {
+  char buf[4 * 40 + 4], *o = buf;
+  for (int n = 0; *s && n < 40; s++, n++) {
+    unsigned char c = (unsigned char)*s;
+    o += c >= 0x20 && c < 0x7f ? snprintf(o, 2, "%c", c) : snprintf(o, 5, "\\x%02x", c);
+  }
+  snprintf(o, 4, "%s", *s ? "..." : "");
+  return arena_strdup(a, buf);
+}
+
+bool label_ok(St *st, const char *label, Loc loc, const char *what) {
+  bool ok = (isalpha((unsigned char)label[0]) || label[0] == '_');
+  for (const char *p = label; ok && *p; p++)
+    ok = isalnum((unsigned char)*p) || *p == '_';
+  if (!ok)
+    diag_error(&st->c->diag, loc, "%s '%s' is not identifier-like (letters, digits and '_', not starting with a digit)",
+               what, printable(st->a, label));
+  return ok;
+}
+
 /* [ 2; ("rgb", 3) ] */
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
   if (v->kind == V_INT) { /* a single dimension */
@@ -334,6 +360,8 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     if (x->kind == V_TUPLE && x->items.len == 2 && VEC_AT(x->items, Value, 0)->kind == V_STRING) {
       labels[i] = VEC_AT(x->items, Value, 0)->s;
       d = VEC_AT(x->items, Value, 1);
+      if (!label_ok(st, labels[i], x->loc.file ? x->loc : loc, "the dimension label"))
+        return false;
     }
     if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
@@ -385,9 +413,15 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     if (st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
+  /* An expression: its temporaries become t's init program (eval_init.c). */
+  if (v->kind == V_TENSOR && v->t->kind == TK_OP && !v->grad) {
+    if (!init_from_tensor(st, t, v->t, ie->loc)) return false;
+    drop_since(st, nt, ns);
+    return true;
+  }
   diag_error(&st->c->diag, ie->loc,
-             "an initializer must be a number, an ndarray literal or a constant such as uniform (), got %s",
-             v->kind == V_TENSOR ? "a computed tensor" : val_kind_name(v));
+             "an initializer must be a number, an ndarray literal, a constant such as uniform () or an expression of those, got %s",
+             v->kind == V_TENSOR ? (v->grad ? "a gradient" : "a tensor that is not a constant") : val_kind_name(v));
   return false;
 }
 
@@ -429,9 +463,13 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   t = tensor_new(st, param ? TK_PARAM : TK_TERM, e->loc);
   t->diff = param;
   if (param) t->init.kind = INIT_UNIFORM;
-  if (e->a && !record_init(st, fr, t, e->a)) return NULL;
-  for (int i = 0; i < e->fields.len; i++)
-    if (!record_field(st, fr, t, VEC_AT(e->fields, Field, i))) return NULL;
+  bool ok = !e->a || record_init(st, fr, t, e->a);
+  for (int i = 0; ok && i < e->fields.len; i++)
+    ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+  if (!ok) {
+    if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
+    return NULL;
+  }
   /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
   if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
   DeclScope *s = fr->decls;
@@ -535,6 +573,12 @@ static Value *bi_file(St *st, Fn *f, const Frame *call, Loc loc) {
     diag_error(&st->c->diag, p->loc, "cannot read the data file '%s'", path);
     return NULL;
   }
+  /* Its length is the tensor's size: a file without one would leave the shape to
+   * inference alone, which must never size a tensor by a file it cannot measure. */
+  if (sb.st_size == 0) {
+    diag_error(&st->c->diag, p->loc, "the data file '%s' is empty or has no size (as files under /proc)", path);
+    return NULL;
+  }
   if (sb.st_size % 4 != 0) {
     diag_error(&st->c->diag, p->loc, "the data file '%s' has %lld bytes, not a whole number of float32 values",
                path, (long long)sb.st_size);
@@ -572,7 +616,7 @@ static Value *bi_int(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 /* Parameters from a mini signature: "x" positional, "~x" labeled, "?x" optional, "()" unit. */
-static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
+void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
   Fn *f = ANEW(st->a, Fn);
   f->kind = FN_BUILTIN;
   f->name = name;
@@ -598,13 +642,15 @@ static void builtin(St *st, const char *name, const char *sig, BuiltinFn fn) {
 }
 
 void install_builtins(St *st) {
-  builtin(st, "index", "n", bi_index);
-  builtin(st, "range", "n", bi_range);
-  builtin(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
-  builtin(st, "uniform", "()", bi_uniform);
-  builtin(st, "file", "path", bi_file);
-  builtin(st, "float", "x", bi_float);
-  builtin(st, "float_of_int", "x", bi_float);
-  builtin(st, "int", "x", bi_int);
-  builtin(st, "int_of_float", "x", bi_int);
+  builtin_install(st, "index", "n", bi_index);
+  builtin_install(st, "range", "n", bi_range);
+  builtin_install(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
+  builtin_install(st, "uniform", "()", bi_uniform);
+  builtin_install(st, "file", "path", bi_file);
+  builtin_install(st, "float", "x", bi_float);
+  builtin_install(st, "float_of_int", "x", bi_float);
+  builtin_install(st, "int", "x", bi_int);
+  builtin_install(st, "int_of_float", "x", bi_int);
+  install_math_builtins(st);
+  install_init_builtins(st);
 }

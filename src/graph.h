@@ -63,7 +63,32 @@ typedef enum InitKind {
   INIT_RANGE,   /* 0, 1, 2, ... in memory order */
   INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
   INIT_FILE,    /* raw little-endian float32 values from path */
+  INIT_EXPR,    /* an initializer expression: a per-cell postfix program (InitOp) */
 } InitKind;
+
+/* One step of an initializer program, evaluated by `init` at every cell i of the
+ * tensor with a stack: leaves push, IO_PRIM pops its arity and pushes the result.
+ * Random leaves are numbered in program order (their threefry sub-stream); the fans
+ * are the tensor's own (products of its input resp. output dims), known after
+ * inference and written into the model as constants. */
+typedef enum InitOpKind {
+  IO_CONST,   /* value */
+  IO_RANGE,   /* i */
+  IO_VALUES,  /* values[i % nvalues] */
+  IO_UNIFORM, /* uniform [0,1) */
+  IO_NORMAL,  /* standard normal */
+  IO_FAN_IN,
+  IO_FAN_OUT,
+  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
+} InitOpKind;
+
+typedef struct InitOp {
+  InitOpKind kind;
+  double value;
+  const double *values;
+  int nvalues;
+  PrimOp op;
+} InitOp;
 
 typedef struct Init {
   InitKind kind;
@@ -72,6 +97,8 @@ typedef struct Init {
   int nvalues;
   const char *path; /* INIT_FILE, resolved relative to the source file */
   long long file_elems; /* INIT_FILE: number of float32 values (file size / 4) */
+  const InitOp *ops; /* INIT_EXPR */
+  int nops;
 } Init;
 
 typedef enum TensorKind {

@@ -72,6 +72,19 @@ static void print_init(FILE *out, const Init *in) {
   case INIT_RANGE: fputs("range", out); break;
   case INIT_UNIFORM: fputs("uniform", out); break;
   case INIT_FILE: fprintf(out, "file(\"%s\", %lld)", in->path, in->file_elems); break;
+  case INIT_EXPR:
+    fputs("expr(", out);
+    for (int i = 0; i < in->nops; i++) {
+      const InitOp *o = &in->ops[i];
+      static const char *leaf[] = {"const", "range", "values", "uniform", "normal", "fan_in", "fan_out"};
+      if (i) fputc(' ', out);
+      if (o->kind == IO_PRIM) fputs(op_info[o->op].name, out);
+      else if (o->kind == IO_CONST) fprintf(out, "%g", o->value);
+      else if (o->kind == IO_VALUES) fprintf(out, "values[%d]", o->nvalues);
+      else fputs(leaf[o->kind], out);
+    }
+    fputc(')', out);
+    break;
   }
 }
 

@@ -36,6 +36,8 @@ typedef struct IrInit {
   int nvalues;
   const char *path;
   long long file_elems;
+  const struct InitOp *ops; /* INIT_EXPR: the program (graph.h) */
+  int nops;
 } IrInit;
 
 typedef struct IrBuf {

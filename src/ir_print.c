@@ -194,6 +194,36 @@ IrLayout ir_layout(Arena *a, const IrModule *m) {
   return l;
 }
 
+/* Product of the dims of memory-order kind k (0 batch, 1 output, 2 input) of b. */
+static long long kind_product(const IrBuf *b, int k) {
+  int from = 0;
+  for (int j = 0; j < k; j++) from += b->nk[j];
+  long long p = 1;
+  for (int i = from; i < from + b->nk[k]; i++) p *= b->dims[i];
+  return p;
+}
+
+/* An init program (graph.h InitOp) as metadata words; the fans are the buffer's own. */
+static void init_prog_print(FILE *o, const IrBuf *b) {
+  fprintf(o, " %d", b->init.nops);
+  for (int i = 0; i < b->init.nops; i++) {
+    const InitOp *op = &b->init.ops[i];
+    switch (op->kind) {
+    case IO_CONST: fprintf(o, " const %.17g", op->value); break;
+    case IO_FAN_IN: fprintf(o, " const %lld", kind_product(b, 2)); break;
+    case IO_FAN_OUT: fprintf(o, " const %lld", kind_product(b, 1)); break;
+    case IO_RANGE: fputs(" range", o); break;
+    case IO_UNIFORM: fputs(" uniform", o); break;
+    case IO_NORMAL: fputs(" normal", o); break;
+    case IO_VALUES:
+      fprintf(o, " values %d", op->nvalues);
+      for (int k = 0; k < op->nvalues; k++) fprintf(o, " %.17g", op->values[k]);
+      break;
+    case IO_PRIM: fprintf(o, " %s", op_info[op->op].name); break;
+    }
+  }
+}
+
 /* Does the (scheduled) module have a parallel loop? Then the model exports the hook
  * tdsl_parallel / tdsl_parallel_rt that the runtime points at its thread pool. */
 static bool has_parallel(const IrModule *m) {
@@ -213,6 +243,8 @@ static bool has_parallel(const IrModule *m) {
  *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
  *   at ID OFFSET                     buffer ID's byte offset in the instance
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
+ *          | expr STREAM NOPS OP...   (OP: const V, values N V..., range, uniform,
+ *            normal, or a primitive's name: a postfix program per cell, see graph.h)
  *   sym ID NAME RANGE OFFSET
  *   alias NAME BUFID
  *   fn ID NAME
@@ -244,6 +276,11 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
     case INIT_RANGE: fprintf(o, "init %d range\n", i); break;
     case INIT_UNIFORM: fprintf(o, "init %d uniform %d\n", i, b->tensor_id); break;
     case INIT_FILE: fprintf(o, "init %d file %lld %s\n", i, b->init.file_elems, b->init.path ? b->init.path : ""); break;
+    case INIT_EXPR:
+      fprintf(o, "init %d expr %d", i, b->tensor_id);
+      init_prog_print(o, b);
+      fputc('\n', o);
+      break;
     default: break;
     }
   }

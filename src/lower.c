@@ -87,6 +87,8 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
       free(abs);
     }
     b->init.file_elems = t->init.file_elems;
+    b->init.ops = t->init.ops;
+    b->init.nops = t->init.nops;
   }
   vec_push(l->a, &l->m->bufs, b);
   return b->id;

@@ -88,6 +88,8 @@ typedef struct Spec {
 /* Parses text. On error returns NULL, sets *err_col (0-based offset into text) and
  * *err_msg (arena-allocated, e.g. "unexpected character '$'"). */
 Spec *spec_parse(Arena *a, const char *text, int *err_col, const char **err_msg);
+/* Whether text is read in multi-character mode (LANGUAGE.md section 7). */
+bool spec_is_multichar(const char *text);
 /* Canonical rendering, used by tests and dumps: single-character specs print in
  * single-character form ("ab|c->d; d => ab"), multi-character ones with ", " between
  * axes and " | ", " -> " between rows. The rendering parses back to the same Spec. */

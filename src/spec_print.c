@@ -140,9 +140,9 @@ void spec_print(FILE *out, const Spec *s) {
   if (s->nargs > 0)
     put(&b, " => ");
   put_slot(&b, s->result, s->multichar, &ncommas);
-  /* No row had two axes: a trailing ',' after the last axis keeps the spec in
-   * multi-character mode (a comma must follow an axis). */
-  if (s->multichar && ncommas == 0) {
+  /* No row had two axes and no affine axis says so: a trailing ',' after the last
+   * axis keeps the spec in multi-character mode (a comma must follow an axis). */
+  if (s->multichar && ncommas == 0 && !spec_is_multichar(b.s)) {
     size_t at = b.elem_end;
     put(&b, ",");
     memmove(b.s + at + 1, b.s + at, b.len - at - 1);

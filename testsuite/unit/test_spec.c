@@ -4,20 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unit_check.h"
 #include "spec.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    checks++;                                                  \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      printf(__VA_ARGS__);                                     \
-      printf("\n");                                            \
-    }                                                          \
-  } while (0)
 
 static Arena arena;
 
@@ -129,15 +117,10 @@ static const struct { const char *in, *out; } round_trips[] = {
   {"...|... => ...|...2", "...|... => ...|...2"},
   {"ijk => ki", "ijk => ki"},
   {"is*a+d*bc;b=>iac", "is*a+d*bc; b => iac"},
-  {"stride * a + dilation * b; b=>a,", "stride*a+dilation*b; b => a,"},
+  {"stride * a + dilation * b; b=>a,", "stride*a+dilation*b; b => a"},
+  {"stride*o<+dilation*k; k => o", "stride*o<+dilation*k; k => o"},
   /* single-character mode details */
   {"  i j  ->  k ", "ij->k"},
-  {"io+kj", "io+kj"},
-  {"a+bc", "a+bc"},
-  {"2*o+3*k", "2*o+3*k"},
-  {"3*i", "3*i"},
-  {"o+1", "o+1"},
-  {"2*o+1", "2*o+1"},
   {"i12j", "i12j"},
   {"1 2", "1 2"},
   {"_i_", "_i_"},
@@ -146,11 +129,17 @@ static const struct { const char *in, *out; } round_trips[] = {
   {"=> 0", " => 0"},
   {"..batch..|..input..->..output..", "...|...->..."},
   {"..input..|x => ..batch..", "..input..|x => ..batch.."},
-  /* multi-character mode details */
+  /* multi-character mode details (`*`, `+`, `<`, `=` select it, not only `,`) */
+  {"io+kj", "io+kj"},
+  {"a+bc", "a+bc"},
+  {"2*o+3*k", "2*o+3*k"},
+  {"3*i", "3*i"},
+  {"o+1", "o+1"},
+  {"2*o+1", "2*o+1"},
   {"a b c, d", "a, b, c, d"},
   {"abc, => abc", "abc => abc,"},
   {"a, b,", "a, b"},
-  {"batch|input->3*output+1*kernel,", "batch | input -> 3*output+kernel,"},
+  {"batch|input->3*output+1*kernel,", "batch | input -> 3*output+kernel"},
   {"i,j->2*i+j", "i, j -> 2*i+j"},
   {"a,2*b+c", "a, 2*b+c"},
   {"s*o=+d*k, x", "s*o=+d*k, x"},
@@ -300,16 +289,26 @@ static void test_structure(void) {
     SpecAxis *x = ax(&s->args[0]->output.left, 0);
     CHECK(x->conv == CONV_VALID && x->dilation.value == 2 && !x->dilation.ident, "o<+2*k");
   }
-  s = parse_ok("is*a+d*bc;b=>iac");
+  /* `*` and `+` select multi-character mode: "is" is one identifier (OCANNL) */
+  s = parse_ok("is*a+d*bc;bc=>a");
   if (s) {
+    CHECK(s->multichar, "affine spec is multi-character");
     PtrVec *o = &s->args[0]->output.left;
-    CHECK(o->len == 3, "three axes, got %d", o->len);
-    SpecAxis *x = ax(o, 1);
-    CHECK(x->kind == AX_AFFINE && x->stride.ident && !strcmp(x->stride.ident, "s") &&
+    CHECK(o->len == 1, "one axis, got %d", o->len);
+    SpecAxis *x = ax(o, 0);
+    CHECK(x->kind == AX_AFFINE && x->stride.ident && !strcmp(x->stride.ident, "is") &&
               !strcmp(x->name, "a") && x->conv == CONV_SCOPE && x->dilation.ident &&
-              !strcmp(x->dilation.ident, "d") && !strcmp(x->kernel, "b"),
-          "s*a+d*b");
-    CHECK(!strcmp(ax(o, 0)->name, "i") && !strcmp(ax(o, 2)->name, "c"), "i and c");
+              !strcmp(x->dilation.ident, "d") && !strcmp(x->kernel, "bc"),
+          "is*a+d*bc");
+  }
+  /* issue 10 repro: read as identifiers, not as the letters s, t, r, ... */
+  s = parse_ok("stride*o<+dilation*k; k => o");
+  if (s) {
+    SpecAxis *x = ax(&s->args[0]->output.left, 0);
+    CHECK(s->multichar && x->kind == AX_AFFINE && x->conv == CONV_VALID &&
+              !strcmp(x->stride.ident, "stride") && !strcmp(x->dilation.ident, "dilation") &&
+              !strcmp(x->kernel, "k"),
+          "stride*o<+dilation*k");
   }
   s = parse_ok("stride*o+dilation*k, x");
   if (s) {
@@ -368,7 +367,24 @@ static const struct { const char *in; int col; const char *msg; } errors[] = {
   {"a<b", 1, "'<'"},
   {"a-b", 1, "'-'"},
   {"a.b", 1, "'.'"},
+  {"a^b", 1, "'^'"},
+  {"a&b", 1, "'&'"},
 };
+
+/* The mode rule alone (LANGUAGE.md section 7). */
+static const struct { const char *in; bool multi; } modes[] = {
+  {"ij;jk=>ik", false}, {"ij; jk => ik", false}, {"b|i->o => o|b->i", false},
+  {"..v..|x", false},   {"i => 0", false},       {"a, b", true},
+  {"a*b", true},        {"a+b", true},           {"a^b", true},
+  {"a&b", true},        {"o<+k", true},          {"o=+k", true},
+  {"a=b", true},        {"a=", true},            {"x => y=", true},
+};
+
+static void test_modes(void) {
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    CHECK(spec_is_multichar(modes[i].in) == modes[i].multi, "\"%s\": multichar %d",
+          modes[i].in, modes[i].multi);
+}
 
 static void test_errors(void) {
   for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
@@ -419,6 +435,7 @@ static void test_error_loc(void) {
 int main(void) {
   test_round_trips();
   test_structure();
+  test_modes();
   test_errors();
   test_error_loc();
   arena_free(&arena);
