@@ -132,6 +132,13 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
    * without). The op helpers are always_inline, so they still fold into the loops. */
   gcc_jit_context_add_command_line_option(j->c, "-fno-inline-small-functions");
   gcc_jit_context_add_command_line_option(j->c, "-fno-inline-functions-called-once");
+  /* GCC 12 bug seen here: with the kernels not inlined, ivopts rewrites a kernel's
+   * stores as 0-based addresses, then ipa-modref/ipa-pure-const find the kernel free
+   * of side effects and the dispatcher's call of it is deleted (a permute in double
+   * at -O1/-O2 computed nothing). Those analyses only serve cross-function
+   * optimizations, which the kernels do not get anyway. */
+  gcc_jit_context_add_command_line_option(j->c, "-fno-ipa-modref");
+  gcc_jit_context_add_command_line_option(j->c, "-fno-ipa-pure-const");
   j->t_void = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID);
   j->t_int = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_INT);
   j->t_long = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_LONG);
