@@ -5,7 +5,6 @@
 #   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
-.DEFAULT_GOAL := all
 CC      ?= gcc
 # The -include of dependency files below would otherwise make the first .o the default goal.
 .DEFAULT_GOAL := all
@@ -73,7 +72,7 @@ $(B)/asan/tdslc: $(asan_OBJ)
 
 # The runtime: what compiled models and host programs link. It never includes compiler headers.
 RT_OBJ := $(patsubst runtime/%.c,$(B)/rt/%.o,$(RT_SRC))
-$(B)/rt/%.o: runtime/%.c runtime/tdsl.h runtime/tdslrt_int.h
+$(B)/rt/%.o: runtime/%.c $(wildcard runtime/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -Iruntime $(WFLAGS) $(CFLAGS) -fPIC -c $< -o $@
 # Checkpoints (runtime/checkpoint.c) parse their JSON header with cJSON; a static host
@@ -115,9 +114,13 @@ $(B)/.deps-ok: scripts/deps.sh
 	sh scripts/deps.sh
 	@touch $@
 
-check: deps
+check: deps check-layers
 	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse
 	sh testsuite/run-all.sh
+
+# Every #include "..." stays within the layer rules of HACKING.md ("Layers").
+check-layers:
+	python3 scripts/check-layers.py .
 
 # On a machine with an NVIDIA GPU: every conformance values case and the moons sample on
 # both backends (says so and succeeds without a GPU).
@@ -143,12 +146,17 @@ install: all
 	install -m 644 python/tdsl/*.py $(DESTDIR)$(PYDIR)/tdsl/
 	printf 'TDSLC = "%s"\nLIBRARY = "%s"\n' $(PREFIX)/bin/tdslc $(PREFIX)/lib/libtdslrt.so > $(DESTDIR)$(PYDIR)/tdsl/_config.py
 
-# Benchmarks (never part of check): tdslc-generated code vs plain C -O3 vs numpy.
+# Benchmarks (never part of check). bench/cpu.py: the rows of issue 13 (scheduled code
+# vs OpenBLAS, torch, memcpy, 1 thread), interleaved same-run ratios, 7 rounds.
+bench-cpu: all
+	/usr/bin/python3 bench/cpu.py $(B)/tdslc 7
+# The naive loop nests (no schedule) vs plain C -O3 vs numpy.
 $(B)/bench/bench: bench/bench.c $(rel_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
-bench: $(B)/bench/bench
+bench-loops: $(B)/bench/bench
 	/usr/bin/python3 bench/run.py $(B)/bench/bench
+bench: bench-cpu
 
 # The demo: dependencies, the compiler, a local install (build/prefix), then the moons
 # and micrograd samples built from their two-line Makefiles against that install.
@@ -173,5 +181,5 @@ bench-compile: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-gpu deps conformance install clean demo bench bench-train bench-compile fuzz
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-compile fuzz
 .SECONDARY:

@@ -6,18 +6,13 @@
  * bench/run.py adds numpy (OpenBLAS) and prints ratios. Not part of make check. */
 #include <time.h>
 
+#include "bench_util.h"
 #include "graph_builder.h"
 
 /* TDSL_BENCH_O=0..3 picks the optimization level of the generated code (default 3). */
 static int opt_level(void) {
   const char *e = getenv("TDSL_BENCH_O");
   return e && *e >= '0' && *e <= '3' ? *e - '0' : 3;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Median-ish: best of reps after one warm-up (steady state, like timeit's min). */
@@ -99,7 +94,7 @@ static void g_matmul(GB *b, int B, int N) {
   gb_it(s, 1, o + 1, 2);
   gb_it(s, 2, o, 2);
   gb_it(s, 2, o + 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
 }
 
 static void bench_matmul(const char *name, int B, int N, int reps) {
@@ -131,7 +126,7 @@ static void bench_permute(int n, int reps) {
     gb_it(s, 1, k, k);
     gb_it(s, 0, k, 3 - k);
   }
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_buf(&b.a, x, false, 1), s);
   if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n * n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", N), *ref = malloc(sizeof(float) * N);
@@ -153,7 +148,7 @@ static void bench_rowsum(int n, int reps) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s);
   if (!gb_open(&b, opt_level(), false, false)) exit(1);
   long N = (long)n * n;
   float *xs = data(&b, "x", N), *ys = data(&b, "y", n), *ref = malloc(sizeof(float) * n);

@@ -16,7 +16,7 @@ ${CC:-gcc} -O2 -Iruntime -o $OUT/train_tdsl bench/train_tdsl.c -L$B -ltdslrt -Wl
 set +e
 num() { sed -n 's/^steps\/s //p'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else printf "n/a" }'; }
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TDSL_NUM_THREADS=1
 printf "training step, moons MLP, single thread, %ss per measure (steps/s, higher is better)\n" "$SECS"
 printf "%-22s %12s %12s %12s %13s %11s\n" "config" "tdslc" "torch eager" "C -O3" "tdslc/torch" "tdslc/C"
 for cfg in "10 16" "1000 256"; do

@@ -7,17 +7,7 @@
 #include <time.h>
 
 #include "tdsl.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static float frand(unsigned *s) {
-  *s = *s * 1664525u + 1013904223u;
-  return (float)(*s >> 8) / 16777216.0f;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
   if (argc < 3) {

@@ -1,4 +1,4 @@
-/* parser.y: the grammar of .tdsl (LANGUAGE.md sections 1-6), producing src/ast.h.
+/* parser.y: the grammar of .tdsl (tdsl(7)), producing src/ast.h.
  * Operator precedence and associativity follow OCaml (by the operator's first
  * characters, classified by the lexer). Function application binds tighter than any
  * infix operator. Einsum operators, %cd assignment options and comment blocks are
@@ -212,7 +212,7 @@ static Expr **leftmost(Expr **slot) {
   }
 }
 
-/* a OP rhs for an einsum operator (LANGUAGE.md §4): binary `a OP "spec" b`,
+/* a OP rhs for an einsum operator (tdsl(7), %op TENSOR EXPRESSIONS): binary `a OP "spec" b`,
  * `a OP b "spec"`, `a OP spec_ident b`; unary `a OP "spec"` / `a OP spec_ident`. */
 static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   bool unary = !strcmp(op->str, "++") || !strcmp(op->str, "@^^");

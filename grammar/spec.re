@@ -126,7 +126,7 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
   }
 }
 
-/* LANGUAGE.md section 7, as OCANNL's lexer decides: any of , * + ^ & < or a '=' that
+/* tdsl(7), EINSUM SPECS, as OCANNL's lexer decides: any of , * + ^ & < or a '=' that
  * does not start "=>" means identifiers; otherwise every letter is an axis. So affine
  * specs (`2*o<+k`) are always multi-character. */
 bool spec_is_multichar(const char *text) {

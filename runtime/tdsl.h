@@ -1,4 +1,4 @@
-/* tdsl.h: the C runtime for models compiled by tdslc (CLI.md, "The compiled model").
+/* tdsl.h: the C runtime for models compiled by tdslc (tdslc(1)).
  *
  *   char err[256];
  *   tdsl_model *m = tdsl_open("model.so", err, sizeof err);

@@ -16,6 +16,7 @@
 
 #include "pool.h"
 #include "tdsl.h"
+#include "tdsl_abi.h"
 #include "tdslrt_cuda.h"
 #include "tdslrt_int.h"
 
@@ -32,7 +33,7 @@ typedef struct RtBuf {
   void *data;
   tdsl_role role;
   /* init */
-  int init;            /* 0 zero, 1 const, 2 values, 3 range, 4 uniform, 5 file, 6 expr */
+  InitKind init;
   double value;
   double *values;
   long nvalues;
@@ -291,9 +292,9 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
       char *k = next_tok(&p);
       if (id < 0 || id >= m->nbufs || !k) continue;
       RtBuf *b = &m->bufs[id];
-      if (!strcmp(k, "const")) { b->init = 1; b->value = strtod(next_tok(&p), NULL); }
+      if (!strcmp(k, "const")) { b->init = INIT_CONST; b->value = strtod(next_tok(&p), NULL); }
       else if (!strcmp(k, "values")) {
-        b->init = 2;
+        b->init = INIT_VALUES;
         b->nvalues = tok_long(&p);
         b->values = calloc((size_t)b->nvalues + 1, sizeof(double));
         for (long i = 0; i < b->nvalues; i++) {
@@ -301,13 +302,13 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
           b->values[i] = t ? strtod(t, NULL) : 0;
         }
       } else if (!strcmp(k, "expr")) {
-        b->init = 6;
+        b->init = INIT_EXPR;
         b->stream = (int)tok_long(&p);
         if (parse_prog(b, &p)) { rc = fail(m, "tensor %s: invalid init program in the model metadata", b->name); break; }
-      } else if (!strcmp(k, "range")) b->init = 3;
-      else if (!strcmp(k, "uniform")) { b->init = 4; b->stream = (int)tok_long(&p); }
+      } else if (!strcmp(k, "range")) b->init = INIT_RANGE;
+      else if (!strcmp(k, "uniform")) { b->init = INIT_UNIFORM; b->stream = (int)tok_long(&p); }
       else if (!strcmp(k, "file")) {
-        b->init = 5;
+        b->init = INIT_FILE;
         b->file_elems = tok_long(&p);
         while (*p == ' ') p++;
         b->path = xstrdup(p);
@@ -666,7 +667,7 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 
 int tdsl_call(tdsl_model *m, const char *name) {
   int i = tdsl_find_routine(m, name);
-  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* CLI.md: init is exported */
+  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* tdslc(1): init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -813,18 +814,18 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
     if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
     memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
     switch (b->init) {
-    case 1: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
-    case 2: /* literal cells in memory order; a shorter list repeats */
+    case INIT_CONST: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
+    case INIT_VALUES: /* literal cells in memory order; a shorter list repeats */
       if (b->nvalues > 0)
         for (long i = 0; i < b->size; i++) set(b, i, b->values[i % b->nvalues]);
       break;
-    case 3: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
-    case 4: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, 0, i, b->elem == TDSL_F64)); break;
-    case 6: for (long i = 0; i < b->size; i++) set(b, i, prog_cell(b, seed, i)); break;
-    case 5:
+    case INIT_RANGE: for (long i = 0; i < b->size; i++) set(b, i, (double)i); break;
+    case INIT_UNIFORM: for (long i = 0; i < b->size; i++) set(b, i, uniform_cell(seed, b->stream, 0, i, b->elem == TDSL_F64)); break;
+    case INIT_EXPR: for (long i = 0; i < b->size; i++) set(b, i, prog_cell(b, seed, i)); break;
+    case INIT_FILE:
       if (load_raw(m, b, b->path)) return -1;
       break;
-    default: break;
+    case INIT_ZERO: break;
     }
   }
   return 0;

@@ -1,4 +1,4 @@
-/* ast.h: the syntax tree of a .tdsl file (LANGUAGE.md sections 1-6).
+/* ast.h: the syntax tree of a .tdsl file (tdsl(7)).
  * Produced by grammar/parser.y, printed by ast_print (tdslc --dump-ast),
  * consumed by the staging evaluator. Every node carries its source location: the
  * operator for E_BINOP/E_EINSUM/E_ASSIGN/E_UNOP, the field name for E_FIELD, the

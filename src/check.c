@@ -28,7 +28,8 @@ typedef struct Built {
 } Built;
 
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
-  out->r = cuda ? cuda_compile_mem(c, ir, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
+  CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level}; /* all an in-memory build reads */
+  out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
   if (!out->r) return false;
   char err[512];
   out->m = tdsl_open_resolved(run_jit_resolve, out->r, err, sizeof err);

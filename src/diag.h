@@ -1,4 +1,4 @@
-/* diag.h: GCC-style diagnostics (CLI.md, fixed format):
+/* diag.h: GCC-style diagnostics (tdslc(1), DIAGNOSTICS: a fixed format):
  *   FILE:LINE:COL: error: MESSAGE
  *      LINE | source text
  *           |     ^

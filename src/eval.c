@@ -340,79 +340,116 @@ static Value *apply2(St *st, const Frame *fr, Value *fn, Value *a, Value *b, Loc
   return apply(st, fn, b ? 2 : 1, args, ad, fr, loc);
 }
 
-static bool is_dotted(const char *op) {
-  size_t n = strlen(op);
-  return n >= 2 && op[n - 1] == '.';
+/* Compile-time folding of binary operators (Lua's getbinopr/constfolding shape): the
+ * operator's name gives a BinOpr and the operand kinds it folds for; anything else is
+ * left to the operator's tensor meaning. */
+typedef enum BinOpr {
+  /* ORDER: arithmetic (OPR_ADD..OPR_POW), then comparisons (OPR_LT..OPR_NE) */
+  OPR_ADD, OPR_SUB, OPR_MUL, OPR_DIV, OPR_MOD, OPR_POW,
+  OPR_LT, OPR_GT, OPR_LE, OPR_GE, OPR_EQ, OPR_NE,
+  OPR_AND, OPR_OR, OPR_CONCAT, OPR_APPEND,
+} BinOpr;
+
+enum { F_NUM = 1, F_BOOL = 2, F_STR = 4, F_LIST = 8 }; /* operand kinds, both sides */
+
+typedef struct BinOprName {
+  const char *name;
+  BinOpr opr;
+  int kinds;   /* F_* it folds for */
+  bool dotted; /* the float form: ints become floats */
+} BinOprName;
+
+static const BinOprName binoprs[] = {
+    {"+", OPR_ADD, F_NUM, false},   {"+.", OPR_ADD, F_NUM, true},  {"-", OPR_SUB, F_NUM, false},
+    {"-.", OPR_SUB, F_NUM, true},   {"*", OPR_MUL, F_NUM, false},  {"*.", OPR_MUL, F_NUM, true},
+    {"/", OPR_DIV, F_NUM, false},   {"/.", OPR_DIV, F_NUM, true},  {"mod", OPR_MOD, F_NUM, false},
+    {"**", OPR_POW, F_NUM, true},   {"**.", OPR_POW, F_NUM, true}, {"<", OPR_LT, F_NUM, false},
+    {">", OPR_GT, F_NUM, false},    {"<=", OPR_LE, F_NUM, false},  {">=", OPR_GE, F_NUM, false},
+    {"==", OPR_EQ, F_NUM, false},   {"!=", OPR_NE, F_NUM, false},  {"=", OPR_EQ, F_NUM | F_BOOL | F_STR, false},
+    {"<>", OPR_NE, F_NUM | F_BOOL | F_STR, false},                 {"&&", OPR_AND, F_BOOL, false},
+    {"||", OPR_OR, F_BOOL, false},  {"^", OPR_CONCAT, F_STR, false}, {"@", OPR_APPEND, F_LIST, false},
+};
+
+static const BinOprName *getbinopr(const char *name) {
+  for (size_t i = 0; i < sizeof binoprs / sizeof *binoprs; i++)
+    if (!strcmp(binoprs[i].name, name)) return &binoprs[i];
+  return NULL;
 }
 
-/* Folds arithmetic and comparisons on compile-time values; returns NULL (no error) when
- * the operands are not foldable so that the operator's tensor meaning applies. */
-static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bool *err) {
-  *err = false;
-  if (val_is_number(a) && val_is_number(b)) {
-    bool ints = a->kind == V_INT && b->kind == V_INT && !is_dotted(op);
-    double x = val_number(a), y = val_number(b);
-    char base[8];
-    snprintf(base, sizeof base, "%s", op);
-    if (is_dotted(op)) base[strlen(base) - 1] = 0;
-    if (!strcmp(op, "**") || !strcmp(op, "**.")) return val_float(st, pow(x, y), loc);
-    if (!strcmp(base, "+") || !strcmp(base, "-") || !strcmp(base, "*") || !strcmp(base, "/") ||
-        !strcmp(op, "mod")) {
-      if (ints) {
-        long long p = a->i, q = b->i;
-        if ((base[0] == '/' || !strcmp(op, "mod")) && q == 0) {
-          diag_error(&st->c->diag, loc, "division by zero in a compile-time expression");
-          *err = true;
-          return NULL;
-        }
-        long long r = 0;
-        bool ovf = base[0] == '+' ? __builtin_add_overflow(p, q, &r)
-                 : base[0] == '-' ? __builtin_sub_overflow(p, q, &r)
-                 : base[0] == '*' ? __builtin_mul_overflow(p, q, &r)
-                 : p == LLONG_MIN && q == -1;
-        if (ovf) {
-          diag_error(&st->c->diag, loc, "integer overflow in a compile-time expression");
-          *err = true;
-          return NULL;
-        }
-        if (base[0] == '/') r = p / q;
-        else if (base[0] != '+' && base[0] != '-' && base[0] != '*') r = p % q;
-        return val_int(st, r, loc);
-      }
-      double r = base[0] == '+' ? x + y : base[0] == '-' ? x - y : base[0] == '*' ? x * y
-               : base[0] == '/' ? x / y : fmod(x, y);
-      return val_float(st, r, loc);
-    }
-    if (!strcmp(op, "<")) return val_bool(st, x < y, loc);
-    if (!strcmp(op, ">")) return val_bool(st, x > y, loc);
-    if (!strcmp(op, "<=")) return val_bool(st, x <= y, loc);
-    if (!strcmp(op, ">=")) return val_bool(st, x >= y, loc);
-    if (!strcmp(op, "=") || !strcmp(op, "==")) return val_bool(st, x == y, loc);
-    if (!strcmp(op, "<>") || !strcmp(op, "!=")) return val_bool(st, x != y, loc);
+static int operand_kinds(const Value *a, const Value *b) {
+  if (val_is_number(a) && val_is_number(b)) return F_NUM;
+  if (a->kind != b->kind) return 0;
+  return a->kind == V_BOOL ? F_BOOL : a->kind == V_STRING ? F_STR : a->kind == V_LIST ? F_LIST : 0;
+}
+
+static bool compare(BinOpr opr, double x, double y) {
+  switch (opr) {
+  case OPR_LT: return x < y;
+  case OPR_GT: return x > y;
+  case OPR_LE: return x <= y;
+  case OPR_GE: return x >= y;
+  case OPR_EQ: return x == y;
+  default: return x != y;
+  }
+}
+
+/* Integer arithmetic, checked: NULL after an error (division by zero, overflow). */
+static Value *fold_int(St *st, BinOpr opr, long long p, long long q, Loc loc) {
+  if ((opr == OPR_DIV || opr == OPR_MOD) && q == 0) {
+    diag_error(&st->c->diag, loc, "division by zero in a compile-time expression");
     return NULL;
   }
-  if (a->kind == V_BOOL && b->kind == V_BOOL) {
-    if (!strcmp(op, "&&")) return val_bool(st, a->i && b->i, loc);
-    if (!strcmp(op, "||")) return val_bool(st, a->i || b->i, loc);
-    if (!strcmp(op, "=")) return val_bool(st, a->i == b->i, loc);
-    if (!strcmp(op, "<>")) return val_bool(st, a->i != b->i, loc);
+  long long r = 0;
+  bool ovf = opr == OPR_ADD ? __builtin_add_overflow(p, q, &r)
+           : opr == OPR_SUB ? __builtin_sub_overflow(p, q, &r)
+           : opr == OPR_MUL ? __builtin_mul_overflow(p, q, &r)
+           : p == LLONG_MIN && q == -1;
+  if (ovf) {
+    diag_error(&st->c->diag, loc, "integer overflow in a compile-time expression");
+    return NULL;
   }
-  if (a->kind == V_STRING && b->kind == V_STRING) {
-    if (!strcmp(op, "^")) {
-      Value *v = val_new(st, V_STRING, loc);
-      v->s = arena_printf(st->a, "%s%s", a->s, b->s);
-      return v;
-    }
-    if (!strcmp(op, "=")) return val_bool(st, !strcmp(a->s, b->s), loc);
-    if (!strcmp(op, "<>")) return val_bool(st, strcmp(a->s, b->s) != 0, loc);
+  if (opr == OPR_DIV) r = p / q;
+  else if (opr == OPR_MOD) r = p % q;
+  return val_int(st, r, loc);
+}
+
+static Value *fold_num(St *st, const BinOprName *o, Value *a, Value *b, Loc loc, bool *err) {
+  double x = val_number(a), y = val_number(b);
+  if (o->opr >= OPR_LT) return val_bool(st, compare(o->opr, x, y), loc);
+  if (a->kind == V_INT && b->kind == V_INT && !o->dotted) {
+    Value *v = fold_int(st, o->opr, a->i, b->i, loc);
+    *err = !v;
+    return v;
   }
-  if (a->kind == V_LIST && b->kind == V_LIST && !strcmp(op, "@")) {
-    Value *v = val_new(st, V_LIST, loc);
+  double r = o->opr == OPR_ADD ? x + y : o->opr == OPR_SUB ? x - y : o->opr == OPR_MUL ? x * y
+           : o->opr == OPR_DIV ? x / y : o->opr == OPR_MOD ? fmod(x, y) : pow(x, y);
+  return val_float(st, r, loc);
+}
+
+/* Folds o on compile-time values; returns NULL (no error) when the operands are not
+ * foldable so that the operator's tensor meaning applies. */
+static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bool *err) {
+  *err = false;
+  const BinOprName *o = getbinopr(op);
+  int kinds = operand_kinds(a, b);
+  if (!o || !(o->kinds & kinds)) return NULL;
+  Value *v;
+  switch (kinds) {
+  case F_NUM: return fold_num(st, o, a, b, loc, err);
+  case F_BOOL:
+    return val_bool(st, o->opr == OPR_AND ? a->i && b->i : o->opr == OPR_OR ? a->i || b->i
+                        : o->opr == OPR_EQ ? a->i == b->i : a->i != b->i, loc);
+  case F_STR:
+    if (o->opr != OPR_CONCAT) return val_bool(st, (strcmp(a->s, b->s) == 0) == (o->opr == OPR_EQ), loc);
+    v = val_new(st, V_STRING, loc);
+    v->s = arena_printf(st->a, "%s%s", a->s, b->s);
+    return v;
+  default: /* F_LIST, OPR_APPEND */
+    v = val_new(st, V_LIST, loc);
     for (int i = 0; i < a->items.len; i++) vec_push(st->a, &v->items, a->items.items[i]);
     for (int i = 0; i < b->items.len; i++) vec_push(st->a, &v->items, b->items.items[i]);
     return v;
   }
-  return NULL;
 }
 
 static bool tensorish(const Value *v) {
@@ -736,7 +773,7 @@ static void report_cycle(St *st, int from, const char *key, Loc loc) {
   diag_error(&st->c->diag, loc, "cycle of opens: %s -> %s", chain, key);
 }
 
-/* Each file is evaluated once: a second `open` of it does nothing (LANGUAGE.md 9.17). */
+/* Each file is evaluated once: a second `open` of it does nothing (tdsl(7), SHAPES AND INFERENCE). */
 static bool load_file(St *st, const char *path, Loc loc) {
   const char *key = file_key(st, path);
   int cyc = key_index(&st->loading, key);

@@ -10,7 +10,7 @@
  *   graph_code.c   subgraphs, t.forward / t.backprop code (also public in graph.h)
  * Everything lives in the context's arena; the evaluator's state is one St.
  *
- * Decisions where the contract leaves room (LANGUAGE.md, seeds):
+ * Decisions where the contract leaves room (tdsl(7)):
  * - Scoping: `{ w }` is created once per DeclScope, keyed by the record expression.
  *   A top-level binding opens a scope (its declarations also become top-level names
  *   for later items); binding a function's unit parameter `()` opens a fresh one kept
@@ -30,12 +30,12 @@
  *   computed right before the assignment, together with any existing
  *   non-differentiable computed tensor they read (a learning-rate schedule), the
  *   latter once per top-level item. Standalone assignments without ~logic are
- *   pointwise, `*` and `/` included (the seed lists no default for them); `fma (a, b,
+ *   pointwise, `*` and `/` included (OCANNL has no default for them); `fma (a, b,
  *   c)` with three distinct operands composes (COMPOSE_TERN).
  * - A fill (`g =: 0`, zero_grads, `!@s`) has a LOGIC_POINTWISE_UN step with nrhs 0.
  * - `let%cd x = e` whose value is a tensor computed by e makes that tensor
  *   non-differentiable (its inner tensors keep their gradients).
- * - `**.` is the unary op pointpow_ ~p with p a compile-time number (seed pointpow);
+ * - `**.` is the unary op pointpow_ ~p with p a compile-time number (OCANNL's pointpow);
  *   `fma a b c` (the op) is pointwise; ops accept an uncurried tuple `where (c, a, b)`. */
 #ifndef TDSL_EVAL_H
 #define TDSL_EVAL_H
@@ -175,12 +175,6 @@ Value *fn_param(Fn *f, const char *name);
 /* eval_tensor.c */
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc);
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
-/* Assignment and right-hand-side constructors (eval_tensor.c). */
-AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot);
-AExpr *ae_const(St *st, double x);
-AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c);
-Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
-               UpdateStep *step, Loc loc);
 /* Whether loc is inside the installed library (prelude, stdlib). */
 bool loc_in_library(const St *st, Loc loc);
 /* loc, or the user's application site when loc is inside the prelude or stdlib. */

@@ -110,7 +110,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
       Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
       if (!seen[i] || !u->diff) continue;
       UpdateStep *s = step_new(st, LOGIC_POINTWISE_UN, u, 0, NULL, e->loc);
-      vec_push(st->a, &c->code.asgns, asgn_new(st, u, true, 0, OP_ARG2, false, ae_const(st, 0.0), s, e->loc));
+      vec_push(st->a, &c->code.asgns, asgn_new(st->a, u, true, 0, OP_ARG2, false, ae_const(st->a, 0.0), s, e->loc));
     }
   }
   return c;
@@ -209,7 +209,7 @@ static bool prim_app(St *st, Rhs *r, const Expr *e, AExpr **out) {
     a[i] = leaf(st, r, args[i]);
     if (!a[i]) return true; /* error reported; *out stays NULL */
   }
-  *out = ae_op(st, (PrimOp)op, a[0], a[1], a[2]);
+  *out = ae_op(st->a, (PrimOp)op, a[0], a[1], a[2]);
   return true;
 }
 
@@ -240,11 +240,11 @@ static int slot_from(const OpInst *inst, Tensor *t, int depth) {
 static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   Tensor *t = v->t;
   if (!v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label)
-    return ae_const(st, t->init.value);
+    return ae_const(st->a, t->init.value);
   /* A new intermediate: emit its forward code, and that of the existing
    * non-differentiable computed tensors it reads (e.g. a learning-rate schedule). */
   if (t->id >= new_from) subgraph_forward(st, t, &r->pre, r->fr->op ? 2 : 1, new_from);
-  AExpr *a = ae_buf(st, t, v->grad, 0);
+  AExpr *a = ae_buf(st->a, t, v->grad, 0);
   if (v->grad && !t->diff && !r->fr->op) {
     diag_error(&st->c->diag, e->loc, "this tensor is not differentiable: it has no .grad");
     return NULL;
@@ -298,12 +298,12 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
       diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", e->str, val_kind_name(x));
       return NULL;
     }
-    return ae_const(st, e->str[2] ? trunc(val_number(x)) : val_number(x));
+    return ae_const(st->a, e->str[2] ? trunc(val_number(x)) : val_number(x));
   }
   int new_from = st->g->tensors.len;
   Value *v = eval(st, r->fr, e);
   if (!v) return NULL;
-  if (val_is_number(v)) return ae_const(st, val_number(v));
+  if (val_is_number(v)) return ae_const(st->a, val_number(v));
   if (v->kind == V_SYM) {
     AExpr *s = ANEW(st->a, AExpr);
     s->kind = AE_SYM;
@@ -332,7 +332,7 @@ static AExpr *rhs_top(St *st, Rhs *r, const Expr *e) {
       AExpr *b = leaf(st, r, e->b);
       if (!b) return NULL;
       r->top = (PrimOp)op;
-      return ae_op(st, (PrimOp)op, a, b, NULL);
+      return ae_op(st->a, (PrimOp)op, a, b, NULL);
     }
   }
   AExpr *p;
@@ -341,12 +341,12 @@ static AExpr *rhs_top(St *st, Rhs *r, const Expr *e) {
     return p;
   }
   AExpr *a = leaf(st, r, e);
-  return a ? ae_op(st, OP_ID, a, NULL, NULL) : NULL;
+  return a ? ae_op(st->a, OP_ID, a, NULL, NULL) : NULL;
 }
 
 /* The projections of a standalone assignment: ~logic, else the primitive's default
- * (pointwise; fma composes). `*` and `/` have no default projection in the seed's
- * table ("none"); we use pointwise for them too rather than rejecting the code. */
+ * (pointwise; fma composes). `*` and `/` have no default projection in OCANNL
+ * ("none"); we use pointwise for them too rather than rejecting the code. */
 static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) {
   LogicKind kind;
   const Spec *spec = NULL;
@@ -369,7 +369,7 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   return s;
 }
 
-/* The seed prohibits inline declarations on the right of an assignment (they would
+/* OCANNL prohibits inline declarations on the right of an assignment (they would
  * get no label information there). Function bodies are their own scopes. */
 static const Expr *find_record(const Expr *e) {
   if (!e || e->kind == E_FUN) return NULL;
@@ -438,6 +438,6 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   } else if (!(step = standalone_step(st, &r, logic, e)))
     return NULL;
   code->code = r.pre;
-  vec_push(st->a, &code->code.asgns, asgn_new(st, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
+  vec_push(st->a, &code->code.asgns, asgn_new(st->a, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
   return code;
 }

@@ -1,4 +1,4 @@
-/* eval_init.c: initializer expressions (`{ w = (uniform () - 0.5) *. 0.18 }`, LANGUAGE.md
+/* eval_init.c: initializer expressions (`{ w = (uniform () - 0.5) *. 0.18 }`, tdsl(7)
  * section 4). The expression is staged like any other: the prelude's pointwise
  * operations build a small graph over constant leaves. That graph is then turned into
  * a per-cell postfix program (InitOp, graph.h) that `init` evaluates for every cell of

@@ -1,4 +1,4 @@
-/* eval_math.c: compile-time math on numbers (LANGUAGE.md section 9.16). `sqrt 8.` folds
+/* eval_math.c: compile-time math on numbers (tdsl(7), SHAPES AND INFERENCE). `sqrt 8.` folds
  * to a float like `2. *. 3.` does; on tensors the same names stay the prelude's
  * operations. floor, ceil, abs, min and max have no tensor meaning: builtins that take
  * numbers only. The table is the only place that knows the functions (in the style of

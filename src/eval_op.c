@@ -1,4 +1,4 @@
-/* eval_op.c: applying an `op` definition (LANGUAGE.md section 6) creates a TK_OP
+/* eval_op.c: applying an `op` definition (tdsl(7), DEFINING OPERATIONS) creates a TK_OP
  * tensor, its UpdateStep (from ~logic), and instantiates the forward/backward bodies
  * as %cd code with the slot names bound: t v g (result, slot 0), t1 v1 g1 (slot 1),
  * t2 v2 g2, t3 v3 g3. */

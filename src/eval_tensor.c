@@ -22,28 +22,13 @@ Loc site_loc(const St *st, Loc loc) {
   return st->user_loc;
 }
 
+/* Staging's constructors: the graph's (graph_build.c) at the user's site. */
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
-  UpdateStep *s = ANEW(st->a, UpdateStep);
-  s->id = st->g->steps.len;
-  s->kind = kind;
-  s->lhs = lhs;
-  s->nrhs = nrhs;
-  for (int i = 0; i < nrhs && i < 3; i++) s->rhs[i] = rhs[i];
-  s->loc = site_loc(st, loc);
-  vec_push(st->a, &st->g->steps, s);
-  return s;
+  return graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
 }
 
-/* Terminals (params, terms, constants) get their LOGIC_TERMINAL step at once. */
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {
-  Tensor *t = ANEW(st->a, Tensor);
-  t->id = st->g->tensors.len;
-  t->kind = kind;
-  t->loc = site_loc(st, loc);
-  t->init.kind = INIT_ZERO;
-  vec_push(st->a, &st->g->tensors, t);
-  if (kind != TK_OP) t->step = step_new(st, LOGIC_TERMINAL, t, 0, NULL, loc);
-  return t;
+  return graph_tensor(st->a, st->g, kind, site_loc(st, loc));
 }
 
 static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **labels, Loc loc) {
@@ -58,7 +43,7 @@ static void row_set(St *st, RowDecl *r, int n, const int *dims, const char **lab
 }
 
 /* A number as a tensor: one output axis of dimension 1 (optionally labelled), no batch
- * or input axes (seed: "Numbers are a special case: an array of (output) dimension 1"). */
+ * or input axes (tdsl(7), SHAPES AND INFERENCE). */
 Tensor *const_scalar(St *st, double x, const char *label, Loc loc) {
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_CONST;
@@ -80,12 +65,7 @@ bool name_used(St *st, const char *name) {
   return false;
 }
 
-void add_name(St *st, const char *name, Tensor *t) {
-  NamedTensor *n = ANEW(st->a, NamedTensor);
-  n->name = name;
-  n->t = t;
-  vec_push(st->a, &st->g->names, n);
-}
+void add_name(St *st, const char *name, Tensor *t) { graph_name(st->a, st->g, name, t); }
 
 /* Tensor names are unique: a label (from ~label) qualifies the identifier ("L1.w");
  * a remaining collision gets a numeric suffix ("w_2"). */
@@ -159,11 +139,10 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
       return NULL;
     }
   }
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   long long size = 1;
-  for (int k = 2; k >= 0; k--)
+  for (int k = 2; k >= 0; k--) /* the last kind in memory order varies fastest */
     for (int d = l.naxes - 1; d >= 0; d--)
-      if (l.kind[d] == order[k]) {
+      if (l.kind[d] == k) {
         l.stride[d] = size;
         size *= l.dim[d];
       }
@@ -213,47 +192,6 @@ static Tensor *one_hot(St *st, int n, int k, Loc loc) {
   return t;
 }
 
-AExpr *ae_buf(St *st, Tensor *t, bool grad, int slot) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_BUF;
-  e->buf.t = t;
-  e->buf.grad = grad;
-  e->slot = slot;
-  return e;
-}
-
-AExpr *ae_const(St *st, double x) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_CONST;
-  e->value = x;
-  return e;
-}
-
-AExpr *ae_op(St *st, PrimOp op, AExpr *a, AExpr *b, AExpr *c) {
-  AExpr *e = ANEW(st->a, AExpr);
-  e->kind = AE_OP;
-  e->op = op;
-  e->args[0] = a;
-  e->args[1] = b;
-  e->args[2] = c;
-  return e;
-}
-
-Asgn *asgn_new(St *st, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
-               UpdateStep *step, Loc loc) {
-  Asgn *a = ANEW(st->a, Asgn);
-  a->kind = ASGN_OP;
-  a->lhs.t = lhs;
-  a->lhs.grad = grad;
-  a->lhs_slot = lhs_slot;
-  a->accum = accum;
-  a->init_neutral = init;
-  a->rhs = rhs;
-  a->step = step;
-  a->loc = loc;
-  return a;
-}
-
 static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
   int n = v->items.len;
   Tensor **el = ANEWN(st->a, Tensor *, n);
@@ -275,11 +213,11 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;
-    AExpr *fwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, el[k], false, 2), NULL);
-    vec_push(st->a, &r->fwd.asgns, asgn_new(st, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
+    AExpr *fwd = ae_op(st->a, OP_MUL, ae_buf(st->a, hot[k], false, 1), ae_buf(st->a, el[k], false, 2), NULL);
+    vec_push(st->a, &r->fwd.asgns, asgn_new(st->a, r, false, 0, OP_ADD, k == 0, fwd, s, loc));
     if (r->diff && el[k]->diff) {
-      AExpr *bwd = ae_op(st, OP_MUL, ae_buf(st, hot[k], false, 1), ae_buf(st, r, true, 0), NULL);
-      vec_push(st->a, &r->bwd.asgns, asgn_new(st, el[k], true, 2, OP_ADD, false, bwd, s, loc));
+      AExpr *bwd = ae_op(st->a, OP_MUL, ae_buf(st->a, hot[k], false, 1), ae_buf(st->a, r, true, 0), NULL);
+      vec_push(st->a, &r->bwd.asgns, asgn_new(st->a, el[k], true, 2, OP_ADD, false, bwd, s, loc));
     }
   }
   return r;
@@ -470,7 +408,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
     if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
     return NULL;
   }
-  /* Parameters have no batch axes unless b = [...] is given (LANGUAGE.md 9.3). */
+  /* Parameters have no batch axes unless b = [...] is given (tdsl(7), SHAPES AND INFERENCE). */
   if (param && !t->decl[KIND_BATCH].given) row_set(st, &t->decl[KIND_BATCH], 0, NULL, NULL, e->loc);
   DeclScope *s = fr->decls;
   name_tensor(st, t, e->str, s ? s->label : NULL);
@@ -498,7 +436,7 @@ Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc) {
   AExpr *r = ANEW(st->a, AExpr);
   r->kind = AE_SYM;
   r->sym = sym;
-  vec_push(st->a, &t->fwd.asgns, asgn_new(st, t, false, 0, OP_ARG2, false, r, t->step, loc));
+  vec_push(st->a, &t->fwd.asgns, asgn_new(st->a, t, false, 0, OP_ARG2, false, r, t->step, loc));
   return t;
 }
 
@@ -539,14 +477,14 @@ static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
 }
 
 static Value *bi_range_of_shape(St *st, Fn *f, const Frame *call, Loc loc) {
-  static const char *names[3] = {"batch_dims", "input_dims", "output_dims"};
-  static const int kinds[3] = {KIND_BATCH, KIND_INPUT, KIND_OUTPUT};
+  static const char *names[3] = {[KIND_BATCH] = "batch_dims", [KIND_OUTPUT] = "output_dims",
+                                 [KIND_INPUT] = "input_dims"};
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_RANGE;
   for (int k = 0; k < 3; k++) {
     Value *v = arg_or_null(f, names[k]);
-    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[kinds[k]], 0, NULL, NULL, loc);
-    else if (!rowdecl_from_value(st, v, &t->decl[kinds[k]], loc, names[k])) return NULL;
+    if (!v || v->kind == V_UNIT) row_set(st, &t->decl[k], 0, NULL, NULL, loc);
+    else if (!rowdecl_from_value(st, v, &t->decl[k], loc, names[k])) return NULL;
   }
   return val_tensor(st, t, loc);
 }

@@ -2,8 +2,8 @@
  * shape/projection inference (src/infer*.c) and lowering (src/lower.c).
  *
  * A program evaluates to tensors. Each non-terminal tensor has one UpdateStep: its
- * shape logic (seed shape-inference.md, Shape.logic) relating it (lhs) to its
- * arguments (rhs). Code is a list of assignments (seed: Accum_binop/Accum_unop); each
+ * shape logic (doc/inference.md) relating it (lhs) to its arguments (rhs). Code
+ * is a list of assignments (OCANNL's Accum_binop/Accum_unop); each
  * assignment takes its projections from an UpdateStep through a slot mapping, so
  * backprop assignments reuse the forward operation's projections with slots permuted.
  * A %cd assignment with its own ~logic (or the default pointwise one) gets a fresh
@@ -16,12 +16,11 @@
 #include "base.h"
 #include "ops.h"
 #include "spec.h"
+#include "tdsl_abi.h" /* KIND_* (axis kinds, memory order), InitKind */
 
 typedef struct Tensor Tensor;
 typedef struct UpdateStep UpdateStep;
 typedef struct Projections Projections;
-
-enum { KIND_BATCH = 0, KIND_INPUT = 1, KIND_OUTPUT = 2 }; /* axis kinds; memory order is batch, output, input */
 
 /* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded). */
 typedef struct IndexSym {
@@ -55,40 +54,6 @@ typedef struct Shape {
                       inferred yet (an unsolved row variable) */
   DimDecl *dims[3];
 } Shape;
-
-typedef enum InitKind {
-  INIT_ZERO,    /* computed tensors and host-filled inputs */
-  INIT_CONST,   /* every cell = value */
-  INIT_VALUES,  /* literal cells in memory order (batch, output, input) */
-  INIT_RANGE,   /* 0, 1, 2, ... in memory order */
-  INIT_UNIFORM, /* threefry4x32 uniform [0,1), from the init seed */
-  INIT_FILE,    /* raw little-endian float32 values from path */
-  INIT_EXPR,    /* an initializer expression: a per-cell postfix program (InitOp) */
-} InitKind;
-
-/* One step of an initializer program, evaluated by `init` at every cell i of the
- * tensor with a stack: leaves push, IO_PRIM pops its arity and pushes the result.
- * Random leaves are numbered in program order (their threefry sub-stream); the fans
- * are the tensor's own (products of its input resp. output dims), known after
- * inference and written into the model as constants. */
-typedef enum InitOpKind {
-  IO_CONST,   /* value */
-  IO_RANGE,   /* i */
-  IO_VALUES,  /* values[i % nvalues] */
-  IO_UNIFORM, /* uniform [0,1) */
-  IO_NORMAL,  /* standard normal */
-  IO_FAN_IN,
-  IO_FAN_OUT,
-  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
-} InitOpKind;
-
-typedef struct InitOp {
-  InitOpKind kind;
-  double value;
-  const double *values;
-  int nvalues;
-  PrimOp op;
-} InitOp;
 
 typedef struct Init {
   InitKind kind;
@@ -165,7 +130,7 @@ typedef struct Buf {
 } Buf;
 
 /* The right-hand side of an assignment: a small expression tree of primitive ops
- * evaluated at every point of the iteration space (seed: Accum_binop/Accum_unop,
+ * evaluated at every point of the iteration space (OCANNL's Accum_binop/Accum_unop,
  * generalized so that e.g. a max-pool gradient `where (eq (v1, v), g, 0.)` needs no
  * intermediate tensor). Leaves are tensor operands (indexed through a slot of the
  * assignment's UpdateStep), compile-time constants, or index symbol values. */
@@ -230,7 +195,7 @@ typedef struct AxisIndex {
   IndexSym *sym;
 } AxisIndex;
 
-/* The projections of an UpdateStep (seed: Indexing.projections). */
+/* The projections of an UpdateStep (doc/inference.md, "Projections"). */
 struct Projections {
   int niters;
   int *iter_size;    /* the product space: size of each iterator */
@@ -239,6 +204,19 @@ struct Projections {
   AxisIndex *idx[4]; /* per slot, per axis in memory order (batch, output, input) */
 };
 
+/* Constructors (src/graph_build.c): every graph node is made by one of these, from the
+ * arena the graph lives in. A terminal tensor (kind != TK_OP) gets its LOGIC_TERMINAL
+ * step at once; a computed one gets its step from the operation that makes it. */
+Tensor *graph_tensor(Arena *a, Graph *g, TensorKind kind, Loc loc);
+UpdateStep *graph_step(Arena *a, Graph *g, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc);
+/* Adds name (an alias when t already has one) to g's name table. */
+void graph_name(Arena *a, Graph *g, const char *name, Tensor *t);
+AExpr *ae_buf(Arena *a, Tensor *t, bool grad, int slot);
+AExpr *ae_const(Arena *a, double x);
+AExpr *ae_op(Arena *a, PrimOp op, AExpr *x, AExpr *y, AExpr *z);
+Asgn *asgn_new(Arena *a, Tensor *lhs, bool grad, int lhs_slot, PrimOp accum, bool init, AExpr *rhs,
+               UpdateStep *step, Loc loc);
+
 /* The forward code of t's subgraph, in creation order (parameters, terms and constants
  * have none): what `t.forward` denotes and `--call T.forward` runs (src/graph_code.c). */
 void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
@@ -246,16 +224,9 @@ void graph_forward_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
  * tensors in reverse creation order (`t.backprop`; empty if t is not differentiable). */
 void graph_backprop_code(Arena *a, const Graph *g, const Tensor *t, Code *out);
 
-/* What a tensor is for (the metadata's `role` lines, tdsl_tensor_info.role): a
- * parameter; a gradient (a grad buffer, never a Tensor's own role); optimizer state (a
- * %cd-declared tensor that code updates from its own previous value, such as a momentum);
- * a host input (a %cd-declared tensor no code writes); a constant; or an intermediate. */
-typedef enum TensorRole {
-  ROLE_INTERMEDIATE, ROLE_PARAM, ROLE_GRAD, ROLE_OPTIMIZER, ROLE_INPUT, ROLE_CONST
-} TensorRole;
-/* The role of each tensor's value, by tensor id (src/graph_role.c). */
+/* The role (TensorRole, runtime/tdsl_abi.h) of each tensor's value, by tensor id
+ * (src/graph_role.c). */
 char *graph_roles(Arena *a, const Graph *g);
-const char *role_name(TensorRole r);
 
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);

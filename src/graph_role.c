@@ -58,8 +58,3 @@ char *graph_roles(Arena *a, const Graph *g) {
   }
   return role;
 }
-
-const char *role_name(TensorRole r) {
-  static const char *const names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
-  return r >= 0 && r <= ROLE_CONST ? names[r] : "intermediate";
-}

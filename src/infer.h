@@ -1,4 +1,4 @@
-/* infer.h: shape inference internals (seed shape-inference.md), shared by
+/* infer.h: shape inference internals (doc/inference.md), shared by
  *   src/infer_row.c    dims, rows, constraints, the solver and its closing stages
  *   src/infer_logic.c  constraints per UpdateStep (LogicKind), Tensor.shape, errors
  *   src/infer_proj.c   projections per UpdateStep
@@ -47,7 +47,7 @@ struct DimNode {
                        over, so closing a bound below it to 1 is not arbitrary */
   Origin origin;    /* who fixed the size (roots with d > 0) or created the variable */
   const Origin *result_only; /* an einsum result axis no argument has: closing it to the
-                                default 1 is an error (LANGUAGE.md 9.13) */
+                                default 1 is an error (tdsl(7), SHAPES AND INFERENCE) */
   const Origin *lonely;      /* an einsum axis of one argument only: named when a
                                 parameter dimension below it stays undetermined */
   PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
@@ -175,7 +175,46 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) __attribu
 
 /* Derives the constraints of every UpdateStep of g (infer_logic.c) and solves them,
  * stages 1-7; fills s->infos. Used by infer_shapes and, again from scratch (fresh
- * projection identities, seed "derive_projections"), by infer_projections. */
+ * projection identities, doc/inference.md "Projections"), by infer_projections. */
 bool infer_solve(Solver *s, Graph *g);
+
+/* Projection classes (infer_proj.c): a union-find over the axes a step pairs. ORDER:
+ * priority; a class is indexed by the strongest kind among its members (an iterator
+ * unless something fixes it). */
+typedef enum ClassKind {
+  CL_ITER,   /* a loop iterator */
+  CL_FIXED,  /* a fixed index (spec digit, or a broadcast dimension-1 axis: 0) */
+  CL_AFFINE, /* a convolution input: stride * output + dilation * kernel + offset */
+  CL_SYM,    /* the sliced batch axis: the step's index symbol */
+} ClassKind;
+
+typedef struct ProjNode {
+  DimNode *dim;
+  int parent;
+  int ns;          /* the namespace the node was made in (pc_node), for pc_reset */
+  /* at a class root: */
+  ClassKind kind;
+  int fixed;       /* CL_FIXED */
+  Constraint *aff; /* CL_AFFINE: its C_CONV */
+  int iter;        /* CL_ITER: iterator number once numbered, else -1 */
+  int size;        /* the largest member dimension */
+} ProjNode;
+
+typedef struct ProjCtx {
+  Solver *s;
+  int *local;     /* (namespace + 1, DimNode id) -> node index + 1 (0: none) */
+  int ndims;
+  ProjNode *node;
+  int n, cap;
+  int ns[4];      /* per slot of the current step: its namespace (-1: the shared one) */
+} ProjCtx;
+
+void pc_init(ProjCtx *p, Solver *s); /* after solving: sized by s->dims */
+void pc_free(ProjCtx *p);
+int pc_node(ProjCtx *p, int slot, DimNode *d); /* slot -1: a spec axis */
+int pc_find(ProjCtx *p, int i);
+void pc_union(ProjCtx *p, int a, int b);
+/* Marks i's class as kind k unless it already has that kind or a stronger one. */
+void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff);
 
 #endif

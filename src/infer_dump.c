@@ -1,4 +1,4 @@
-/* infer_dump.c: --dump-shapes (CLI.md, fixed format) and --dump-projections.
+/* infer_dump.c: --dump-shapes (tdslc(1), OUTPUT FORMATS: a fixed format) and --dump-projections.
  *
  * --dump-projections prints, per assignment (every tensor's forward then backprop
  * code, in creation order, then every exported routine), what an MLIR linalg.generic

@@ -1,5 +1,5 @@
-/* infer_logic.c: the constraints each operation contributes (seed shape-inference.md,
- * "Deriving the constraints": get_inequalities, einsum_slot_spec_to_dims_bio), stage 1
+/* infer_logic.c: the constraints each operation contributes (doc/inference.md,
+ * "Deriving the constraints"), stage 1
  * online in creation order, the closing stages, and Tensor.shape. */
 #include <stdint.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "infer.h"
 
-static const char *kind_name[3] = {"batch", "input", "output"};
+static const char *kind_name[3] = {[KIND_BATCH] = "batch", [KIND_OUTPUT] = "output", [KIND_INPUT] = "input"};
 
 typedef Row *RowTriple[3];
 
@@ -177,7 +177,7 @@ static bool arg_has_rowvar(const Spec *sp, int nargs, const char *name) {
   return false;
 }
 
-/* LANGUAGE.md 9.8: an operation creating its result cannot bind a row variable that no
+/* tdsl(7), SHAPES AND INFERENCE: an operation creating its result cannot bind a row variable that no
  * argument mentions (a %cd assignment to an existing tensor can: its shape binds it). */
 static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
   const Spec *sp = st->spec;
@@ -195,7 +195,7 @@ static bool check_result_rowvars(Logic *L, UpdateStep *st, int nargs) {
   return true;
 }
 
-/* LANGUAGE.md 9.13: the result axes of row `sr` that no argument has (names from
+/* tdsl(7), SHAPES AND INFERENCE: the result axes of row `sr` that no argument has (names from
  * `nargaxes` on in e) must get their size from another constraint. */
 static void mark_result_only(Logic *L, UpdateStep *st, SpecEnv *e, int nargaxes, SpecRow *sr) {
   for (int side = 0; side < 2; side++) {
@@ -287,7 +287,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
 static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
   Solver *s = L->s;
   Tensor *t = st->lhs, *a = st->rhs[0];
-  for (int k = KIND_INPUT; k <= KIND_OUTPUT; k++) {
+  for (int k = KIND_OUTPUT; k <= KIND_INPUT; k++) { /* the rows other than batch */
     Constraint *c = con_row_eq(s, trow(L, t, k), trow(L, a, k), st, row_what(s, t, k), row_what(s, a, k));
     c->slot1 = 0, c->slot2 = 1;
   }
@@ -318,9 +318,8 @@ static void terminal(Logic *L, UpdateStep *st) {
   if (n < 0 || (t->decl[0].given && t->decl[1].given && t->decl[2].given)) return;
   Row *rows[3];
   RowVar *carrier = NULL;
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   for (int k = 0; k < 3; k++) rows[k] = trow(L, t, k);
-  for (int i = 0; i < 3 && !carrier; i++) carrier = rows[order[i]]->var;
+  for (int k = 0; k < 3 && !carrier; k++) carrier = rows[k]->var; /* the first in memory order */
   con_total(L->s, rows, carrier, n, st,
             arena_printf(L->s->a, "%s (%s)", tname(L->s, t), t->init.kind == INIT_FILE ? t->init.path : "literal"));
 }
@@ -354,7 +353,7 @@ static void step_constraints(Logic *L, UpdateStep *st, StepInfo *info) {
 
 /* ---------------------------------------------------------------- driver */
 
-/* LANGUAGE.md 9.9: a bounded symbol must match the axis it slices; an unbounded one takes
+/* tdsl(7), SHAPES AND INFERENCE: a bounded symbol must match the axis it slices; an unbounded one takes
  * its size (then every slice with it must have that size). */
 static bool check_slices(Solver *s, Graph *g) {
   for (int i = 0; i < s->ninfos; i++) {
@@ -442,7 +441,7 @@ static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
   }
 }
 
-/* LANGUAGE.md 9.15: the backends index a tensor with 32-bit integers. */
+/* tdsl(7), SHAPES AND INFERENCE: the backends index a tensor with 32-bit integers. */
 static bool check_elems(Solver *s, Tensor *t) {
   long long n = 1;
   bool over = false;

@@ -1,4 +1,4 @@
-/* infer_proj.c: projection inference (seed shape-inference.md, "Projections inference").
+/* infer_proj.c: projection inference (doc/inference.md, "Projections").
  *
  * Shape inference is re-run from scratch (fresh identities), and every axis pairing
  * an operation's row constraints produced is kept with that operation (StepInfo.pairs),
@@ -13,27 +13,21 @@
 
 #include "infer.h"
 
-typedef enum { CL_ITER, CL_FIXED, CL_AFFINE, CL_SYM } ClassKind;
+void pc_init(ProjCtx *p, Solver *s) {
+  memset(p, 0, sizeof *p);
+  p->s = s;
+  p->ndims = s->dims.len + 1;
+  p->local = calloc((size_t)p->ndims * 5, sizeof *p->local);
+  for (int sl = 0; sl < 4; sl++) p->ns[sl] = -1;
+}
 
-typedef struct ProjCtx {
-  Solver *s;
-  int *local;      /* (slot + 1, DimNode id) -> local index + 1 (0: none) */
-  int ndims;
-  DimNode **nodes; /* local index -> node */
-  int *parent;
-  int n, cap;
-  /* per class root */
-  ClassKind *ck;
-  int *fixed;
-  Constraint **aff;
-  int *iter;       /* iterator number, -1 */
-  int *size;
-  int *slot;
-  int ns[4];       /* per slot of the current step: its namespace */
-} ProjCtx;
+void pc_free(ProjCtx *p) {
+  free(p->local);
+  free(p->node);
+}
 
-static int pc_find(ProjCtx *p, int i) {
-  while (p->parent[i] != i) i = p->parent[i] = p->parent[p->parent[i]];
+int pc_find(ProjCtx *p, int i) {
+  while (p->node[i].parent != i) i = p->node[i].parent = p->node[p->node[i].parent].parent;
   return i;
 }
 
@@ -41,66 +35,47 @@ static int pc_find(ProjCtx *p, int i) {
  * an equation share their axes, and then their projections. But a tensor in two slots
  * (`w * w`) must get distinct projections: a repeated tensor's slot has a namespace of
  * its own (p->ns; -1 is the shared one, also that of spec axes). */
-static int pc_node(ProjCtx *p, int slot, DimNode *d) {
-  slot = slot >= 0 && slot < 4 ? p->ns[slot] : -1;
-  int key = (slot + 1) * p->ndims + d->id;
+int pc_node(ProjCtx *p, int slot, DimNode *d) {
+  int ns = slot >= 0 && slot < 4 ? p->ns[slot] : -1;
+  int key = (ns + 1) * p->ndims + d->id;
   if (p->local[key]) return p->local[key] - 1;
   if (p->n == p->cap) {
     p->cap = p->cap ? p->cap * 2 : 64;
-    p->nodes = realloc(p->nodes, sizeof *p->nodes * (size_t)p->cap);
-    p->parent = realloc(p->parent, sizeof *p->parent * (size_t)p->cap);
-    p->ck = realloc(p->ck, sizeof *p->ck * (size_t)p->cap);
-    p->fixed = realloc(p->fixed, sizeof *p->fixed * (size_t)p->cap);
-    p->aff = realloc(p->aff, sizeof *p->aff * (size_t)p->cap);
-    p->iter = realloc(p->iter, sizeof *p->iter * (size_t)p->cap);
-    p->size = realloc(p->size, sizeof *p->size * (size_t)p->cap);
-    p->slot = realloc(p->slot, sizeof *p->slot * (size_t)p->cap);
+    p->node = realloc(p->node, sizeof *p->node * (size_t)p->cap);
   }
   int i = p->n++;
-  p->nodes[i] = d;
-  p->parent[i] = i;
-  p->ck[i] = CL_ITER;
-  p->fixed[i] = 0;
-  p->aff[i] = NULL;
-  p->iter[i] = -1;
-  p->size[i] = dim_size(d);
-  p->slot[i] = slot; /* the namespace, for pc_reset */
+  p->node[i] = (ProjNode){.dim = d, .parent = i, .ns = ns, .kind = CL_ITER, .iter = -1, .size = dim_size(d)};
   p->local[key] = i + 1;
   return i;
 }
 
-static void pc_union(ProjCtx *p, int a, int b) {
+void pc_union(ProjCtx *p, int a, int b) {
   a = pc_find(p, a), b = pc_find(p, b);
   if (a == b) return;
-  p->parent[b] = a;
-  /* the stronger kind wins: affine > sym > fixed > iterator */
-  if (p->ck[b] > p->ck[a] || (p->ck[b] == CL_AFFINE && p->ck[a] != CL_AFFINE)) {
-    p->ck[a] = p->ck[b];
-    p->fixed[a] = p->fixed[b];
-    p->aff[a] = p->aff[b];
-  }
-  if (p->size[b] > p->size[a]) p->size[a] = p->size[b];
+  ProjNode *ra = &p->node[a], *rb = &p->node[b];
+  rb->parent = a;
+  if (rb->kind > ra->kind) ra->kind = rb->kind, ra->fixed = rb->fixed, ra->aff = rb->aff;
+  if (rb->size > ra->size) ra->size = rb->size;
 }
 
-static void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) {
-  i = pc_find(p, i);
-  if (p->ck[i] >= k && p->ck[i] != CL_ITER) return;
-  p->ck[i] = k;
-  p->fixed[i] = fixed;
-  p->aff[i] = aff;
+void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) {
+  ProjNode *r = &p->node[pc_find(p, i)];
+  if (r->kind >= k && r->kind != CL_ITER) return;
+  r->kind = k;
+  r->fixed = fixed;
+  r->aff = aff;
 }
 
 static void pc_reset(ProjCtx *p) {
-  for (int i = 0; i < p->n; i++) p->local[(p->slot[i] + 1) * p->ndims + p->nodes[i]->id] = 0; /* slot: the namespace */
+  for (int i = 0; i < p->n; i++) p->local[(p->node[i].ns + 1) * p->ndims + p->node[i].dim->id] = 0;
   p->n = 0;
 }
 
 /* The axes of one slot in memory order (batch, output, input). */
 static int slot_axes(Solver *s, StepInfo *in, int slot, DimNode **out, int max) {
-  static const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   int n = 0;
-  for (int o = 0; o < 3; o++) {
-    Row *r = row_norm(s, in->slot_row[slot][order[o]]);
+  for (int k = 0; k < 3; k++) {
+    Row *r = row_norm(s, in->slot_row[slot][k]);
     for (int i = 0; i < r->nbeg && n < max; i++) out[n++] = r->beg[i];
     for (int i = 0; i < r->nend && n < max; i++) out[n++] = r->end[i];
   }
@@ -108,13 +83,13 @@ static int slot_axes(Solver *s, StepInfo *in, int slot, DimNode **out, int max) 
 }
 
 static int class_iter(ProjCtx *p, int cls, int *niters, PtrVec *sizes, Arena *a) {
-  cls = pc_find(p, cls);
-  if (p->ck[cls] != CL_ITER) return -1;
-  if (p->iter[cls] < 0) {
-    p->iter[cls] = (*niters)++;
-    vec_push(a, sizes, (void *)(intptr_t)(p->size[cls] > 0 ? p->size[cls] : 1));
+  ProjNode *r = &p->node[pc_find(p, cls)];
+  if (r->kind != CL_ITER) return -1;
+  if (r->iter < 0) {
+    r->iter = (*niters)++;
+    vec_push(a, sizes, (void *)(intptr_t)(r->size > 0 ? r->size : 1));
   }
-  return p->iter[cls];
+  return r->iter;
 }
 
 static void add_term(AxisIndex *ix, int coef, int iter) {
@@ -131,20 +106,20 @@ static void add_term(AxisIndex *ix, int coef, int iter) {
 
 /* Index of a class that is an iterator or a fixed position, scaled by coef. */
 static void add_class(ProjCtx *p, AxisIndex *ix, int cls, int coef, int *niters, PtrVec *sizes, Arena *a) {
-  cls = pc_find(p, cls);
-  if (p->ck[cls] == CL_FIXED) ix->offset += coef * p->fixed[cls];
-  else if (p->ck[cls] == CL_ITER) add_term(ix, coef, class_iter(p, cls, niters, sizes, a));
+  ProjNode *r = &p->node[pc_find(p, cls)];
+  if (r->kind == CL_FIXED) ix->offset += coef * r->fixed;
+  else if (r->kind == CL_ITER) add_term(ix, coef, class_iter(p, cls, niters, sizes, a));
 }
 
 static AxisIndex axis_index(ProjCtx *p, int cls, StepInfo *in, int *niters, PtrVec *sizes, Arena *a) {
   AxisIndex ix = {0};
   cls = pc_find(p, cls);
-  switch (p->ck[cls]) {
+  switch (p->node[cls].kind) {
   case CL_ITER: ix.nterms = 1, ix.coef[0] = 1, ix.iter[0] = class_iter(p, cls, niters, sizes, a); break;
-  case CL_FIXED: ix.offset = p->fixed[cls]; break;
+  case CL_FIXED: ix.offset = p->node[cls].fixed; break;
   case CL_SYM: ix.sym = in->step->sym; break;
   case CL_AFFINE: {
-    Constraint *c = p->aff[cls];
+    Constraint *c = p->node[cls].aff;
     int ker = dim_size(c->d3);
     add_class(p, &ix, pc_node(p, -1, c->d2), c->stride, niters, sizes, a);
     add_class(p, &ix, pc_node(p, -1, c->d3), c->dilation, niters, sizes, a);
@@ -213,15 +188,13 @@ bool infer_projections(Ctx *c, Graph *g) {
   bool ok = infer_solve(&s, g);
   solver_free(&s);
   if (!ok) return false;
-  ProjCtx p = {0};
-  p.s = &s;
-  p.ndims = s.dims.len + 1;
-  p.local = calloc((size_t)p.ndims * 5, sizeof *p.local);
+  ProjCtx p;
+  pc_init(&p, &s);
   for (int i = 0; i < g->steps.len; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
     StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;
     if (in) st->proj = step_projections(&p, in, &c->arena);
   }
-  free(p.local), free(p.nodes), free(p.parent), free(p.ck), free(p.fixed), free(p.aff), free(p.iter), free(p.size), free(p.slot);
+  pc_free(&p);
   return true;
 }

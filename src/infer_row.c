@@ -1,5 +1,5 @@
-/* infer_row.c: dimensions, rows and the constraint solver of shape inference (seed
- * shape-inference.md, "Solving the constraints"). See infer.h for the representation. */
+/* infer_row.c: dimensions, rows and the constraint solver of shape inference (doc/inference.md,
+ * "Solving"). See infer.h for the representation. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,7 +298,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
 
 /* Solves d := n (a size computed by a rule; the note points at the operation). */
 static Step set_dim(Solver *s, Constraint *c, DimNode *d, long long n, const char *why) {
-  if (n < 1 || n > INT32_MAX) { /* LANGUAGE.md 9.15: sizes are checked, never truncated */
+  if (n < 1 || n > INT32_MAX) { /* tdsl(7), SHAPES AND INFERENCE: sizes are checked, never truncated */
     solver_fail(s, c, "a dimension of %lld is out of range (1 to 2147483647) (%s)", n, what(why ? why : c ? c->what1 : NULL));
     return FAIL;
   }
@@ -570,7 +570,7 @@ static Step ineq_closed_cur(Solver *s, Constraint *c, DimNode **C, int n, Row *S
   }
 }
 
-/* cur >= subr (seed: solve_row_ineq). Rewritten in part for issue 10 item 1: when one
+/* cur >= subr. Rewritten in part for issue 10 item 1: when one
  * side is closed, the other is aligned level by level of its structure (see
  * ineq_closed_subr), not as its flattened normal form. */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
@@ -751,7 +751,7 @@ static char *constrained_dims(Solver *s) {
   return mark;
 }
 
-/* Two different sizes above a variable force it to 1 (seed: only one LUB > 1). */
+/* Two different sizes above a variable force it to 1 (a dimension broadcasts only from 1). */
 static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
   bounds_index(s);
@@ -899,7 +899,7 @@ static void fail_param(Solver *s, DimNode *d) {
   if (d->origin.what && d->origin.what[0]) diag_note(s->diag, t->loc, "declare it, e.g. with o = [ ... ] or i = [ ... ]");
 }
 
-/* A parameter's output row that nothing bounds would close to no axes (LANGUAGE.md 9.3:
+/* A parameter's output row that nothing bounds would close to no axes (tdsl(7), SHAPES AND INFERENCE:
  * an error naming the parameter; a tensor's output row is never empty by default). */
 static void fail_param_row(Solver *s, RowVar *v) {
   if (!param_fail_begin(s)) return;
@@ -910,7 +910,7 @@ static void fail_param_row(Solver *s, RowVar *v) {
 }
 
 /* Whether r or a variable above it (transitively) met a dimension-1 axis: then 1 is
- * what the program says (e.g. w3's output in LANGUAGE.md section 8, broadcast with
+ * what the program says (e.g. w3's output in the moons example of tdsl(7), broadcast with
  * moons_class's 1), not a guess. */
 static bool meets_one_rec(Solver *s, DimNode *r) {
   if (r->meets_one) return true;

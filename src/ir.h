@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "ops.h"
+#include "tdsl_abi.h"
 
 /* One term of an affine form: coef * var (var >= 0: loop variable; var < 0: the index
  * symbol number -1 - var). */
@@ -30,13 +31,13 @@ typedef struct Aff {
 typedef enum Elem { ELEM_F32, ELEM_F64 } Elem;
 
 typedef struct IrInit {
-  int kind;           /* InitKind (graph.h) */
+  InitKind kind;
   double value;
   const double *values;
   int nvalues;
   const char *path;
   long long file_elems;
-  const struct InitOp *ops; /* INIT_EXPR: the program (graph.h) */
+  const InitOp *ops;  /* INIT_EXPR: the program (ops.h) */
   int nops;
 } IrInit;
 
@@ -46,11 +47,11 @@ typedef struct IrBuf {
   Elem elem;
   long size;          /* number of cells (>= 1) */
   int rank;
-  int nk[3];          /* axes per kind: batch, output, input (memory order) */
+  int nk[NKINDS];     /* axes per kind (KIND_*, memory order) */
   int *dims;          /* rank dims, memory order */
   const char **labels;/* rank labels (NULL entries when unlabeled) */
   int tensor_id;      /* seeds the uniform stream */
-  int role;           /* TensorRole (graph.h): printed as the metadata's `role` line */
+  TensorRole role;    /* printed as the metadata's `role` line */
   IrInit init;
 } IrBuf;
 
@@ -85,6 +86,12 @@ typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERN
 
 typedef struct Stmt Stmt;
 
+/* A bound condition for padding: 0 <= aff < ext. */
+typedef struct Guard {
+  Aff aff;
+  long ext;
+} Guard;
+
 /* S_KERNEL (made only by the schedule pass, src/schedule.h): a contraction
  *   for i < ext[0], j < ext[1]: dst(i,j) += sum over k < ext[2] of A(i,k) * B(k,j)
  * where `store` is `dst =add mul(x, y)` with A = argument a_arg of the mul (it does not
@@ -103,13 +110,12 @@ typedef struct Kernel {
   int mr, nr, vw;
   int kc, mc, nc;
   bool parallel; /* rows (whole mr tiles) may be split among threads */
+  /* padding guards 0 <= i + rest < ext (rest: other variables, never j or k): only the
+   * rows i where all hold run (a padded convolution's spatial axis) */
+  int nrow_guards;
+  Guard *row_guards;
 } Kernel;
 
-/* A bound condition for padding: 0 <= aff < ext. */
-typedef struct Guard {
-  Aff aff;
-  long ext;
-} Guard;
 
 struct Stmt {
   StmtKind kind;

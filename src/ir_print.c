@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
 #include "ir.h"
 
 static void var_name(FILE *out, int var, const IrModule *m) {
@@ -99,6 +98,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
               k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
               k->a_arg + 1);
       if (k->parallel) fputs(" parallel", out);
+      for (int g = 0; g < k->nrow_guards; g++) {
+        fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
+        aff_print(out, &k->row_guards[g].aff, m);
+        fprintf(out, " < %ld", k->row_guards[g].ext);
+      }
       fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);
@@ -265,7 +269,7 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %s", b->labels[k] ? b->labels[k] : "-");
     fprintf(o, "\nat %d %ld\n", i, l.buf_off[i]);
-    fprintf(o, "role %d %s\n", i, role_name((TensorRole)b->role));
+    fprintf(o, "role %d %s\n", i, tdsl_role_name((tdsl_role)b->role));
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
     case INIT_VALUES:

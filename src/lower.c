@@ -57,18 +57,17 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
             : l->dbl ? ELEM_F64 : ELEM_F32;
   b->tensor_id = t->id;
   b->role = grad ? ROLE_GRAD : l->role[t->id];
-  const int order[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT};
   b->size = 1;
   if (t->shape.solved) {
-    for (int k = 0; k < 3; k++) b->rank += t->shape.n[order[k]];
+    for (int k = 0; k < 3; k++) b->rank += t->shape.n[k];
     b->dims = ANEWN(l->a, int, b->rank + 1);
     b->labels = ANEWN(l->a, const char *, b->rank + 1);
     int r = 0;
     for (int k = 0; k < 3; k++) {
-      b->nk[k] = t->shape.n[order[k]];
-      for (int i = 0; i < t->shape.n[order[k]]; i++) {
-        b->dims[r] = t->shape.dims[order[k]][i].d;
-        b->labels[r] = t->shape.dims[order[k]][i].label;
+      b->nk[k] = t->shape.n[k];
+      for (int i = 0; i < t->shape.n[k]; i++) {
+        b->dims[r] = t->shape.dims[k][i].d;
+        b->labels[r] = t->shape.dims[k][i].label;
         b->size *= b->dims[r];
         r++;
       }
@@ -139,6 +138,8 @@ static void aff_normalize(Aff *f) {
       f->t[k - 1] = t;
     }
 }
+
+enum { MAX_NEST_ITERS = 64 }; /* iterators of one assignment (tiling adds two loops) */
 
 typedef struct Nest {
   const Projections *p;
@@ -283,13 +284,13 @@ static bool key_outer(IterKey a, IterKey b) {
 }
 
 static void loop_order(int niters, int base, PtrVec *accs, int *order) {
-  IterKey key[64];
-  for (int v = 0; v < niters && v < 64; v++) key[v] = (IterKey){LONG_MAX, 0, 0};
+  IterKey key[MAX_NEST_ITERS];
+  for (int v = 0; v < niters && v < MAX_NEST_ITERS; v++) key[v] = (IterKey){LONG_MAX, 0, 0};
   for (int i = 0; i < accs->len; i++) {
     const Access *a = accs->items[i];
     for (int k = 0; k < a->flat.n; k++) {
       int v = a->flat.t[k].var - base;
-      if (v < 0 || v >= niters || v >= 64) continue;
+      if (v < 0 || v >= niters || v >= MAX_NEST_ITERS) continue;
       long c = labs(a->flat.t[k].coef);
       if (c < key[v].min) key[v].min = c;
       key[v].sum += c;
@@ -347,16 +348,77 @@ static void pick_tile(const int *act, int nact, const PtrVec *accs, const long *
   }
 }
 
+/* One loop of a nest: var over [0, ext); tile_var >= 0: the loop over var's tiles. */
+typedef struct NestLoop {
+  int var;
+  long ext;
+  int tile_var;
+} NestLoop;
+
+/* The loops of n, outermost first: size-1 iterators get none (loop_order decides the
+ * rest); a transpose-like pair (pick_tile) is tiled: tile(q) tile(p) q p innermost. */
+static int nest_loops(IrFunc *f, Nest *n, PtrVec *accs, NestLoop *loops) {
+  const Projections *p = n->p;
+  int order[MAX_NEST_ITERS], act[MAX_NEST_ITERS], nact = 0;
+  loop_order(p->niters, n->base, accs, order);
+  for (int i = 0; i < p->niters; i++)
+    if (p->iter_size[order[i]] != 1) act[nact++] = n->base + order[i];
+  int tp = -1, tq = -1;
+  pick_tile(act, nact, accs, n->var_ext, &tp, &tq);
+  int nl = 0;
+  for (int i = 0; i < nact; i++)
+    if (act[i] != tp && act[i] != tq) loops[nl++] = (NestLoop){act[i], n->var_ext[act[i]], -1};
+  if (tp >= 0) {
+    int vq = f->nvars++, vp = f->nvars++;
+    loops[nl++] = (NestLoop){vq, (n->var_ext[tq] + TILE - 1) / TILE, -1};
+    loops[nl++] = (NestLoop){vp, (n->var_ext[tp] + TILE - 1) / TILE, -1};
+    loops[nl++] = (NestLoop){tq, n->var_ext[tq], vq};
+    loops[nl++] = (NestLoop){tp, n->var_ext[tp], vp};
+  }
+  return nl;
+}
+
+static void push_comment(L *l, PtrVec *body, const char *text) {
+  Stmt *c = new_stmt(l, S_COMMENT);
+  c->text = text;
+  vec_push(l->a, body, c);
+}
+
+/* The store dst[...] =accum rhs; every access it makes (dst first) goes into accs. */
+static Stmt *lower_store(L *l, Nest *n, const Asgn *as, PtrVec *accs) {
+  Stmt *st = new_stmt(l, S_STORE);
+  st->what = asgn_what(l, as);
+  st->dst = make_access(l, n, buf_of(l, as->lhs), as->lhs_slot, as->loc);
+  vec_push(l->a, accs, &st->dst);
+  st->accum = as->accum;
+  st->val = lower_expr(l, n, as->rhs, accs, as->loc);
+  return st;
+}
+
+/* s under an `if` of the guards, if any. */
+static Stmt *guarded(L *l, Stmt *s, const PtrVec *guards) {
+  if (!guards->len) return s;
+  Stmt *g = new_stmt(l, S_IF);
+  g->nguards = guards->len;
+  g->guards = ANEWN(l->a, Guard, guards->len);
+  for (int i = 0; i < guards->len; i++) g->guards[i] = *(Guard *)guards->items[i];
+  vec_push(l->a, &g->body, s);
+  return g;
+}
+
+/* An assignment: [fill the lhs with the neutral element,] a comment naming it, and a
+ * perfect nest over its step's iteration space whose innermost loop holds the
+ * (guarded) store. The CUDA backend maps such nests onto threads, and gcc unswitches
+ * what it can. */
 static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
   if (as->kind == ASGN_COMMENT) {
-    Stmt *s = new_stmt(l, S_COMMENT);
-    s->text = as->comment ? as->comment : "";
-    vec_push(l->a, body, s);
+    push_comment(l, body, as->comment ? as->comment : "");
     return;
   }
   const Projections *p = as->step ? as->step->proj : NULL;
-  if (!p) {
-    diag_error(l->d, as->loc, "internal error: assignment has no projections");
+  if (!p || p->niters > MAX_NEST_ITERS) {
+    if (p) diag_error(l->d, as->loc, "internal error: more than %d iterators", MAX_NEST_ITERS);
+    else diag_error(l->d, as->loc, "internal error: assignment has no projections");
     l->ok = false;
     return;
   }
@@ -366,62 +428,21 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
   for (int i = 0; i < p->niters; i++) n.var_ext[n.base + i] = p->iter_size[i];
 
   PtrVec accs = {0};
-  Stmt *st = new_stmt(l, S_STORE);
-  st->what = asgn_what(l, as);
-  st->dst = make_access(l, &n, buf_of(l, as->lhs), as->lhs_slot, as->loc);
-  vec_push(l->a, &accs, &st->dst);
-  st->accum = as->accum;
-  st->val = lower_expr(l, &n, as->rhs, &accs, as->loc);
-
+  Stmt *st = lower_store(l, &n, as, &accs);
   if (as->init_neutral) {
     Stmt *fill = new_stmt(l, S_FILL);
     fill->buf = st->dst.buf;
     fill->value = op_neutral(as->accum);
     vec_push(l->a, body, fill);
   }
-  /* A comment naming the assignment, so --dump-ir reads like the source. */
-  Stmt *c = new_stmt(l, S_COMMENT);
-  c->text = st->what;
-  vec_push(l->a, body, c);
+  push_comment(l, body, st->what); /* so that --dump-ir reads like the source */
 
   PtrVec guards = {0};
   for (int i = 0; i < accs.len; i++) add_guards(l, &n, accs.items[i], &guards);
-  int order[64];
-  if (p->niters > 64) {
-    diag_error(l->d, as->loc, "internal error: more than 64 iterators");
-    l->ok = false;
-    return;
-  }
-  loop_order(p->niters, n.base, &accs, order);
-  int act[64], nact = 0; /* loop variables, outermost first */
-  for (int i = 0; i < p->niters; i++)
-    if (p->iter_size[order[i]] != 1) act[nact++] = n.base + order[i];
-  int tp = -1, tq = -1;
-  pick_tile(act, nact, &accs, n.var_ext, &tp, &tq);
-  /* The nest, outermost first: loops[k] binds var[k] (tiled: tile[k] through tvar[k]). */
-  int nl = 0, var[68], tvar[68];
-  long ext[68];
-  for (int i = 0; i < nact; i++)
-    if (act[i] != tp && act[i] != tq) var[nl] = act[i], ext[nl] = n.var_ext[act[i]], tvar[nl++] = -1;
-  if (tp >= 0) { /* ... tile(q) tile(p) q p */
-    int vq = f->nvars++, vp = f->nvars++;
-    var[nl] = vq, ext[nl] = (n.var_ext[tq] + TILE - 1) / TILE, tvar[nl++] = -1;
-    var[nl] = vp, ext[nl] = (n.var_ext[tp] + TILE - 1) / TILE, tvar[nl++] = -1;
-    var[nl] = tq, ext[nl] = n.var_ext[tq], tvar[nl++] = vq;
-    var[nl] = tp, ext[nl] = n.var_ext[tp], tvar[nl++] = vp;
-  }
-  /* A perfect nest: the guards (if any) wrap the store inside the innermost loop. The
-   * CUDA backend maps such nests onto threads, and gcc unswitches what it can. */
-  Stmt *inner = st;
-  if (guards.len) {
-    Stmt *g = new_stmt(l, S_IF);
-    g->nguards = guards.len;
-    g->guards = ANEWN(l->a, Guard, guards.len);
-    for (int i = 0; i < guards.len; i++) g->guards[i] = *(Guard *)guards.items[i];
-    vec_push(l->a, &g->body, st);
-    inner = g;
-  }
-  for (int d = nl - 1; d >= 0; d--) inner = new_loop(l, var[d], ext[d], tvar[d], inner);
+  NestLoop loops[MAX_NEST_ITERS + 2];
+  int nl = nest_loops(f, &n, &accs, loops);
+  Stmt *inner = guarded(l, st, &guards);
+  for (int d = nl - 1; d >= 0; d--) inner = new_loop(l, loops[d].var, loops[d].ext, loops[d].tile_var, inner);
   vec_push(l->a, body, inner);
 }
 

@@ -1,4 +1,4 @@
-/* main.c: the tdslc driver: command line (CLI.md), then the pipeline
+/* main.c: the tdslc driver: command line (tdslc(1)), then the pipeline
  *   parse -> stage -> infer shapes -> infer projections -> lower -> backend,
  * stopping at the stage a --dump-* option asks for. */
 #include <errno.h>
@@ -210,11 +210,28 @@ static JitOpts jit_opts(Ctx *c) {
   return o;
 }
 
+/* -o, else <model>.EXT (EXT NULL: so, or o with -c). */
+static const char *out_path(Ctx *c, const char *ext) {
+  if (c->opt.output) return c->opt.output;
+  return arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext ? ext : c->opt.object ? "o" : "so");
+}
+
+static CudaOpts cuda_opts(Ctx *c) {
+  Options *o = &c->opt;
+  CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
+                 .header = o->emit_header, .model = ctx_model_name(c)};
+  co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
+  if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
+  return co;
+}
+
 /* --run: compiled in memory by the chosen backend, then run through the runtime. */
 static int run_in_process(Ctx *c, IrModule *m) {
   JitOpts jo = jit_opts(c);
+  CudaOpts co = cuda_opts(c);
   gcc_jit_context *jc = NULL;
-  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(c, m, &jc) : jit_compile_mem(&c->arena, m, &jo, &jc);
+  gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(&c->arena, m, &co, &jc)
+                                                     : jit_compile_mem(&c->arena, m, &jo, &jc);
   if (!r) return 1;
   int rc = run_jit_result(c, r);
   gcc_jit_result_release(r);
@@ -259,8 +276,10 @@ static int generate(Ctx *c, Graph *g) {
   }
   /* --backend=cuda: its own code generator (backends/cuda/); --run goes through run_in_process. */
   bool cuda = o->backend == BACKEND_CUDA || o->action == ACT_EMIT_CUDA || o->action == ACT_EMIT_PTX;
-  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C)
-    return cuda_backend(c, m, ctx_model_base(c));
+  if (cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C) {
+    CudaOpts co = cuda_opts(c);
+    return cuda_backend(&c->arena, m, &co);
+  }
   if (cuda && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
@@ -273,10 +292,10 @@ static int generate(Ctx *c, Graph *g) {
   case ACT_CHECK: return check_model(c, m);
   default: break;
   }
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), o->object ? "o" : "so");
   JitOpts jo = jit_opts(c);
   jo.arch = jit_host_arch(&c->arena);
   const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
+  const char *out = out_path(c, NULL);
   const char *entry = key ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
   if (entry) {
     CacheResult r = cache_fetch(entry, out);
@@ -326,9 +345,7 @@ static int run(Ctx *c) {
   }
   int rc = generate(c, g);
   if (rc || !c->opt.md) return rc;
-  const Options *o = &c->opt;
-  const char *ext = o->action == ACT_EMIT_PTX ? "ptx" : o->object ? "o" : "so";
-  return write_depfile(c, o->output ? o->output : arena_printf(&c->arena, "%s.%s", ctx_model_base(c), ext));
+  return write_depfile(c, out_path(c, c->opt.action == ACT_EMIT_PTX ? "ptx" : NULL));
 }
 
 int main(int argc, char **argv) {

@@ -62,7 +62,7 @@ double op_neutral(PrimOp accum) {
   }
 }
 
-/* Integer powers by repeated squaring, as the seed's ToPowOf special case. */
+/* Integer powers by repeated squaring (as OCANNL special-cases ToPowOf). */
 static double int_pow(double x, long long n) {
   bool neg = n < 0;
   unsigned long long k = neg ? -(unsigned long long)n : (unsigned long long)n;

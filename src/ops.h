@@ -1,5 +1,5 @@
-/* ops.h: the primitive numeric operations (seed syntax-extensions.txt, tables of
- * unary/binary/ternary primitives and interpret_unop/binop/ternop). The C core knows
+/* ops.h: the primitive numeric operations (OCANNL's unary,
+ * binary and ternary primitives). The C core knows
  * only these; every user-visible tensor operation is defined in the .tdsl prelude. */
 #ifndef TDSL_OPS_H
 #define TDSL_OPS_H
@@ -35,5 +35,29 @@ int op_by_infix(const char *infix);
 double op_neutral(PrimOp accum);
 /* Reference semantics, exactly interpret_unop/binop/ternop. Used by tests and folding. */
 double op_eval(PrimOp op, double a, double b, double c);
+
+/* One step of an initializer program, evaluated by `init` at every cell i of the
+ * tensor with a stack: leaves push, IO_PRIM pops its arity and pushes the result.
+ * Random leaves are numbered in program order (their threefry sub-stream); the fans
+ * are the tensor's own (products of its input resp. output dims), known after
+ * inference and written into the model as constants. */
+typedef enum InitOpKind {
+  IO_CONST,   /* value */
+  IO_RANGE,   /* i */
+  IO_VALUES,  /* values[i % nvalues] */
+  IO_UNIFORM, /* uniform [0,1) */
+  IO_NORMAL,  /* standard normal */
+  IO_FAN_IN,
+  IO_FAN_OUT,
+  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
+} InitOpKind;
+
+typedef struct InitOp {
+  InitOpKind kind;
+  double value;
+  const double *values;
+  int nvalues;
+  PrimOp op;
+} InitOp;
 
 #endif

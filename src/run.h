@@ -1,5 +1,5 @@
 /* run.h: --run (src/run.c): runs a model compiled in memory and prints the tensors
- * --print names (CLI.md); the driver compiles it with the chosen backend. */
+ * --print names (tdslc(1), "Printed tensors"); the driver compiles it with the chosen backend. */
 #ifndef TDSL_RUN_H
 #define TDSL_RUN_H
 

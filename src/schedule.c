@@ -33,6 +33,13 @@ Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n) {
   return r;
 }
 
+static bool aff_same(const Aff *a, const Aff *b) {
+  if (a->off != b->off || a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef) return false;
+  return true;
+}
+
 static bool has_symbol(const Access *acc) {
   for (int i = 0; i < acc->flat.n; i++)
     if (acc->flat.t[i].var < 0) return true;
@@ -44,9 +51,12 @@ static bool has_symbol(const Access *acc) {
 
 /* Every axis index of acc stays in its extent over the loops (var_ext per variable):
  * the kernel reads and writes without guards or checks. */
-static bool in_bounds(const Access *acc, const IrModule *m, const long *var_ext) {
+static bool in_bounds(const Access *acc, const IrModule *m, const long *var_ext, const Guard *g, int ng) {
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
+    bool guarded = false; /* a guard keeps this axis in range */
+    for (int k = 0; k < ng; k++) guarded |= g[k].ext == b->dims[ax] && aff_same(&g[k].aff, &acc->axis[ax]);
+    if (guarded) continue;
     long lo, hi;
     aff_range(&acc->axis[ax], var_ext, &lo, &hi);
     if (lo < 0 || hi >= b->dims[ax]) return false;
@@ -102,6 +112,11 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   int nl;
   Stmt *st = perfect_nest(nest, loops, &nl);
   memset(c, 0, sizeof *c);
+  if (st && st->kind == S_IF && st->body.len == 1) {
+    c->nguards = st->nguards;
+    c->guards = st->guards;
+    st = st->body.items[0];
+  }
   if (!st || st->kind != S_STORE || st->accum != OP_ADD) return false;
   const IrExpr *v = st->val;
   if (v->kind != X_OP || v->op != OP_MUL || v->a[0]->kind != X_LOAD || v->a[1]->kind != X_LOAD) return false;
@@ -114,7 +129,7 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   bool ok = true;
   Elem el = VEC_AT(m->bufs, IrBuf, acc[0]->buf)->elem;
   for (int i = 0; i < 3 && ok; i++) {
-    ok = !has_symbol(acc[i]) && in_bounds(acc[i], m, var_ext) && VEC_AT(m->bufs, IrBuf, acc[i]->buf)->elem == el;
+    ok = !has_symbol(acc[i]) && in_bounds(acc[i], m, var_ext, c->guards, c->nguards) && VEC_AT(m->bufs, IrBuf, acc[i]->buf)->elem == el;
     if (i) ok = ok && acc[i]->buf != acc[0]->buf;
   }
   free(var_ext);
@@ -126,6 +141,10 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   for (int l = 0; l < nl; l++)
     if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
   if (!pick_roles(c, real, nr, acc)) return false;
+  for (int g = 0; g < c->nguards; g++) { /* on j or k, or i scaled: not a clipped row range */
+    const Aff *f = &c->guards[g].aff;
+    if (aff_coef(f, c->j) || aff_coef(f, c->k) || (aff_coef(f, c->i) != 0 && aff_coef(f, c->i) != 1)) return false;
+  }
   c->store = st;
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
@@ -169,6 +188,21 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   s->kern = k;
   s->what = c->store->what;
   Stmt *inner = s;
+  int nif = 0;
+  k->row_guards = ANEWN(a, Guard, c->nguards + 1);
+  Guard *ifg = ANEWN(a, Guard, c->nguards + 1);
+  for (int g = 0; g < c->nguards; g++) {
+    if (aff_coef(&c->guards[g].aff, c->i)) k->row_guards[k->nrow_guards++] = c->guards[g];
+    else ifg[nif++] = c->guards[g];
+  }
+  if (nif) { /* the guards on outer variables only: around the kernel */
+    Stmt *g = ANEW(a, Stmt);
+    g->kind = S_IF;
+    g->nguards = nif;
+    g->guards = ifg;
+    vec_push(a, &g->body, s);
+    inner = g;
+  }
   for (int d = c->nouter - 1; d >= 0; d--) {
     inner = copy_loop(a, c->outer[d], inner);
     inner->tile_var = -1, inner->tile = 0;
@@ -270,12 +304,6 @@ static bool owns_axis(const Access *acc, int var) {
   return false;
 }
 
-static bool aff_same(const Aff *a, const Aff *b) {
-  if (a->off != b->off || a->n != b->n) return false;
-  for (int i = 0; i < a->n; i++)
-    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef) return false;
-  return true;
-}
 
 /* Does e read a cell of dst's buffer other than the one dst writes? */
 static bool reads_other_cell(const IrExpr *e, const Access *dst) {
@@ -299,9 +327,11 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
     if (loops[l]->tile_var == loops[0]->var) var = loops[l]->var;
   long points = 1;
   for (int l = 0; l < nl; l++) points *= loops[l]->ext;
-  const Stmt *st = in->kind == S_KERNEL ? in->kern->store : in;
-  if (in->kind == S_KERNEL) points *= in->kern->ext[0] * in->kern->ext[1] * in->kern->ext[2];
-  if (in->kind == S_IF && in->body.len == 1) st = in->body.items[0]; /* padding guards */
+  const Stmt *st = in->kind == S_IF && in->body.len == 1 ? in->body.items[0] : in; /* padding guards */
+  if (st->kind == S_KERNEL) {
+    points *= st->kern->ext[0] * st->kern->ext[1] * st->kern->ext[2];
+    st = st->kern->store;
+  }
   if (st->kind != S_STORE || points < (in->kind == S_KERNEL ? PAR_MIN_WORK : PAR_MIN_POINTS)) return nest;
   if (!owns_axis(&st->dst, var) || reads_other_cell(st->val, &st->dst)) return nest;
   Stmt *n = ANEW(a, Stmt);
@@ -313,7 +343,7 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
 /* A kernel outside any loop splits its rows among threads instead. */
 static void kernel_parallel(Kernel *k) {
   const Stmt *st = k->store;
-  k->parallel = k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK &&
+  k->parallel = !k->nrow_guards && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK &&
                 owns_axis(&st->dst, k->var[0]);
 }
 

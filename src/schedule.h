@@ -11,8 +11,9 @@
  *   (12 accumulators in the 16 ymm registers of AVX2) or, where the target has
  *   AVX-512, 12 x 2 (24 of 32 zmm registers). Packing reads the
  *   operands through their affine indices, so any constant strides work; edge tiles are
- *   zero-padded in the panels and stored cell by cell. Kept naive: padding guards,
- *   index symbols (bounds not static), an operand that is also the target, mixed
+ *   zero-padded in the panels and stored cell by cell. Padding guards of a padded
+ *   convolution become an `if` on the outer loops and a clipped row range. Kept naive:
+ *   guards on the n or k dimension, index symbols (bounds not static), an operand that is also the target, mixed
  *   element types, and small problems (packing would cost more than it saves).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
@@ -56,11 +57,13 @@ typedef struct Contraction {
   long m, n, kext;  /* their extents */
   int nouter;       /* the nest's other loops, outermost first (tile loops removed) */
   Stmt *outer[64];
+  int nguards;      /* padding guards of the store: on i alone (coefficient 1, with */
+  Guard *guards;    /* outer variables) clip the rows; on outer variables only, an if */
 } Contraction;
 
 /* Recognizes a contraction in the loop nest `nest` (an S_LOOP). False when it is not
- * one or has something a kernel does not handle (guards, symbols in an index, an
- * operand that is the target, mixed element types). */
+ * one or has something a kernel does not handle (a guard on j or k, symbols in an
+ * index, an operand that is the target, mixed element types). */
 bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *out);
 
 /* The vector width of the machine running the compiler (the JIT's target). */

@@ -1,5 +1,5 @@
-/* spec.h: the generalized einsum spec language (LANGUAGE.md section 7, seed
- * syntax-extensions.txt). Spec strings are parsed at compile time by their own
+/* spec.h: the generalized einsum spec language (tdsl(7), EINSUM
+ * SPECS). Spec strings are parsed at compile time by their own
  * re2c lexer and Bison grammar (grammar/spec.re, grammar/spec.y).
  *
  *   spec   := slot ("=>" slot)            unary:  rhs => lhs
@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "base.h"
+#include "tdsl_abi.h" /* KIND_*: spec_slot_row */
 
 typedef enum SpecAxisKind {
   AX_VAR,         /* a named axis variable: name */
@@ -88,7 +89,7 @@ typedef struct Spec {
 /* Parses text. On error returns NULL, sets *err_col (0-based offset into text) and
  * *err_msg (arena-allocated, e.g. "unexpected character '$'"). */
 Spec *spec_parse(Arena *a, const char *text, int *err_col, const char **err_msg);
-/* Whether text is read in multi-character mode (LANGUAGE.md section 7). */
+/* Whether text is read in multi-character mode (tdsl(7), EINSUM SPECS). */
 bool spec_is_multichar(const char *text);
 /* Canonical rendering, used by tests and dumps: single-character specs print in
  * single-character form ("ab|c->d; d => ab"), multi-character ones with ", " between
@@ -97,7 +98,7 @@ void spec_print(FILE *out, const Spec *s);
 /* One slot, in the form spec_print uses for a spec of that mode. */
 void spec_print_slot(FILE *out, const SpecSlot *slot, bool multichar);
 
-/* The row of kind KIND_BATCH (0), KIND_INPUT (1) or KIND_OUTPUT (2) of a slot. */
+/* The row of kind KIND_BATCH, KIND_OUTPUT or KIND_INPUT (graph.h) of a slot. */
 SpecRow *spec_slot_row(SpecSlot *slot, int kind);
 int spec_row_len(const SpecRow *r); /* axes listed, not counting the row variable */
 

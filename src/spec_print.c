@@ -153,7 +153,7 @@ void spec_print(FILE *out, const Spec *s) {
 }
 
 SpecRow *spec_slot_row(SpecSlot *slot, int kind) {
-  return kind == 0 ? &slot->batch : kind == 1 ? &slot->input : &slot->output;
+  return kind == KIND_BATCH ? &slot->batch : kind == KIND_OUTPUT ? &slot->output : &slot->input;
 }
 
 int spec_row_len(const SpecRow *r) { return r->left.len + r->right.len; }

@@ -4,7 +4,14 @@
 # "N passed, M failed".
 cd "$(dirname "$0")/.." || exit 2
 B=build
-LIT="/usr/bin/python3 /usr/lib/llvm-14/build/utils/lit/lit.py"
+# lit: $LIT, else the newest llvm-N's copy, else one on PATH (pip's lit).
+if [ -z "$LIT" ]; then
+  for f in $(ls -d /usr/lib/llvm-*/build/utils/lit/lit.py 2>/dev/null | sort -t- -k2 -n -r); do
+    LIT="/usr/bin/python3 $f"
+    break
+  done
+fi
+LIT=${LIT:-lit}
 pass=0
 fail=0
 # libgccjit leaks internally; LeakSanitizer ignores it (the lit config does the same).
@@ -83,7 +90,7 @@ run_part() {
   fail=$((fail + f))
 }
 # Gradients of every differentiable op and of composite models against PyTorch,
-# finite differences and section 9.7 of LANGUAGE.md (testsuite/gradcheck/gradcheck.py).
+# finite differences and the gradient rules of tdsl(7) (testsuite/gradcheck/gradcheck.py).
 # The cases themselves: PyTorch's gradients against finite differences of PyTorch's loss
 # (inputs away from kinks and ties, finite differences accurate to the tolerance).
 run_part gradcheck-selftest /usr/bin/python3 testsuite/gradcheck/gradcheck.py --selftest

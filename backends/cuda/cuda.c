@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
 #include "cuda.h"
 #include "jit.h"
 
@@ -34,43 +33,44 @@ static bool arch_ok(const char *arch) {
   return *p == 0;
 }
 
-static const char *arch_of(Ctx *c) { return c->opt.arch ? c->opt.arch : "sm_80"; }
+static const char *arch_of(const CudaOpts *o) { return o->arch ? o->arch : "sm_80"; }
 
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
  * whose resolver also answers NAME_cuda_ptx and NAME_cuda_meta, so that a statically
  * linked cuda object opens through tdsl_open_resolved too. */
-static int cuda_header(Ctx *c, IrModule *m) {
+static int cuda_header(IrModule *m, const CudaOpts *o) {
   static const char *const extra[] = {"cuda_ptx", "cuda_meta", NULL};
-  FILE *f = fopen(c->opt.emit_header, "w");
+  FILE *f = fopen(o->header, "w");
   if (!f) {
-    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->header);
     return 2;
   }
-  emit_header(f, m, ctx_model_name(c), extra);
+  emit_header(f, m, jit_name(o->model), extra);
   return fclose(f) ? 2 : 0;
 }
 
-int cuda_backend(Ctx *c, IrModule *m, const char *base) {
-  Options *o = &c->opt;
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return 2;
-  }
-  if (o->emit_header) {
-    int rc = cuda_header(c, m);
+static bool check_arch(const CudaOpts *o) {
+  if (arch_ok(arch_of(o))) return true;
+  fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(o));
+  return false;
+}
+
+int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
+  if (!check_arch(o)) return 2;
+  if (o->header) {
+    int rc = cuda_header(m, o);
     if (rc) return rc;
   }
-  CudaPlan *p = cuda_plan(&c->arena, m);
-  if (o->action == ACT_EMIT_CUDA) {
+  CudaPlan *p = cuda_plan(a, m);
+  if (o->out == CUDA_OUT_SOURCE) {
     fputs(p->src, stdout);
     return 0;
   }
   if (!toolkit()) return 2;
-  char *ptx = cuda_ptx(&c->arena, p->src, arch_of(c));
+  char *ptx = cuda_ptx(a, p->src, arch_of(o));
   if (!ptx) return 1;
-  if (o->action == ACT_EMIT_PTX) return write_text(o->output ? o->output : arena_printf(&c->arena, "%s.ptx", base), ptx);
-  const char *out = o->output ? o->output : arena_printf(&c->arena, "%s.%s", base, o->object ? "o" : "so");
-  return cuda_host_file(&c->arena, m, p, ptx, ctx_model_name(c), o->opt_level, out, o->object) ? 0 : 1;
+  if (o->out == CUDA_OUT_PTX) return write_text(o->output, ptx);
+  return cuda_host_file(a, m, p, ptx, jit_name(o->model), o->opt_level, o->output, o->object) ? 0 : 1;
 }
 
 bool cuda_can_run(void) {
@@ -78,18 +78,15 @@ bool cuda_can_run(void) {
   return (emu && *emu) || toolkit();
 }
 
-gcc_jit_result *cuda_compile_mem(Ctx *c, IrModule *m, gcc_jit_context **ctx_out) {
+gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
-  if (!arch_ok(arch_of(c))) {
-    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(c));
-    return NULL;
-  }
+  if (!check_arch(o)) return NULL;
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
-  CudaPlan *p = cuda_plan(&c->arena, m);
+  CudaPlan *p = cuda_plan(a, m);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
-                       : cuda_ptx(&c->arena, p->src, arch_of(c));
-  return ptx ? cuda_host_mem(&c->arena, m, p, ptx, ctx_model_name(c), c->opt.opt_level, ctx_out) : NULL;
+                       : cuda_ptx(a, p->src, arch_of(o));
+  return ptx ? cuda_host_mem(a, m, p, ptx, jit_name(o->model), o->opt_level, ctx_out) : NULL;
 }

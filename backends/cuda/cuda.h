@@ -65,12 +65,29 @@ bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *
 gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name,
                               int opt_level, gcc_jit_context **ctx_out);
 
-/* backends/cuda/cuda.c: --emit-cuda, --emit-ptx and -o for --backend=cuda (exit status). */
-struct Ctx;
-int cuda_backend(struct Ctx *c, IrModule *m, const char *base);
+/* backends/cuda/cuda.c: what the driver asks of the backend (the backend sees these
+ * options and the IR, never the compiler context). */
+typedef enum CudaOutput {
+  CUDA_OUT_SOURCE,  /* --emit-cuda: the kernels' CUDA C on stdout */
+  CUDA_OUT_PTX,     /* --emit-ptx: NVRTC's PTX to output */
+  CUDA_OUT_LIBRARY, /* a .so (or a .o with object) to output */
+} CudaOutput;
+
+typedef struct CudaOpts {
+  const char *arch;   /* --arch, "sm_80" when NULL */
+  int opt_level;      /* the host module's -O */
+  CudaOutput out;
+  const char *output; /* CUDA_OUT_PTX, CUDA_OUT_LIBRARY: the file written */
+  bool object;
+  const char *header; /* --emit-header: its file, or NULL */
+  const char *model;  /* the model's symbol prefix (--name; header names too), NULL: "tdsl" */
+} CudaOpts;
+
+/* --emit-cuda, --emit-ptx and -o for --backend=cuda; returns an exit status. */
+int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o);
 /* For --run: whether it can compile (the toolkit, or the emulation: otherwise says why),
  * then compiles in memory, NULL after printing an error. */
 bool cuda_can_run(void);
-gcc_jit_result *cuda_compile_mem(struct Ctx *c, IrModule *m, gcc_jit_context **ctx_out);
+gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_jit_context **ctx_out);
 
 #endif

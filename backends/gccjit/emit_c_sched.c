@@ -135,13 +135,26 @@ void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind) {
   line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64))), Bp[%d] __attribute__((aligned(64)));\n", T,
        k->mc * k->kc, k->kc * k->nc);
   line(o, ind + 1, "%s ct[%d] __attribute__((aligned(64)));\n", T, k->mr * k->nr);
+  line(o, ind + 1, "long row_lo = 0, row_hi = %ld;\n", k->ext[0]);
+  for (int g = 0; g < k->nrow_guards; g++) { /* rows where 0 <= i + rest < ext */
+    Aff rest = k->row_guards[g].aff;
+    Term t[64];
+    rest.n = 0;
+    rest.t = t;
+    for (int i = 0; i < k->row_guards[g].aff.n && rest.n < 64; i++)
+      if (k->row_guards[g].aff.t[i].var != k->var[0]) t[rest.n++] = k->row_guards[g].aff.t[i];
+    line(o, ind + 1, "{ long rest = ");
+    aff_print_c(o, "tdsl_sym_", &rest);
+    fprintf(o, "; if (-rest > row_lo) row_lo = -rest; if (%ld - rest < row_hi) row_hi = %ld - rest; }\n",
+            k->row_guards[g].ext, k->row_guards[g].ext);
+  }
   line(o, ind + 1, "for (long jc = 0; jc < %ld; jc += %d) {\n", k->ext[1], k->nc);
   line(o, ind + 2, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
   line(o, ind + 2, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
   line(o, ind + 3, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
   c_pack(o, k, B, false, T, ind + 3);
-  line(o, ind + 3, "for (long ic = 0; ic < %ld; ic += %d) {\n", k->ext[0], k->mc);
-  line(o, ind + 4, "long mb = %ld - ic < %d ? %ld - ic : %d;\n", k->ext[0], k->mc, k->ext[0], k->mc);
+  line(o, ind + 3, "for (long ic = row_lo; ic < row_hi; ic += %d) {\n", k->mc);
+  line(o, ind + 4, "long mb = row_hi - ic < %d ? row_hi - ic : %d;\n", k->mc, k->mc);
   c_pack(o, k, A, true, T, ind + 4);
   line(o, ind + 4, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
   line(o, ind + 5, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);

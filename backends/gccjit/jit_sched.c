@@ -335,10 +335,30 @@ void js_parallel_loop(J *j, const Stmt *lp) {
   call_parallel(j, o.fn, lp->ext);
 }
 
+/* l = v when v is above (up) or below (!up) l */
+static void clip(J *j, gcc_jit_lvalue *l, gcc_jit_rvalue *v, bool up) {
+  gcc_jit_block *set = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
+  gcc_jit_rvalue *c = up ? less(j, lv(l), v) : less(j, v, lv(l));
+  gcc_jit_block_end_with_conditional(j->blk, NULL, c, set, go);
+  gcc_jit_block_add_assignment(set, NULL, l, v);
+  gcc_jit_block_end_with_jump(set, NULL, go);
+  j->blk = go;
+}
+
 void js_kernel(J *j, const Stmt *s) {
   const Kernel *k = s->kern;
   if (!k->parallel) {
-    kernel_rows(j, k, num(j, 0), num(j, k->ext[0]));
+    /* rows where the padding guards hold: 0 <= i + rest < ext */
+    gcc_jit_lvalue *lo = local(j, j->t_long, "rowlo"), *hi = local(j, j->t_long, "rowhi");
+    set(j, lo, num(j, 0));
+    set(j, hi, num(j, k->ext[0]));
+    for (int g = 0; g < k->nrow_guards; g++) {
+      Aff rest = aff_drop(j->a, &k->row_guards[g].aff, k->var, 1);
+      gcc_jit_rvalue *r = js_aff(j, &rest);
+      clip(j, lo, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, r), true);
+      clip(j, hi, add(j, num(j, k->row_guards[g].ext), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, r)), false);
+    }
+    kernel_rows(j, k, lv(lo), lv(hi));
     return;
   }
   /* rows split in whole register tiles: [lo*mr, min(hi*mr, m)) */

@@ -62,7 +62,7 @@ static void build_pow(H *h, bool f32) {
   h_ret_if(h, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, j->t_bool,
                                            cmp(j, GCC_JIT_COMPARISON_LT, absb, dbl(j, h->t, 9.0e15))),
            libpow);
-  /* Integer exponent: repeated squaring, as the seed's ToPowOf special case. */
+  /* Integer exponent: repeated squaring (as OCANNL special-cases ToPowOf). */
   gcc_jit_lvalue *r = gcc_jit_function_new_local(h->fn, NULL, h->t, "r");
   gcc_jit_lvalue *xx = gcc_jit_function_new_local(h->fn, NULL, h->t, "x");
   gcc_jit_lvalue *k = gcc_jit_function_new_local(h->fn, NULL, j->t_long, "k");

@@ -1,5 +1,5 @@
 """The gradient-check cases: one per differentiable prelude op (and variants), a few
-composite models, and max-accumulation ties checked against LANGUAGE.md section 9.7.
+composite models, and max-accumulation ties checked against tdsl(7), SHAPES AND INFERENCE.
 
 A case body defines the tensor `f`; `$name` marks a parameter: its first occurrence
 becomes the inline declaration `{ name = LITERAL }`, later ones the bare name. The
@@ -121,7 +121,7 @@ class Case:
             s["lr"], s["wd"], s["momentum"], "true" if s["nesterov"] else "false")
 
     def torch_sgd(self):
-        """Parameters after sgd["steps"] calls of step (torch gradients, the seed's sgd_one)."""
+        """Parameters after sgd["steps"] calls of step (torch gradients, OCANNL's sgd_one)."""
         s = self.sgd
         vals = {n: p.values.copy() for n, p in self.params.items()}
         buf = {n: np.zeros_like(v) for n, v in vals.items()}
@@ -397,7 +397,7 @@ case("stop_gradient", "let%op f = stop_gradient ($a *. $b) *. b", {"a": P(R((3,)
      ("o", (3,)), lambda t: (t["a"] * t["b"]).detach() * t["b"], fd=False)  # by design not the derivative
 case("softmax", "let%op f = softmax $x", {"x": P(R((2, 3), seed=155), "bo")}, ("bo", (2, 3)),
      lambda t: torch.softmax(t["x"], 1))
-# ---- sgd_update (standard library): parameters after steps, against the seed's sgd_one -
+# ---- sgd_update (standard library): parameters after steps, against OCANNL's sgd_one -
 SGD_BODY = "let%op f = tanh ($w * xs) + $b"
 SGD_PARAMS = lambda: {"w": P(R((2, 3), seed=160), "oi"), "b": P(R((2,), seed=161), "o")}  # noqa: E731
 SGD_TORCH = lambda t: torch.tanh(T(XS43) @ t["w"].T) + t["b"]  # noqa: E731

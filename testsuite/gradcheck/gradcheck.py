@@ -19,7 +19,7 @@ with independent oracles:
          (at -O0: these runs only evaluate the forward pass, and compile faster),
          Richardson-extrapolated from h = 2^-8 and 2^-9 (error O(h^4)):
                                                  |got - want| <= 1e-6 * max(|want|, scale)
-  expect gradients computed by hand (max-accumulation ties, LANGUAGE.md section 9.7,
+  expect gradients computed by hand (max-accumulation ties, tdsl(7), SHAPES AND INFERENCE,
          where PyTorch picks or splits differently and finite differences do not apply):
                                                  |got - want| <= 1e-12 * max(|want|, 1)
   f32    the default single precision build against torch:  1e-4 * max(|want|, scale)
@@ -27,7 +27,7 @@ with independent oracles:
 scale is the largest |gradient| of that parameter (and 1 for the loss value), so that a
 near-zero entry obtained by cancellation is judged against the magnitude of its terms.
 
-Finite differences perturb a parameter through `--load P=FILE` (raw float32), which CLI.md
+Finite differences perturb a parameter through `--load P=FILE` (raw float32), which tdslc(1)
 runs after `init` (the case `load_overrides_init` checks that it overrides the literal
 initializer). Loads are float32, so every parameter value is a multiple of 1/32 with
 |value| <= 3 and p +- h is exact in float32: the perturbed model sees exactly p +- h, and
@@ -36,7 +36,7 @@ Parameters with more than --fd-elems elements get that many spread elements plus
 random directional derivative (d in {-1, 1}^n, still exact in float32).
 
 Other checks: `sgd` (parameters after 3 steps of sgd_update, against PyTorch gradients
-and the seed's sgd_one, 1e-9), `load` (--load overrides init). `--selftest` checks the
+and OCANNL's sgd_one, 1e-9), `load` (--load overrides init). `--selftest` checks the
 cases themselves without tdslc (PyTorch gradients against finite differences of the
 PyTorch loss: no kink or tie within reach of the perturbation).
 

@@ -10,7 +10,13 @@ config.excludes = ["Inputs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 root = os.path.abspath(os.path.join(config.test_source_root, "..", ".."))
 tdslc = os.environ.get("TDSLC", os.path.join(root, "build", "tdslc"))
-filecheck = os.environ.get("FILECHECK", "/usr/lib/llvm-14/bin/FileCheck")
+# FileCheck: $FILECHECK, else the newest /usr/lib/llvm-N's, else one on PATH.
+import glob, shutil
+def _llvm_version(p):
+    v = p.split("/llvm-")[1].split("/")[0]
+    return int(v) if v.isdigit() else 0
+_found = sorted(glob.glob("/usr/lib/llvm-*/bin/FileCheck"), key=_llvm_version, reverse=True)
+filecheck = os.environ.get("FILECHECK") or (_found[0] if _found else shutil.which("FileCheck") or "FileCheck")
 config.substitutions.append(("%tdslc", tdslc))
 config.substitutions.append(("%root", root))
 config.substitutions.append(("%python", "/usr/bin/python3"))

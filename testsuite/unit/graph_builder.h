@@ -14,6 +14,7 @@
 #include "ir.h"
 #include "jit.h"
 #include "tdsl.h"
+#include "testkit.h"
 
 typedef struct GB {
   Arena a;
@@ -25,16 +26,6 @@ typedef struct GB {
   IrModule *ir;
 } GB;
 
-static int gb_failures;
-
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      gb_failures++;                                                        \
-    }                                                                       \
-  } while (0)
-
 static inline void gb_init(GB *b) {
   memset(b, 0, sizeof *b);
   diag_init(&b->d, stderr);
@@ -43,33 +34,17 @@ static inline void gb_init(GB *b) {
 /* A tensor with nb batch, no output, ni input axes; dims in memory order
  * (batch, output, input). */
 static inline Tensor *gb_tensor(GB *b, const char *name, TensorKind kind, int nb, int no, int ni, const int *dims) {
-  Tensor *t = ANEW(&b->a, Tensor);
-  t->id = b->g.tensors.len;
+  Tensor *t = graph_tensor(&b->a, &b->g, kind, (Loc){0});
   t->name = name;
-  t->kind = kind;
   t->shape.solved = true;
   t->shape.n[KIND_BATCH] = nb;
   t->shape.n[KIND_OUTPUT] = no;
   t->shape.n[KIND_INPUT] = ni;
-  int k = 0;
-  int kinds[3] = {KIND_BATCH, KIND_OUTPUT, KIND_INPUT}, counts[3] = {nb, no, ni};
-  for (int r = 0; r < 3; r++) {
-    t->shape.dims[kinds[r]] = ANEWN(&b->a, DimDecl, counts[r] + 1);
-    for (int i = 0; i < counts[r]; i++) t->shape.dims[kinds[r]][i].d = dims[k++];
+  for (int k = 0, ax = 0; k < 3; k++) {
+    t->shape.dims[k] = ANEWN(&b->a, DimDecl, t->shape.n[k] + 1);
+    for (int i = 0; i < t->shape.n[k]; i++) t->shape.dims[k][i].d = dims[ax++];
   }
-  UpdateStep *s = ANEW(&b->a, UpdateStep);
-  s->id = b->g.steps.len;
-  s->kind = LOGIC_TERMINAL;
-  s->lhs = t;
-  t->step = s;
-  vec_push(&b->a, &b->g.steps, s);
-  vec_push(&b->a, &b->g.tensors, t);
-  if (name) {
-    NamedTensor *nt = ANEW(&b->a, NamedTensor);
-    nt->name = name;
-    nt->t = t;
-    vec_push(&b->a, &b->g.names, nt);
-  }
+  if (name) graph_name(&b->a, &b->g, name, t);
   return t;
 }
 
@@ -83,12 +58,7 @@ static inline void gb_values(GB *b, Tensor *t, int n, const double *v) {
 /* The step of an operation: lhs = f(rhs...), with niters iterators. Axis indices are
  * filled by gb_ax; all start as the fixed index 0. */
 static inline UpdateStep *gb_step(GB *b, Tensor *lhs, int nrhs, Tensor **rhs, int niters, const int *iter_size) {
-  UpdateStep *s = ANEW(&b->a, UpdateStep);
-  s->id = b->g.steps.len;
-  s->kind = LOGIC_EINSUM;
-  s->lhs = lhs;
-  s->nrhs = nrhs;
-  for (int i = 0; i < nrhs; i++) s->rhs[i] = rhs[i];
+  UpdateStep *s = graph_step(&b->a, &b->g, LOGIC_EINSUM, lhs, nrhs, rhs, (Loc){0});
   Projections *p = ANEW(&b->a, Projections);
   p->niters = niters;
   p->iter_size = ANEWN(&b->a, int, niters + 1);
@@ -100,8 +70,7 @@ static inline UpdateStep *gb_step(GB *b, Tensor *lhs, int nrhs, Tensor **rhs, in
     p->idx[sl] = ANEWN(&b->a, AxisIndex, p->rank[sl] + 1);
   }
   s->proj = p;
-  if (lhs->step && lhs->step->kind == LOGIC_TERMINAL && lhs->kind == TK_OP) lhs->step = s;
-  vec_push(&b->a, &b->g.steps, s);
+  if (!lhs->step) lhs->step = s;
   return s;
 }
 
@@ -122,40 +91,9 @@ static inline void gb_ax(UpdateStep *s, int slot, int axis, int offset, int nter
 /* Axis = iterator `it` (the common case). */
 static inline void gb_it(UpdateStep *s, int slot, int axis, int it) { gb_ax(s, slot, axis, 0, 1, 1, it); }
 
-static inline AExpr *gb_leaf(GB *b, Tensor *t, bool grad, int slot) {
-  AExpr *e = ANEW(&b->a, AExpr);
-  e->kind = AE_BUF;
-  e->buf = (Buf){t, grad};
-  e->slot = slot;
-  return e;
-}
-
-static inline AExpr *gb_const(GB *b, double v) {
-  AExpr *e = ANEW(&b->a, AExpr);
-  e->kind = AE_CONST;
-  e->value = v;
-  return e;
-}
-
-static inline AExpr *gb_op(GB *b, PrimOp op, AExpr *x, AExpr *y, AExpr *z) {
-  AExpr *e = ANEW(&b->a, AExpr);
-  e->kind = AE_OP;
-  e->op = op;
-  e->args[0] = x;
-  e->args[1] = y;
-  e->args[2] = z;
-  return e;
-}
-
+/* An assignment appended to code (the right-hand side from ae_buf, ae_const, ae_op). */
 static inline Asgn *gb_asgn(GB *b, Code *code, Buf lhs, int lhs_slot, PrimOp accum, bool init, AExpr *rhs, UpdateStep *s) {
-  Asgn *as = ANEW(&b->a, Asgn);
-  as->kind = ASGN_OP;
-  as->lhs = lhs;
-  as->lhs_slot = lhs_slot;
-  as->accum = accum;
-  as->init_neutral = init;
-  as->rhs = rhs;
-  as->step = s;
+  Asgn *as = asgn_new(&b->a, lhs.t, lhs.grad, lhs_slot, accum, init, rhs, s, (Loc){0});
   vec_push(&b->a, &code->asgns, as);
   return as;
 }
@@ -217,7 +155,7 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
   double got[4096];
   if (n > 4096 || tdsl_read_f64(b->m, name, got, n)) {
     fprintf(stderr, "read %s: %s\n", name, tdsl_error(b->m));
-    gb_failures++;
+    failures++;
     return false;
   }
   bool ok = true;
@@ -229,14 +167,14 @@ static inline bool gb_expect(GB *b, const char *name, int n, const double *want)
       ok = false;
     }
   }
-  if (!ok) gb_failures++;
+  if (!ok) failures++;
   return ok;
 }
 
 static inline void gb_call(GB *b, const char *name) {
   if (tdsl_call(b->m, name)) {
     fprintf(stderr, "call %s: %s\n", name, tdsl_error(b->m));
-    gb_failures++;
+    failures++;
   }
 }
 
@@ -257,9 +195,9 @@ static inline UpdateStep *gb_conv1d_step(GB *b, Tensor *out, int nrhs, Tensor **
 static inline void gb_conv1d_graph(GB *b, Tensor *x, Tensor *w, Tensor *y, Tensor *v, Tensor *z, int n, int kernel) {
   int pad = (kernel - 1) / 2;
   UpdateStep *s = gb_conv1d_step(b, y, 2, (Tensor *[]){x, w}, n, kernel, pad);
-  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, x, false, 1), gb_leaf(b, w, false, 2), NULL), s);
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, x, false, 1), ae_buf(&b->a, w, false, 2), NULL), s);
   UpdateStep *s2 = gb_conv1d_step(b, z, 1, (Tensor *[]){v}, n, kernel, pad);
-  gb_asgn(b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(b, v, false, 1), s2);
+  gb_asgn(b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, ae_buf(&b->a, v, false, 1), s2);
 }
 
 /* y[o] = x[n, o] + n for x = range of shape 3|2 and the index symbol n (range 3). */
@@ -276,7 +214,7 @@ static inline Tensor *gb_symbol_graph(GB *b) {
   AExpr *sym = ANEW(&b->a, AExpr);
   sym->kind = AE_SYM;
   sym->sym = n;
-  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(b, OP_ADD, gb_leaf(b, x, false, 1), sym, NULL), s);
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_op(&b->a, OP_ADD, ae_buf(&b->a, x, false, 1), sym, NULL), s);
   return y;
 }
 

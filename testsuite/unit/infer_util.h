@@ -5,17 +5,8 @@
 
 #include "ctx.h"
 #include "infer.h"
+#include "testkit.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      failures++;                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fputc('\n', stderr);                                                        \
-    }                                                                             \
-  } while (0)
 
 typedef struct TB {
   Ctx ctx;
@@ -66,29 +57,11 @@ static inline void tb_row(TB *b, RowDecl *rd, const char *s) {
   }
 }
 
-static inline UpdateStep *tb_step_raw(TB *b, LogicKind k, Tensor *lhs) {
-  UpdateStep *st = ANEW(&b->ctx.arena, UpdateStep);
-  st->id = b->g->steps.len;
-  st->kind = k;
-  st->lhs = lhs;
-  st->loc = tb_loc(b);
-  vec_push(&b->ctx.arena, &b->g->steps, st);
-  return st;
-}
-
+/* A tensor on its own source line (terminals get their LOGIC_TERMINAL step there). */
 static inline Tensor *tb_new(TB *b, const char *name, TensorKind kind) {
-  Tensor *t = ANEW(&b->ctx.arena, Tensor);
-  t->id = b->g->tensors.len;
+  Tensor *t = graph_tensor(&b->ctx.arena, b->g, kind, tb_loc(b));
   t->name = name;
-  t->kind = kind;
-  t->loc = tb_loc(b);
-  vec_push(&b->ctx.arena, &b->g->tensors, t);
-  if (name) {
-    NamedTensor *nt = ANEW(&b->ctx.arena, NamedTensor);
-    nt->name = name;
-    nt->t = t;
-    vec_push(&b->ctx.arena, &b->g->names, nt);
-  }
+  if (name) graph_name(&b->ctx.arena, b->g, name, t);
   return t;
 }
 
@@ -99,7 +72,6 @@ static inline Tensor *tb_term(TB *b, const char *name, TensorKind kind, const ch
   tb_row(b, &t->decl[KIND_BATCH], batch);
   tb_row(b, &t->decl[KIND_INPUT], input);
   tb_row(b, &t->decl[KIND_OUTPUT], output);
-  t->step = tb_step_raw(b, LOGIC_TERMINAL, t);
   return t;
 }
 
@@ -122,9 +94,8 @@ static inline Spec *tb_spec(Arena *a, const char *text) {
 /* A computed tensor: lhs = op(rhs...), spec may be NULL. */
 static inline Tensor *tb_op(TB *b, const char *name, LogicKind k, const char *spec, Tensor *r1, Tensor *r2, Tensor *r3) {
   Tensor *t = tb_new(b, name, TK_OP);
-  UpdateStep *st = tb_step_raw(b, k, t);
-  st->rhs[0] = r1, st->rhs[1] = r2, st->rhs[2] = r3;
-  st->nrhs = r3 ? 3 : r2 ? 2 : 1;
+  Tensor *rhs[3] = {r1, r2, r3};
+  UpdateStep *st = graph_step(&b->ctx.arena, b->g, k, t, r3 ? 3 : r2 ? 2 : 1, rhs, tb_loc(b));
   if (spec) st->spec = tb_spec(&b->ctx.arena, spec);
   t->step = st;
   return t;

@@ -77,7 +77,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
     snprintf(cmd, sizeof cmd, "%s -arch=%s %s -o /dev/null", tool, arch[i], path);
     if (system(cmd)) {
       fprintf(stderr, "ptxas -arch=%s failed\n", arch[i]);
-      gb_failures++;
+      failures++;
     }
   }
 }
@@ -122,12 +122,12 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
     CHECK(tdsl_read_f64(b->m, ti.name, x, ti.size) == 0);
     if (tdsl_read_f64(c->m, ti.name, y, ti.size)) {
       fprintf(stderr, "%s: read %s: %s\n", when, ti.name, tdsl_error(c->m));
-      gb_failures++;
+      failures++;
     }
     for (long k = 0; k < ti.size; k++)
       if (!(x[k] == y[k] || (isnan(x[k]) && isnan(y[k])) || fabs(x[k] - y[k]) <= tol * (1 + fabs(x[k])))) {
         fprintf(stderr, "%s: %s[%ld]: cpu %.9g, cuda %.9g\n", when, ti.name, k, x[k], y[k]);
-        gb_failures++;
+        failures++;
         break;
       }
     free(x);
@@ -139,7 +139,7 @@ static void same_tensors(GB *b, Cu *c, const char *when) {
 static void run_both(GB *b, int n, const char **calls) {
   Cu c;
   if (!gb_open(b, 1, false, false) || !cu_open(b, &c)) {
-    gb_failures++;
+    failures++;
     cu_close(&c);
     return;
   }
@@ -148,7 +148,7 @@ static void run_both(GB *b, int n, const char **calls) {
     gb_call(b, calls[i]);
     if (tdsl_call(c.m, calls[i])) {
       fprintf(stderr, "cuda call %s: %s\n", calls[i], tdsl_error(c.m));
-      gb_failures++;
+      failures++;
     }
     same_tensors(b, &c, calls[i]);
   }
@@ -172,9 +172,9 @@ static void build_matmul(GB *b, int M, int K, int N) {
   gb_it(s, 1, 1, 2);
   gb_it(s, 2, 0, 2);
   gb_it(s, 2, 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, bb, false, 2), NULL), s);
-  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, c, true, 0), gb_leaf(b, bb, false, 2), NULL), s);
-  gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, gb_op(b, OP_MUL, gb_leaf(b, a, false, 1), gb_leaf(b, c, true, 0), NULL), s);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, c, true, 0), ae_buf(&b->a, bb, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, c, true, 0), NULL), s);
 }
 
 static void test_matmul(int M, int K, int N) {
@@ -186,7 +186,7 @@ static void test_matmul(int M, int K, int N) {
   UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
-  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, gb_const(&b, 1.5), s);
+  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
   run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
   gb_free(&b);
 }
@@ -207,19 +207,19 @@ static void test_reductions(void) {
   gb_ax(s1, 0, 0, 0, 0);
   gb_it(s1, 1, 0, 0);
   gb_it(s1, 1, 1, 1);
-  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s1);
+  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s1);
   UpdateStep *s2 = gb_step(&b, rowmax, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
   gb_it(s2, 0, 0, 0);
   gb_it(s2, 1, 0, 0);
   gb_it(s2, 1, 1, 1);
   gb_asgn(&b, &rowmax->fwd, (Buf){rowmax, false}, 0, OP_MAX, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s2);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s2);
   UpdateStep *s3 = gb_step(&b, colsum, 1, (Tensor *[]){x}, 2, (int[]){70, 300});
   gb_it(s3, 0, 0, 1);
   gb_it(s3, 1, 0, 0);
   gb_it(s3, 1, 1, 1);
   gb_asgn(&b, &colsum->fwd, (Buf){colsum, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_TANH, gb_leaf(&b, x, false, 1), NULL, NULL), s3);
+          ae_op(&b.a, OP_TANH, ae_buf(&b.a, x, false, 1), NULL, NULL), s3);
   /* Long reductions into few cells are split across threads: allmax over all of x,
    * tall[j] = sum_i x2[i, j] + x2[i + 1, j] (padded: i = 4999 contributes nothing). */
   Tensor *allmax = gb_tensor(&b, "allmax", TK_OP, 0, 1, 0, (int[]){1});
@@ -231,7 +231,7 @@ static void test_reductions(void) {
   gb_it(s4, 1, 0, 0);
   gb_it(s4, 1, 1, 1);
   gb_asgn(&b, &allmax->fwd, (Buf){allmax, false}, 0, OP_MAX, true,
-          gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s4);
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s4);
   UpdateStep *s5 = gb_step(&b, tall, 2, (Tensor *[]){x2, x2}, 2, (int[]){3, 5000});
   gb_it(s5, 0, 0, 0);
   gb_it(s5, 1, 0, 1);
@@ -239,7 +239,7 @@ static void test_reductions(void) {
   gb_ax(s5, 2, 0, 1, 1, 1, 1);
   gb_it(s5, 2, 1, 0);
   gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x2, false, 1), gb_leaf(&b, x2, false, 2), NULL), s5);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x2, false, 1), ae_buf(&b.a, x2, false, 2), NULL), s5);
   run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
   const char *src = cuda_plan(&b.a, b.ir)->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
@@ -275,7 +275,7 @@ static void test_symbol(void) {
       CHECK(tdsl_call(c.m, "y.forward") == 0);
       same_tensors(&b, &c, "symbol");
     }
-  } else gb_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }
@@ -293,11 +293,11 @@ static void test_in_place(void) {
   UpdateStep *s = gb_step(&b, x, 1, (Tensor *[]){x}, 1, (int[]){600});
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
-  gb_asgn(&b, &r->code, (Buf){x, false}, 0, OP_MUL, false, gb_const(&b, 2), s);
+  gb_asgn(&b, &r->code, (Buf){x, false}, 0, OP_MUL, false, ae_const(&b.a, 2), s);
   UpdateStep *s2 = gb_step(&b, y, 1, (Tensor *[]){y}, 1, (int[]){599});
   gb_it(s2, 0, 0, 0);
   gb_ax(s2, 1, 0, 1, 1, 1, 0);
-  gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, gb_leaf(&b, y, false, 1), s2);
+  gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, ae_buf(&b.a, y, false, 1), s2);
   run_both(&b, 2, (const char *[]){"step", "step"});
   const char *src = cuda_plan(&b.a, b.ir)->src;
   CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
@@ -316,7 +316,7 @@ static void test_double(void) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_op(&b, OP_DIV, gb_const(&b, 1), gb_const(&b, 5), NULL), NULL), s);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_op(&b.a, OP_DIV, ae_const(&b.a, 1), ae_const(&b.a, 5), NULL), NULL), s);
   b.ir = lower_graph(&b.a, &b.d, &b.g, true);
   Cu c;
   if (b.ir && cu_open(&b, &c)) {
@@ -324,7 +324,7 @@ static void test_double(void) {
     double got[2];
     CHECK(tdsl_read_f64(c.m, "y", got, 2) == 0);
     CHECK(got[0] == 1e8 + 0.2 && got[1] == 0.1 + 0.2);
-  } else gb_failures++;
+  } else failures++;
   cu_close(&c);
   gb_free(&b);
 }
@@ -368,7 +368,5 @@ int main(void) {
   test_in_place();
   test_double();
   test_no_driver();
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  else fprintf(stderr, "ok\n");
-  return gb_failures != 0;
+  return tk_exit("test_cuda_emulate");
 }

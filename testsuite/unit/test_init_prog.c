@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "unit_check.h"
+#include "testkit.h"
 #include "tdsl.h"
 
 enum { N = 4096 };
@@ -110,6 +110,5 @@ int main(void) {
   test_values();
   test_random();
   test_rejected();
-  printf("test_init_prog: %d checks, %d failed\n", checks, failures);
-  return failures != 0;
+  return tk_exit("test_init_prog");
 }

@@ -25,9 +25,9 @@ static void test_matmul_vec(int opt) {
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
   gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, w, false, 1), gb_leaf(&b, x, false, 2), NULL), s);
-  gb_asgn(&b, &y->bwd, (Buf){w, true}, 1, OP_ADD, false, gb_op(&b, OP_MUL, gb_leaf(&b, y, true, 0), gb_leaf(&b, x, false, 2), NULL), s);
-  gb_asgn(&b, &y->bwd, (Buf){x, true}, 2, OP_ADD, false, gb_op(&b, OP_MUL, gb_leaf(&b, w, false, 1), gb_leaf(&b, y, true, 0), NULL), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, x, false, 2), NULL), s);
+  gb_asgn(&b, &y->bwd, (Buf){w, true}, 1, OP_ADD, false, ae_op(&b.a, OP_MUL, ae_buf(&b.a, y, true, 0), ae_buf(&b.a, x, false, 2), NULL), s);
+  gb_asgn(&b, &y->bwd, (Buf){x, true}, 2, OP_ADD, false, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, y, true, 0), NULL), s);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -61,7 +61,7 @@ static void test_matmul_2d(int opt) {
   gb_it(s, 1, 1, 2);
   gb_it(s, 2, 0, 2);
   gb_it(s, 2, 1, 1);
-  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, a, false, 1), gb_leaf(&b, bb, false, 2), NULL), s);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, bb, false, 2), NULL), s);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "c.forward");
@@ -102,7 +102,7 @@ static void test_broadcast(int opt) {
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
   gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_leaf(&b, bias, false, 2), NULL), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, bias, false, 2), NULL), s);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -128,17 +128,17 @@ static void test_reductions(int opt) {
   gb_ax(s1, 0, 0, 0, 0);
   gb_it(s1, 1, 0, 0);
   gb_it(s1, 1, 1, 1);
-  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s1);
+  gb_asgn(&b, &total->fwd, (Buf){total, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s1);
   UpdateStep *s2 = gb_step(&b, rowmax, 1, (Tensor *[]){x}, 2, (int[]){2, 3});
   gb_it(s2, 0, 0, 0);
   gb_it(s2, 1, 0, 0);
   gb_it(s2, 1, 1, 1);
-  gb_asgn(&b, &rowmax->fwd, (Buf){rowmax, false}, 0, OP_MAX, true, gb_leaf(&b, x, false, 1), s2);
+  gb_asgn(&b, &rowmax->fwd, (Buf){rowmax, false}, 0, OP_MAX, true, ae_buf(&b.a, x, false, 1), s2);
   UpdateStep *s3 = gb_step(&b, m, 1, (Tensor *[]){x}, 2, (int[]){2, 3});
   gb_ax(s3, 0, 0, 0, 0);
   gb_it(s3, 1, 0, 0);
   gb_it(s3, 1, 1, 1);
-  gb_asgn(&b, &m->fwd, (Buf){m, false}, 0, OP_MAX, true, gb_op(&b, OP_MUL, gb_leaf(&b, x, false, 1), gb_leaf(&b, k, false, -1), NULL), s3);
+  gb_asgn(&b, &m->fwd, (Buf){m, false}, 0, OP_MAX, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s3);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "total.forward");
@@ -162,7 +162,7 @@ static void test_fixed_index(int opt) {
   gb_it(s, 0, 0, 0);
   gb_ax(s, 1, 0, 2, 0);
   gb_it(s, 1, 1, 0);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -227,7 +227,7 @@ static void test_double(int opt) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
-          gb_op(&b, OP_ADD, gb_leaf(&b, x, false, 1), gb_op(&b, OP_DIV, gb_const(&b, 1), gb_const(&b, 5), NULL), NULL), s);
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_op(&b.a, OP_DIV, ae_const(&b.a, 1), ae_const(&b.a, 5), NULL), NULL), s);
   CHECK(gb_open(&b, opt, true, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -254,8 +254,8 @@ static void test_transpose_tiled(int opt) {
   gb_it(s, 0, 1, 0);
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, false, gb_op(&b, OP_MUL, gb_const(&b, 2), gb_leaf(&b, x, false, 1), NULL), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_buf(&b.a, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, false, ae_op(&b.a, OP_MUL, ae_const(&b.a, 2), ae_buf(&b.a, x, false, 1), NULL), s);
   CHECK(gb_open(&b, opt, false, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -283,7 +283,7 @@ static void test_check_bounds(void) {
   UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
   gb_it(s, 0, 0, 0);
   gb_ax(s, 1, 0, 5, 0);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, gb_leaf(&b, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_buf(&b.a, x, false, 1), s);
   CHECK(gb_open(&b, 1, false, true));
   if (b.m) {
     int pipefd[2];
@@ -324,14 +324,14 @@ static void test_emit_c(void) {
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
   gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, gb_op(&b, OP_MUL, gb_leaf(&b, w, false, 1), gb_leaf(&b, x, false, 2), NULL), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, x, false, 2), NULL), s);
   Tensor *v = gb_tensor(&b, "v", TK_CONST, 0, 1, 0, (int[]){5});
   Tensor *z = gb_tensor(&b, "z", TK_OP, 0, 1, 0, (int[]){5});
   gb_values(&b, v, 5, (double[]){-1, -2, -3, -4, -5});
   UpdateStep *s2 = gb_step(&b, z, 1, (Tensor *[]){v}, 2, (int[]){5, 3});
   gb_it(s2, 0, 0, 0);
   gb_ax(s2, 1, 0, -1, 2, 1, 0, 1, 1);
-  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, gb_leaf(&b, v, false, 1), s2);
+  gb_asgn(&b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, ae_buf(&b.a, v, false, 1), s2);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CHECK(b.ir != NULL);
   char dir[] = "/tmp/tdsl-emitc-XXXXXX";
@@ -355,7 +355,7 @@ static void test_emit_c(void) {
     gb_expect(&b, "z", 5, (double[]){-1, -1, -2, -3, -4});
   } else fprintf(stderr, "%s\n", err);
   gb_free(&b);
-  if (!gb_failures) {
+  if (!failures) {
     unlink(src);
     unlink(so);
     rmdir(dir);
@@ -377,7 +377,5 @@ int main(void) {
   }
   test_check_bounds();
   test_emit_c();
-  if (gb_failures) fprintf(stderr, "%d failures\n", gb_failures);
-  else fprintf(stderr, "ok\n");
-  return gb_failures != 0;
+  return tk_exit("test_jit_basic");
 }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unit_check.h"
 #include "spec.h"
+#include "testkit.h"
 
 static Arena arena;
 
@@ -112,7 +112,7 @@ static const struct { const char *in, *out; } round_trips[] = {
   {"i->...; j->... => ...ij", "i->...; j->... => ...ij"},
   {"...|i->...; ...|...->i => ...|i", "...|i->...; ...|...->i => ...|i"},
   {"ik => 0", "ik => 0"},
-  /* the seed's examples */
+  /* OCANNL's examples */
   {"2..v..|... => ..v..", "2..v..|... => ..v.."},
   {"...|... => ...|...2", "...|... => ...|...2"},
   {"ijk => ki", "ijk => ki"},
@@ -187,8 +187,8 @@ static void test_structure(void) {
     CHECK(s->args[1]->col == 8, "second arg col %d", s->args[1]->col);
     CHECK(s->result->output.left.len == 1 && ax(&s->result->output.left, 0)->col == 23,
           "result output col");
-    CHECK(spec_slot_row(a, 0) == &a->batch && spec_slot_row(a, 1) == &a->input &&
-              spec_slot_row(a, 2) == &a->output,
+    CHECK(spec_slot_row(a, KIND_BATCH) == &a->batch && spec_slot_row(a, KIND_INPUT) == &a->input &&
+              spec_slot_row(a, KIND_OUTPUT) == &a->output,
           "spec_slot_row");
   }
   /* unary, bare slot */
@@ -371,7 +371,7 @@ static const struct { const char *in; int col; const char *msg; } errors[] = {
   {"a&b", 1, "'&'"},
 };
 
-/* The mode rule alone (LANGUAGE.md section 7). */
+/* The mode rule alone (tdsl(7), EINSUM SPECS). */
 static const struct { const char *in; bool multi; } modes[] = {
   {"ij;jk=>ik", false}, {"ij; jk => ik", false}, {"b|i->o => o|b->i", false},
   {"..v..|x", false},   {"i => 0", false},       {"a, b", true},
@@ -439,6 +439,5 @@ int main(void) {
   test_errors();
   test_error_loc();
   arena_free(&arena);
-  printf("test_spec: %d checks, %d failed\n", checks, failures);
-  return failures != 0;
+  return tk_exit("test_spec");
 }

@@ -1,4 +1,4 @@
-"""Every primitive op (seed syntax-extensions: interpret_unop/binop/ternop) through
+"""Every primitive op (OCANNL's syntax extensions: interpret_unop/binop/ternop) through
 tdslc --run --json, against numpy on edge values (0, -0, +-1, 0.5, -2.5, 3, +-1e30,
 +-inf, NaN): pointwise in %cd (`r =: relu a`, `r =: a -?/ b`, `r =: where (a, b, c)`)
 and as accumulators (`z =: a; z =@^ b`). usage: ops_numpy.py TDSLC WORKDIR [FLAGS...]
@@ -24,7 +24,7 @@ a3 = arr([x for x in E3 for _ in E3 for _ in E3])
 b3 = arr([y for _ in E3 for y in E3 for _ in E3])
 c3 = arr([z for _ in E3 for _ in E3 for z in E3])
 
-def w(c, t, f):  # where, as the seed: c != 0 selects t
+def w(c, t, f):  # where, as the OCANNL: c != 0 selects t
     return np.where(c != 0, t, f)
 
 def intpow(a, b):  # ToPowOf: integer exponents by repeated squaring, else pow

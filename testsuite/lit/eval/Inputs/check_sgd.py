@@ -1,4 +1,4 @@
-"""Checks sgd_update (stdlib) against a numpy re-implementation of the seed's sgd_one:
+"""Checks sgd_update (stdlib) against a numpy re-implementation of OCANNL's sgd_one:
 two training steps on loss = sum(w *. w *. c), with weight decay, momentum and
 nesterov variants. Usage: check_sgd.py TDSLC WORKDIR. Prints ALL-OK on success."""
 import json
