@@ -3,6 +3,8 @@
 #   make check      install dependencies if missing, build, run every test (plain and
 #                   under ASan+UBSan); ends with "N passed, M failed"
 #   make check-gpu  the cuda backend on an NVIDIA GPU against the CPU backend
+#   make bench-gpu  the cuda backend against PyTorch on the same GPU (bench/gpu-run.sh:
+#                   both on a lent GPU machine)
 #   make demo       build and train the half-moons sample
 #   make install PREFIX=/usr/local DESTDIR=
 CC      ?= gcc
@@ -170,6 +172,10 @@ demo: deps
 	PKG_CONFIG_PATH=$(DEMO_PREFIX)/lib/pkgconfig $(MAKE) -C $(B)/demo/moons
 	cd $(B)/demo/moons && ./moons
 
+# tdslc --backend=cuda vs PyTorch on the same GPU (bench/gpu.sh; says so without a GPU).
+bench-gpu: all
+	sh bench/gpu.sh
+
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
@@ -181,5 +187,5 @@ bench-compile: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-compile fuzz
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz
 .SECONDARY:

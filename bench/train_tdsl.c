@@ -41,7 +41,9 @@ int main(int argc, char **argv) {
       if (tdsl_call(m, "train_step")) goto fail;
     t = now() - t0;
   } while (t < secs);
+  /* A cuda model's launches are asynchronous: the read waits for the device. */
   if (tdsl_read(m, "scalar_loss", &loss, 1)) goto fail;
+  t = now() - t0;
   printf("steps/s %.1f\nloss %.6f\n", steps / t, loss);
   tdsl_close(m);
   return 0;

@@ -676,8 +676,11 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   const RtNamed *r = &m->fns[i];
-  if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
-  for (int k = 0; k < r->nseq; k++) m->call(m->inst, r->seq[k]);
+  if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
+    if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
+    for (int k = 0; k < r->nseq; k++) m->call(m->inst, r->seq[k]);
+  }
+  if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
   return m->cuda && tdsl_cuda_take_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }
 

@@ -14,7 +14,7 @@
 /* The few driver API types and entry points used here (cuda.h is not needed to build). */
 typedef int CUresult;
 typedef int CUdevice;
-typedef void *CUcontext, *CUmodule, *CUfunction;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUgraph, *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 
@@ -42,6 +42,23 @@ static const char *const drv_names[] = {
     "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemFree_v2",
     "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuGetErrorString"};
 
+/* Streams and graphs (optional: without them every launch goes to the default stream). */
+typedef struct DrvGraph {
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*GraphDestroy)(CUgraph);
+} DrvGraph;
+
+static const char *const graph_names[] = {"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamBeginCapture_v2",
+                                          "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
+                                          "cuGraphExecDestroy", "cuGraphDestroy"};
+enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
+
 enum { SYNCED, HOST_NEWER, DEVICE_NEWER };
 
 typedef struct CBuf {
@@ -63,6 +80,23 @@ typedef struct CKernel {
   CArg *args;
 } CKernel;
 
+/* A routine replayed as one CUDA graph. Its first call runs launch by launch and
+ * records which buffers its kernels use; the next call is captured into a graph (the
+ * launches go into it instead of running), instantiated and launched; later calls
+ * launch the graph, after copying to the device the buffers the host changed. Kernel
+ * arguments are captured by value, so a call with other index symbol values captures
+ * again; a routine captured too often runs launch by launch for good. */
+typedef struct CRoutine {
+  int calls, captures;
+  bool no_graph;
+  char *uses;  /* per buffer: 0, 'b' (read) or 'w' (written) by the routine's kernels */
+  int *syms;   /* the symbol values the graph was captured with */
+  CUgraph graph;
+  CUgraphExec exec;
+} CRoutine;
+
+enum { MAX_CAPTURES = 4 };
+
 struct tdsl_cuda {
   void *lib;       /* libcuda.so.1, or NULL when emulating */
   Drv d;
@@ -76,6 +110,14 @@ struct tdsl_cuda {
   int **syms;
   CKernel *kernels;
   void **ctx_slot; /* the model's tdsl_cuda_ctx */
+  DrvGraph g;
+  bool graphs;     /* the driver has streams and graphs, and TDSL_CUDA_GRAPHS is not 0 */
+  bool trace;      /* TDSL_CUDA_TRACE: say on stderr when a routine is captured or replayed */
+  CUstream stream; /* every launch (NULL: the default stream) */
+  int nroutines;
+  CRoutine *routines;
+  CRoutine *cur;       /* the routine being called (its launches record their buffers) */
+  CRoutine *capturing; /* the routine being captured */
   char err[512];   /* the first launch error since the last tdsl_cuda_take_error */
 };
 
@@ -122,14 +164,90 @@ static CUresult emu_alloc(CUdeviceptr *p, size_t n) {
 static CUresult emu_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
 static CUresult emu_htod(CUdeviceptr d, const void *h, size_t n) { memcpy((void *)(uintptr_t)d, h, n); return 0; }
 static CUresult emu_dtoh(void *h, CUdeviceptr d, size_t n) { memcpy(h, (void *)(uintptr_t)d, n); return 0; }
-static CUresult emu_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                           unsigned sh, void *st, void **params, void **extra) {
-  (void)gy, (void)gz, (void)by, (void)bz, (void)sh, (void)st, (void)extra;
+/* An emulated graph: its launches with their arguments copied (8 bytes each: launch()
+ * passes 8-byte slots and ends the list with NULL), run in order by a graph launch. A
+ * stream being captured collects launches instead of running them. */
+typedef struct EmuNode {
+  CUfunction f;
+  unsigned grid, block;
+  int np;
+  unsigned long long *vals;
+} EmuNode;
+typedef struct EmuGraph {
+  int n;
+  EmuNode *nodes;
+} EmuGraph;
+typedef struct EmuStream {
+  EmuGraph *capturing;
+} EmuStream;
+
+static void emu_run(CUfunction f, unsigned grid, unsigned block, void **params) {
   void (*entry)(void **, unsigned, unsigned);
   *(void **)&entry = f;
-  entry(params, gx, bx);
+  entry(params, grid, block);
+}
+static CUresult emu_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           unsigned sh, void *st, void **params, void **extra) {
+  (void)gy, (void)gz, (void)by, (void)bz, (void)sh, (void)extra;
+  EmuGraph *g = st ? ((EmuStream *)st)->capturing : NULL;
+  if (!g) {
+    emu_run(f, gx, bx, params);
+    return 0;
+  }
+  EmuNode *nodes = realloc(g->nodes, sizeof *nodes * (size_t)(g->n + 1));
+  if (!nodes) return 2;
+  g->nodes = nodes;
+  EmuNode *nd = &nodes[g->n++];
+  *nd = (EmuNode){f, gx, bx, 0, NULL};
+  while (params[nd->np]) nd->np++;
+  if (!(nd->vals = malloc(sizeof *nd->vals * (size_t)(nd->np + 1)))) return 2;
+  for (int i = 0; i < nd->np; i++) memcpy(&nd->vals[i], params[i], sizeof *nd->vals);
   return 0;
 }
+static CUresult emu_stream_create(CUstream *s, unsigned flags) {
+  (void)flags;
+  return (*s = calloc(1, sizeof(EmuStream))) ? 0 : 2;
+}
+static CUresult emu_stream_destroy(CUstream s) { free(s); return 0; }
+static CUresult emu_begin_capture(CUstream s, int mode) {
+  (void)mode;
+  EmuStream *es = s;
+  if (es->capturing) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+  return (es->capturing = calloc(1, sizeof(EmuGraph))) ? 0 : 2;
+}
+static CUresult emu_end_capture(CUstream s, CUgraph *g) {
+  EmuStream *es = s;
+  *g = es->capturing;
+  es->capturing = NULL;
+  return *g ? 0 : 901;
+}
+static CUresult emu_instantiate(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  (void)flags;
+  *e = g;
+  return 0;
+}
+static CUresult emu_graph_launch(CUgraphExec e, CUstream s) {
+  (void)s;
+  EmuGraph *g = e;
+  for (int i = 0; i < g->n; i++) {
+    EmuNode *nd = &g->nodes[i];
+    void *params[nd->np + 1];
+    for (int k = 0; k < nd->np; k++) params[k] = &nd->vals[k];
+    params[nd->np] = NULL;
+    emu_run(nd->f, nd->grid, nd->block, params);
+  }
+  return 0;
+}
+static CUresult emu_exec_destroy(CUgraphExec e) { (void)e; return 0; }
+static CUresult emu_graph_destroy(CUgraph g) {
+  EmuGraph *eg = g;
+  for (int i = 0; i < eg->n; i++) free(eg->nodes[i].vals);
+  free(eg->nodes);
+  free(eg);
+  return 0;
+}
+static const DrvGraph emu_graph = {emu_stream_create, emu_stream_destroy, emu_begin_capture, emu_end_capture,
+                                   emu_instantiate,   emu_graph_launch,   emu_exec_destroy,  emu_graph_destroy};
 static CUresult emu_errstr(CUresult r, const char **s) {
   *s = r == 218 ? "no PTX or TDSL_CUDA_EMULATE unset" : r == 200 ? "cannot dlopen the TDSL_CUDA_EMULATE library"
      : r == 500 ? "kernel not found in the emulation library" : "emulation error";
@@ -143,8 +261,12 @@ static const Drv emu_drv = {emu_ok0, emu_device, emu_retain, emu_release, emu_se
 
 static int load_driver(tdsl_cuda *cu, char *err, size_t n) {
   const char *emu = getenv("TDSL_CUDA_EMULATE");
+  const char *graphs = getenv("TDSL_CUDA_GRAPHS"), *trace = getenv("TDSL_CUDA_TRACE");
+  cu->graphs = !graphs || strcmp(graphs, "0");
+  cu->trace = trace && *trace && strcmp(trace, "0");
   if (emu && *emu) {
     cu->d = emu_drv;
+    cu->g = emu_graph;
     return 0;
   }
   cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -154,6 +276,10 @@ static int load_driver(tdsl_cuda *cu, char *err, size_t n) {
     slot[i] = dlsym(cu->lib, drv_names[i]);
     if (!slot[i]) return say(err, n, "cuda model: libcuda.so.1 has no %s (driver too old?)", drv_names[i]);
   }
+  slot = (void **)&cu->g;
+  for (size_t i = 0; i < sizeof graph_names / sizeof *graph_names; i++)
+    if (!(slot[i] = dlsym(cu->lib, graph_names[i]))) cu->graphs = false; /* an old driver: launch by launch */
+  if (!cu->g.StreamCreate) memset(&cu->g, 0, sizeof cu->g);
   return 0;
 }
 
@@ -170,6 +296,12 @@ static int start(tdsl_cuda *cu, const char *ptx, char *err, size_t n) {
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
   if ((r = cu->d.ModuleLoadDataEx(&cu->mod, ptx, 2, opts, vals)))
     return say(err, n, "cuda model: cannot load the PTX: %s%s%s", cu_str(cu, r), *log ? ": " : "", log);
+  /* A stream of its own (graphs cannot capture the default stream); it synchronizes
+   * with the default stream, where the copies go. */
+  if (cu->g.StreamCreate && cu->g.StreamCreate(&cu->stream, 0)) {
+    cu->stream = NULL;
+    cu->graphs = false;
+  }
   return 0;
 }
 
@@ -249,41 +381,135 @@ static int to_device(tdsl_cuda *cu, CBuf *b) {
   return 0;
 }
 
-/* tdsl_cuda_launch of a model: kernel k with its buffers and the current symbols. */
+/* tdsl_cuda_launch of a model: kernel k with its buffers and the current symbols. Each
+ * argument is an 8-byte slot (an int symbol in its low bytes) and the list ends with
+ * NULL, so a capture can copy the arguments without knowing the kernel. */
 static void launch(void *ctx, int k) {
   tdsl_cuda *cu = ctx;
   if (cu->err[0] || k < 0 || k >= cu->nkernels) return; /* after an error, the routine stops */
   CKernel *kn = &cu->kernels[k];
   cu->d.CtxSetCurrent(cu->ctx);
-  CUdeviceptr ptrs[kn->nargs + 1];
-  int ints[kn->nargs + 1];
+  CUdeviceptr vals[kn->nargs + 1];
   void *params[kn->nargs + 1];
   for (int i = 0; i < kn->nargs; i++) {
     CArg *a = &kn->args[i];
+    params[i] = &vals[i];
+    vals[i] = 0;
     if (a->kind == 's') {
-      ints[i] = *cu->syms[a->index];
-      params[i] = &ints[i];
+      memcpy(&vals[i], cu->syms[a->index], sizeof(int));
       continue;
     }
     if (a->kind == 'x') {
-      ptrs[i] = cu->scratch;
-      params[i] = &ptrs[i];
+      vals[i] = cu->scratch;
       continue;
     }
     if (to_device(cu, &cu->bufs[a->index])) return;
-    ptrs[i] = cu->bufs[a->index].dev;
-    params[i] = &ptrs[i];
+    vals[i] = cu->bufs[a->index].dev;
+    if (cu->cur && cu->cur->uses[a->index] != 'w') cu->cur->uses[a->index] = a->kind;
   }
+  params[kn->nargs] = NULL;
   long threads = kn->threads > 0 ? kn->threads : 1;
   unsigned block = threads < 256 ? (unsigned)threads : 256;
   unsigned grid = (unsigned)((threads + block - 1) / block);
-  CUresult r = cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL);
+  CUresult r = cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, cu->stream, params, NULL);
   if (r) {
     launch_error(cu, "kernel launch", r);
     return;
   }
   for (int i = 0; i < kn->nargs; i++)
     if (kn->args[i].kind == 'w') cu->bufs[kn->args[i].index].state = DEVICE_NEWER;
+}
+
+/* ---- routines as graphs ---- */
+
+static CRoutine *routine(tdsl_cuda *cu, int r) {
+  if (r < 0) return NULL;
+  if (r >= cu->nroutines) {
+    CRoutine *rs = realloc(cu->routines, sizeof *rs * (size_t)(r + 1));
+    if (!rs) return NULL;
+    memset(rs + cu->nroutines, 0, sizeof *rs * (size_t)(r + 1 - cu->nroutines));
+    cu->routines = rs;
+    cu->nroutines = r + 1;
+  }
+  CRoutine *R = &cu->routines[r];
+  if (!R->uses) {
+    R->uses = calloc((size_t)cu->nbufs + 1, 1);
+    R->syms = calloc((size_t)cu->nsyms + 1, sizeof(int));
+    if (!R->uses || !R->syms) return NULL;
+  }
+  return R;
+}
+
+static void drop_graph(tdsl_cuda *cu, CRoutine *R) {
+  if (R->exec) cu->g.GraphExecDestroy(R->exec);
+  if (R->graph) cu->g.GraphDestroy(R->graph);
+  R->exec = NULL;
+  R->graph = NULL;
+}
+
+static bool same_syms(const tdsl_cuda *cu, const CRoutine *R) {
+  for (int i = 0; i < cu->nsyms; i++)
+    if (*cu->syms[i] != R->syms[i]) return false;
+  return true;
+}
+
+/* The buffers the routine uses, on the device (a graph cannot copy from the host). */
+static int upload(tdsl_cuda *cu, const CRoutine *R) {
+  for (int b = 0; b < cu->nbufs; b++)
+    if (R->uses[b] && to_device(cu, &cu->bufs[b])) return -1;
+  return 0;
+}
+
+static void trace(const tdsl_cuda *cu, int r, const char *what) {
+  if (cu->trace) fprintf(stderr, "tdsl cuda: routine %d: %s\n", r, what);
+}
+
+int tdsl_cuda_call_begin(tdsl_cuda *cu, int r) {
+  CRoutine *R = cu->err[0] ? NULL : routine(cu, r);
+  cu->cur = R;
+  if (!R || !cu->graphs || R->no_graph || !R->calls) return 0;
+  cu->d.CtxSetCurrent(cu->ctx);
+  if (upload(cu, R)) return 1;
+  if (R->exec && same_syms(cu, R)) {
+    CUresult e = cu->g.GraphLaunch(R->exec, cu->stream);
+    if (e) launch_error(cu, "graph launch", e);
+    for (int b = 0; b < cu->nbufs; b++)
+      if (R->uses[b] == 'w') cu->bufs[b].state = DEVICE_NEWER;
+    trace(cu, r, "graph replayed");
+    cu->cur = NULL;
+    return 1;
+  }
+  drop_graph(cu, R);
+  if (++R->captures > MAX_CAPTURES || cu->g.StreamBeginCapture(cu->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) {
+    R->no_graph = true;
+    return 0;
+  }
+  cu->capturing = R;
+  return 0;
+}
+
+void tdsl_cuda_call_end(tdsl_cuda *cu, int r) {
+  CRoutine *R = cu->cur;
+  cu->cur = NULL;
+  if (!R) return;
+  R->calls++;
+  if (cu->capturing != R) return;
+  cu->capturing = NULL;
+  CUgraph g = NULL;
+  CUresult e = cu->g.StreamEndCapture(cu->stream, &g);
+  R->graph = g;
+  if (e || !g || cu->err[0] || cu->g.GraphInstantiate(&R->exec, g, 0)) {
+    /* The launches did not run: say so rather than leave stale results. */
+    if (!cu->err[0]) launch_error(cu, "graph capture", e ? e : 999);
+    R->exec = NULL;
+    drop_graph(cu, R);
+    R->no_graph = true;
+    return;
+  }
+  for (int i = 0; i < cu->nsyms; i++) R->syms[i] = *cu->syms[i];
+  e = cu->g.GraphLaunch(R->exec, cu->stream);
+  if (e) launch_error(cu, "graph launch", e);
+  trace(cu, r, "graph captured and launched");
 }
 
 int tdsl_cuda_host_access(tdsl_cuda *cu, int bi, int mode, char *err, size_t n) {
@@ -345,6 +571,13 @@ void tdsl_cuda_close(tdsl_cuda *cu) {
     if (cu->bufs[i].dev) cu->d.MemFree(cu->bufs[i].dev);
   if (cu->scratch) cu->d.MemFree(cu->scratch);
   for (int i = 0; i < cu->nkernels; i++) free(cu->kernels[i].args);
+  for (int i = 0; i < cu->nroutines; i++) {
+    drop_graph(cu, &cu->routines[i]);
+    free(cu->routines[i].uses);
+    free(cu->routines[i].syms);
+  }
+  free(cu->routines);
+  if (cu->stream) cu->g.StreamDestroy(cu->stream);
   if (cu->mod) cu->d.ModuleUnload(cu->mod);
   if (cu->have_ctx) cu->d.DevicePrimaryCtxRelease(cu->dev);
   if (cu->lib) dlclose(cu->lib);

@@ -30,6 +30,11 @@ enum { TDSL_CUDA_READ, TDSL_CUDA_READ_WRITE, TDSL_CUDA_OVERWRITE };
 /* Before the host touches buffer b: copies it back if the device copy is newer (not for
  * OVERWRITE) and, unless READ, marks the device copy stale. */
 int tdsl_cuda_host_access(tdsl_cuda *cu, int b, int mode, char *err, size_t errlen);
+/* Around a call of routine r (its index among the model's functions): begin returns 1
+ * when it ran the routine itself (replayed its CUDA graph), 0 when the caller runs it;
+ * end always follows. See CRoutine in tdslrt_cuda.c. */
+int tdsl_cuda_call_begin(tdsl_cuda *cu, int r);
+void tdsl_cuda_call_end(tdsl_cuda *cu, int r);
 /* The first error of the launches since the last call (0 if none), then clears it. */
 int tdsl_cuda_take_error(tdsl_cuda *cu, char *err, size_t errlen);
 

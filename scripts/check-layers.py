@@ -18,7 +18,7 @@ BASE = {"base.h", "ops.h", "diag.h"} | {"tdsl.h", "tdsl_abi.h"}
 FRONT = BASE | {"ast.h", "parse.h", "spec.h", "parser.tab.h", "spec.tab.h"}
 GRAPH = FRONT | {"graph.h"}
 CTX = GRAPH | {"ctx.h"}
-IR = BASE | {"ir.h", "sched.h", "schedule.h"}
+IR = BASE | {"ir.h", "ir_c.h", "sched.h", "schedule.h"}
 
 # (files, layer name, headers allowed); the first matching pattern applies.
 RULES = [
@@ -32,6 +32,7 @@ RULES = [
     ("src/run.[ch]", "the driver", CTX | IR | {"run.h"}),
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),
+    ("src/ir_c.[ch]", "the loop IR", IR),
     ("src/sched*", "the loop IR", IR),
     ("src/lower.c", "lowering", CTX | IR),
     ("src/infer*", "inference", CTX | {"infer.h"}),

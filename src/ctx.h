@@ -36,6 +36,7 @@ typedef struct Options {
   bool object;            /* -c */
   Backend backend;
   const char *arch;       /* --arch=sm_NN */
+  bool tf32;              /* --tf32: fp32 contractions on TF32 tensor cores (cuda) */
   int opt_level;          /* -O0..-O3, default 2 */
   bool double_prec;       /* --precision=double */
   const char *emit_header;/* --emit-header=FILE.h */

@@ -4,6 +4,7 @@
  * t2 v2 g2, t3 v3 g3. */
 #include "eval.h"
 
+#include <limits.h>
 #include <string.h>
 
 static void err_at_spec(St *st, Loc sloc, int col, const char *msg) {
@@ -19,6 +20,11 @@ static bool resolve_coef(St *st, const Frame *call, SpecCoef *c, Loc sloc, int c
     err_at_spec(st, sloc, col,
                 arena_printf(st->a, "'%s' must be a compile-time integer in scope%s", c->ident,
                              v ? arena_printf(st->a, ", got %s", val_kind_name(v)) : ""));
+    return false;
+  }
+  if (v->i < 1 || v->i > INT_MAX) { /* LANGUAGE.md 9.15: never truncated */
+    err_at_spec(st, sloc, col,
+                arena_printf(st->a, "'%s' is %lld: a stride or dilation must be from 1 to 2147483647", c->ident, v->i));
     return false;
   }
   c->value = (int)v->i;

@@ -570,6 +570,13 @@ static Step ineq_closed_cur(Solver *s, Constraint *c, DimNode **C, int n, Row *S
   }
 }
 
+/* A row's top level with variable-only levels skipped: its own leftmost and rightmost
+ * axes around a variable that may be solved. */
+static Row *row_level(Row *r) {
+  while (r->var && r->var->solved && !r->nbeg && !r->nend) r = r->var->solved;
+  return r;
+}
+
 /* cur >= subr. Rewritten in part for issue 10 item 1: when one
  * side is closed, the other is aligned level by level of its structure (see
  * ineq_closed_subr), not as its flattened normal form. */
@@ -588,17 +595,26 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
     Row *C = row_norm(s, c->r1);
     return ineq_closed_cur(s, c, C->end, C->nend, c->r2);
   }
-  Row *C = c->r1 = row_norm(s, c->r1), *S = c->r2 = row_norm(s, c->r2); /* normalized once */
-  /* both open: pair the common leftmost and rightmost axes, keep the rest */
-  int kb = C->nbeg < S->nbeg ? C->nbeg : S->nbeg, ke = C->nend < S->nend ? C->nend : S->nend;
-  pair_dims(s, c, false, C->beg, S->beg, kb, 0);
-  pair_dims(s, c, false, C->end + C->nend - ke, S->end + S->nend - ke, ke, -ke);
-  int cb = C->nbeg - kb, sb = S->nbeg - kb, ce = C->nend - ke, se = S->nend - ke;
-  if (kb || ke) {
-    c->r1 = row_open(s, cb, C->beg + kb, C->var, ce, C->end);
-    c->r2 = row_open(s, sb, S->beg + kb, S->var, se, S->end);
+  /* both open: subr normalized, cur level by level of its structure (as for a closed
+   * subr: a solved variable's axes are not cur's flanks), pairing the common leftmost
+   * and rightmost axes, keeping the rest */
+  Row *S = c->r2 = row_norm(s, c->r2), *C = row_level(c->r1);
+  int sb = S->nbeg, se = S->nend;
+  DimNode **sbeg = S->beg;
+  Step paired = PENDING;
+  for (;;) {
+    int kb = C->nbeg < sb ? C->nbeg : sb, ke = C->nend < se ? C->nend : se;
+    pair_dims(s, c, false, C->beg, sbeg, kb, 0);
+    pair_dims(s, c, false, C->end + C->nend - ke, S->end + se - ke, ke, -ke);
+    if (kb || ke) paired = PROGRESS;
+    sbeg += kb, sb -= kb, se -= ke;
+    C = row_open(s, C->nbeg - kb, C->beg + kb, C->var, C->nend - ke, C->end);
+    if (C->nbeg || C->nend || !C->var->solved) break;
+    C = row_level(C->var->solved);
   }
-  Step paired = kb || ke ? PROGRESS : PENDING;
+  int cb = C->nbeg, ce = C->nend;
+  c->r1 = C;
+  c->r2 = row_open(s, sb, sbeg, S->var, se, S->end);
   if (C->var == S->var) {
     if (!sb && !se && !cb && !ce) return DONE;
     return paired; /* shifted flanks around one variable: as for equations, wait */

@@ -24,6 +24,7 @@ static void usage(FILE *out) {
         "  -c                     emit an object file (.o) instead of a shared library\n"
         "  --backend=cc|cuda      code generator (default cc: libgccjit, CPU)\n"
         "  --arch=sm_NN           CUDA target (default sm_80)\n"
+        "  --tf32                 CUDA: fp32 contractions on TF32 tensor cores (sm_80+)\n"
         "  -O0 ... -O3            optimization level (default -O2)\n"
         "  -I DIR                 search path for `open`\n"
         "  --precision=single|double   default element type (single)\n"
@@ -140,6 +141,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
+    else if (!strcmp(a, "--tf32")) o->tf32 = true;
     else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if (!strcmp(a, "--run")) o->action = ACT_RUN;
     else if (!strcmp(a, "--check")) o->action = ACT_CHECK;
@@ -219,7 +221,7 @@ static const char *out_path(Ctx *c, const char *ext) {
 static CudaOpts cuda_opts(Ctx *c) {
   Options *o = &c->opt;
   CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
-                 .header = o->emit_header, .model = ctx_model_name(c)};
+                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32};
   co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
   if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
   return co;

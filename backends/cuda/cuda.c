@@ -49,10 +49,21 @@ static int cuda_header(IrModule *m, const CudaOpts *o) {
   return fclose(f) ? 2 : 0;
 }
 
+/* --arch is sm_NN; --tf32 needs tensor cores with TF32 (sm_80 and later). */
 static bool check_arch(const CudaOpts *o) {
-  if (arch_ok(arch_of(o))) return true;
-  fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(o));
-  return false;
+  if (!arch_ok(arch_of(o))) {
+    fprintf(stderr, "tdslc: error: bad --arch '%s' (expected sm_NN, e.g. sm_80)\n", arch_of(o));
+    return false;
+  }
+  if (o->tf32 && atoi(arch_of(o) + 3) < 80) {
+    fprintf(stderr, "tdslc: error: --tf32 needs --arch=sm_80 or newer (got %s)\n", arch_of(o));
+    return false;
+  }
+  return true;
+}
+
+static CudaPlan *plan(Arena *a, IrModule *m, const CudaOpts *o) {
+  return cuda_plan(a, m, &(CudaPlanOpts){.tf32 = o->tf32, .sm = atoi(arch_of(o) + 3)});
 }
 
 int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
@@ -61,7 +72,7 @@ int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
     int rc = cuda_header(m, o);
     if (rc) return rc;
   }
-  CudaPlan *p = cuda_plan(a, m);
+  CudaPlan *p = plan(a, m, o);
   if (o->out == CUDA_OUT_SOURCE) {
     fputs(p->src, stdout);
     return 0;
@@ -85,7 +96,7 @@ gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_j
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;
-  CudaPlan *p = cuda_plan(a, m);
+  CudaPlan *p = plan(a, m, o);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(a, p->src, arch_of(o));
   return ptx ? cuda_host_mem(a, m, p, ptx, jit_name(o->model), o->opt_level, ctx_out) : NULL;

@@ -33,7 +33,9 @@ typedef struct CudaArg {
 typedef struct CudaKernel {
   int id;
   const char *name;   /* "k12" */
-  long threads;       /* total threads; one per point of the parallel loops */
+  long threads;       /* total threads; one per point of the parallel loops, or a
+                         multiple of CUDA_BLOCK when coop */
+  bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
   int nargs;
   CudaArg *args;
 } CudaKernel;
@@ -51,8 +53,16 @@ typedef struct CudaPlan {
   char *meta;         /* tdsl_cuda_meta text */
 } CudaPlan;
 
+/* What the kernels may use: tf32: fp32 contractions on TF32 mma (needs sm >= 80);
+ * sm: the target (--arch=sm_NN); from 80 on, tiles are staged with cp.async, double
+ * buffered. */
+typedef struct CudaPlanOpts {
+  bool tf32;
+  int sm;
+} CudaPlanOpts;
+
 /* backends/cuda/cuda_emit.c */
-CudaPlan *cuda_plan(Arena *a, const IrModule *m);
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *o);
 
 /* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
  * log as an internal error (or that the toolkit is missing). */
@@ -81,6 +91,7 @@ typedef struct CudaOpts {
   bool object;
   const char *header; /* --emit-header: its file, or NULL */
   const char *model;  /* the model's symbol prefix (--name; header names too), NULL: "tdsl" */
+  bool tf32;          /* --tf32 */
 } CudaOpts;
 
 /* --emit-cuda, --emit-ptx and -o for --backend=cuda; returns an exit status. */

@@ -18,22 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
-
-typedef struct E {
-  Arena *a;
-  const IrModule *m;
-  FILE *o;
-  CudaPlan *p;
-  char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
-  bool *sym;  /* per kernel: symbol used */
-  const Stmt *to_acc; /* a split reduction: this store accumulates into the local acc */
-  long scratch;       /* bytes of scratch the split reductions need */
-  Elem scratch_elem;  /* of the kernel being emitted */
-} E;
-
-static const IrBuf *ebuf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
-static const char *ctype(Elem el) { return el == ELEM_F64 ? "double" : "float"; }
+#include "cuda_kern.h"
 
 /* ---- which buffers and symbols a kernel uses ---- */
 
@@ -42,28 +27,28 @@ static void use_aff(E *e, const Aff *f) {
     if (f->t[i].var < 0) e->sym[-1 - f->t[i].var] = true;
 }
 
-static void use_access(E *e, const Access *acc, bool write) {
+void cu_use_access(E *e, const Access *acc, bool write) {
   if (write) e->arg[acc->buf] = 'w';
   else if (!e->arg[acc->buf]) e->arg[acc->buf] = 'b';
   use_aff(e, &acc->flat);
 }
 
 static void use_expr(E *e, const IrExpr *x) {
-  if (x->kind == X_LOAD) use_access(e, &x->acc, false);
+  if (x->kind == X_LOAD) cu_use_access(e, &x->acc, false);
   if (x->kind == X_SYM) e->sym[x->sym] = true;
   if (x->kind == X_OP)
     for (int i = 0; i < op_info[x->op].arity; i++) use_expr(e, x->a[i]);
 }
 
-static void use_stmt(E *e, const Stmt *s) {
+void cu_use_stmt(E *e, const Stmt *s) {
   switch (s->kind) {
   case S_LOOP:
   case S_IF:
     for (int k = 0; k < s->nguards; k++) use_aff(e, &s->guards[k].aff);
-    for (int i = 0; i < s->body.len; i++) use_stmt(e, s->body.items[i]);
+    for (int i = 0; i < s->body.len; i++) cu_use_stmt(e, s->body.items[i]);
     break;
   case S_STORE:
-    use_access(e, &s->dst, true);
+    cu_use_access(e, &s->dst, true);
     use_expr(e, s->val);
     break;
   case S_FILL: e->arg[s->buf] = 'w'; break;
@@ -139,196 +124,38 @@ static bool nest_parallelizable(const PtrVec *stores) {
   return true;
 }
 
-/* ---- expressions ---- */
-
-static void c_const(FILE *o, double v, bool f32) {
-  const char *T = f32 ? "float" : "double";
-  if (v != v) fprintf(o, "((%s)TDSL_NAN)", T);
-  else if (v > 1.7976931348623157e308) fprintf(o, "((%s)TDSL_INF)", T);
-  else if (v < -1.7976931348623157e308) fprintf(o, "(-(%s)TDSL_INF)", T);
-  else if (f32) fprintf(o, "((float)%.17e)", v);
-  else fprintf(o, "%.17e", v);
-}
-
-static void c_expr(E *e, const IrExpr *x, bool f32);
-
-static void c_args(E *e, const IrExpr *x, bool f32) {
-  for (int i = 0; i < op_info[x->op].arity; i++) {
-    if (i) fputs(", ", e->o);
-    c_expr(e, x->a[i], f32);
-  }
-  fputc(')', e->o);
-}
-
-static const char *math_fn(PrimOp op) {
-  switch (op) {
-  case OP_EXP: return "exp";
-  case OP_LOG: return "log";
-  case OP_EXP2: return "exp2";
-  case OP_LOG2: return "log2";
-  case OP_SIN: return "sin";
-  case OP_COS: return "cos";
-  case OP_SQRT: return "sqrt";
-  case OP_TANH: return "tanh";
-  case OP_MOD: return "fmod";
-  default: return NULL;
-  }
-}
-
-static const char *infix(PrimOp op) {
-  switch (op) {
-  case OP_ADD: return "+";
-  case OP_SUB: return "-";
-  case OP_MUL: return "*";
-  case OP_DIV: return "/";
-  default: return NULL;
-  }
-}
-
-static void c_expr(E *e, const IrExpr *x, bool f32) {
-  FILE *o = e->o;
-  const char *T = f32 ? "float" : "double", *sfx = f32 ? "f" : "";
-  switch (x->kind) {
-  case X_CONST: c_const(o, x->value, f32); return;
-  case X_SYM: fprintf(o, "((%s)s%d)", T, x->sym); return;
-  case X_LOAD:
-    if ((ebuf(e, x->acc.buf)->elem == ELEM_F32) != f32) fprintf(o, "(%s)", T);
-    fprintf(o, "b%d[", x->acc.buf);
-    aff_print_c(o, "s", &x->acc.flat);
-    fputc(']', o);
-    return;
-  case X_OP: break;
-  }
-  const char *in = infix(x->op), *fn = math_fn(x->op);
-  switch (x->op) {
-  case OP_ID: case OP_ARG1: c_expr(e, x->a[0], f32); return;
-  case OP_ARG2: c_expr(e, x->a[1], f32); return;
-  case OP_NEG: fputs("(-", o); c_expr(e, x->a[0], f32); fputc(')', o); return;
-  case OP_RECIP: fprintf(o, "((%s)1 / ", T); c_expr(e, x->a[0], f32); fputc(')', o); return;
-  case OP_RECIP_SQRT: fprintf(o, "((%s)1 / sqrt%s(", T, sfx); c_expr(e, x->a[0], f32); fputs("))", o); return;
-  case OP_FMA:
-    fputc('(', o);
-    c_expr(e, x->a[0], f32);
-    fputs(" * ", o);
-    c_expr(e, x->a[1], f32);
-    fputs(" + ", o);
-    c_expr(e, x->a[2], f32);
-    fputc(')', o);
-    return;
-  default: break;
-  }
-  if (in) {
-    fputc('(', o);
-    c_expr(e, x->a[0], f32);
-    fprintf(o, " %s ", in);
-    c_expr(e, x->a[1], f32);
-    fputc(')', o);
-    return;
-  }
-  if (fn) fprintf(o, "%s%s(", fn, sfx);
-  else fprintf(o, "tdsl_op_%s_%s(", op_info[x->op].name, f32 ? "f32" : "f64");
-  c_args(e, x, f32);
-}
-
-/* accum(lhs, rhs) where lhs is a local and rhs an expression (or text). */
-static void c_accum(E *e, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text) {
-  FILE *o = e->o;
-  const char *in = infix(op);
-  if (in) fprintf(o, "(%s %s ", lhs, in);
-  else fprintf(o, "tdsl_op_%s_%s(%s, ", op_info[op].name, f32 ? "f32" : "f64", lhs);
-  if (rhs) c_expr(e, rhs, f32);
-  else fputs(rhs_text, o);
-  fputc(')', o);
-}
-
-/* ---- statements ---- */
+/* ---- statements: the shared C rendering (src/ir_c.c) ---- */
 
 /* A loop of a tiled nest: var runs over [tile*tile_var, min(tile*(tile_var+1), ext)). */
 static bool tiled(const Stmt *s) { return s->kind == S_LOOP && s->tile > 0 && s->tile_var >= 0; }
 
-static void indent(E *e, int ind) { fprintf(e->o, "%*s", ind * 2, ""); }
+void cu_indent(E *e, int ind) { cr_indent(&e->r, ind); }
 
-static void c_stmts(E *e, const PtrVec *body, int ind);
-
-static void c_stmt(E *e, const Stmt *s, int ind) {
-  FILE *o = e->o;
-  switch (s->kind) {
-  case S_LOOP:
-    indent(e, ind);
-    if (tiled(s))
-      fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", s->var, s->tile,
-              s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
-    else fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", s->var, s->var, s->ext, s->var);
-    c_stmts(e, &s->body, ind + 1);
-    indent(e, ind);
-    fputs("}\n", o);
-    break;
-  case S_IF:
-    indent(e, ind);
-    fputs("if (", o);
-    for (int k = 0; k < s->nguards; k++) {
-      if (k) fputs(" && ", o);
-      fputs("(", o);
-      aff_print_c(o, "s", &s->guards[k].aff);
-      fputs(") >= 0 && (", o);
-      aff_print_c(o, "s", &s->guards[k].aff);
-      fprintf(o, ") < %ldL", s->guards[k].ext);
-    }
-    fputs(") {\n", o);
-    c_stmts(e, &s->body, ind + 1);
-    indent(e, ind);
-    fputs("}\n", o);
-    break;
-  case S_STORE: {
-    bool f32 = ebuf(e, s->dst.buf)->elem == ELEM_F32;
-    indent(e, ind);
-    if (s == e->to_acc) {
-      fputs("acc = ", o);
-      if (s->accum == OP_ARG2) c_expr(e, s->val, f32);
-      else c_accum(e, s->accum, f32, "acc", s->val, NULL);
-      fputs(";\n", o);
-      break;
-    }
-    fprintf(o, "b%d[", s->dst.buf);
-    aff_print_c(o, "s", &s->dst.flat);
-    fputs("] = ", o);
-    IrExpr old = {.kind = X_LOAD, .acc = s->dst};
-    IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
-    c_expr(e, s->accum == OP_ARG2 ? s->val : &acc, f32);
-    fputs(";\n", o);
-    break;
-  }
-  case S_FILL:
-    indent(e, ind);
-    fprintf(o, "for (long k = 0; k < %ldL; k++) b%d[k] = ", ebuf(e, s->buf)->size, s->buf);
-    c_const(o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
-    fputs(";\n", o);
-    break;
-  case S_COMMENT:
-    indent(e, ind);
-    fprintf(o, "/* %s */\n", s->text);
-    break;
-  case S_CALL: break; /* never inside a kernel: calls are top-level host steps */
-  case S_KERNEL: /* the schedule pass (src/schedule.h) runs for the CPU back ends only */
-    fputs("#error tdslc: a CPU kernel statement reached the CUDA emitter\n", o);
-    break;
-  }
+/* The store of a register reduction accumulates into the local acc. */
+static bool acc_hook(CRender *r, const Stmt *s, int ind) {
+  E *e = r->user;
+  if (s != e->to_acc) return false;
+  bool f32 = cu_buf(e, s->dst.buf)->elem == ELEM_F32;
+  cr_indent(r, ind);
+  fputs("acc = ", r->o);
+  if (s->accum == OP_ARG2) cr_expr(r, s->val, f32);
+  else cr_accum(r, s->accum, f32, "acc", s->val, NULL);
+  fputs(";\n", r->o);
+  return true;
 }
 
-static void c_stmts(E *e, const PtrVec *body, int ind) {
-  for (int i = 0; i < body->len; i++) c_stmt(e, body->items[i], ind);
-}
+void cu_stmts(E *e, const PtrVec *body, int ind) { cr_stmts(&e->r, body, ind); }
 
 /* ---- kernels ---- */
 
-static void begin_args(E *e) {
+void cu_begin_args(E *e) {
   memset(e->arg, 0, (size_t)e->m->bufs.len);
   memset(e->sym, 0, sizeof(bool) * (size_t)e->m->syms.len);
 }
 
-/* A kernel whose arguments are the buffers and symbols marked since begin_args, then
+/* A kernel whose arguments are the buffers and symbols marked since cu_begin_args, then
  * the scratch buffer if asked. */
-static CudaKernel *finish_kernel(E *e, bool scratch) {
+CudaKernel *cu_finish_kernel(E *e, bool scratch) {
   CudaKernel *k = ANEW(e->a, CudaKernel);
   k->id = e->p->kernels.len;
   k->name = arena_printf(e->a, "k%d", k->id);
@@ -343,73 +170,73 @@ static CudaKernel *finish_kernel(E *e, bool scratch) {
 }
 
 static CudaKernel *new_kernel(E *e, const Stmt *s) {
-  begin_args(e);
-  use_stmt(e, s);
-  return finish_kernel(e, false);
+  cu_begin_args(e);
+  cu_use_stmt(e, s);
+  return cu_finish_kernel(e, false);
 }
 
-/* The signature, the thread index and the bounds check. */
-static void kernel_head(E *e, const CudaKernel *k, const char *what) {
+void cu_kernel_sig(E *e, const CudaKernel *k, const char *what) {
   FILE *o = e->o;
-  fprintf(o, "/* %s */\nTDSL_KERNEL %s(", what, k->name);
+  cr_comment(o, what);
+  fprintf(o, "\nTDSL_KERNEL %s(", k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "int s%d", a->index);
-    else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", ctype(e->scratch_elem));
-    else fprintf(o, "%s *__restrict__ b%d", ctype(ebuf(e, a->index)->elem), a->index);
+    else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", cu_ctype(e->scratch_elem));
+    else fprintf(o, "%s *__restrict__ b%d", cu_ctype(cu_buf(e, a->index)->elem), a->index);
   }
-  fprintf(o, ") {\n  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
-             "  if (t >= %ldL) return;\n", k->threads);
+  fputs(") {\n", o);
+}
+
+void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
+  cu_kernel_sig(e, k, what);
+  fprintf(e->o, "  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
+                "  if (t >= %ldL) return;\n", k->threads);
 }
 
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
-static void kernel_tail(E *e, const CudaKernel *k) {
+void cu_kernel_tail(E *e, const CudaKernel *k) {
   FILE *o = e->o;
-  fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_ENTRY(%s, %s(", k->name, k->name);
+  fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_%sENTRY(%s, %s(", k->coop ? "BLOCK_" : "", k->name, k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "*(int *)p[%d]", i);
-    else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", ctype(e->scratch_elem), i);
-    else fprintf(o, "*(%s **)p[%d]", ctype(ebuf(e, a->index)->elem), i);
+    else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", cu_ctype(e->scratch_elem), i);
+    else fprintf(o, "*(%s **)p[%d]", cu_ctype(cu_buf(e, a->index)->elem), i);
   }
   fputs("))\n#endif\n\n", o);
 }
 
 static const char *func_what(E *e, const IrFunc *f, const Stmt *s) {
   (void)e;
-  if (s->kind == S_FILL) return arena_printf(e->a, "%s: fill %s", f->name, ebuf(e, s->buf)->name);
+  if (s->kind == S_FILL) return arena_printf(e->a, "%s: fill %s", f->name, cu_buf(e, s->buf)->name);
   return f->name;
 }
 
 static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
-  if (ebuf(e, s->buf)->size <= 0) return;
+  if (cu_buf(e, s->buf)->size <= 0) return;
   CudaKernel *k = new_kernel(e, s);
-  k->threads = ebuf(e, s->buf)->size;
-  kernel_head(e, k, func_what(e, f, s));
+  k->threads = cu_buf(e, s->buf)->size;
+  cu_kernel_head(e, k, func_what(e, f, s));
   fprintf(e->o, "  b%d[t] = ", s->buf);
-  c_const(e->o, s->value, ebuf(e, s->buf)->elem == ELEM_F32);
+  cr_const(e->o, s->value, cu_buf(e, s->buf)->elem == ELEM_F32);
   fputs(";\n", e->o);
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 }
 
-/* Declares the chain variables with par[i] == want from the linear index in variable
- * v: the innermost varies fastest (coalesced accesses when it indexes the last axis,
- * as in the lowering's loop order), the outermost takes the rest. */
-/* Roles of the chain loops. */
-enum { SEQ, PAR, DROP /* the tile loop of a tiled chain loop: the tiled loop runs whole */ };
-
-static void decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
+void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
+  const char *T = e->r.idx32 ? "int" : "long", *L = e->r.idx32 ? "" : "L";
   int first = -1;
   for (int i = 0; i < n && first < 0; i++)
     if (par[i] == want) first = i;
   for (int i = n - 1; i >= 0; i--) {
     if (par[i] != want) continue;
-    indent(e, ind);
-    if (i == first) fprintf(e->o, "long i%d = %s;\n", chain[i]->var, v);
-    else fprintf(e->o, "long i%d = %s %% %ldL;\n%*s%s /= %ldL;\n", chain[i]->var, v, chain[i]->ext, ind * 2, "", v,
-                 chain[i]->ext);
+    cu_indent(e, ind);
+    if (i == first) fprintf(e->o, "%s i%d = %s;\n", T, chain[i]->var, v);
+    else fprintf(e->o, "%s i%d = %s %% %ld%s;\n%*s%s /= %ld%s;\n", T, chain[i]->var, v, chain[i]->ext, L, ind * 2, "", v,
+                 chain[i]->ext, L);
   }
 }
 
@@ -455,43 +282,51 @@ static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, 
 static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st, long points,
                           long red, long chunks) {
   FILE *o = e->o;
-  bool f32 = ebuf(e, st->dst.buf)->elem == ELEM_F32;
-  e->scratch_elem = ebuf(e, st->dst.buf)->elem;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  e->scratch_elem = cu_buf(e, st->dst.buf)->elem;
   long bytes = points * chunks * (f32 ? 4 : 8);
   if (bytes > e->scratch) e->scratch = bytes;
-  begin_args(e);
-  use_stmt(e, chain[0]);
+  cu_begin_args(e);
+  cu_use_stmt(e, chain[0]);
   e->arg[st->dst.buf] = 0; /* not touched by the first kernel */
-  CudaKernel *k = finish_kernel(e, true);
+  CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = points * chunks;
-  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
   fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
-  decompose(e, chain, n, par, PAR, "t", 1);
-  fprintf(o, "  %s acc = ", f32 ? "float" : "double");
-  c_const(o, op_neutral(st->accum), f32);
-  fprintf(o, ";\n  for (long r = c; r < %ldL; r += %ldL) {\n    long q = r;\n", red, chunks);
-  decompose(e, chain, n, par, SEQ, "q", 2);
-  e->to_acc = st;
-  c_stmts(e, &chain[n - 1]->body, 2);
-  e->to_acc = NULL;
-  fputs("  }\n  xs[slot] = acc;\n", o);
-  kernel_tail(e, k);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
+  cu_strided_fold(e, chain, n, par, st, red, "c", arena_printf(e->a, "%ldL", chunks));
+  fputs("  xs[slot] = acc;\n", o);
+  cu_kernel_tail(e, k);
 
-  begin_args(e);
-  use_access(e, &st->dst, true);
-  k = finish_kernel(e, true);
+  cu_begin_args(e);
+  cu_use_access(e, &st->dst, true);
+  k = cu_finish_kernel(e, true);
   k->threads = points;
-  kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
   fputs("  long slot = t;\n", o);
-  decompose(e, chain, n, par, PAR, "t", 1);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
-  aff_print_c(o, "s", &st->dst.flat);
+  cr_aff(&e->r, &st->dst.flat);
   fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
-  c_accum(e, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
+  cr_accum(&e->r, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
   fprintf(o, ";\n  b%d[", st->dst.buf);
-  aff_print_c(o, "s", &st->dst.flat);
+  cr_aff(&e->r, &st->dst.flat);
   fputs("] = v;\n", o);
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
+}
+
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
+                     const char *step) {
+  FILE *o = e->o;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
+  cr_const(o, op_neutral(st->accum), f32);
+  fprintf(o, ";\n  for (long r = %s; r < %ldL; r += %s) {\n    long q = r;\n", first, red, step);
+  cu_decompose(e, chain, n, par, SEQ, "q", 2);
+  e->to_acc = st;
+  cu_stmts(e, &chain[n - 1]->body, 2);
+  e->to_acc = NULL;
+  fputs("  }\n", o);
 }
 
 /* Below this many threads a long reduction is split across more threads. */
@@ -523,7 +358,10 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   for (int i = 0; i < n; i++)
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
+  const Stmt *reg = n ? register_store(&stores, chain, n, par) : NULL;
+  if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
   const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
+  if (st && cu_block_reduction(e, what, chain, n, par, st, points, red)) return;
   if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
     long chunks = SPLIT_TARGET_THREADS / points;
     if (chunks > red / SPLIT_MIN_CHUNK) chunks = red / SPLIT_MIN_CHUNK;
@@ -534,38 +372,38 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   }
   CudaKernel *k = new_kernel(e, s);
   k->threads = points;
-  kernel_head(e, k, what);
+  cu_kernel_head(e, k, what);
   FILE *o = e->o;
-  decompose(e, chain, n, par, PAR, "t", 1);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
   bool seq = false;
   for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
   /* A reduction in the thread: the cell stays in a register across the loops. */
-  const Stmt *reg = seq ? register_store(&stores, chain, n, par) : NULL;
+  if (!seq) reg = NULL;
   if (reg) {
-    fprintf(o, "  %s acc = b%d[", ctype(ebuf(e, reg->dst.buf)->elem), reg->dst.buf);
-    aff_print_c(o, "s", &reg->dst.flat);
+    fprintf(o, "  %s acc = b%d[", cu_ctype(cu_buf(e, reg->dst.buf)->elem), reg->dst.buf);
+    cr_aff(&e->r, &reg->dst.flat);
     fputs("];\n", o);
     e->to_acc = reg;
   }
   int ind = 1;
   for (int i = 0; i < n; i++) {
     if (par[i] != SEQ) continue;
-    indent(e, ind++);
+    cu_indent(e, ind++);
     fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", chain[i]->var, chain[i]->var, chain[i]->ext, chain[i]->var);
   }
-  if (n) c_stmts(e, &chain[n - 1]->body, ind);
-  else c_stmt(e, s, ind);
+  if (n) cu_stmts(e, &chain[n - 1]->body, ind);
+  else cr_stmt(&e->r, s, ind);
   while (--ind > 0) {
-    indent(e, ind);
+    cu_indent(e, ind);
     fputs("}\n", o);
   }
   if (reg) {
     fprintf(o, "  b%d[", reg->dst.buf);
-    aff_print_c(o, "s", &reg->dst.flat);
+    cr_aff(&e->r, &reg->dst.flat);
     fputs("] = acc;\n", o);
     e->to_acc = NULL;
   }
-  kernel_tail(e, k);
+  cu_kernel_tail(e, k);
 }
 
 static void plan_func(E *e, int fi) {
@@ -576,7 +414,7 @@ static void plan_func(E *e, int fi) {
     CudaStep *st = ANEW(e->a, CudaStep);
     int before = e->p->kernels.len;
     switch (s->kind) {
-    case S_COMMENT: fprintf(e->o, "/* %s */\n", s->text); continue;
+    case S_COMMENT: cr_stmt(&e->r, s, 0); continue;
     case S_CALL: st->call = true; st->index = s->callee; break;
     case S_FILL: fill_kernel(e, f, s); break;
     default: nest_kernel(e, f, s); break;
@@ -600,28 +438,8 @@ static const char *prelude =
     "#define TDSL_DEV static __device__ __forceinline__\n"
     "#define TDSL_NAN __int_as_float(0x7fc00000)\n"
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
-    "#endif\n"
-    "#define H1(n, T, body) TDSL_DEV T tdsl_op_##n(T a) { body }\n"
-    "#define H2(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b) { body }\n"
-    "#define H3(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b, T c) { body }\n"
-    "#define HELPERS(S, T, F) \\\n"
-    "  H1(relu_##S, T, return a >= 0 ? a : (T)0;) \\\n"
-    "  H1(sat01_##S, T, return a <= 0 ? (T)0 : a >= 1 ? (T)1 : a;) \\\n"
-    "  H1(not_##S, T, return a == 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(relu_gate_##S, T, return a > 0 ? b : (T)0;) \\\n"
-    "  H2(sat01_gate_##S, T, return a > 0 && a < 1 ? b : (T)0;) \\\n"
-    "  H2(lt_##S, T, return a < b ? (T)1 : (T)0;) H2(eq_##S, T, return a == b ? (T)1 : (T)0;) \\\n"
-    "  H2(ne_##S, T, return a != b ? (T)1 : (T)0;) \\\n"
-    "  H2(or__##S, T, return a != 0 || b != 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(and__##S, T, return a != 0 && b != 0 ? (T)1 : (T)0;) \\\n"
-    "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
-    "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
-    "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
-    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < (T)9.0e15)) return pow##F(a, b); \\\n"
-    "     long n = (long)b; long k = n < 0 ? -n : n; T r = 1; \\\n"
-    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? (T)1 / r : r;)\n"
-    "HELPERS(f32, float, f)\n"
-    "HELPERS(f64, double, )\n\n";
+    "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
+    "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
   char *txt = NULL;
@@ -645,15 +463,55 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
   return r;
 }
 
-CudaPlan *cuda_plan(Arena *a, const IrModule *m) {
+/* TF32 tensor-core helpers (sm_80+): round to TF32, and one m16n8k8 mma accumulating
+ * into d (the fragment layouts of the PTX ISA; the emulation's shim has its own). */
+static const char *tf32_prelude =
+    "#ifndef TDSL_EMULATE\n"
+    "TDSL_DEV unsigned tdsl_tf32(float x) {\n"
+    "  unsigned r;\n"
+    "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+    "  return r;\n"
+    "}\n"
+    "TDSL_DEV void tdsl_mma_tf32(float *d, const unsigned *a, const unsigned *b) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, \"\n"
+    "               \"{%8,%9}, {%0,%1,%2,%3};\"\n"
+    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+    "}\n"
+    "#endif\n";
+
+/* cp.async (sm_80+): a 4- or 8-byte copy from global to shared memory that reads
+ * src_bytes (0: fills zeros), grouped by commit, awaited by wait_group. */
+static const char *async_prelude =
+    "#ifndef TDSL_EMULATE\n"
+    "TDSL_DEV void tdsl_cp_async4(void *dst, const void *src, int src_bytes) {\n"
+    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
+    "}\n"
+    "TDSL_DEV void tdsl_cp_async8(void *dst, const void *src, int src_bytes) {\n"
+    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
+    "}\n"
+    "#define TDSL_CP_COMMIT() asm volatile(\"cp.async.commit_group;\")\n"
+    "#define TDSL_CP_WAIT1() asm volatile(\"cp.async.wait_group 1;\")\n"
+    "#endif\n";
+
+CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
   char *txt = NULL;
   size_t len = 0;
   E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
+  e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
+  e.tf32 = opts->tf32;
+  e.async = opts->sm >= 80;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   fputs(prelude, e.o);
+  fputs(cr_helpers, e.o);
+  if (e.tf32) fputs(tf32_prelude, e.o);
+  if (e.async) fputs(async_prelude, e.o);
+  fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
   fclose(e.o);
   p->src = arena_strdup(a, txt);

@@ -9,187 +9,51 @@ static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
-void c_const(FILE *o, double v, bool f32) {
-  if (v != v) fputs("NAN", o);
-  else if (v == 1.0 / 0.0) fputs("INFINITY", o);
-  else if (v == -1.0 / 0.0) fputs("-INFINITY", o);
-  else {
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.17g", v);
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0"); /* 1f is not C: 1.0f */
-    fprintf(o, "%s%s", buf, f32 ? "f" : "");
-  }
-}
-
-void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32) {
-  const char *sfx = f32 ? "f" : "";
-  const char *T = f32 ? "float" : "double";
-  switch (e->kind) {
-  case X_CONST: c_const(o, e->value, f32); return;
-  case X_SYM: fprintf(o, "(%s)tdsl_sym_%d", T, e->sym); return;
-  case X_LOAD:
-    fprintf(o, "(%s)tdsl_buf_%d[", T, e->acc.buf);
-    aff_print_c(o, "tdsl_sym_", &e->acc.flat);
-    fputc(']', o);
-    return;
-  case X_OP: break;
-  }
-  const char *infix = NULL, *fn = NULL;
-  switch (e->op) {
-  case OP_ID: case OP_ARG1: c_expr(o, m, e->a[0], f32); return;
-  case OP_ARG2: c_expr(o, m, e->a[1], f32); return;
-  case OP_ADD: infix = "+"; break;
-  case OP_SUB: infix = "-"; break;
-  case OP_MUL: infix = "*"; break;
-  case OP_DIV: infix = "/"; break;
-  case OP_EXP: fn = "exp"; break;
-  case OP_LOG: fn = "log"; break;
-  case OP_EXP2: fn = "exp2"; break;
-  case OP_LOG2: fn = "log2"; break;
-  case OP_SIN: fn = "sin"; break;
-  case OP_COS: fn = "cos"; break;
-  case OP_SQRT: fn = "sqrt"; break;
-  case OP_TANH: fn = "tanh"; break;
-  case OP_MOD: fn = "fmod"; break;
-  default: break;
-  }
-  if (infix) {
-    fputc('(', o);
-    c_expr(o, m, e->a[0], f32);
-    fprintf(o, " %s ", infix);
-    c_expr(o, m, e->a[1], f32);
-    fputc(')', o);
-    return;
-  }
-  if (e->op == OP_NEG || e->op == OP_RECIP || e->op == OP_RECIP_SQRT) {
-    fputs(e->op == OP_NEG ? "(-" : e->op == OP_RECIP ? "(1 / " : "(1 / sqrt", o);
-    if (e->op == OP_RECIP_SQRT) fputs(sfx, o);
-    fputc('(', o);
-    c_expr(o, m, e->a[0], f32);
-    fputs("))", o);
-    return;
-  }
-  if (e->op == OP_FMA) {
-    fputs("(", o);
-    c_expr(o, m, e->a[0], f32);
-    fputs(" * ", o);
-    c_expr(o, m, e->a[1], f32);
-    fputs(" + ", o);
-    c_expr(o, m, e->a[2], f32);
-    fputs(")", o);
-    return;
-  }
-  if (fn) fprintf(o, "%s%s(", fn, sfx);
-  else fprintf(o, "tdsl_op_%s_%s(", op_info[e->op].name, f32 ? "f32" : "f64");
-  for (int i = 0; i < op_info[e->op].arity; i++) {
-    if (i) fputs(", ", o);
-    c_expr(o, m, e->a[i], f32);
-  }
-  fputc(')', o);
-}
-
-void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *what, int ind) {
-  const IrBuf *b = VEC_AT(m->bufs, IrBuf, acc->buf);
+/* Each check is "{ ... }" then a new line indented at ind, where the checked
+ * statement follows. */
+void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
+  FILE *o = r->o;
+  const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
-    aff_print_c(o, "tdsl_sym_", &acc->axis[ax]);
-    fprintf(o, "; if (ix < 0 || ix >= %d) { dprintf(2, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
+    cr_aff(r, &acc->axis[ax]);
+    fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
             b->dims[ax], b->dims[ax], ax, b->name);
-    for (const char *p = what; *p; p++) fprintf(o, *p == '"' || *p == '\\' ? "\\%c" : *p == '%' ? "%%%c" : "%c", *p);
-    fprintf(o, "\\n\", ix); abort(); } }\n%*s", ind * 2, "");
+    for (const char *p = what; *p; p++) /* a C string: no quote, backslash, trigraph or newline ends it */
+      fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
+    fprintf(o, "\\n\", ix); abort(); } }\n");
+    cr_indent(r, ind);
   }
 }
 
-void c_check_expr(FILE *o, const IrModule *m, const IrExpr *e, const char *what, int ind) {
-  if (e->kind == X_LOAD) c_check_access(o, m, &e->acc, what, ind);
+void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind) {
+  if (e->kind == X_LOAD) c_check_access(r, &e->acc, what, ind);
   if (e->kind == X_OP)
-    for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(o, m, e->a[i], what, ind);
+    for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(r, e->a[i], what, ind);
 }
 
-/* --check-bounds: every axis index of every access, as the gccjit backend does. */
-static void c_checks(FILE *o, const IrModule *m, const Stmt *s, int ind) {
-  c_check_access(o, m, &s->dst, s->what, ind);
-  c_check_expr(o, m, s->val, s->what, ind);
-}
-
-static void c_stmts(FILE *o, const IrModule *m, const PtrVec *body, int ind, bool check, const char *name) {
-  for (int i = 0; i < body->len; i++) {
-    const Stmt *s = body->items[i];
-    fprintf(o, "%*s", ind * 2, "");
-    switch (s->kind) {
-    case S_LOOP:
-      if (s->accs > 1) {
-        c_reduce_loop(o, m, s, ind, check);
-        break;
-      }
-      if (s->tile_var >= 0)
-        fprintf(o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %d < %ld ? %dL*i%d + %d : %ld); i%d++) {\n", s->var, s->tile,
-                s->tile_var, s->var, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, s->var);
-      else fprintf(o, "for (long i%d = 0; i%d < %ld; i%d++) {\n", s->var, s->var, s->ext, s->var);
-      c_stmts(o, m, &s->body, ind + 1, check, name);
-      fprintf(o, "%*s}\n", ind * 2, "");
-      break;
-    case S_IF:
-      fputs("if (", o);
-      for (int k = 0; k < s->nguards; k++) {
-        if (k) fputs(" && ", o);
-        fputs("(", o);
-        aff_print_c(o, "tdsl_sym_", &s->guards[k].aff);
-        fputs(") >= 0 && (", o);
-        aff_print_c(o, "tdsl_sym_", &s->guards[k].aff);
-        fprintf(o, ") < %ld", s->guards[k].ext);
-      }
-      fputs(") {\n", o);
-      c_stmts(o, m, &s->body, ind + 1, check, name);
-      fprintf(o, "%*s}\n", ind * 2, "");
-      break;
-    case S_STORE: {
-      bool f32 = VEC_AT(m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32;
-      if (check) c_checks(o, m, s, ind);
-      fprintf(o, "tdsl_buf_%d[", s->dst.buf);
-      aff_print_c(o, "tdsl_sym_", &s->dst.flat);
-      fputs("] = ", o);
-      IrExpr old = {.kind = X_LOAD, .acc = s->dst};
-      if (s->accum == OP_ARG2) c_expr(o, m, s->val, f32);
-      else {
-        IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
-        c_expr(o, m, &acc, f32);
-      }
-      fputs(";\n", o);
-      break;
-    }
-    case S_FILL:
-      fprintf(o, "for (long k = 0; k < %ld; k++) tdsl_buf_%d[k] = ", VEC_AT(m->bufs, IrBuf, s->buf)->size, s->buf);
-      c_const(o, s->value, false);
-      fputs(";\n", o);
-      break;
-    case S_CALL: fprintf(o, "%s_fn_%d(self); /* %s */\n", name, s->callee, VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
-    case S_COMMENT: fprintf(o, "/* %s */\n", s->text); break;
-    case S_KERNEL: c_kernel(o, m, s, ind); break;
-    }
+/* What the C rendering adds to the shared one: the schedule's statements (reduction
+ * loops in partial sums, contraction kernels: emit_c_sched.c) and, under --check-bounds,
+ * every axis index of every access tested before a store, as the gccjit backend does. */
+static bool c_hook(CRender *r, const Stmt *s, int ind) {
+  bool check = *(const bool *)r->user;
+  if (s->kind == S_LOOP && s->accs > 1) {
+    cr_indent(r, ind);
+    c_reduce_loop(r, s, ind, check);
+    return true;
   }
+  if (s->kind == S_KERNEL) {
+    cr_indent(r, ind);
+    c_kernel(r, s, ind);
+    return true;
+  }
+  if (s->kind != S_STORE || !check) return false;
+  cr_indent(r, ind);
+  c_check_access(r, &s->dst, s->what, ind);
+  c_check_expr(r, s->val, s->what, ind);
+  cr_store(r, s);
+  return true;
 }
-
-static const char *helpers_c =
-    "#define H1(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a) { __VA_ARGS__ }\n"
-    "#define H2(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a, T b) { __VA_ARGS__ }\n"
-    "#define H3(n, T, ...) static __attribute__((unused)) T tdsl_op_##n(T a, T b, T c) { __VA_ARGS__ }\n"
-    "#define HELPERS(S, T, F) \\\n"
-    "  H1(relu_##S, T, return a >= 0 ? a : 0;) \\\n"
-    "  H1(sat01_##S, T, return a <= 0 ? 0 : a >= 1 ? 1 : a;) \\\n"
-    "  H1(not_##S, T, return a == 0 ? 1 : 0;) \\\n"
-    "  H2(relu_gate_##S, T, return a > 0 ? b : 0;) \\\n"
-    "  H2(sat01_gate_##S, T, return a > 0 && a < 1 ? b : 0;) \\\n"
-    "  H2(lt_##S, T, return a < b;) H2(eq_##S, T, return a == b;) H2(ne_##S, T, return a != b;) \\\n"
-    "  H2(or__##S, T, return a != 0 || b != 0;) H2(and__##S, T, return a != 0 && b != 0;) \\\n"
-    "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
-    "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
-    "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
-    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < 9.0e15)) return pow##F(a, b); \\\n"
-    "     long n = (long)b, k = n < 0 ? -n : n; T r = 1; \\\n"
-    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? 1 / r : r;)\n"
-    "HELPERS(f32, float, f)\n"
-    "HELPERS(f64, double, )\n";
 
 /* The metadata as a C string literal, so the rendering is a complete model source. */
 static void c_meta(FILE *o, const IrModule *m, const char *name) {
@@ -233,21 +97,27 @@ void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
   fputs("/* Generated by tdslc: the C rendering of the code the gccjit backend builds. */\n"
         "#include <math.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n",
         o);
-  fputs(helpers_c, o);
+  fputs("#define TDSL_DEV static __attribute__((unused))\n#define TDSL_NAN NAN\n#define TDSL_INF INFINITY\n", o);
+  fputs(cr_helpers, o);
   fputc('\n', o);
   c_instance(o, m);
   c_meta(o, m, name);
+  Arena a = {0};
+  CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .fn = arena_printf(&a, "%s_fn_", name),
+               .call_args = "self", .stmt = c_hook, .user = &check};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
     fprintf(o, "%svoid %s_fn_%d(struct tdsl_instance *self);\n", f->exported ? "" : "static ", name, i);
   }
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    fprintf(o, "%svoid %s_fn_%d(struct tdsl_instance *self) { /* %s */\n", f->exported ? "" : "static __attribute__((unused)) ",
-            name, i, f->name);
-    c_stmts(o, m, &f->body, 1, check, name);
+    fprintf(o, "%svoid %s_fn_%d(struct tdsl_instance *self) { ", f->exported ? "" : "static __attribute__((unused)) ", name, i);
+    cr_comment(o, f->name);
+    fputc('\n', o);
+    cr_stmts(&r, &f->body, 1);
     fputs("}\n\n", o);
   }
+  arena_free(&a);
   /* What the runtime calls for the "seq" routines (jit_export_dispatch). */
   fprintf(o, "void %s_call(struct tdsl_instance *self, int k) {\n  switch (k) {\n", name);
   for (int i = 0; i < m->funcs.len; i++)

@@ -1,17 +1,18 @@
-/* emit_c.h: pieces of the C rendering (emit_c.c) shared with the rendering of
- * scheduled statements (emit_c_sched.c). Internal to backends/gccjit. */
+/* emit_c.h: pieces of the C rendering (emit_c.c, over the shared src/ir_c.c) shared
+ * with the rendering of scheduled statements (emit_c_sched.c). Internal to
+ * backends/gccjit. */
 #ifndef TDSL_EMIT_C_H
 #define TDSL_EMIT_C_H
 
+#include "ir_c.h"
 #include "jit.h"
 
-void c_const(FILE *o, double v, bool f32);
-void c_expr(FILE *o, const IrModule *m, const IrExpr *e, bool f32);
-void c_check_access(FILE *o, const IrModule *m, const Access *acc, const char *what, int ind);
-void c_check_expr(FILE *o, const IrModule *m, const IrExpr *e, const char *what, int ind);
+/* --check-bounds tests of an access / of every load of an expression. */
+void c_check_access(CRender *r, const Access *acc, const char *what, int ind);
+void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind);
 
 /* emit_c_sched.c: an S_LOOP with accs > 1 and an S_KERNEL (ir.h) as C. */
-void c_reduce_loop(FILE *o, const IrModule *m, const Stmt *loop, int ind, bool check);
-void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind);
+void c_reduce_loop(CRender *r, const Stmt *loop, int ind, bool check);
+void c_kernel(CRender *r, const Stmt *s, int ind);
 
 #endif

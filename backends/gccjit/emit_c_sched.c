@@ -19,12 +19,13 @@ static void line(FILE *o, int ind, const char *fmt, ...) {
 }
 
 /* Partial sum sum<u> += the store's value at iV = base + u (bounds checked first). */
-static void c_partial(FILE *o, const IrModule *m, const Stmt *st, int var, const char *at, int u, int ind, bool check) {
-  bool f32 = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F32;
+static void c_partial(CRender *r, const Stmt *st, int var, const char *at, int u, int ind, bool check) {
+  FILE *o = r->o;
+  bool f32 = VEC_AT(r->m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F32;
   line(o, ind, "{ const long i%d = %s; ", var, at);
-  if (check) c_check_expr(o, m, st->val, st->what, ind + 1);
+  if (check) c_check_expr(r, st->val, st->what, ind + 1);
   fprintf(o, "sum%d += ", u);
-  c_expr(o, m, st->val, f32);
+  cr_expr(r, st->val, f32);
   fputs("; }\n", o);
 }
 
@@ -41,7 +42,9 @@ static void c_tree(FILE *o, int lo, int n) {
   fputc(')', o);
 }
 
-void c_reduce_loop(FILE *o, const IrModule *m, const Stmt *lp, int ind, bool check) {
+void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
+  FILE *o = r->o;
+  const IrModule *m = r->m;
   const Stmt *st = lp->body.items[0];
   const char *T = ctype_of(m, st->dst.buf);
   int U = lp->accs, v = lp->var;
@@ -54,20 +57,20 @@ void c_reduce_loop(FILE *o, const IrModule *m, const Stmt *lp, int ind, bool che
   for (int u = 0; u < U; u++) {
     char at[48];
     snprintf(at, sizeof at, "base%d + %d", v, u);
-    c_partial(o, m, st, v, at, u, ind + 2, check);
+    c_partial(r, st, v, at, u, ind + 2, check);
   }
   line(o, ind + 1, "}\n");
   line(o, ind + 1, "for (; base%d < %ld; base%d++) ", v, lp->ext, v);
   char at[48];
   snprintf(at, sizeof at, "base%d", v);
-  c_partial(o, m, st, v, at, 0, 0, check);
+  c_partial(r, st, v, at, 0, 0, check);
   if (check) {
     fprintf(o, "%*s", (ind + 1) * 2, "");
-    c_check_access(o, m, &st->dst, st->what, ind + 1);
+    c_check_access(r, &st->dst, st->what, ind + 1);
     fputc('\n', o);
   }
-  line(o, ind + 1, "tdsl_buf_%d[", st->dst.buf);
-  aff_print_c(o, "tdsl_sym_", &st->dst.flat);
+  line(o, ind + 1, "%s%d[", r->buf, st->dst.buf);
+  cr_aff(r, &st->dst.flat);
   fprintf(o, "] += ");
   c_tree(o, 0, U);
   fputs(";\n", o);
@@ -78,7 +81,8 @@ void c_reduce_loop(FILE *o, const IrModule *m, const Stmt *lp, int ind, bool che
 
 /* An operand's flat index at row expression r and column expression c, given the role
  * variables they stand for (coefficients from the affine form, the rest kept). */
-static void c_index(FILE *o, const Kernel *k, const Aff *f, int vr, const char *r, int vc, const char *c) {
+static void c_index(CRender *cr, const Kernel *k, const Aff *f, int vr, const char *r, int vc, const char *c) {
+  FILE *o = cr->o;
   Aff rest = *f;
   Term t[64];
   rest.n = 0;
@@ -86,22 +90,23 @@ static void c_index(FILE *o, const Kernel *k, const Aff *f, int vr, const char *
   for (int i = 0; i < f->n && rest.n < 64; i++)
     if (f->t[i].var != k->var[0] && f->t[i].var != k->var[1] && f->t[i].var != k->var[2]) t[rest.n++] = f->t[i];
   fputc('(', o);
-  aff_print_c(o, "tdsl_sym_", &rest);
+  cr_aff(cr, &rest);
   fprintf(o, ") + %ldL*(%s) + %ldL*(%s)", aff_coef(f, vr), r, aff_coef(f, vc), c);
 }
 
-static void c_pack(FILE *o, const Kernel *k, const Access *acc, bool a_side, const char *T, int ind) {
+static void c_pack(CRender *cr, const Kernel *k, const Access *acc, bool a_side, const char *T, int ind) {
+  FILE *o = cr->o;
   /* A: Ap[ir*kb + kk*MR + r] = A(ic+ir+r, pc+kk); B: Bp[jr*kb + kk*NR + c] = B(pc+kk, jc+jr+c) */
   int t = a_side ? k->mr : k->nr;
   const char *blk = a_side ? "mb" : "nb", *p = a_side ? "Ap" : "Bp", *x = a_side ? "ir" : "jr", *o0 = a_side ? "ic" : "jc";
   line(o, ind, "for (long %s = 0; %s < %s; %s += %d)\n", x, x, blk, x, t);
   line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
   line(o, ind + 2, "for (long e = 0; e < %d; e++)\n", t);
-  line(o, ind + 3, "%s[%s*kb + kk*%d + e] = %s + e < %s ? tdsl_buf_%d[", p, x, t, x, blk, acc->buf);
+  line(o, ind + 3, "%s[%s*kb + kk*%d + e] = %s + e < %s ? %s%d[", p, x, t, x, blk, cr->buf, acc->buf);
   char outer[32];
   snprintf(outer, sizeof outer, "%s + %s + e", o0, x);
-  if (a_side) c_index(o, k, &acc->flat, k->var[0], outer, k->var[2], "pc + kk");
-  else c_index(o, k, &acc->flat, k->var[2], "pc + kk", k->var[1], outer);
+  if (a_side) c_index(cr, k, &acc->flat, k->var[0], outer, k->var[2], "pc + kk");
+  else c_index(cr, k, &acc->flat, k->var[2], "pc + kk", k->var[1], outer);
   fprintf(o, "] : (%s)0;\n", T);
 }
 
@@ -125,12 +130,16 @@ static void c_micro(FILE *o, const Kernel *k, const char *T, int ind) {
     for (int v = 0; v < nv; v++) line(o, ind, "*(tdsl_vec *)(ct + %d) = c%d_%d;\n", r * k->nr + v * k->vw, r, v);
 }
 
-void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind) {
+void c_kernel(CRender *r, const Stmt *s, int ind) {
+  FILE *o = r->o;
+  const IrModule *m = r->m;
   const Kernel *k = s->kern;
   const Stmt *st = k->store;
   const Access *A = &st->val->a[k->a_arg]->acc, *B = &st->val->a[1 - k->a_arg]->acc;
   const char *T = ctype_of(m, st->dst.buf);
-  fprintf(o, "{ /* kernel: %s */\n", st->what);
+  fputs("{ /* kernel */ ", o);
+  cr_comment(o, st->what);
+  fputc('\n', o);
   line(o, ind + 1, "typedef %s tdsl_vec __attribute__((vector_size(%d)));\n", T, k->vw * (T[0] == 'd' ? 8 : 4));
   line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64))), Bp[%d] __attribute__((aligned(64)));\n", T,
        k->mc * k->kc, k->kc * k->nc);
@@ -144,7 +153,7 @@ void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind) {
     for (int i = 0; i < k->row_guards[g].aff.n && rest.n < 64; i++)
       if (k->row_guards[g].aff.t[i].var != k->var[0]) t[rest.n++] = k->row_guards[g].aff.t[i];
     line(o, ind + 1, "{ long rest = ");
-    aff_print_c(o, "tdsl_sym_", &rest);
+    cr_aff(r, &rest);
     fprintf(o, "; if (-rest > row_lo) row_lo = -rest; if (%ld - rest < row_hi) row_hi = %ld - rest; }\n",
             k->row_guards[g].ext, k->row_guards[g].ext);
   }
@@ -152,18 +161,18 @@ void c_kernel(FILE *o, const IrModule *m, const Stmt *s, int ind) {
   line(o, ind + 2, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
   line(o, ind + 2, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
   line(o, ind + 3, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
-  c_pack(o, k, B, false, T, ind + 3);
+  c_pack(r, k, B, false, T, ind + 3);
   line(o, ind + 3, "for (long ic = row_lo; ic < row_hi; ic += %d) {\n", k->mc);
   line(o, ind + 4, "long mb = row_hi - ic < %d ? row_hi - ic : %d;\n", k->mc, k->mc);
-  c_pack(o, k, A, true, T, ind + 4);
+  c_pack(r, k, A, true, T, ind + 4);
   line(o, ind + 4, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
   line(o, ind + 5, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);
   c_micro(o, k, T, ind + 6);
   line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
   line(o, ind + 6, "for (long r = 0; r < mr; r++)\n");
   line(o, ind + 7, "for (long c = 0; c < nr; c++)\n");
-  line(o, ind + 8, "tdsl_buf_%d[", st->dst.buf);
-  c_index(o, k, &st->dst.flat, k->var[0], "ic + ir + r", k->var[1], "jc + jr + c");
+  line(o, ind + 8, "%s%d[", r->buf, st->dst.buf);
+  c_index(r, k, &st->dst.flat, k->var[0], "ic + ir + r", k->var[1], "jc + jr + c");
   fprintf(o, "] += ct[r*%d + c];\n", k->nr);
   line(o, ind + 5, "}\n");
   line(o, ind + 3, "}\n");

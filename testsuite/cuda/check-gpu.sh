@@ -4,16 +4,7 @@
 # with each backend and the times are compared. Without an NVIDIA GPU: says so, exit 0.
 cd "$(dirname "$0")/../.." || exit 2
 B=${B:-build}
-if ! python3 -c '
-import ctypes, sys
-try:
-    cu = ctypes.CDLL("libcuda.so.1")
-except OSError as e:
-    sys.exit("no NVIDIA driver (%s)" % e)
-n = ctypes.c_int(0)
-if cu.cuInit(0) != 0 or cu.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
-    sys.exit("no CUDA device")
-'; then
+if ! python3 testsuite/cuda/has_gpu.py; then
   echo "check-gpu: no NVIDIA GPU on this machine: skipped"
   exit 0
 fi

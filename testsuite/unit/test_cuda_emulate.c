@@ -12,6 +12,12 @@
 #include "graph_builder.h"
 #include "cuda.h"
 
+/* Plans of the next models use TF32 mma (--tf32), compared with this tolerance. */
+static bool cu_tf32;
+static double cu_tf32_tol;
+/* The target of the next plans: 80 stages tiles with cp.async, 70 with plain loads. */
+static int cu_sm = 80;
+
 typedef struct Cu {
   char dir[64];
   gcc_jit_context *jc;
@@ -85,7 +91,7 @@ static void ptxas_check(Cu *c, const char *ptx) {
 /* The cuda model of b's IR, emulated; init with seed 0. */
 static bool cu_open(GB *b, Cu *c) {
   memset(c, 0, sizeof *c);
-  c->plan = cuda_plan(&b->a, b->ir);
+  c->plan = cuda_plan(&b->a, b->ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm});
   if (getenv("TDSL_SHOW_CUDA")) fputs(c->plan->src, stderr); /* for debugging */
   const char *ptx = "// no toolkit: the emulation ignores the PTX\n";
   if (cuda_available()) {
@@ -114,7 +120,7 @@ static bool cu_open(GB *b, Cu *c) {
  * same operations in the same order, up to the C compiler's contraction). */
 static void same_tensors(GB *b, Cu *c, const char *when) {
   /* Split reductions add in another order; GPU math functions differ by ulps. */
-  double tol = getenv("TDSL_CUDA_GPU") ? 1e-4 : 2e-5;
+  double tol = cu_tf32 ? cu_tf32_tol : getenv("TDSL_CUDA_GPU") ? 1e-4 : 2e-5;
   for (int i = 0; i < tdsl_num_tensors(b->m); i++) {
     tdsl_tensor_info ti;
     CHECK(tdsl_tensor(b->m, i, &ti) == 0);
@@ -191,6 +197,87 @@ static void test_matmul(int M, int K, int N) {
   gb_free(&b);
 }
 
+/* Batched contractions through the tiled kernel: c[b,i,j] = sum_k a[b,i,2k+1] * w[b,j,k]
+ * (a strided operand, w read across its rows), edge tiles in every role. */
+static void test_bmm(int B, int M, int K, int N) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){B, M, 2 * K + 1});
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){B, N, K});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){B, M, N});
+  a->init.kind = w->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){B, M, N, K});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_ax(s, 1, 2, 1, 1, 2, 3);
+  gb_it(s, 2, 0, 0);
+  gb_it(s, 2, 1, 2);
+  gb_it(s, 2, 2, 3);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
+  char want[128];
+  snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, want) != NULL);
+  gb_free(&b);
+}
+
+/* Before sm_80 the tiles are staged by plain loads (float4 where aligned), from sm_80 on
+ * by cp.async into two buffers (the default target, sm_80, runs the other tests). */
+static void test_staging(void) {
+  cu_sm = 70;
+  test_matmul(264, 36, 260);
+  test_bmm(3, 70, 45, 130);
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 264, 36, 260);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 70})->src;
+  CHECK(strstr(src, "float4 v") != NULL && strstr(src, "cp_async") == NULL);
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK(strstr(src, "tdsl_cp_async4(&A[buf ^ 1]") != NULL && strstr(src, "TDSL_CP_WAIT1();") != NULL);
+  gb_free(&b);
+  cu_sm = 80;
+}
+
+/* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
+ * and 540 points into scratch memory, a second kernel adds them to the cells. */
+static void test_split_k(void) {
+  test_matmul(40, 1100, 24);
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 40, 1100, 24);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
+  CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
+  CHECK(strstr(src, "split-K 2 x 560") != NULL);
+  CHECK(strstr(src, "split-K combine of 2") != NULL);
+  gb_free(&b);
+}
+
+/* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores,
+ * both tile shapes and edge tiles; within TF32's precision of the CPU's fp32. */
+static void test_tf32(void) {
+  cu_tf32 = true;
+  cu_tf32_tol = 3e-3;
+  int before = failures;
+  test_matmul(264, 36, 260);
+  test_bmm(3, 70, 45, 130);
+  test_split_k();
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 40, 20, 30);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm})->src, "TF32 mma") != NULL);
+  CHECK(strstr(cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = false, .sm = cu_sm})->src, "TF32 mma") == NULL);
+  gb_free(&b);
+  cu_tf32 = false;
+  if (failures > before) fprintf(stderr, "tf32: %d failures\n", failures - before);
+}
+
 /* Sums and maxima over all or some axes, from -inf; a scalar through slot -1. */
 static void test_reductions(void) {
   GB b;
@@ -241,9 +328,45 @@ static void test_reductions(void) {
   gb_asgn(&b, &tall->fwd, (Buf){tall, false}, 0, OP_ADD, true,
           ae_op(&b.a, OP_ADD, ae_buf(&b.a, x2, false, 1), ae_buf(&b.a, x2, false, 2), NULL), s5);
   run_both(&b, 5, (const char *[]){"total.forward", "rowmax.forward", "colsum.forward", "allmax.forward", "tall.forward"});
-  const char *src = cuda_plan(&b.a, b.ir)->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
+  gb_free(&b);
+}
+
+/* Row reductions with enough rows get one block per row, combined by warp shuffles:
+ * sum, max (of x * -2) and a padded sum (x[i, j] + x[i, j + 1], j + 1 < 300). */
+static void test_block_reductions(void) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){130, 300});
+  Tensor *k = gb_tensor(&b, "k", TK_CONST, 0, 1, 0, (int[]){1});
+  Tensor *rs = gb_tensor(&b, "rs", TK_OP, 0, 1, 0, (int[]){130});
+  Tensor *rm = gb_tensor(&b, "rm", TK_OP, 0, 1, 0, (int[]){130});
+  Tensor *ps = gb_tensor(&b, "ps", TK_OP, 0, 1, 0, (int[]){130});
+  x->init.kind = INIT_UNIFORM;
+  k->init.kind = INIT_CONST;
+  k->init.value = -2;
+  UpdateStep *s[3];
+  for (int i = 0; i < 3; i++) {
+    Tensor *out = i == 0 ? rs : i == 1 ? rm : ps;
+    s[i] = gb_step(&b, out, i == 2 ? 2 : 1, (Tensor *[]){x, x}, 2, (int[]){130, 300});
+    gb_it(s[i], 0, 0, 0);
+    gb_it(s[i], 1, 0, 0);
+    gb_it(s[i], 1, 1, 1);
+  }
+  gb_it(s[2], 2, 0, 0);
+  gb_ax(s[2], 2, 1, 1, 1, 1, 1);
+  gb_asgn(&b, &rs->fwd, (Buf){rs, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s[0]);
+  gb_asgn(&b, &rm->fwd, (Buf){rm, false}, 0, OP_MAX, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s[1]);
+  gb_asgn(&b, &ps->fwd, (Buf){ps, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, x, false, 2), NULL), s[2]);
+  run_both(&b, 4, (const char *[]){"rs.forward", "rm.forward", "ps.forward", "ps.forward"});
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src, *p = src;
+  int found = 0;
+  while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
+  CHECK(found == 3);
   gb_free(&b);
 }
 
@@ -262,20 +385,47 @@ static void test_padded_conv(void) {
   gb_free(&b);
 }
 
-/* Index symbols as kernel arguments; the value set on the host reaches the kernel. */
+/* Index symbols as kernel arguments; the value set on the host reaches the kernel,
+ * also through CUDA graphs (captured with the symbol values of their capture: a call
+ * with other values captures again, up to a limit, then runs launch by launch). */
 static void test_symbol(void) {
   GB b;
   gb_init(&b);
   gb_symbol_graph(&b);
   Cu c;
   if (gb_open(&b, 1, false, false) && cu_open(&b, &c)) {
-    for (int v = 0; v < 3; v++) {
+    for (int i = 0; i < 12; i++) {
+      int v = i < 6 ? i % 3 : i / 6; /* changes, then stays */
       CHECK(tdsl_set_index(b.m, "n", v) == 0 && tdsl_set_index(c.m, "n", v) == 0);
       gb_call(&b, "y.forward");
       CHECK(tdsl_call(c.m, "y.forward") == 0);
       same_tensors(&b, &c, "symbol");
     }
   } else failures++;
+  cu_close(&c);
+  gb_free(&b);
+}
+
+/* A routine called again and again is replayed as a CUDA graph; what the host writes
+ * between calls reaches the device first, and what the graph writes reaches the host. */
+static void test_graph_replay(void) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 20, 30, 40);
+  Cu c;
+  float *a = malloc(sizeof(float) * 600);
+  if (a && gb_open(&b, 1, false, false) && cu_open(&b, &c)) {
+    for (int i = 0; i < 8; i++) {
+      if (i == 4 || i == 6) {
+        for (int k = 0; k < 600; k++) a[k] = (float)((k * 7 + i) % 13) - 6;
+        CHECK(tdsl_write(b.m, "a", a, 600) == 0 && tdsl_write(c.m, "a", a, 600) == 0);
+      }
+      gb_call(&b, i % 2 ? "c.backprop" : "c.forward");
+      CHECK(tdsl_call(c.m, i % 2 ? "c.backprop" : "c.forward") == 0);
+      same_tensors(&b, &c, "graph replay");
+    }
+  } else failures++;
+  free(a);
   cu_close(&c);
   gb_free(&b);
 }
@@ -299,7 +449,7 @@ static void test_in_place(void) {
   gb_ax(s2, 1, 0, 1, 1, 1, 0);
   gb_asgn(&b, &r->code, (Buf){y, false}, 0, OP_ADD, false, ae_buf(&b.a, y, false, 1), s2);
   run_both(&b, 2, (const char *[]){"step", "step"});
-  const char *src = cuda_plan(&b.a, b.ir)->src;
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "if (t >= 600L) return;") != NULL); /* x: one thread per cell */
   CHECK(strstr(src, "if (t >= 1L) return;") != NULL);   /* y: one thread */
   gb_free(&b);
@@ -341,7 +491,7 @@ static void test_no_driver(void) {
   gb_init(&b);
   build_matmul(&b, 2, 3, 4);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  CudaPlan *p = cuda_plan(&b.a, b.ir);
+  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm});
   gcc_jit_context *jc = NULL;
   gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", "tdsl", 0, &jc);
   CHECK(jr != NULL);
@@ -362,9 +512,17 @@ static void test_no_driver(void) {
 int main(void) {
   test_matmul(2, 3, 4);
   test_matmul(37, 53, 29);
+  test_matmul(264, 36, 260); /* 128 x 128 tiles, float4 loads of both operands */
+  test_bmm(3, 70, 45, 130);
+  test_bmm(1, 16, 8, 17);
+  test_block_reductions();
+  test_staging();
+  test_split_k();
+  test_tf32();
   test_reductions();
   test_padded_conv();
   test_symbol();
+  test_graph_replay();
   test_in_place();
   test_double();
   test_no_driver();

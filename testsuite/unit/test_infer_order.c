@@ -84,18 +84,19 @@ static void outcome(unsigned long long seed, unsigned shuffle, bool swap, char *
 }
 
 /* The flanked specs over every pair of small closed rows, in both argument orders, with
- * the arguments given directly or through a pointwise op (a row variable solved late). */
+ * each argument given directly or through a pointwise op (a row open during stage 1). */
 static void directed(void) {
   static const char *rows[] = {"2", "3", "4", "2,3", "3,4", "2,4", "2,3,4", "3,4,5", "2,3,4,5"};
   int nrows = (int)(sizeof rows / sizeof *rows), nok = 0;
   for (int sp = 5; sp < NSPECS2; sp++)
-    for (int i = 0; i < nrows * nrows * 2; i++) {
+    for (int i = 0; i < nrows * nrows * 4; i++) {
       char res[2][512];
       for (int swap = 0; swap < 2; swap++) {
         TB b;
         tb_init(&b);
         Tensor *x = tb_const(&b, "x", "", "", rows[i % nrows]), *y = tb_const(&b, "y", "", "", rows[i / nrows % nrows]);
-        if (i >= nrows * nrows) x = tb_op(&b, "px", LOGIC_POINTWISE_UN, NULL, x, NULL, NULL);
+        if (i / (nrows * nrows) & 1) x = tb_op(&b, "px", LOGIC_POINTWISE_UN, NULL, x, NULL, NULL);
+        if (i / (nrows * nrows) & 2) y = tb_op(&b, "py", LOGIC_POINTWISE_UN, NULL, y, NULL, NULL);
         Tensor *r = swap ? tb_op(&b, "r", LOGIC_EINSUM, specs2[1][sp], y, x, NULL)
                          : tb_op(&b, "r", LOGIC_EINSUM, specs2[0][sp], x, y, NULL);
         bool ok = infer_shapes(&b.ctx, b.g) && !b.ctx.diag.errors;

@@ -1,0 +1,61 @@
+/* cuda_kern.h: what the kernel emitters of the CUDA backend share (not a public
+ * interface). cuda_emit.c plans every kernel and emits the one-thread-per-point ones;
+ * cuda_tile.c emits the kernels whose threads cooperate within a block (contractions
+ * tiled through shared memory, reductions combined by warp shuffles). */
+#ifndef TDSL_CUDA_KERN_H
+#define TDSL_CUDA_KERN_H
+
+#include "cuda.h"
+#include "ir_c.h"
+
+typedef struct E {
+  CRender r;  /* renders into o */
+  Arena *a;
+  const IrModule *m;
+  FILE *o;
+  CudaPlan *p;
+  char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
+  bool *sym;  /* per kernel: symbol used */
+  const Stmt *to_acc; /* a reduction in a register: this store accumulates into the local acc */
+  long scratch;       /* bytes of scratch the split reductions need */
+  Elem scratch_elem;  /* of the kernel being emitted */
+  bool tf32;          /* fp32 contractions on TF32 tensor cores */
+  bool async;         /* contraction tiles staged by cp.async, double buffered (sm_80+) */
+} E;
+
+static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
+static inline const char *cu_ctype(Elem el) { return el == ELEM_F64 ? "double" : "float"; }
+
+/* Roles of the loops of a nest's chain of perfectly nested loops. */
+enum { SEQ, PAR, DROP /* the tile loop of a tiled chain loop: the tiled loop runs whole */ };
+
+/* Kernel arguments: cu_begin_args, then mark what the kernel uses, then finish. */
+void cu_begin_args(E *e);
+void cu_use_stmt(E *e, const Stmt *s);
+void cu_use_access(E *e, const Access *acc, bool write);
+CudaKernel *cu_finish_kernel(E *e, bool scratch);
+/* The comment, the signature and the opening brace. */
+void cu_kernel_sig(E *e, const CudaKernel *k, const char *what);
+/* The signature, then t: the global thread index, below k->threads. */
+void cu_kernel_head(E *e, const CudaKernel *k, const char *what);
+/* The closing brace and the emulation entry. */
+void cu_kernel_tail(E *e, const CudaKernel *k);
+/* Declares the chain variables with par[i] == want from the linear index in the
+ * variable v (modified): the innermost varies fastest, the outermost takes the rest. */
+void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind);
+void cu_indent(E *e, int ind);
+/* acc = the neutral element of st's accumulation, then folds in the reduced points
+ * (the SEQ loops, linearized) r = first, first + step, ... < red: a thread's share of a
+ * reduction split across threads. */
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
+                     const char *step);
+/* The shared C rendering, with the to_acc store into the local acc. */
+void cu_stmts(E *e, const PtrVec *body, int ind);
+
+/* cuda_tile.c. Each returns false, emitting nothing, when the nest is not of its kind.
+ * st is the nest's register store (its cell depends on the PAR loops alone). */
+bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st);
+bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
+                        long points, long red);
+
+#endif

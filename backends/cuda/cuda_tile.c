@@ -1,0 +1,454 @@
+/* cuda_tile.c: kernels whose threads cooperate within a block.
+ *
+ * Contractions. A nest whose only statement is dst[cell] =add A[..] * B[..], with the
+ * cell indexed by the parallel loops, is a batched matrix product once its loops are
+ * sorted by role: M (parallel, read by A only), N (parallel, read by B only), batch
+ * (parallel, read by both or neither) and K (the reduction). Loops of a role are
+ * linearized, innermost fastest, so any strides and affine offsets of the projections
+ * work. A block of 256 threads computes a BM x BN tile of one batch entry: per step of BK
+ * reduced points it stages A and B tiles in shared memory (out-of-range cells as 0, read
+ * with 128-bit loads when aligned), then each thread updates its TM x TN register tile.
+ * Each cell starts from its current value and adds the products in the CPU's order (K
+ * linearized in loop order, the tail step shortened rather than padded), so the result
+ * is the CPU backend's up to contraction of a*b+c into fma.
+ *
+ * Reductions. A long reduction whose points are many enough to fill the GPU (but not so
+ * many short ones that a thread per point does), read contiguously along the reduced
+ * loop, gets one block per point: the threads stride
+ * over the reduced points, then combine by warp shuffles and through shared memory
+ * (reassociated: the CPU backend adds in source order).
+ *
+ * Few tiles over a long reduction are split along K (split-K): partial tiles into
+ * scratch memory, then a kernel adds them to the cells.
+ *
+ * With --tf32, fp32 contractions multiply on tensor cores: operands rounded to TF32
+ * (cvt.rna), mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile;
+ * like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
+ *
+ * Indices are 32-bit when every affine index provably fits (cheaper on the GPU). */
+#include <stdlib.h>
+
+#include "cuda_kern.h"
+
+enum { R_BATCH, R_M, R_N, R_K, R_NONE };
+
+typedef struct Ct {
+  const Stmt **chain;
+  int n;
+  int role[64];
+  long ext[4];        /* points per role */
+  const Access *a, *b; /* a reads the M loops, b the N loops */
+  int bm, bn, bk, tm, tn;
+  bool vec_a, vec_b;  /* float4 loads of a (b) along K (N) */
+  bool a_kfast;       /* a's contiguous axis is K (else M) */
+  bool b_nfast;       /* b's contiguous axis is N (else K) */
+  long splits, kc;    /* split-K: splits blocks per tile, each over kc reduced points */
+} Ct;
+
+static long coef_of(const Aff *f, int var) {
+  long c = 0;
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) c += f->t[i].coef;
+  return c;
+}
+
+/* The innermost loop of a role (-1 if none). */
+static int inner_var(const Ct *c, int role) {
+  for (int i = c->n - 1; i >= 0; i--)
+    if (c->role[i] == role) return c->chain[i]->var;
+  return -1;
+}
+
+/* Every value of the affine form over the loops (and the bounded symbols) fits in an int. */
+static bool aff_fits_int(const E *e, const Aff *f, const Stmt **chain, int n) {
+  long lo = f->off, hi = f->off;
+  for (int i = 0; i < f->n; i++) {
+    long ext = 0;
+    if (f->t[i].var < 0) ext = VEC_AT(e->m->syms, IrSym, -1 - f->t[i].var)->range;
+    for (int j = 0; j < n; j++)
+      if (chain[j]->var == f->t[i].var) ext = chain[j]->ext;
+    if (ext <= 0 || ext > (1L << 30) || labs(f->t[i].coef) > (1L << 30)) return false;
+    long span = f->t[i].coef * (ext - 1);
+    if (span < 0) lo += span;
+    else hi += span;
+    if (lo < -(1L << 30) || hi > (1L << 30)) return false;
+  }
+  return true;
+}
+
+/* float4 loads of x along var: contiguous, every other stride and the offset multiples
+ * of 4 (buffers are 256-byte aligned), the extent a multiple of 4. */
+static bool vec4_ok(const E *e, const Access *x, int var, long ext) {
+  if (cu_buf(e, x->buf)->elem != ELEM_F32 || coef_of(&x->flat, var) != 1 || ext % 4 || x->flat.off % 4) return false;
+  for (int i = 0; i < x->flat.n; i++)
+    if (x->flat.t[i].var != var && x->flat.t[i].coef % 4) return false;
+  return true;
+}
+
+static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, const Stmt *st) {
+  const IrExpr *v = st->val;
+  if (st->accum != OP_ADD || v->kind != X_OP || v->op != OP_MUL || v->a[0]->kind != X_LOAD || v->a[1]->kind != X_LOAD)
+    return false;
+  if (chain[n - 1]->body.len != 1 || chain[n - 1]->body.items[0] != st) return false;
+  c->chain = chain;
+  c->n = n;
+  c->a = &v->a[0]->acc;
+  c->b = &v->a[1]->acc;
+  /* b is the operand that the innermost parallel loop (the output's contiguous axis) reads. */
+  int inner_par = -1;
+  for (int i = 0; i < n; i++)
+    if (par[i] == PAR) inner_par = chain[i]->var;
+  if (inner_par >= 0 && coef_of(&c->a->flat, inner_par) && !coef_of(&c->b->flat, inner_par)) {
+    const Access *t = c->a;
+    c->a = c->b;
+    c->b = t;
+  }
+  for (int r = 0; r < 4; r++) c->ext[r] = 1;
+  for (int i = 0; i < n; i++) {
+    int var = chain[i]->var;
+    bool in_a = coef_of(&c->a->flat, var), in_b = coef_of(&c->b->flat, var);
+    if (par[i] == DROP) {
+      if (in_a || in_b || coef_of(&st->dst.flat, var)) return false;
+      c->role[i] = R_NONE;
+      continue;
+    }
+    c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
+    c->ext[c->role[i]] *= chain[i]->ext;
+  }
+  return c->ext[R_M] >= 16 && c->ext[R_N] >= 16 && c->ext[R_K] >= 8;
+}
+
+/* Tile shape: 128 x 128 (8 x 8 per thread) for large products, else 64 x 64 (4 x 4). */
+static void shape(E *e, Ct *c) {
+  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256;
+  c->bm = c->bn = big ? 128 : 64;
+  c->tm = c->tn = big ? 8 : 4;
+  c->bk = big ? 8 : 16; /* a multiple of the mma's k8 */
+  int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
+  c->a_kfast = labs(coef_of(&c->a->flat, km)) <= labs(coef_of(&c->a->flat, mm)) || !coef_of(&c->a->flat, mm);
+  c->b_nfast = labs(coef_of(&c->b->flat, nn)) <= labs(coef_of(&c->b->flat, km)) || !coef_of(&c->b->flat, km);
+  /* Only when one role's loop is the whole contiguous run (a single loop of that role). */
+  int nk = 0, nnl = 0;
+  for (int i = 0; i < c->n; i++) {
+    nk += c->role[i] == R_K;
+    nnl += c->role[i] == R_N;
+  }
+  c->vec_a = c->a_kfast && nk == 1 && vec4_ok(e, c->a, km, c->ext[R_K]);
+  c->vec_b = c->b_nfast && nnl == 1 && vec4_ok(e, c->b, nn, c->ext[R_N]);
+}
+
+/* Declares the loop variables of a role from the linear index expression lin. */
+static void decomp(E *e, const Ct *c, int role, const char *lin, int ind) {
+  const char *T = e->r.idx32 ? "int" : "long";
+  cu_indent(e, ind);
+  fprintf(e->o, "%s q%d = %s;\n", T, role, lin);
+  cu_decompose(e, c->chain, c->n, c->role, role, arena_printf(e->a, "q%d", role), ind);
+}
+
+/* Stages one operand tile: x[rows of role ro][K] into S[BK][BR (+pad)], as T. */
+/* Stages one operand tile with cp.async into S[buf] from the reduced points at kb on:
+ * each element its own 4- or 8-byte copy, zeros where out of range (the source then is
+ * the buffer's start, read for 0 bytes). */
+static void stage_async(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, const char *T, const char *buf,
+                        const char *kb, int ind) {
+  FILE *o = e->o;
+  int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
+  const char *I = e->r.idx32 ? "int" : "long", *r0 = ro == R_M ? "m0" : "n0";
+  cu_indent(e, ind);
+  fprintf(o, "for (int el = threadIdx.x; el < %d; el += 256) {\n", br * bk);
+  cu_indent(e, ind + 1);
+  if (kfast) fprintf(o, "int rr = el / %d, kk = el %% %d;\n", bk, bk);
+  else fprintf(o, "int kk = el / %d, rr = el %% %d;\n", br, br);
+  cu_indent(e, ind + 1);
+  fprintf(o, "%s r = %s + rr, k = %s + kk;\n", I, r0, kb);
+  cu_indent(e, ind + 1);
+  fprintf(o, "const %s *src = b%d;\n", T, x->buf);
+  cu_indent(e, ind + 1);
+  fprintf(o, "int ok = r < %ld && k < %ld;\n", c->ext[ro], c->ext[R_K]);
+  cu_indent(e, ind + 1);
+  fputs("if (ok) {\n", o);
+  decomp(e, c, ro, "r", ind + 2);
+  decomp(e, c, R_K, "k", ind + 2);
+  cu_indent(e, ind + 2);
+  fputs("src = &", o);
+  cr_access(&e->r, x);
+  fputs(";\n", o);
+  cu_indent(e, ind + 1);
+  fputs("}\n", o);
+  int sz = T[0] == 'd' ? 8 : 4;
+  cu_indent(e, ind + 1);
+  fprintf(o, "tdsl_cp_async%d(&%c[%s][kk][rr], src, ok ? %d : 0);\n", sz, S, buf, sz);
+  cu_indent(e, ind);
+  fputs("}\n", o);
+}
+
+static void stage(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, bool vec, const char *T) {
+  FILE *o = e->o;
+  int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
+  const char *I = e->r.idx32 ? "int" : "long", *r0 = ro == R_M ? "m0" : "n0";
+  long rows = c->ext[ro], K = c->ext[R_K];
+  int w = vec ? 4 : 1;
+  fprintf(o, "    for (int el = threadIdx.x; el < %d; el += 256) {\n", br * bk / w);
+  if (kfast) fprintf(o, "      int rr = el / %d, kk = el %% %d * %d;\n", bk / w, bk / w, w);
+  else fprintf(o, "      int kk = el / %d, rr = el %% %d * %d;\n", br / w, br / w, w);
+  fprintf(o, "      %s r = %s + rr, k = k0 + kk;\n", I, r0);
+  if (vec) {
+    fprintf(o, "      float4 v = {0, 0, 0, 0};\n      if (r < %ld && k < %ld) {\n", rows, K);
+    decomp(e, c, ro, "r", 4);
+    decomp(e, c, R_K, "k", 4);
+    fprintf(o, "        v = *(const float4 *)&");
+    cr_access(&e->r, x);
+    fputs(";\n      }\n", o);
+    if (kfast)
+      fprintf(o, "      %c[kk][rr] = v.x; %c[kk + 1][rr] = v.y; %c[kk + 2][rr] = v.z; %c[kk + 3][rr] = v.w;\n", S, S, S, S);
+    else fprintf(o, "      %c[kk][rr] = v.x; %c[kk][rr + 1] = v.y; %c[kk][rr + 2] = v.z; %c[kk][rr + 3] = v.w;\n", S, S, S, S);
+  } else {
+    fprintf(o, "      %s v = 0;\n      if (r < %ld && k < %ld) {\n", T, rows, K);
+    decomp(e, c, ro, "r", 4);
+    decomp(e, c, R_K, "k", 4);
+    fprintf(o, "        v = (%s)", T);
+    cr_access(&e->r, x);
+    fprintf(o, ";\n      }\n      %c[kk][rr] = v;\n", S);
+  }
+  fputs("    }\n", o);
+}
+
+/* The thread's register tile is acc[q], q < TM * TN. With FMAs, q = i * TN + j is the
+ * cell (ty + 16 i, tx + 16 j) of the block's tile. With TF32 mma, the 8 warps form a
+ * 2 x 4 grid of BM/2 x BN/4 warp tiles of m16n8 fragments; q = (mi * NI + ni) * 4 + r is
+ * element r of fragment (mi, ni) in the accumulator layout of mma.m16n8k8: row
+ * g + 8 (r / 2), column 2 tig + r % 2 (g = lane / 4, tig = lane % 4). */
+static void cell_open(E *e, const Ct *c, bool mma) {
+  const char *I = e->r.idx32 ? "int" : "long";
+  fprintf(e->o, "  for (int q = 0; q < %d; q++) {\n", c->tm * c->tn);
+  if (mma) {
+    int ni = c->bn / 4 / 8;
+    fprintf(e->o, "    %s m = m0 + wm * %d + q / %d * 16 + g + q %% 4 / 2 * 8, n = n0 + wn * %d + q / 4 %% %d * 8 + tig * 2 + q %% 2;\n",
+            I, c->bm / 2, ni * 4, c->bn / 4, ni);
+  } else fprintf(e->o, "    %s m = m0 + ty + 16 * (q / %d), n = n0 + tx + 16 * (q %% %d);\n", I, c->tn, c->tn);
+  fprintf(e->o, "    if (m < %ld && n < %ld) {\n", c->ext[R_M], c->ext[R_N]);
+  decomp(e, c, R_M, "m", 3);
+  decomp(e, c, R_N, "n", 3);
+}
+
+/* One step of BK reduced points from the staged tiles: FMAs in K order, or TF32 mma by
+ * k8 slices (the tail slice reads the tiles' zero padding). */
+static void compute_step(E *e, const Ct *c, bool mma, const char *T, const char *A, const char *B) {
+  FILE *o = e->o;
+  if (!mma) {
+    fprintf(o, "    for (int kk = 0; kk < kn; kk++) {\n      %s a[%d], b[%d];\n", T, c->tm, c->tn);
+    fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = %s[kk][ty + 16 * i];\n", c->tm, A);
+    fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = %s[kk][tx + 16 * j];\n", c->tn, B);
+    fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) acc[i * %d + j] = acc[i * %d + j] + a[i] * b[j];\n",
+            c->tm, c->tn, c->tn, c->tn);
+    fputs("    }\n", o);
+    return;
+  }
+  int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
+  fprintf(o, "    for (int kk = 0; kk < kn; kk += 8) {\n      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
+  fprintf(o, "      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n", mi, c->bm / 2);
+  fprintf(o, "        af[i][0] = tdsl_tf32(%s[kk + tig][r]);\n        af[i][1] = tdsl_tf32(%s[kk + tig][r + 8]);\n"
+             "        af[i][2] = tdsl_tf32(%s[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(%s[kk + tig + 4][r + 8]);\n      }\n",
+          A, A, A, A);
+  fprintf(o, "      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
+  fprintf(o, "        bf[j][0] = tdsl_tf32(%s[kk + tig][cn]);\n        bf[j][1] = tdsl_tf32(%s[kk + tig + 4][cn]);\n      }\n", B, B);
+  fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], af[i], bf[j]);\n",
+          mi, ni, ni);
+  fputs("    }\n", o);
+}
+
+/* Split-K, second kernel: one thread per cell adds the splits' partial sums, in order,
+ * to the cell. */
+static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *st) {
+  FILE *o = e->o;
+  long M = c->ext[R_M], N = c->ext[R_N], B = c->ext[R_BATCH];
+  cu_begin_args(e);
+  cu_use_access(e, &st->dst, true);
+  CudaKernel *k = cu_finish_kernel(e, true);
+  k->threads = B * M * N;
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: contraction, split-K combine of %ld", what, c->splits));
+  fprintf(o, "  long n = t %% %ldL, m = t / %ldL %% %ldL, bt = t / %ldL, bl = bt;\n", N, N, M, N * M);
+  cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
+  decomp(e, c, R_M, "m", 1);
+  decomp(e, c, R_N, "n", 1);
+  fprintf(o, "  %s v = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
+  cr_access(&e->r, &st->dst);
+  fprintf(o, ";\n  for (long s = 0; s < %ldL; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ", c->splits, B, M, N);
+  cr_access(&e->r, &st->dst);
+  fputs(" = v;\n", o);
+  cu_kernel_tail(e, k);
+}
+
+static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
+  FILE *o = e->o;
+  const char *T = f32 ? "float" : "double";
+  bool mma = e->tf32 && f32, split = c->splits > 1;
+  long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
+  cu_begin_args(e);
+  cu_use_stmt(e, c->chain[0]);
+  if (split) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
+  CudaKernel *k = cu_finish_kernel(e, split);
+  k->coop = true;
+  k->threads = c->ext[R_BATCH] * nbm * nbn * c->splits * CUDA_BLOCK;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s", what, c->ext[R_M],
+                                    c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : "",
+                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : ""));
+  const char *I = e->r.idx32 ? "int" : "long";
+  /* +1 pads the rows written along K, so consecutive threads hit distinct banks. */
+  const char *nbuf = e->async ? "[2]" : "";
+  fprintf(o, "  __shared__ %s A%s[%d][%d];\n  __shared__ %s B%s[%d][%d];\n", T, nbuf, c->bk, c->bm + (c->a_kfast ? 1 : 0), T,
+          nbuf, c->bk, c->bn + (c->b_nfast ? 0 : 1));
+  if (mma)
+    fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
+  else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
+  fprintf(o, "  %s bl = blockIdx.x;\n", I);
+  /* This block's reduced points: [k0, kend); a split's kc is a multiple of BK. */
+  if (split)
+    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
+            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
+  else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
+  fprintf(o, "  %s n0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s m0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s bt = bl;\n", I, nbn, c->bn,
+          nbn, I, nbm, c->bm, nbm, I);
+  cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
+  fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
+  if (split) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
+  else {
+    cell_open(e, c, mma);
+    fputs("      acc[q] = ", o);
+    cr_access(&e->r, &st->dst);
+    fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
+  }
+  if (e->async) {
+    /* The next tile's copies are in flight while this one is multiplied. */
+    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "0", "kbeg", 1);
+    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "0", "kbeg", 1);
+    fprintf(o, "  TDSL_CP_COMMIT();\n  int buf = 0;\n  for (%s k0 = kbeg; k0 < kend; k0 += %d, buf ^= 1) {\n", I, c->bk);
+    fprintf(o, "    if (k0 + %d < kend) {\n      %s k1 = k0 + %d;\n", c->bk, I, c->bk);
+    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "buf ^ 1", "k1", 3);
+    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "buf ^ 1", "k1", 3);
+    fputs("    }\n    TDSL_CP_COMMIT();\n    TDSL_CP_WAIT1();\n", o);
+  } else {
+    fprintf(o, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", I, c->bk);
+    stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
+    stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
+  }
+  fprintf(o, "    __syncthreads();\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
+  compute_step(e, c, mma, T, e->async ? "A[buf]" : "A", e->async ? "B[buf]" : "B");
+  fputs("    __syncthreads();\n  }\n", o);
+  cell_open(e, c, mma);
+  if (split)
+    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n    }\n  }\n", c->ext[R_BATCH], c->ext[R_M],
+            c->ext[R_N]);
+  else {
+    fputs("      ", o);
+    cr_access(&e->r, &st->dst);
+    fputs(" = acc[q];\n    }\n  }\n", o);
+  }
+  cu_kernel_tail(e, k);
+  if (split) emit_split_combine(e, what, c, st);
+}
+
+/* Split-K when the tiles are too few to fill a large GPU (two blocks per SM of an
+ * H100) and the reduction is long: each split sums a chunk into scratch memory, a
+ * second kernel adds the chunks to the cells (reassociated, like split reductions). */
+enum { SPLITK_MIN_BLOCKS = 264, SPLITK_MIN_CHUNK = 512 };
+static const long SPLITK_MAX_SCRATCH = 1L << 28;
+
+static void choose_split(E *e, Ct *c, long blocks, Elem el) {
+  long K = c->ext[R_K];
+  c->splits = 1;
+  c->kc = K;
+  if (blocks >= SPLITK_MIN_BLOCKS || K < 2 * SPLITK_MIN_CHUNK) return;
+  long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks;
+  if (s > K / SPLITK_MIN_CHUNK) s = K / SPLITK_MIN_CHUNK;
+  long kc = (K + s - 1) / s;
+  kc = (kc + c->bk - 1) / c->bk * c->bk;
+  s = (K + kc - 1) / kc;
+  long bytes = s * c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] * (el == ELEM_F64 ? 8 : 4);
+  if (s < 2 || bytes > SPLITK_MAX_SCRATCH) return;
+  c->splits = s;
+  c->kc = kc;
+  e->scratch_elem = el;
+  if (bytes > e->scratch) e->scratch = bytes;
+}
+
+bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st) {
+  Ct c = {0};
+  if (!recognize(e, &c, chain, n, par, st)) return false;
+  shape(e, &c);
+  long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
+  if (blocks > 0x7fffffffL) return false;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
+  blocks *= c.splits;
+  e->r.idx32 = blocks < (1L << 30) && c.ext[R_M] + c.bm < (1L << 30) && c.ext[R_N] + c.bn < (1L << 30) &&
+               c.ext[R_K] + c.bk < (1L << 30) && aff_fits_int(e, &c.a->flat, chain, n) &&
+               aff_fits_int(e, &c.b->flat, chain, n) && aff_fits_int(e, &st->dst.flat, chain, n);
+  emit_contraction(e, what, &c, st, f32);
+  e->r.idx32 = false;
+  return true;
+}
+
+/* ---- reductions: one block per point ---- */
+
+/* Every load moves by 0 or 1 cell along var, and some load moves: the threads of a
+ * block striding over var read neighbouring cells. -1 when a load strides. */
+static int loads_along(const IrExpr *x, int var) {
+  if (x->kind == X_LOAD) {
+    long c = labs(coef_of(&x->acc.flat, var));
+    return c > 1 ? -1 : (int)c;
+  }
+  if (x->kind != X_OP) return 0;
+  int any = 0;
+  for (int i = 0; i < op_info[x->op].arity; i++) {
+    int r = loads_along(x->a[i], var);
+    if (r < 0) return -1;
+    any |= r;
+  }
+  return any;
+}
+
+/* A block per point pays when the point has many reduced points; with many points of
+ * few each, one thread per point already fills the GPU. */
+enum { BLOCKRED_MIN_RED = 256, BLOCKRED_MIN_POINTS = 128, BLOCKRED_LONG_RED = 2048, BLOCKRED_MANY_POINTS = 65536 };
+
+bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
+                        long points, long red) {
+  int inner = -1;
+  for (int i = 0; i < n; i++)
+    if (par[i] == SEQ) inner = chain[i]->var;
+  if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
+      (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
+      loads_along(st->val, inner) != 1)
+    return false;
+  FILE *o = e->o;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  const char *T = f32 ? "float" : "double";
+  cu_begin_args(e);
+  cu_use_stmt(e, chain[0]);
+  CudaKernel *k = cu_finish_kernel(e, false);
+  k->coop = true;
+  k->threads = points * CUDA_BLOCK;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: block reduction, %ld points of %ld", what, points, red));
+  fprintf(o, "  __shared__ %s part[%d];\n  long t = blockIdx.x;\n", T, CUDA_BLOCK / 32);
+  cu_decompose(e, chain, n, par, PAR, "t", 1);
+  cu_strided_fold(e, chain, n, par, st, red, "threadIdx.x", arena_printf(e->a, "%d", CUDA_BLOCK));
+  /* Lane 0 of each warp gets its warp's value, warp 0 combines the warps'. */
+  const char *shfl = arena_printf(e->a, "(%s)TDSL_SHFL_DOWN(acc, d)", T);
+  fputs("  for (int d = 16; d > 0; d /= 2) acc = ", o);
+  cr_accum(&e->r, st->accum, f32, "acc", NULL, shfl);
+  fputs(";\n  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = acc;\n  __syncthreads();\n", o);
+  fprintf(o, "  if (threadIdx.x >= 32) return;\n  acc = threadIdx.x < %d ? part[threadIdx.x] : ", CUDA_BLOCK / 32);
+  cr_const(o, op_neutral(st->accum), f32);
+  fputs(";\n  for (int d = 16; d > 0; d /= 2) acc = ", o);
+  cr_accum(&e->r, st->accum, f32, "acc", NULL, shfl);
+  fprintf(o, ";\n  if (threadIdx.x == 0) {\n    %s old = ", T);
+  cr_access(&e->r, &st->dst);
+  fputs(";\n    ", o);
+  cr_access(&e->r, &st->dst);
+  fputs(" = ", o);
+  cr_accum(&e->r, st->accum, f32, "old", NULL, "acc");
+  fputs(";\n  }\n", o);
+  cu_kernel_tail(e, k);
+  return true;
+}

@@ -1,0 +1,229 @@
+/* ir_c.c: C rendering of loop-IR expressions and statements (see ir_c.h). The text is
+ * both C11 and CUDA C++: every constant carries its type, every helper result is cast.
+ * An S_LOOP with partial sums (accs > 1) renders as the plain loop it stands for. */
+#include "ir_c.h"
+
+const char cr_helpers[] =
+    "#define H1(n, T, body) TDSL_DEV T tdsl_op_##n(T a) { body }\n"
+    "#define H2(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b) { body }\n"
+    "#define H3(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b, T c) { body }\n"
+    "#define HELPERS(S, T, F) \\\n"
+    "  H1(relu_##S, T, return a >= 0 ? a : (T)0;) \\\n"
+    "  H1(sat01_##S, T, return a <= 0 ? (T)0 : a >= 1 ? (T)1 : a;) \\\n"
+    "  H1(not_##S, T, return a == 0 ? (T)1 : (T)0;) \\\n"
+    "  H2(relu_gate_##S, T, return a > 0 ? b : (T)0;) \\\n"
+    "  H2(sat01_gate_##S, T, return a > 0 && a < 1 ? b : (T)0;) \\\n"
+    "  H2(lt_##S, T, return a < b ? (T)1 : (T)0;) H2(eq_##S, T, return a == b ? (T)1 : (T)0;) \\\n"
+    "  H2(ne_##S, T, return a != b ? (T)1 : (T)0;) \\\n"
+    "  H2(or__##S, T, return a != 0 || b != 0 ? (T)1 : (T)0;) \\\n"
+    "  H2(and__##S, T, return a != 0 && b != 0 ? (T)1 : (T)0;) \\\n"
+    "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
+    "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
+    "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
+    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < (T)9.0e15)) return pow##F(a, b); \\\n"
+    "     long n = (long)b; long k = n < 0 ? -n : n; T r = 1; \\\n"
+    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? (T)1 / r : r;)\n"
+    "HELPERS(f32, float, f)\n"
+    "HELPERS(f64, double, )\n";
+
+void cr_indent(CRender *r, int ind) { fprintf(r->o, "%*s", ind * 2, ""); }
+
+void cr_comment(FILE *o, const char *text) {
+  fputs("/* ", o);
+  for (const char *p = text; *p; p++) {
+    fputc(*p == '\n' ? ' ' : *p, o);
+    if (p[0] == '*' && p[1] == '/') fputc(' ', o);
+  }
+  fputs(" */", o);
+}
+
+void cr_const(FILE *o, double v, bool f32) {
+  const char *T = f32 ? "float" : "double";
+  if (v != v) fprintf(o, "((%s)TDSL_NAN)", T);
+  else if (v > 1.7976931348623157e308) fprintf(o, "((%s)TDSL_INF)", T);
+  else if (v < -1.7976931348623157e308) fprintf(o, "(-(%s)TDSL_INF)", T);
+  else if (f32) fprintf(o, "((float)%.17e)", v); /* the double rounded once, as gccjit does */
+  else fprintf(o, "%.17e", v);
+}
+
+void cr_aff(CRender *r, const Aff *f) {
+  if (!r->idx32) {
+    aff_print_c(r->o, r->sym, f);
+    return;
+  }
+  for (int i = 0; i < f->n; i++) {
+    if (i) fputs(" + ", r->o);
+    if (f->t[i].coef != 1) fprintf(r->o, "%ld*", f->t[i].coef);
+    if (f->t[i].var >= 0) fprintf(r->o, "i%d", f->t[i].var);
+    else fprintf(r->o, "%s%d", r->sym, -1 - f->t[i].var);
+  }
+  if (f->n == 0 || f->off) fprintf(r->o, f->n ? " + %ld" : "%ld", f->off);
+}
+
+void cr_access(CRender *r, const Access *acc) {
+  fprintf(r->o, "%s%d[", r->buf, acc->buf);
+  cr_aff(r, &acc->flat);
+  fputc(']', r->o);
+}
+
+static const char *math_fn(PrimOp op) {
+  switch (op) {
+  case OP_EXP: return "exp";
+  case OP_LOG: return "log";
+  case OP_EXP2: return "exp2";
+  case OP_LOG2: return "log2";
+  case OP_SIN: return "sin";
+  case OP_COS: return "cos";
+  case OP_SQRT: return "sqrt";
+  case OP_TANH: return "tanh";
+  case OP_MOD: return "fmod";
+  default: return NULL;
+  }
+}
+
+static const char *infix(PrimOp op) {
+  switch (op) {
+  case OP_ADD: return "+";
+  case OP_SUB: return "-";
+  case OP_MUL: return "*";
+  case OP_DIV: return "/";
+  default: return NULL;
+  }
+}
+
+/* Ops with a special form; false for calls of a math function or a helper. */
+static bool special_op(CRender *r, const IrExpr *x, bool f32) {
+  FILE *o = r->o;
+  const char *T = f32 ? "float" : "double", *sfx = f32 ? "f" : "", *in = infix(x->op);
+  switch (x->op) {
+  case OP_ID: case OP_ARG1: cr_expr(r, x->a[0], f32); return true;
+  case OP_ARG2: cr_expr(r, x->a[1], f32); return true;
+  case OP_NEG: fputs("(-", o); cr_expr(r, x->a[0], f32); fputc(')', o); return true;
+  case OP_RECIP: fprintf(o, "((%s)1 / ", T); cr_expr(r, x->a[0], f32); fputc(')', o); return true;
+  case OP_RECIP_SQRT: fprintf(o, "((%s)1 / sqrt%s(", T, sfx); cr_expr(r, x->a[0], f32); fputs("))", o); return true;
+  case OP_FMA: /* a*b + c rounded twice, as op_eval and the gccjit backend compute it */
+    fputc('(', o);
+    cr_expr(r, x->a[0], f32);
+    fputs(" * ", o);
+    cr_expr(r, x->a[1], f32);
+    fputs(" + ", o);
+    cr_expr(r, x->a[2], f32);
+    fputc(')', o);
+    return true;
+  default: break;
+  }
+  if (!in) return false;
+  fputc('(', o);
+  cr_expr(r, x->a[0], f32);
+  fprintf(o, " %s ", in);
+  cr_expr(r, x->a[1], f32);
+  fputc(')', o);
+  return true;
+}
+
+void cr_expr(CRender *r, const IrExpr *x, bool f32) {
+  FILE *o = r->o;
+  const char *T = f32 ? "float" : "double";
+  switch (x->kind) {
+  case X_CONST: cr_const(o, x->value, f32); return;
+  case X_SYM: fprintf(o, "((%s)%s%d)", T, r->sym, x->sym); return;
+  case X_LOAD:
+    if ((VEC_AT(r->m->bufs, IrBuf, x->acc.buf)->elem == ELEM_F32) != f32) fprintf(o, "(%s)", T);
+    cr_access(r, &x->acc);
+    return;
+  case X_OP: break;
+  }
+  if (special_op(r, x, f32)) return;
+  const char *fn = math_fn(x->op);
+  if (fn) fprintf(o, "%s%s(", fn, f32 ? "f" : "");
+  else fprintf(o, "tdsl_op_%s_%s(", op_info[x->op].name, f32 ? "f32" : "f64");
+  for (int i = 0; i < op_info[x->op].arity; i++) {
+    if (i) fputs(", ", o);
+    cr_expr(r, x->a[i], f32);
+  }
+  fputc(')', o);
+}
+
+void cr_accum(CRender *r, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text) {
+  FILE *o = r->o;
+  const char *in = infix(op);
+  if (in) fprintf(o, "(%s %s ", lhs, in);
+  else fprintf(o, "tdsl_op_%s_%s(%s, ", op_info[op].name, f32 ? "f32" : "f64", lhs);
+  if (rhs) cr_expr(r, rhs, f32);
+  else fputs(rhs_text, o);
+  fputc(')', o);
+}
+
+void cr_store_value(CRender *r, const Stmt *s, bool f32) {
+  IrExpr old = {.kind = X_LOAD, .acc = s->dst};
+  IrExpr acc = {.kind = X_OP, .op = s->accum, .a = {&old, s->val}};
+  cr_expr(r, s->accum == OP_ARG2 ? s->val : &acc, f32);
+}
+
+void cr_store(CRender *r, const Stmt *s) {
+  cr_access(r, &s->dst);
+  fputs(" = ", r->o);
+  cr_store_value(r, s, VEC_AT(r->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F32);
+  fputs(";\n", r->o);
+}
+
+static void cr_loop(CRender *r, const Stmt *s) {
+  int v = s->var;
+  if (s->tile_var >= 0 && s->tile > 0) /* v over [tile*tile_var, min(tile*(tile_var+1), ext)) */
+    fprintf(r->o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", v, s->tile,
+            s->tile_var, v, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, v);
+  else fprintf(r->o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", v, v, s->ext, v);
+}
+
+static void cr_guards(CRender *r, const Stmt *s) {
+  fputs("if (", r->o);
+  for (int k = 0; k < s->nguards; k++) {
+    if (k) fputs(" && ", r->o);
+    fputc('(', r->o);
+    cr_aff(r, &s->guards[k].aff);
+    fputs(") >= 0 && (", r->o);
+    cr_aff(r, &s->guards[k].aff);
+    fprintf(r->o, ") < %ldL", s->guards[k].ext);
+  }
+  fputs(") {\n", r->o);
+}
+
+void cr_stmt(CRender *r, const Stmt *s, int ind) {
+  if (r->stmt && r->stmt(r, s, ind)) return;
+  FILE *o = r->o;
+  cr_indent(r, ind);
+  switch (s->kind) {
+  case S_LOOP:
+  case S_IF:
+    if (s->kind == S_LOOP) cr_loop(r, s);
+    else cr_guards(r, s);
+    cr_stmts(r, &s->body, ind + 1);
+    cr_indent(r, ind);
+    fputs("}\n", o);
+    break;
+  case S_STORE: cr_store(r, s); break;
+  case S_FILL: {
+    const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, s->buf);
+    fprintf(o, "for (long k = 0; k < %ldL; k++) %s%d[k] = ", b->size, r->buf, s->buf);
+    cr_const(o, s->value, b->elem == ELEM_F32);
+    fputs(";\n", o);
+    break;
+  }
+  case S_CALL:
+    fprintf(o, "%s%d(%s); ", r->fn ? r->fn : "tdsl_fn_", s->callee, r->call_args ? r->call_args : "");
+    cr_comment(o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
+    fputc('\n', o);
+    break;
+  case S_COMMENT:
+    cr_comment(o, s->text);
+    fputc('\n', o);
+    break;
+  case S_KERNEL: /* the schedule pass's (src/schedule.h): a renderer that takes scheduled IR hooks it */
+    fputs("\n#error tdslc: a scheduled kernel statement reached a renderer without it\n", o);
+    break;
+  }
+}
+
+void cr_stmts(CRender *r, const PtrVec *body, int ind) {
+  for (int i = 0; i < body->len; i++) cr_stmt(r, body->items[i], ind);
+}
