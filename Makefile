@@ -19,7 +19,7 @@ B       := build
 CFLAGS  ?= -O2 -g
 WFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS_ALL := -Isrc -I$(B)/gen -Iruntime -Ibackends/gccjit
-LDLIBS  := -lgccjit -ldl -lm -lcjson
+LDLIBS  := -lgccjit -ldl -lm -lcjson -lpthread
 # The CUDA backend compiles kernels with NVRTC when the toolkit is there; without it,
 # tdslc still builds and --backend=cuda reports that it is unavailable.
 CUDA_HOME ?= /usr/local/cuda
@@ -194,9 +194,13 @@ bench-gpu: all
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
+bench: bench-train bench-compile
+# Compile-time table: moons and deep MLPs (bench/compile_time.sh, bench/gen_mlp.py).
+bench-compile: all
+	sh bench/compile_time.sh
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu fuzz fuzz-parse fuzz-meta fuzz-pipeline
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-pipeline
 .SECONDARY:

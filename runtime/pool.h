@@ -1,7 +1,8 @@
 /* pool.h: the runtime's thread pool (pool.c), internal to libtdslrt.
  *
- * A compiled model runs its parallel loops through the hook it exports (`tdsl_parallel`,
- * see jit.h): fn(arg, lo, hi) over a split of [0, n). The split is static: thread t of
+ * A compiled model runs its parallel loops through the hook in its instance header
+ * (slots 2 and 3, set by tdsl_open; see jit_sched.c): fn(arg, lo, hi) over a split of
+ * [0, n). The split is static: thread t of
  * T runs the contiguous chunk [n*t/T, n*(t+1)/T), the calling thread chunk 0. Every
  * parallel loop writes each cell from exactly one iteration, in the same order as
  * serially, so results do not depend on the thread count. */

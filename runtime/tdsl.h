@@ -62,6 +62,10 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen);
 typedef void *(*tdsl_resolver)(void *handle, const char *symbol);
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen);
 void tdsl_close(tdsl_model *m);
+/* This open model's storage (its instance): what the NAME_fn_N functions of a header
+ * from --emit-header take, and what the header's accessors index. Each tdsl_open of a
+ * model gets its own; separate models may be used from separate threads at once. */
+void *tdsl_instance(tdsl_model *m);
 const char *tdsl_error(const tdsl_model *m);
 
 int tdsl_num_tensors(const tdsl_model *m);

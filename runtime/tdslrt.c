@@ -1,6 +1,8 @@
-/* tdslrt.c: the runtime for compiled models. A model exports its storage and functions
- * as plain symbols (tdsl_buf_N, tdsl_sym_N, tdsl_fn_N) plus tdsl_model_meta(), a text
- * description of them; this file parses that text and does the rest by name. */
+/* tdslrt.c: the runtime for compiled models. A model exports its functions
+ * (NAME_fn_N(instance)) and NAME_model_meta(), a text description of them and of the
+ * instance layout; each open model gets its own instance (the tensors and index
+ * symbols, 64-byte aligned, at the offsets the metadata gives). This file parses the
+ * text and does the rest by name. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
@@ -49,6 +51,7 @@ typedef struct RtNamed {
   char *name;
   int index;
   void *ptr;
+  int *seq, nseq; /* a "seq" routine: NAME_call of each in turn */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -57,10 +60,14 @@ typedef struct RtNamed {
 struct tdsl_model {
   unsigned magic;
   void *dl;
+  tdsl_resolver res;   /* the model's own symbols */
+  void *res_h;
+  char *prefix;        /* NAME of its symbols */
+  unsigned char *inst; /* this model's storage */
+  long inst_size;
+  void (*call)(void *inst, int k); /* NAME_call */
   int nthreads;        /* for parallel loops (pool.h); the pool starts with the first one */
   tdsl_pool *pool;
-  tdsl_par_hook *hook; /* the model's tdsl_parallel, tdsl_parallel_rt (NULL: none) */
-  void **hook_rt;
   bool parallel;       /* the metadata says the model has parallel loops */
   tdsl_cuda *cuda;     /* a cuda model: device buffers and copies (tdslrt_cuda.c) */
   RtBuf *bufs;
@@ -188,6 +195,51 @@ static void *grow(void *arr, int n, size_t elsz) {
   return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
 }
 
+/* The instance starts with a header the runtime owns (void *[8]): slot 0 and 1 are the
+ * cuda model's context and launch function. */
+#define INST_HEADER 64
+
+static long buf_bytes(const RtBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == TDSL_F64 ? 8 : 4); }
+
+/* [off, off + n) lies in the instance after its header, and off is aligned for n <= 8. */
+static bool in_instance(const tdsl_model *m, long off, long n) {
+  return m->inst && off >= INST_HEADER && n >= 0 && off <= m->inst_size - n && off % 4 == 0;
+}
+
+/* "seq ID NAME K|A-B|A-B/S...": a routine that runs NAME_call(instance, K) for each K. */
+static int parse_seq(tdsl_model *m, char *p, tdsl_resolver res, void *h) {
+  RtNamed nd = {0};
+  nd.index = (int)tok_long(&p);
+  char *name = next_tok(&p), *t, sym[320];
+  if (!m->call) {
+    snprintf(sym, sizeof sym, "%s_call", m->prefix ? m->prefix : "tdsl");
+    void *f = res(h, sym);
+    if (!f) return fail(m, "model has no symbol %s", sym);
+    memcpy(&m->call, &f, sizeof f);
+  }
+  m->fns = grow(m->fns, m->nfns, sizeof nd);
+  if (!m->fns) return fail(m, "out of memory");
+  m->fns[m->nfns++] = nd;
+  RtNamed *r = &m->fns[m->nfns - 1];
+  if (!(r->name = xstrdup(name ? name : "?"))) return fail(m, "out of memory");
+  while ((t = next_tok(&p))) {
+    /* K, A-B or A-B/S: A, A+S, ..., B */
+    char *end;
+    long a = strtol(t, &end, 10), b = a, st = 1;
+    if (*end == '-') b = strtol(end + 1, &end, 10);
+    if (*end == '/') st = strtol(end + 1, &end, 10);
+    long n = st ? (b - a) / st + 1 : 0;
+    if (*end || a < 0 || b < 0 || n < 1 || (b - a) % st || n > (1 << 22) - r->nseq)
+      return fail(m, "malformed model metadata: seq %s", r->name);
+    for (long i = 0; i < n; i++) {
+      r->seq = grow(r->seq, r->nseq, sizeof(int));
+      if (!r->seq) return fail(m, "out of memory");
+      r->seq[r->nseq++] = (int)(a + i * st);
+    }
+  }
+  return 0;
+}
+
 /* ---- init programs (`init ID expr STREAM NOPS OP...`, src/ir_print.c) ---- */
 
 typedef enum StepKind {
@@ -255,15 +307,6 @@ static int bad_meta(tdsl_model *m, int line, const char *what) {
   return fail(m, "malformed model metadata (line %d): %s", line, what);
 }
 
-/* The symbol's size where the dynamic linker knows it (a .so, or gccjit's in-memory
- * result): 0 when unknown (a statically linked model). */
-static size_t symbol_size(const void *p) {
-  Dl_info info;
-  const ElfW(Sym) *sym = NULL;
-  if (!dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != p) return 0;
-  return (size_t)sym->st_size;
-}
-
 /* dims of b from the line: their product must be the size. */
 static int meta_dims(tdsl_model *m, RtBuf *b, char **p, int ln) {
   long prod = 1, d;
@@ -285,7 +328,7 @@ static int meta_dims(tdsl_model *m, RtBuf *b, char **p, int ln) {
 }
 
 /* buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL... */
-static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+static int meta_buf(tdsl_model *m, char *p, int ln) {
   long id, size, nk[3];
   char *name, *el;
   if (!tok_int(&p, 0, INT_MAX, &id) || id != m->nbufs) return bad_meta(m, ln, "buffers out of order");
@@ -311,14 +354,30 @@ static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
     b->rank = 0; /* tdsl_close frees rank labels */
     return fail(m, "out of memory");
   }
-  if (meta_dims(m, b, &p, ln)) return -1;
-  char sym[64];
-  snprintf(sym, sizeof sym, "tdsl_buf_%ld", id);
-  if (!(b->data = res(h, sym))) return fail(m, "model has no symbol %s (tensor %s)", sym, b->name);
-  size_t need_bytes = (size_t)size * (b->elem == TDSL_F64 ? 8 : 4), have = symbol_size(b->data);
-  if (have && have < need_bytes)
-    return fail(m, "malformed model metadata (line %d): tensor %s needs %zu bytes, its symbol has %zu", ln, b->name,
-                need_bytes, have);
+  return meta_dims(m, b, &p, ln);
+}
+
+/* model NAME SIZE: the symbol prefix and the instance's bytes; allocates the instance. */
+static int meta_model(tdsl_model *m, char *p, int ln) {
+  char *name = tok_str(&p);
+  long size;
+  if (!name || m->prefix || !tok_int(&p, INST_HEADER, LONG_MAX, &size) || size % 64) return bad_meta(m, ln, "bad model line");
+  for (const char *c = name; *c; c++)
+    if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+      return bad_meta(m, ln, "model name is not a C identifier");
+  m->inst_size = size;
+  if (!(m->prefix = xstrdup(name)) || !(m->inst = aligned_alloc(64, (size_t)size))) return fail(m, "out of memory");
+  memset(m->inst, 0, (size_t)size);
+  return 0;
+}
+
+/* at ID OFFSET: buffer ID's storage in the instance. */
+static int meta_at(tdsl_model *m, char *p, int ln) {
+  long id, off;
+  if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !tok_int(&p, 0, LONG_MAX, &off)) return bad_meta(m, ln, "bad at line");
+  RtBuf *b = &m->bufs[id];
+  if (b->data || !in_instance(m, off, buf_bytes(b))) return bad_meta(m, ln, "buffer storage outside the instance");
+  b->data = m->inst + off;
   return 0;
 }
 
@@ -372,21 +431,26 @@ static int meta_role(tdsl_model *m, char *p, int ln) {
   return bad_meta(m, ln, "unknown role");
 }
 
-/* sym ID NAME RANGE | fn ID NAME | alias NAME BUFID */
+/* sym ID NAME RANGE OFFSET | fn ID NAME | alias NAME BUFID */
 static int meta_named(tdsl_model *m, const char *kw, char *p, int ln, tdsl_resolver res, void *h) {
   RtNamed nd = {0};
-  long idx, range = 0;
+  long idx, range = 0, off = 0;
   char *name;
   bool alias = kw[0] == 'a', sym = kw[0] == 's';
   if (alias ? !(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)
-            : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || (sym && !tok_int(&p, 0, INT_MAX, &range)))
+            : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) ||
+                  (sym && (!tok_int(&p, 0, INT_MAX, &range) || !tok_int(&p, 0, LONG_MAX, &off))))
     return bad_meta(m, ln, alias ? "bad alias line" : sym ? "bad index symbol line" : "bad routine line");
   if (sym && idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
   nd.index = (int)idx;
   if (!(nd.name = xstrdup(name))) return fail(m, "out of memory");
-  char symname[64];
-  snprintf(symname, sizeof symname, sym ? "tdsl_sym_%ld" : "tdsl_fn_%ld", idx);
-  nd.ptr = alias ? NULL : res(h, symname);
+  char symname[320];
+  snprintf(symname, sizeof symname, "%s_fn_%ld", m->prefix ? m->prefix : "tdsl", idx);
+  if (sym && !in_instance(m, off, 4)) {
+    free(nd.name);
+    return bad_meta(m, ln, "index symbol outside the instance");
+  }
+  nd.ptr = alias ? NULL : sym ? (void *)(m->inst + off) : res(h, symname);
   RtNamed **arr = alias ? &m->aliases : sym ? &m->syms : &m->fns;
   int *cnt = alias ? &m->naliases : sym ? &m->nsyms : &m->nfns;
   RtNamed *grown = grow(*arr, *cnt, sizeof nd);
@@ -419,16 +483,41 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
     ln++;
     char *p = line, *kw = next_tok(&p);
     if (!kw) continue;
-    if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln, res, h);
+    if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln);
+    else if (!strcmp(kw, "model")) rc = meta_model(m, p, ln);
+    else if (!strcmp(kw, "at")) rc = meta_at(m, p, ln);
     else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
     else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
+    else if (!strcmp(kw, "seq")) rc = parse_seq(m, p, res, h);
     else if (!strcmp(kw, "threads")) m->parallel = true;
     else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) rc = meta_named(m, kw, p, ln, res, h);
     /* other keywords (tdsl, cuda, later additions) are not the runtime's */
   }
   free(copy);
+  if (!rc && !m->inst) rc = fail(m, "malformed model metadata: no model line");
+  for (int i = 0; i < m->nbufs && !rc; i++)
+    if (!m->bufs[i].data) rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
   return rc;
 }
+
+/* The cuda part's view of the model: tdsl_buf_N and tdsl_sym_N are this instance's
+ * storage, tdsl_cuda_ctx / tdsl_cuda_launch its header slots, and any other tdsl_X the
+ * model's NAME_X. */
+static void *inst_resolve(void *h, const char *name) {
+  tdsl_model *m = h;
+  int i;
+  char c;
+  if (sscanf(name, "tdsl_buf_%d%c", &i, &c) == 1) return i >= 0 && i < m->nbufs ? m->bufs[i].data : NULL;
+  if (sscanf(name, "tdsl_sym_%d%c", &i, &c) == 1) return i >= 0 && i < m->nsyms ? m->syms[i].ptr : NULL;
+  if (!strcmp(name, "tdsl_cuda_ctx")) return (void **)m->inst;
+  if (!strcmp(name, "tdsl_cuda_launch")) return (void **)m->inst + 1;
+  if (strncmp(name, "tdsl_", 5)) return NULL;
+  char sym[256];
+  snprintf(sym, sizeof sym, "%s_%s", m->prefix, name + 5);
+  return m->res(m->res_h, sym);
+}
+
+void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
 
 /* ---- threads ---- */
 
@@ -449,16 +538,15 @@ static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
   tdsl_pool_run(m->pool, fn, arg, n);
 }
 
-/* A model with parallel loops exports the hook; without it everything runs serially. */
-static void attach_pool(tdsl_model *m, tdsl_resolver resolve, void *handle) {
+/* A model with parallel loops calls slot 2 of its instance header (this runtime's
+ * rt_parallel) with slot 3 (this model); NULL there runs them serially. Per instance,
+ * so every open model has its own pool. */
+static void attach_pool(tdsl_model *m) {
   m->nthreads = default_threads();
   if (!m->parallel) return;
-  m->hook = (tdsl_par_hook *)resolve(handle, "tdsl_parallel");
-  m->hook_rt = (void **)resolve(handle, "tdsl_parallel_rt");
-  if (m->hook && m->hook_rt) {
-    *m->hook = rt_parallel;
-    *m->hook_rt = m;
-  } else m->hook = NULL, m->hook_rt = NULL;
+  tdsl_par_hook hook = rt_parallel;
+  memcpy((void **)m->inst + 2, &hook, sizeof hook);
+  ((void **)m->inst)[3] = m;
 }
 
 int tdsl_set_num_threads(tdsl_model *m, int n) {
@@ -487,24 +575,32 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
   m->magic = MODEL_MAGIC;
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
-  if (!text || strncmp(text, "tdsl 1\n", 7)) {
-    if (err && errlen) snprintf(err, errlen, "not a tdslc model (no tdsl_model_meta)");
+  if (!text || strncmp(text, "tdsl 2\n", 7)) {
+    if (err && errlen)
+      snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
+                                                              : "not a tdslc model (no tdsl_model_meta)");
     free(m);
     return NULL;
   }
+  m->res = resolve;
+  m->res_h = handle;
   if (parse_meta(m, text, resolve, handle)) {
     if (err && errlen) snprintf(err, errlen, "%s", m->err);
     tdsl_close(m);
     return NULL;
   }
-  /* Models built with --check-bounds report a failed check here instead of aborting. */
-  m->fault = resolve(handle, "tdsl_fault");
-  m->fault_msg = resolve(handle, "tdsl_fault_msg");
-  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(resolve, handle, err, errlen))) {
+  /* Models built with --check-bounds report a failed check here instead of aborting
+   * (per model, not per instance: NAME_fault and NAME_fault_msg). */
+  char fsym[320];
+  snprintf(fsym, sizeof fsym, "%s_fault", m->prefix);
+  m->fault = resolve(handle, fsym);
+  snprintf(fsym, sizeof fsym, "%s_fault_msg", m->prefix);
+  m->fault_msg = resolve(handle, fsym);
+  if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(inst_resolve, m, err, errlen))) {
     tdsl_close(m);
     return NULL;
   }
-  attach_pool(m, resolve, handle);
+  attach_pool(m);
   return m;
 }
 
@@ -543,10 +639,6 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 void tdsl_close(tdsl_model *m) {
   if (!live(m)) return;
   m->magic = 0;
-  if (m->hook) {
-    *m->hook = NULL;
-    *m->hook_rt = NULL;
-  }
   tdsl_pool_free(m->pool);
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
@@ -561,13 +653,18 @@ void tdsl_close(tdsl_model *m) {
     free(b->prog);
   }
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
-  for (int i = 0; i < m->nfns; i++) free(m->fns[i].name);
+  for (int i = 0; i < m->nfns; i++) {
+    free(m->fns[i].name);
+    free(m->fns[i].seq);
+  }
   for (int i = 0; i < m->naliases; i++) free(m->aliases[i].name);
   free(m->bufs);
   free(m->syms);
   free(m->sym_range);
   free(m->fns);
   free(m->aliases);
+  free(m->prefix);
+  free(m->inst);
   if (m->dl) dlclose(m->dl);
   free(m);
 }
@@ -762,7 +859,11 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
-  if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) ((void (*)(void))m->fns[i].ptr)();
+  const RtNamed *r = &m->fns[i];
+  if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
+    if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
+    for (int k = 0; k < r->nseq && !(m->fault && *m->fault); k++) m->call(m->inst, r->seq[k]);
+  }
   if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
   if (m->fault && *m->fault) {
     *m->fault = 0;

@@ -1,7 +1,7 @@
 /* tdslrt_cuda.h: the runtime's cuda part, used by tdslrt.c only (not installed).
  *
- * A cuda model's host code keeps every tensor in a host mirror (tdsl_buf_N) and
- * launches kernels through tdsl_cuda_launch; this part loads libcuda.so.1 with dlopen,
+ * A cuda model's host code keeps every tensor in a host mirror (in its instance) and
+ * launches kernels through the launch function in the instance header; this part loads libcuda.so.1 with dlopen,
  * loads the PTX, keeps one device buffer per tensor and copies lazily: a buffer goes to
  * the device before a kernel that uses it when the host copy is newer, and comes back
  * when the host reads it after a kernel wrote it.
@@ -20,7 +20,9 @@ typedef struct tdsl_cuda tdsl_cuda;
 
 /* Non-zero when the model's metadata (tdsl_model_meta) has the line "cuda". */
 int tdsl_cuda_is_model(const char *meta);
-/* Loads the driver and the module, allocates device buffers. NULL with err set. */
+/* Loads the driver and the module, allocates device buffers. res answers tdsl_buf_N,
+ * tdsl_sym_N (the instance's storage), tdsl_cuda_ctx / tdsl_cuda_launch (its header
+ * slots) and tdsl_cuda_ptx / tdsl_cuda_meta (the model's). NULL with err set. */
 tdsl_cuda *tdsl_cuda_open(tdsl_resolver res, void *h, char *err, size_t errlen);
 void tdsl_cuda_close(tdsl_cuda *cu);
 

@@ -28,6 +28,8 @@ RULES = [
     ("src/check.[ch]", "the driver", None),
     ("src/depfile.c", "the driver", None),
     ("src/outfile.[ch]", "the driver", None),
+    ("src/cache.[ch]", "the driver", None),
+    ("src/timing.c", "the driver", None),
     ("src/run.[ch]", "the driver", CTX | IR | {"run.h"}),
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),

@@ -64,6 +64,15 @@ void ctx_add_dep(Ctx *c, const char *path) {
   vec_push(&c->arena, &c->deps, arena_strdup(&c->arena, path));
 }
 
+const char *ctx_model_name(Ctx *c) {
+  if (c->opt.name) return c->opt.name;
+  const char *b = ctx_model_base(c);
+  char *n = arena_printf(&c->arena, "%s%s", *b >= '0' && *b <= '9' ? "_" : "", b);
+  for (char *p = n; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+  return *n ? n : "model";
+}
+
 const char *ctx_model_base(Ctx *c) {
   const char *in = c->opt.input, *slash = strrchr(in, '/');
   const char *b = slash ? slash + 1 : in;

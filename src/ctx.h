@@ -8,6 +8,8 @@
 #include "diag.h"
 #include "graph.h"
 
+#define TDSLC_VERSION "0.1.0"
+
 typedef enum Action {
   ACT_COMPILE, /* -o OUT (.so, or .o with -c) */
   ACT_DUMP_AST,
@@ -38,9 +40,13 @@ typedef struct Options {
   int opt_level;          /* -O0..-O3, default 2 */
   bool double_prec;       /* --precision=double */
   const char *emit_header;/* --emit-header=FILE.h */
+  const char *name;       /* --name=NAME (NULL: from the input file name) */
   bool json;
   bool verbose;           /* --verbose: extra information in non-fixed output */
   bool check_bounds;      /* --check-bounds */
+  bool phase_times;       /* -v: each phase with its time on stderr */
+  bool time_report;       /* --time-report */
+  bool no_cache;          /* --no-cache */
   bool strict_fp;         /* --strict-fp: no reassociation of sums (src/schedule.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */
@@ -57,10 +63,20 @@ typedef struct Options {
   const char *mf;         /* -MF FILE */
 } Options;
 
+/* Per-phase times for -v and --time-report (src/timing.c). */
+enum { TIMING_MAX = 16 };
+typedef struct TimingPhase { const char *name; double wall, cpu; } TimingPhase;
+typedef struct Timing {
+  double wall0, cpu0, wall, cpu; /* at the start, at the last mark */
+  TimingPhase phase[TIMING_MAX];
+  int n;
+} Timing;
+
 typedef struct Ctx {
   Arena arena;
   Diag diag;
   Options opt;
+  Timing timing;
   const char *exe_dir;    /* directory of the tdslc executable (stdlib lookup) */
   PtrVec deps;            /* every file the model depends on (const char*), for -MD */
 } Ctx;
@@ -77,9 +93,20 @@ SrcFile *ctx_read_file(Ctx *c, const char *path);
 void ctx_add_dep(Ctx *c, const char *path);
 /* The base name of the input without its extension: the default output's stem. */
 const char *ctx_model_base(Ctx *c);
+/* The model's symbol prefix: --name, else the input file's base name as a C identifier. */
+const char *ctx_model_name(Ctx *c);
 /* -MD / -MF: writes "TARGET: DEPS" and a phony rule per dependency (as gcc -MD -MP);
  * returns an exit status (2 when the file cannot be written). src/depfile.c */
 int write_depfile(Ctx *c, const char *target);
+
+/* src/timing.c: timing_mark ends the current phase (printed at once under -v). */
+void timing_start(Ctx *c);
+void timing_mark(Ctx *c, const char *phase);
+void timing_report(Ctx *c);
+/* A progress line on stderr (a terminal) every second after 2 s until unwatch. */
+typedef struct TimingWatch TimingWatch;
+TimingWatch *timing_watch(Ctx *c, const char *what);
+void timing_unwatch(TimingWatch *w);
 
 /* Pipeline stages. Each returns false after reporting errors through c->diag. */
 Graph *stage_program(Ctx *c, const Program *p);       /* src/eval*.c */

@@ -157,6 +157,9 @@ typedef struct IrFunc {
   int id;
   const char *name;  /* "step", "y.forward", "t#3.fwd" */
   bool exported;     /* listed in the model (callable by name) */
+  bool seq;          /* exported, only calls, called by no function: the model lists its
+                      * callees (metadata "seq") and the runtime calls them in turn
+                      * through NAME_call, so no code re-lists them (ir_mark_seqs) */
   int nvars;         /* loop variables v0..v(nvars-1) */
   PtrVec body;       /* Stmt* */
 } IrFunc;
@@ -179,8 +182,23 @@ void aff_print(FILE *out, const Aff *a, const IrModule *m);
 /* The affine form as a C expression of type long: loop variables iN, index symbols
  * SYM_PREFIX followed by the symbol number (used by the C and CUDA emitters). */
 void aff_print_c(FILE *out, const char *sym_prefix, const Aff *f);
-/* The model metadata string the runtime reads (runtime/tdslrt.c parses it). */
-char *ir_metadata(Arena *a, const IrModule *m);
+/* The instance layout (the model ABI, HACKING.md): every open model gets its own storage
+ * block, 64-byte aligned, of `size` bytes: a header of IR_INST_HEADER bytes the runtime
+ * owns, then each buffer at a multiple of 64 (distinct fields of one struct, so gcc knows
+ * they never alias), then the index symbols (int). */
+#define IR_INST_HEADER 64
+typedef struct IrLayout {
+  long *buf_off, *sym_off; /* byte offsets in the instance */
+  long size;               /* a multiple of 64 */
+} IrLayout;
+IrLayout ir_layout(Arena *a, const IrModule *m);
+/* Bytes of buffer b's storage (one cell at least). */
+long ir_buf_bytes(const IrBuf *b);
+/* Sets IrFunc.seq (end of lowering). */
+void ir_mark_seqs(Arena *a, IrModule *m);
+/* The model metadata string the runtime reads (runtime/tdslrt.c parses it); name is the
+ * prefix of the model's exported symbols. */
+char *ir_metadata(Arena *a, const IrModule *m, const char *name);
 
 /* Lowering (src/lower.c): every tensor gets a value buffer, differentiable ones a
  * gradient buffer; per tensor a "NAME.fwd"/"NAME.bwd" function for its own code;

@@ -136,6 +136,68 @@ void ir_print(FILE *out, const IrModule *m) {
   }
 }
 
+static bool calls_only(const IrFunc *f) {
+  for (int i = 0; i < f->body.len; i++) {
+    const Stmt *s = f->body.items[i];
+    if (s->kind != S_CALL && s->kind != S_COMMENT) return false;
+  }
+  return true;
+}
+
+static void mark_called(const PtrVec *body, bool *called) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_CALL) called[s->callee] = true;
+    if (s->kind == S_LOOP || s->kind == S_IF) mark_called(&s->body, called);
+  }
+}
+
+void ir_mark_seqs(Arena *a, IrModule *m) {
+  bool *called = ANEWN(a, bool, m->funcs.len + 1);
+  for (int i = 0; i < m->funcs.len; i++) mark_called(&VEC_AT(m->funcs, IrFunc, i)->body, called);
+  for (int i = 0; i < m->funcs.len; i++) {
+    IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    f->seq = f->exported && !called[i] && calls_only(f);
+  }
+}
+
+/* The callees as " K" or " A-B/S" (A, A+S, ..., B; "/S" left out when S is 1) per
+ * arithmetic run: a T.forward is mostly one such run (its tensors' kernels in creation
+ * order), so the metadata stays linear in the model too. */
+static void seq_print(FILE *o, const IrFunc *f) {
+  int n = 0, *k = malloc(sizeof(int) * (size_t)(f->body.len + 1));
+  if (!k) return;
+  for (int i = 0; i < f->body.len; i++) {
+    const Stmt *s = f->body.items[i];
+    if (s->kind == S_CALL) k[n++] = s->callee;
+  }
+  for (int i = 0; i < n;) {
+    int j = i + 1, step = j < n ? k[j] - k[i] : 0;
+    while (step && j < n && k[j] - k[j - 1] == step) j++;
+    if (j - i < 2 || !step) fprintf(o, " %d", k[i]), j = i + 1;
+    else if (step == 1) fprintf(o, " %d-%d", k[i], k[j - 1]);
+    else fprintf(o, " %d-%d/%d", k[i], k[j - 1], step);
+    i = j;
+  }
+  free(k);
+}
+
+long ir_buf_bytes(const IrBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == ELEM_F64 ? 8 : 4); }
+
+static long align64(long n) { return (n + 63) & ~63L; }
+
+IrLayout ir_layout(Arena *a, const IrModule *m) {
+  IrLayout l = {.buf_off = ANEWN(a, long, m->bufs.len + 1), .sym_off = ANEWN(a, long, m->syms.len + 1)};
+  long at = IR_INST_HEADER;
+  for (int i = 0; i < m->bufs.len; i++) {
+    l.buf_off[i] = align64(at);
+    at = l.buf_off[i] + ir_buf_bytes(VEC_AT(m->bufs, IrBuf, i));
+  }
+  for (int i = 0; i < m->syms.len; i++, at += 4) l.sym_off[i] = at;
+  l.size = align64(at);
+  return l;
+}
+
 /* Product of the dims of memory-order kind k (0 batch, 1 output, 2 input) of b. */
 static long long kind_product(const IrBuf *b, int k) {
   int from = 0;
@@ -180,16 +242,19 @@ static bool has_parallel(const IrModule *m) {
 }
 
 /* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
- *   tdsl 1
+ *   tdsl 2
+ *   model NAME SIZE                  symbol prefix, instance bytes
  *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
+ *   at ID OFFSET                     buffer ID's byte offset in the instance
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
  *          | expr STREAM NOPS OP...   (OP: const V, values N V..., range, uniform,
  *            normal, or a primitive's name: a postfix program per cell, see graph.h)
- *   sym ID NAME RANGE
+ *   sym ID NAME RANGE OFFSET
  *   alias NAME BUFID
  *   fn ID NAME
- *   threads                                           (parallel loops: see has_parallel)
- * Symbols: buffer ID is tdsl_buf_ID, symbol ID tdsl_sym_ID, function ID tdsl_fn_ID. */
+ *   seq ID NAME K|A-B|A-B/S...       runs NAME_call(instance, K) for each K in turn
+ *   threads                          (parallel loops: see has_parallel)
+ * Function ID is the symbol NAME_fn_ID, taking the instance pointer. */
 /* A string of the metadata as one token: '%', space, control and non-ASCII bytes as %XX
  * (runtime/tdslrt.c tok_str decodes), so a label with a newline cannot inject lines;
  * the empty string is %00 and a lone "-" (which means "no label") is %2D. */
@@ -203,12 +268,15 @@ static void meta_str(FILE *o, const char *s) {
     else fputc(*p, o);
 }
 
-char *ir_metadata(Arena *a, const IrModule *m) {
+char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   char *buf = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&buf, &len);
-  if (!o) return arena_strdup(a, "tdsl 1\n");
-  fputs("tdsl 1\n", o);
+  if (!o) return arena_strdup(a, "tdsl 2\n");
+  IrLayout l = ir_layout(a, m);
+  fputs("tdsl 2\nmodel ", o);
+  meta_str(o, name);
+  fprintf(o, " %ld\n", l.size);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "buf %d ", i);
@@ -221,6 +289,7 @@ char *ir_metadata(Arena *a, const IrModule *m) {
       else fputc('-', o);
     }
     fputc('\n', o);
+    fprintf(o, "at %d %ld\n", i, l.buf_off[i]);
     fprintf(o, "role %d %s\n", i, tdsl_role_name((tdsl_role)b->role));
     switch (b->init.kind) {
     case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
@@ -248,7 +317,7 @@ char *ir_metadata(Arena *a, const IrModule *m) {
     const IrSym *s = VEC_AT(m->syms, IrSym, i);
     fprintf(o, "sym %d ", i);
     meta_str(o, s->name);
-    fprintf(o, " %d\n", s->range);
+    fprintf(o, " %d %ld\n", s->range, l.sym_off[i]);
   }
   for (int i = 0; i < m->aliases.len; i++) {
     const IrAlias *al = VEC_AT(m->aliases, IrAlias, i);
@@ -258,6 +327,13 @@ char *ir_metadata(Arena *a, const IrModule *m) {
   }
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) {
+      fprintf(o, "seq %d ", i);
+      meta_str(o, f->name);
+      seq_print(o, f);
+      fputc('\n', o);
+      continue;
+    }
     if (!f->exported) continue;
     fprintf(o, "fn %d ", i);
     meta_str(o, f->name);

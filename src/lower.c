@@ -471,8 +471,13 @@ static bool starts_with(const Code *code, int at, const Code *run) {
 
 /* A routine's code is mostly whole tensors' forward and backprop code (grad_update,
  * t.forward): those runs become calls of the tensor's function instead of copies,
- * which keeps the module (and gcc's compile time) linear in the model. */
+ * which keeps the module (and gcc's compile time) linear in the model. The rest (an
+ * sgd_update's per-parameter steps) goes into functions of at most ROUTINE_PART loop
+ * nests each: gcc's time grows faster than linearly in a function's size. */
+enum { ROUTINE_PART = 8 };
 static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const int *bwd) {
+  IrFunc *part = NULL; /* where the routine's own code goes (one function per ROUTINE_PART nests) */
+  int nparts = 0;
   for (int i = 0; i < c->asgns.len;) {
     int callee = -1, len = 0;
     for (int t = 0; t < l->g->tensors.len && callee < 0; t++) {
@@ -482,8 +487,15 @@ static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const 
     }
     if (callee >= 0) {
       add_call(l, f, callee);
+      part = NULL;
       i += len;
-    } else lower_asgn(l, f, &f->body, c->asgns.items[i++]);
+      continue;
+    }
+    if (!part || part->body.len >= ROUTINE_PART) {
+      part = new_func(l, arena_printf(l->a, "%s.part%d", f->name, nparts++), false);
+      add_call(l, f, part->id);
+    }
+    lower_asgn(l, part, &part->body, c->asgns.items[i++]);
   }
 }
 
@@ -560,5 +572,6 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
         if (mark[k]) add_call(&l, f, bwd[k]);
     }
   }
+  ir_mark_seqs(a, l.m);
   return l.ok ? l.m : NULL;
 }

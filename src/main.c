@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "cache.h"
 #include "check.h"
 #include "ctx.h"
 #include "cuda.h"
@@ -17,7 +18,6 @@
 #include "run.h"
 #include "schedule.h"
 
-#define TDSLC_VERSION "0.1.0"
 
 static void usage(FILE *out) {
   fputs("usage: tdslc [OPTIONS] FILE.tdsl\n"
@@ -30,6 +30,10 @@ static void usage(FILE *out) {
         "  -I DIR                 search path for `open`\n"
         "  --precision=single|double   default element type (single)\n"
         "  --emit-header=FILE.h   C header for the compiled model\n"
+        "  --name=NAME            prefix of the model's symbols (default: from FILE)\n"
+        "  -v                     print each phase with its time on stderr\n"
+        "  --time-report          print a table of the phases' times at the end\n"
+        "  --no-cache             do not use the compile cache ($XDG_CACHE_HOME/tdslc)\n"
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
@@ -122,6 +126,14 @@ static int check_modes(const Options *o, const char *mode, bool arch_given) {
   return 0;
 }
 
+/* A C identifier of at most 64 characters: it prefixes the model's symbols. */
+static bool c_identifier(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 64) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return false;
+  return true;
+}
+
 static int parse_args(Ctx *c, int argc, char **argv) {
   Options *o = &c->opt;
   const char *mode_by = NULL; /* the option that selected o->action */
@@ -160,6 +172,13 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
+    else if (!strcmp(a, "-v")) o->phase_times = true;
+    else if (!strcmp(a, "--time-report")) o->time_report = true;
+    else if (!strcmp(a, "--no-cache")) o->no_cache = true;
+    else if ((v = opt_value(argc, argv, &i, "--name"))) {
+      if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
+      o->name = v;
+    }
     else if (mode_option(a) >= 0) {
       if (set_action(o, &mode_by, (Action)mode_option(a), a)) return 2;
     }
@@ -244,8 +263,10 @@ static const char *dirname_of(Arena *a, const char *path) {
 }
 
 
+static void jit_mark(void *c, const char *phase) { timing_mark(c, phase); }
+
 static JitOpts jit_opts(Ctx *c) {
-  JitOpts o = {.opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
+  JitOpts o = {.mark = jit_mark, .mark_arg = c, .name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
                .strict_fp = c->opt.strict_fp};
   return o;
 }
@@ -259,7 +280,7 @@ static const char *out_path(Ctx *c, const char *ext) {
 static CudaOpts cuda_opts(Ctx *c) {
   Options *o = &c->opt;
   CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
-                 .header = o->emit_header, .model = ctx_model_base(c), .tf32 = o->tf32};
+                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32};
   co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
   if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
   return co;
@@ -279,6 +300,25 @@ static int run_in_process(Ctx *c, IrModule *m) {
   return rc;
 }
 
+/* Everything a compiled file depends on: the cache key (src/cache.c). */
+static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo) {
+  const char *self = cache_self_id(&c->arena);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = self ? open_memstream(&buf, &len) : NULL;
+  if (!f) return NULL;
+  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s schedule %d strict %d\n",
+          TDSLC_VERSION, self, gcc_jit_version_major(), gcc_jit_version_minor(), gcc_jit_version_patchlevel(),
+          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, jo->arch ? jo->arch : "-", jo->schedule,
+          jo->strict_fp);
+  ir_print(f, m);
+  fputs(ir_metadata(&c->arena, m, jo->name), f);
+  fclose(f);
+  char *key = arena_strdup(&c->arena, buf);
+  free(buf);
+  return key;
+}
+
 /* The .so/.o through a temporary renamed on success (outfile.h). */
 static int compile_file(Ctx *c, IrModule *m, const char *out) {
   if (same_file(out, c->opt.input)) {
@@ -288,10 +328,23 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   OutFile of;
   if (!out_begin(&c->arena, &of, out)) return 2;
   JitOpts jo = jit_opts(c);
-  if (!jit_compile_file(&c->arena, m, &jo, of.tmp, c->opt.object)) {
+  jo.arch = jit_host_arch(&c->arena);
+  const Options *o = &c->opt;
+  const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
+  const char *entry = key ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
+  if (entry) {
+    CacheResult r = cache_fetch(entry, of.tmp);
+    timing_mark(c, r == CACHE_HIT ? "cache hit" : r == CACHE_BAD ? "cache entry bad (rebuilt)" : "cache miss");
+    if (r == CACHE_HIT) return out_commit(&of) ? 0 : 2;
+  }
+  TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d)", o->input, o->opt_level));
+  bool ok = jit_compile_file(&c->arena, m, &jo, of.tmp, o->object);
+  timing_unwatch(w);
+  if (!ok) {
     out_discard(&of);
     return 1;
   }
+  if (entry && cache_store(entry, of.tmp)) timing_mark(c, "cache store");
   return out_commit(&of) ? 0 : 2;
 }
 
@@ -299,7 +352,7 @@ static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   if (!out_begin(&c->arena, hdr, c->opt.emit_header)) return 2;
   FILE *f = out_fopen(hdr);
   if (!f) return 2;
-  emit_header(f, m, ctx_model_base(c));
+  emit_header(f, m, ctx_model_name(c), NULL);
   if (fclose(f)) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
     return 2;
@@ -326,7 +379,7 @@ static int dispatch(Ctx *c, IrModule *m) {
   IrModule *shown = o->backend == BACKEND_CUDA ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
-  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds); return 0;
+  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds, ctx_model_name(c)); return 0;
   case ACT_RUN: return run_in_process(c, m);
   case ACT_CHECK: return check_model(c, m);
   default: break;
@@ -340,6 +393,7 @@ static int dispatch(Ctx *c, IrModule *m) {
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
+  timing_mark(c, "lowering");
   if (!m || c->diag.errors) return 1;
   OutFile hdr = {0};
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
@@ -356,24 +410,29 @@ static int run(Ctx *c) {
     return 2;
   }
   Program *p = parse_program(&c->arena, &c->diag, f);
+  timing_mark(c, "parse");
   if (!p || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_AST) {
     ast_print_program(stdout, p);
     return 0;
   }
   Graph *g = stage_program(c, p);
+  timing_mark(c, "staging");
   if (!g || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_GRAPH) {
     graph_print(stdout, g);
     return 0;
   }
   bool inferred = infer_shapes(c, g) && !c->diag.errors;
+  timing_mark(c, "shape inference");
   if (c->opt.action == ACT_DUMP_SHAPES) { /* after errors: what was inferred, `?` unknown */
     dump_shapes_ex(stdout, g, c->opt.json, c->opt.verbose);
     return inferred ? 0 : 1;
   }
   if (!inferred) return 1;
-  if (!infer_projections(c, g) || c->diag.errors) return 1;
+  bool ok = infer_projections(c, g);
+  timing_mark(c, "projection inference");
+  if (!ok || c->diag.errors) return 1;
   if (c->opt.action == ACT_DUMP_PROJECTIONS) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
@@ -398,8 +457,10 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) buf[n] = 0;
   c.exe_dir = dirname_of(&c.arena, n > 0 ? buf : argv[0]);
+  timing_start(&c);
   rc = run(&c);
   fflush(stdout);
+  if (c.opt.time_report) timing_report(&c);
   arena_free(&c.arena);
   return rc;
 }

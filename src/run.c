@@ -136,11 +136,8 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   else print_grid(o, ti);
 }
 
-void *run_jit_resolve(void *h, const char *name) {
-  if (!strncmp(name, "tdsl_fn_", 8) || !strcmp(name, "tdsl_model_meta"))
-    return gcc_jit_result_get_code((gcc_jit_result *)h, name);
-  return gcc_jit_result_get_global((gcc_jit_result *)h, name);
-}
+/* Functions and data alike: both lookups are a dlsym of the result's library. */
+void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
 static int run_err(const char *what, const tdsl_model *m) {
   fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
@@ -211,6 +208,7 @@ int run_jit_result(Ctx *c, gcc_jit_result *r) {
     return 1;
   }
   int rc = run_model(c, model);
+  timing_mark(c, "run");
   tdsl_close(model);
   return rc;
 }

@@ -36,31 +36,16 @@ static bool arch_ok(const char *arch) {
 static const char *arch_of(const CudaOpts *o) { return o->arch ? o->arch : "sm_80"; }
 
 /* --emit-header for a cuda model: the CPU model's header (backends/gccjit/emit_c.c),
- * whose resolver also answers the tdsl_cuda_* symbols, so that a statically linked cuda
- * object opens through tdsl_open_resolved too. */
+ * whose resolver also answers NAME_cuda_ptx and NAME_cuda_meta, so that a statically
+ * linked cuda object opens through tdsl_open_resolved too. */
 static int cuda_header(IrModule *m, const CudaOpts *o) {
-  char *txt = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&txt, &len);
-  emit_header(mem, m, o->model);
-  fclose(mem);
-  const char *decl_at = strstr(txt, "\nstatic inline void *"), *ret_at = strstr(txt, "  return NULL;\n}");
+  static const char *const extra[] = {"cuda_ptx", "cuda_meta", NULL};
   FILE *f = fopen(o->header, "w");
-  if (!f || !decl_at || !ret_at || ret_at < decl_at) {
-    if (f) fclose(f);
-    free(txt);
+  if (!f) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", o->header);
     return 2;
   }
-  fwrite(txt, 1, (size_t)(decl_at - txt), f);
-  fputs("\nextern char tdsl_cuda_ptx[], tdsl_cuda_meta[];\nextern void *tdsl_cuda_ctx;\n"
-        "extern void (*tdsl_cuda_launch)(void *, int);\n", f);
-  fwrite(decl_at, 1, (size_t)(ret_at - decl_at), f);
-  const char *names[4] = {"tdsl_cuda_ptx", "tdsl_cuda_meta", "&tdsl_cuda_ctx", "&tdsl_cuda_launch"};
-  for (int i = 0; i < 4; i++)
-    fprintf(f, "  if (!strcmp(name, \"%s\")) return (void *)%s;\n", names[i] + (names[i][0] == '&'), names[i]);
-  fputs(ret_at, f);
-  free(txt);
+  emit_header(f, m, jit_name(o->model), extra);
   return fclose(f) ? 2 : 0;
 }
 
@@ -96,7 +81,7 @@ int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
   char *ptx = cuda_ptx(a, p->src, arch_of(o));
   if (!ptx) return 1;
   if (o->out == CUDA_OUT_PTX) return write_text(o->output, ptx);
-  return cuda_host_file(a, m, p, ptx, o->opt_level, o->output, o->object) ? 0 : 1;
+  return cuda_host_file(a, m, p, ptx, jit_name(o->model), o->opt_level, o->output, o->object) ? 0 : 1;
 }
 
 bool cuda_can_run(void) {
@@ -114,5 +99,5 @@ gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_j
   CudaPlan *p = plan(a, m, o);
   char *ptx = emulated ? "// emulated: tdslc was built without the CUDA toolkit\n"
                        : cuda_ptx(a, p->src, arch_of(o));
-  return ptx ? cuda_host_mem(a, m, p, ptx, o->opt_level, ctx_out) : NULL;
+  return ptx ? cuda_host_mem(a, m, p, ptx, jit_name(o->model), o->opt_level, ctx_out) : NULL;
 }

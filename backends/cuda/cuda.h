@@ -3,17 +3,17 @@
  * in a host module built by libgccjit whose routines launch the kernels through the
  * runtime (runtime/tdslrt_cuda.c). Sees only ir.h.
  *
- * A cuda model exports the symbols of a CPU model (tdsl_buf_N are host mirrors of the
- * device buffers, tdsl_sym_N, tdsl_fn_N, tdsl_model_meta) plus
- *   char tdsl_cuda_ptx[]     the PTX text
- *   char tdsl_cuda_meta[]    "tdslcuda 1", "scratch BYTES" when split reductions need
+ * A cuda model exports the symbols of a CPU model (NAME_fn_N, NAME_model_meta; its
+ * instance's buffers are host mirrors of the device buffers) plus
+ *   char NAME_cuda_ptx[]     the PTX text
+ *   char NAME_cuda_meta[]    "tdslcuda 1", "scratch BYTES" when split reductions need
  *                            scratch memory, per buffer "buf ID BYTES" and per kernel
  *                            "kernel ID NAME THREADS NARGS ARG..." where ARG is bN (a
  *                            buffer read), wN (a buffer written), sN (index symbol) or
  *                            x0 (the scratch buffer)
- *   void *tdsl_cuda_ctx      set by the runtime at open
- *   void (*tdsl_cuda_launch)(void *ctx, int kernel)   set by the runtime at open
- * A routine is a sequence of tdsl_cuda_launch calls and calls of other routines. */
+ * and reads from slots 0 and 1 of its instance header (set by the runtime at open, per
+ * instance) the runtime's context and void (*launch)(void *ctx, int kernel).
+ * A routine is a sequence of launch calls and calls of other routines. */
 #ifndef TDSL_CUDA_H
 #define TDSL_CUDA_H
 
@@ -70,10 +70,10 @@ bool cuda_available(void);
 char *cuda_ptx(Arena *a, const char *src, const char *arch);
 
 /* backends/cuda/cuda_host.c: the host module. */
-bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level,
+bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name, int opt_level,
                     const char *path, bool object);
-gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level,
-                              gcc_jit_context **ctx_out);
+gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name,
+                              int opt_level, gcc_jit_context **ctx_out);
 
 /* backends/cuda/cuda.c: what the driver asks of the backend (the backend sees these
  * options and the IR, never the compiler context). */
@@ -90,7 +90,7 @@ typedef struct CudaOpts {
   const char *output; /* CUDA_OUT_PTX, CUDA_OUT_LIBRARY: the file written */
   bool object;
   const char *header; /* --emit-header: its file, or NULL */
-  const char *model;  /* the model's name in the header */
+  const char *model;  /* the model's symbol prefix (--name; header names too), NULL: "tdsl" */
   bool tf32;          /* --tf32 */
 } CudaOpts;
 

@@ -1,8 +1,8 @@
 /* cuda_host.c: the host side of a cuda model, built with libgccjit like a CPU model:
- * the same buffer, symbol and metadata exports (the buffers are the host mirrors the
- * runtime copies to and from the device), the PTX and the kernel table as data, and one
- * tdsl_fn_N per function that launches its kernels in order through the runtime's
- * tdsl_cuda_launch pointer (see cuda.h). */
+ * the same instance layout and metadata (the buffers are the host mirrors the runtime
+ * copies to and from the device), the PTX and the kernel table as data, and one
+ * NAME_fn_N per function that launches its kernels in order through the launch
+ * function in its instance's header (see cuda.h). */
 #include <string.h>
 
 #include "cuda.h"
@@ -22,7 +22,8 @@ static void text_global(H *h, const char *name, const char *text) {
   gcc_jit_global_set_initializer(g, text, n);
 }
 
-static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level) {
+static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name, int opt_level,
+                               bool object) {
   H hh = {.a = a};
   H *h = &hh;
   h->c = gcc_jit_context_acquire();
@@ -32,51 +33,50 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   h->t_int = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_INT);
   h->t_char = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CHAR);
   h->t_voidp = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_VOID_PTR);
-  gcc_jit_type *t_str = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CONST_CHAR_PTR);
-  gcc_jit_type *el[2] = {gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_FLOAT),
-                         gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_DOUBLE)};
 
-  for (int i = 0; i < m->bufs.len; i++) {
-    IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    gcc_jit_type *at = gcc_jit_context_new_array_type(h->c, NULL, el[b->elem], b->size > 0 ? (int)b->size : 1);
-    gcc_jit_lvalue *g = gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, at, arena_printf(a, "tdsl_buf_%d", i));
-    gcc_jit_lvalue_set_alignment(g, 64);
-  }
-  for (int i = 0; i < m->syms.len; i++)
-    gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, arena_printf(a, "tdsl_sym_%d", i));
   /* Every model exports the --check-bounds fault word and message (jit.h); kernels do
    * not check, so here they stay 0. */
-  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, "tdsl_fault");
-  gcc_jit_type *t_char = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, arena_printf(a, "%s_fault", name));
   gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                             gcc_jit_context_new_array_type(h->c, NULL, t_char, JIT_FAULT_MSG), "tdsl_fault_msg");
-  gcc_jit_function *meta = gcc_jit_context_new_function(h->c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_str, "tdsl_model_meta", 0, NULL, 0);
-  gcc_jit_block_end_with_return(gcc_jit_function_new_block(meta, "entry"), NULL,
-                                gcc_jit_context_new_string_literal(h->c, arena_printf(a, "%scuda\n", ir_metadata(a, m))));
-  text_global(h, "tdsl_cuda_ptx", ptx);
-  text_global(h, "tdsl_cuda_meta", p->meta);
+                             gcc_jit_context_new_array_type(h->c, NULL, h->t_char, JIT_FAULT_MSG), arena_printf(a, "%s_fault_msg", name));
+  JitInstance in = jit_instance_type(a, h->c, m);
+  jit_export_meta(a, h->c, name, arena_printf(a, "%scuda\n", ir_metadata(a, m, name)), object);
+  text_global(h, arena_printf(a, "%s_cuda_ptx", name), ptx);
+  text_global(h, arena_printf(a, "%s_cuda_meta", name), p->meta);
 
-  gcc_jit_lvalue *ctx = gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_voidp, "tdsl_cuda_ctx");
   gcc_jit_type *lp[2] = {h->t_voidp, h->t_int};
   gcc_jit_type *launch_t = gcc_jit_context_new_function_ptr_type(h->c, NULL, h->t_void, 2, lp, 0);
-  gcc_jit_lvalue *launch = gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, launch_t, "tdsl_cuda_launch");
 
   gcc_jit_function **fns = ANEWN(a, gcc_jit_function *, m->funcs.len + 1);
+  gcc_jit_param **self = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) continue; /* the runtime walks its list through NAME_call */
+    self[i] = gcc_jit_context_new_param(h->c, NULL, in.ptr, "self");
     fns[i] = gcc_jit_context_new_function(h->c, NULL, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL,
-                                          h->t_void, arena_printf(a, "tdsl_fn_%d", i), 0, NULL, 0);
+                                          h->t_void, arena_printf(a, "%s_fn_%d", name, i), 1, &self[i], 0);
   }
+  jit_export_dispatch(a, h->c, m, name, &in, fns);
   for (int i = 0; i < m->funcs.len; i++) {
+    if (!fns[i]) continue;
     gcc_jit_block *b = gcc_jit_function_new_block(fns[i], "entry");
+    gcc_jit_rvalue *me = gcc_jit_param_as_rvalue(self[i]);
+    /* The runtime's slots in the instance header: its context and launch function. */
+    gcc_jit_rvalue *hdr = gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(me, NULL, in.header));
+    gcc_jit_rvalue *ctx = gcc_jit_lvalue_as_rvalue(
+        gcc_jit_context_new_array_access(h->c, NULL, hdr, gcc_jit_context_new_rvalue_from_int(h->c, h->t_int, 0)));
+    gcc_jit_rvalue *launch = gcc_jit_context_new_bitcast(
+        h->c, NULL,
+        gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(h->c, NULL, hdr, gcc_jit_context_new_rvalue_from_int(h->c, h->t_int, 1))),
+        launch_t);
     for (int k = 0; k < p->steps[i].len; k++) {
       const CudaStep *st = p->steps[i].items[k];
       if (st->call) {
-        gcc_jit_block_add_eval(b, NULL, gcc_jit_context_new_call(h->c, NULL, fns[st->index], 0, NULL));
+        gcc_jit_block_add_eval(b, NULL, gcc_jit_context_new_call(h->c, NULL, fns[st->index], 1, &me));
         continue;
       }
-      gcc_jit_rvalue *args[2] = {gcc_jit_lvalue_as_rvalue(ctx), gcc_jit_context_new_rvalue_from_int(h->c, h->t_int, st->index)};
-      gcc_jit_block_add_eval(b, NULL, gcc_jit_context_new_call_through_ptr(h->c, NULL, gcc_jit_lvalue_as_rvalue(launch), 2, args));
+      gcc_jit_rvalue *args[2] = {ctx, gcc_jit_context_new_rvalue_from_int(h->c, h->t_int, st->index)};
+      gcc_jit_block_add_eval(b, NULL, gcc_jit_context_new_call_through_ptr(h->c, NULL, launch, 2, args));
     }
     gcc_jit_block_end_with_void_return(b, NULL);
   }
@@ -89,9 +89,9 @@ static bool report(gcc_jit_context *c) {
   return false;
 }
 
-bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level, const char *path,
-                    bool object) {
-  gcc_jit_context *c = build(a, m, p, ptx, opt_level);
+bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name, int opt_level,
+                    const char *path, bool object) {
+  gcc_jit_context *c = build(a, m, p, ptx, name, opt_level, object);
   gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
   gcc_jit_context_compile_to_file(c, object ? GCC_JIT_OUTPUT_KIND_OBJECT_FILE : GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, path);
   bool ok = gcc_jit_context_get_first_error(c) == NULL || report(c);
@@ -99,9 +99,9 @@ bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *
   return ok;
 }
 
-gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, int opt_level,
-                              gcc_jit_context **ctx_out) {
-  gcc_jit_context *c = build(a, m, p, ptx, opt_level);
+gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name,
+                              int opt_level, gcc_jit_context **ctx_out) {
+  gcc_jit_context *c = build(a, m, p, ptx, name, opt_level, false);
   gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
   gcc_jit_result *r = gcc_jit_context_compile(c);
   if (!r) {

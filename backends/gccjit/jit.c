@@ -8,7 +8,7 @@
 #include "schedule.h"
 
 /* The host CPU as the gcc driver sees it: libgccjit rejects -march=native. */
-static const char *host_arch(Arena *a) {
+const char *jit_host_arch(Arena *a) {
   FILE *p = popen("gcc -### -E -march=native -x c /dev/null 2>&1", "r");
   if (!p) return NULL;
   char line[8192];
@@ -24,9 +24,8 @@ static const char *host_arch(Arena *a) {
   return arch;
 }
 
-gcc_jit_lvalue *jm_buf(J *j, int b) { return j->bufs[b]; }
-gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(j->syms[s]); }
-gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 0, NULL); }
+const char *jit_name(const char *name) { return name ? name : "tdsl"; }
+
 gcc_jit_lvalue *jm_fault(J *j) { return j->fault; }
 gcc_jit_rvalue *jm_fault_msg(J *j) {
   gcc_jit_lvalue *first = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(j->fault_msg),
@@ -34,19 +33,99 @@ gcc_jit_rvalue *jm_fault_msg(J *j) {
   return gcc_jit_lvalue_get_address(first, NULL);
 }
 
-/* The fault word and message of --check-bounds, exported for the runtime. */
+/* The fault word and message of --check-bounds, exported for the runtime as NAME_fault
+ * and NAME_fault_msg: per model, not per instance. */
 static void fault_globals(J *j) {
   gcc_jit_type *t_char = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_CHAR);
-  j->fault = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, "tdsl_fault");
+  j->fault = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, arena_printf(j->a, "%s_fault", jit_name(j->o->name)));
   j->fault_msg = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                                            gcc_jit_context_new_array_type(j->c, NULL, t_char, JIT_FAULT_MSG), "tdsl_fault_msg");
+                                            gcc_jit_context_new_array_type(j->c, NULL, t_char, JIT_FAULT_MSG), arena_printf(j->a, "%s_fault_msg", jit_name(j->o->name)));
   gcc_jit_param *pp[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_type_get_pointer(t_char), "buf"),
                           gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T), "n"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
   j->f_snprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "snprintf", 3, pp, 1);
 }
 
-static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
+JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
+  IrLayout l = ir_layout(a, m);
+  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1)};
+  int cap = 2 * (m->bufs.len + m->syms.len) + 3, n = 0;
+  gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
+  gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
+  gcc_jit_type *t_el[2] = {gcc_jit_context_get_type(c, GCC_JIT_TYPE_FLOAT), gcc_jit_context_get_type(c, GCC_JIT_TYPE_DOUBLE)};
+  in.header = f[n++] = gcc_jit_context_new_field(
+      c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, IR_INST_HEADER / (int)sizeof(void *)), "rt");
+  long at = IR_INST_HEADER;
+  for (int i = 0; i < m->bufs.len; i++) {
+    const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    /* Explicit padding: the layout is ir_layout's, which the runtime reads from the
+     * metadata, not whatever the struct rules would give. */
+    if (l.buf_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.buf_off[i] - at)),
+                                         arena_printf(a, "pad%d", i));
+    gcc_jit_type *arr = gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
+    in.buf[i] = f[n++] = gcc_jit_context_new_field(c, NULL, arr, arena_printf(a, "b%d", i));
+    at = l.buf_off[i] + ir_buf_bytes(b);
+  }
+  gcc_jit_type *t_int = gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT);
+  for (int i = 0; i < m->syms.len; i++) {
+    if (l.sym_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.sym_off[i] - at)),
+                                         arena_printf(a, "spad%d", i));
+    in.sym[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "s%d", i));
+    at = l.sym_off[i] + 4;
+  }
+  gcc_jit_struct *st = gcc_jit_context_new_struct_type(c, NULL, "tdsl_instance", n, f);
+  in.ptr = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(gcc_jit_struct_as_type(st), 64));
+  return in;
+}
+
+void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object) {
+  gcc_jit_type *t_str = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CONST_CHAR_PTR);
+  for (int k = 0; k < (object ? 1 : 2); k++) {
+    const char *sym = k ? "tdsl_model_meta" : arena_printf(a, "%s_model_meta", name);
+    if (k && !strcmp(name, "tdsl")) break;
+    gcc_jit_function *f = gcc_jit_context_new_function(c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_str, sym, 0, NULL, 0);
+    gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "entry"), NULL, gcc_jit_context_new_string_literal(c, meta));
+  }
+}
+
+void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const char *name, const JitInstance *in,
+                         gcc_jit_function **fns) {
+  gcc_jit_type *t_void = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID), *t_int = gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT);
+  gcc_jit_param *ps[2] = {gcc_jit_context_new_param(c, NULL, in->ptr, "self"), gcc_jit_context_new_param(c, NULL, t_int, "k")};
+  gcc_jit_function *d =
+      gcc_jit_context_new_function(c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_void, arena_printf(a, "%s_call", name), 2, ps, 0);
+  gcc_jit_block *entry = gcc_jit_function_new_block(d, "entry"), *done = gcc_jit_function_new_block(d, "done");
+  gcc_jit_block_end_with_void_return(done, NULL);
+  bool *listed = ANEWN(a, bool, m->funcs.len + 1);
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    for (int k = 0; f->seq && k < f->body.len; k++) {
+      const Stmt *s = f->body.items[k];
+      if (s->kind == S_CALL) listed[s->callee] = true;
+    }
+  }
+  gcc_jit_case **cases = ANEWN(a, gcc_jit_case *, m->funcs.len + 1);
+  gcc_jit_rvalue *self = gcc_jit_param_as_rvalue(ps[0]);
+  int n = 0;
+  for (int i = 0; i < m->funcs.len; i++) {
+    if (!listed[i]) continue;
+    gcc_jit_block *b = gcc_jit_function_new_block(d, NULL);
+    gcc_jit_block_add_eval(b, NULL, gcc_jit_context_new_call(c, NULL, fns[i], 1, &self));
+    gcc_jit_block_end_with_jump(b, NULL, done);
+    gcc_jit_rvalue *k = gcc_jit_context_new_rvalue_from_int(c, t_int, i);
+    cases[n++] = gcc_jit_context_new_case(c, k, k, b);
+  }
+  gcc_jit_block_end_with_switch(entry, NULL, gcc_jit_param_as_rvalue(ps[1]), done, n, cases);
+}
+
+gcc_jit_lvalue *jm_buf(J *j, int b) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.buf[b]); }
+gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.sym[s])); }
+gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
+
+static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
   if (o->schedule) {
     /* without -march the target is plain x86-64: 16-byte vectors */
     SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
@@ -60,13 +139,26 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
   gcc_jit_context_add_command_line_option(j->c, "-fno-math-errno");
   if (with_arch) {
-    const char *arch = host_arch(a);
+    const char *arch = o->arch ? o->arch : jit_host_arch(a);
     if (arch) {
       gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-march=%s", arch));
       gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-mtune=%s", arch));
     }
   }
   gcc_jit_context_add_driver_option(j->c, "-lm");
+  /* Each IR function (a tensor's kernel) stays a function of its own: inlining them into
+   * the routines that call them made one huge function per routine, and gcc's time grew
+   * faster than linearly with it (50-layer MLP at -O2: 16 s with inlining, 3.7 s
+   * without). The op helpers are always_inline, so they still fold into the loops. */
+  gcc_jit_context_add_command_line_option(j->c, "-fno-inline-small-functions");
+  gcc_jit_context_add_command_line_option(j->c, "-fno-inline-functions-called-once");
+  /* GCC 12 bug seen here: with the kernels not inlined, ivopts rewrites a kernel's
+   * stores as 0-based addresses, then ipa-modref/ipa-pure-const find the kernel free
+   * of side effects and the dispatcher's call of it is deleted (a permute in double
+   * at -O1/-O2 computed nothing). Those analyses only serve cross-function
+   * optimizations, which the kernels do not get anyway. */
+  gcc_jit_context_add_command_line_option(j->c, "-fno-ipa-modref");
+  gcc_jit_context_add_command_line_option(j->c, "-fno-ipa-pure-const");
   j->t_void = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID);
   j->t_int = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_INT);
   j->t_long = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_LONG);
@@ -81,30 +173,25 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->f_abort = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_void, "abort", 0, NULL, 0);
   fault_globals(j);
 
-  j->bufs = ANEWN(a, gcc_jit_lvalue *, m->bufs.len + 1);
-  for (int i = 0; i < m->bufs.len; i++) {
-    IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    gcc_jit_type *at = gcc_jit_context_new_array_type(j->c, NULL, j->t_el[b->elem], b->size > 0 ? (int)b->size : 1);
-    j->bufs[i] = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, at, arena_printf(a, "tdsl_buf_%d", i));
-    gcc_jit_lvalue_set_alignment(j->bufs[i], 64);
-  }
-  j->syms = ANEWN(a, gcc_jit_lvalue *, m->syms.len + 1);
-  for (int i = 0; i < m->syms.len; i++)
-    j->syms[i] = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, arena_printf(a, "tdsl_sym_%d", i));
-
-  gcc_jit_function *meta = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_EXPORTED, j->t_str, "tdsl_model_meta", 0, NULL, 0);
-  gcc_jit_block_end_with_return(gcc_jit_function_new_block(meta, "entry"), NULL,
-                                gcc_jit_context_new_string_literal(j->c, ir_metadata(a, m)));
+  j->inst = jit_instance_type(a, j->c, m);
+  const char *name = jit_name(o->name);
+  jit_export_meta(a, j->c, name, ir_metadata(a, m, name), object);
 
   j->funcs = ANEWN(a, gcc_jit_function *, m->funcs.len + 1);
+  gcc_jit_param **self = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) continue;
+    self[i] = gcc_jit_context_new_param(j->c, NULL, j->inst.ptr, "self");
     j->funcs[i] = gcc_jit_context_new_function(j->c, NULL, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL,
-                                               j->t_void, arena_printf(a, "tdsl_fn_%d", i), 0, NULL, 0);
+                                               j->t_void, arena_printf(a, "%s_fn_%d", name, i), 1, &self[i], 0);
   }
+  jit_export_dispatch(a, j->c, m, name, &j->inst, j->funcs);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (f->seq) continue; /* the runtime walks its list through NAME_call */
     j->fn = j->funcs[i];
+    j->self = gcc_jit_param_as_rvalue(self[i]);
     j->vars = ANEWN(a, gcc_jit_lvalue *, f->nvars + 1);
     for (int v = 0; v < f->nvars; v++)
       j->vars[v] = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(a, "i%d", v));
@@ -113,6 +200,10 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
     gcc_jit_block_end_with_void_return(j->blk, NULL);
   }
   return j->c;
+}
+
+static void mark(const JitOpts *o, const char *phase) {
+  if (o->mark) o->mark(o->mark_arg, phase);
 }
 
 static bool report(gcc_jit_context *c, const char *what) {
@@ -125,9 +216,11 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
   enum gcc_jit_output_kind kind = object ? GCC_JIT_OUTPUT_KIND_OBJECT_FILE : GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY;
   for (int attempt = 0; attempt < 2; attempt++) {
     bool with_arch = o->native && attempt == 0;
-    gcc_jit_context *c = build(a, m, o, with_arch);
+    gcc_jit_context *c = build(a, m, o, with_arch, object);
+    mark(o, "code generation");
     gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_context_compile_to_file(c, kind, path);
+    mark(o, "gcc (compile, link)");
     bool ok = gcc_jit_context_get_first_error(c) == NULL;
     if (!ok && (attempt == 1 || !with_arch)) {
       report(c, "code generation");
@@ -144,9 +237,11 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out) {
   for (int attempt = 0; attempt < 2; attempt++) {
     bool with_arch = o->native && attempt == 0;
-    gcc_jit_context *c = build(a, m, o, with_arch);
+    gcc_jit_context *c = build(a, m, o, with_arch, false);
+    mark(o, "code generation");
     gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_result *r = gcc_jit_context_compile(c);
+    mark(o, "gcc (compile, link)");
     if (r) {
       *ctx_out = c;
       return r;

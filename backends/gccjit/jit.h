@@ -1,12 +1,16 @@
 /* jit.h: the libgccjit code generator for the loop IR, and the C renderings
  * (--emit-c, --emit-header). Sees only ir.h.
  *
- * A compiled model exports, with C linkage:
- *   TYPE tdsl_buf_N[SIZE]      one array per buffer (64-byte aligned, distinct objects,
- *                              so gcc knows they never alias)
- *   int tdsl_sym_N             the current value of index symbol N
- *   void tdsl_fn_N(void)       exported functions (routines, T.forward, T.backprop)
- *   const char *tdsl_model_meta(void)   the metadata text (ir_metadata) the runtime reads
+ * A compiled model keeps no storage of its own: every tdsl_open allocates an instance
+ * (ir_layout: a runtime header, one 64-byte aligned array per buffer, the index symbols)
+ * and passes it to the model's functions. With NAME the model's symbol prefix
+ * (--name), it exports, with C linkage:
+ *   void NAME_fn_N(void *instance)      exported functions (routines, T.forward, ...)
+ *   void NAME_call(void *instance, int k)   runs function k (the callees of the
+ *                                       metadata's "seq" routines: IrFunc.seq)
+ *   const char *NAME_model_meta(void)   the metadata text (ir_metadata) the runtime reads
+ *   const char *tdsl_model_meta(void)   the same, in a shared library only (tdsl_open
+ *                                       finds it without knowing NAME)
  * Initialization is runtime code driven by the metadata (runtime/tdslrt.c, tdsl_init). */
 #ifndef TDSL_JIT_H
 #define TDSL_JIT_H
@@ -23,9 +27,14 @@
 enum { JIT_FAULT_MSG = 512 };
 
 typedef struct JitOpts {
+  /* called as each phase ends ("code generation", "gcc"), when set */
+  void (*mark)(void *arg, const char *phase);
+  void *mark_arg;
+  const char *name;  /* symbol prefix, a C identifier; NULL: "tdsl" */
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
+  const char *arch;  /* with native: the host's -march (jit_host_arch), NULL: look it up */
   bool schedule;     /* run the schedule pass (src/schedule.h) first; false: the naive loops */
   bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
@@ -36,8 +45,28 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
 /* Compiles in memory; the caller releases the result (and the context) when done. */
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out);
 
+/* The instance struct type of a model in context c (its layout is ir_layout's). */
+typedef struct JitInstance {
+  gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
+  gcc_jit_field **buf, **sym; /* per buffer / symbol */
+  gcc_jit_field *header;      /* void *[IR_INST_HEADER / sizeof(void *)], the runtime's */
+} JitInstance;
+JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);
+/* Exports NAME_model_meta (and tdsl_model_meta unless object) returning meta. */
+void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object);
+/* Exports NAME_call(instance, k): a switch over the callees of m's seq functions
+ * (fns: the context's functions, by IR index; each takes the instance). */
+void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const char *name, const JitInstance *in,
+                         gcc_jit_function **fns);
+/* The host CPU as gcc's -march names it (NULL if unknown). */
+const char *jit_host_arch(Arena *a);
+/* The symbol prefix of o->name (NULL: "tdsl"). */
+const char *jit_name(const char *name);
+
 /* backends/gccjit/emit_c.c */
-void emit_c(FILE *out, const IrModule *m, bool check_bounds);
-void emit_header(FILE *out, const IrModule *m, const char *model);
+void emit_c(FILE *out, const IrModule *m, bool check_bounds, const char *name);
+/* name: the symbol prefix; extra: NULL-terminated names of further exported data
+ * (NAME_X, char arrays: the cuda model's) the resolver answers too. */
+void emit_header(FILE *out, const IrModule *m, const char *name, const char *const *extra);
 
 #endif

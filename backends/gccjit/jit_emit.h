@@ -16,18 +16,17 @@ typedef struct J {
   const IrModule *m;
   const JitOpts *o;
   gcc_jit_type *t_void, *t_int, *t_long, *t_bool, *t_str, *t_el[2];
-  gcc_jit_lvalue **bufs, **syms;
+  JitInstance inst;         /* the instance struct: one field per buffer and symbol */
   gcc_jit_lvalue *fault, *fault_msg; /* --check-bounds only */
   gcc_jit_function **funcs;
   gcc_jit_function *helpers[2][OP__COUNT];
   gcc_jit_function *f_dprintf, *f_abort, *f_snprintf;
   /* the function being built */
   gcc_jit_function *fn;
+  gcc_jit_rvalue *self;     /* its instance pointer parameter */
   gcc_jit_block *blk;
   gcc_jit_lvalue **vars;
   int nblocks;
-  /* the runtime's thread-pool hook (jit_sched.c), created with the first parallel loop */
-  gcc_jit_lvalue *par_hook, *par_rt;
 } J;
 
 /* ---- provided by the module layer (jit.c) ---- */

@@ -242,30 +242,33 @@ static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_r
 
 /* ---- parallel loops ---- */
 
-/* The model's hook to the runtime's thread pool (set by tdsl_open; NULL: serial):
- *   void (*tdsl_parallel)(void *rt, void (*fn)(void *, long, long), void *arg, long n);
- *   void *tdsl_parallel_rt; */
+/* The runtime's thread pool, in the instance header (set by tdsl_open; NULL: serial):
+ *   slot 2: void (*)(void *rt, void (*fn)(void *, long, long), void *arg, long n)
+ *   slot 3: void *rt
+ * fn gets the instance as its arg. */
+static gcc_jit_rvalue *header_slot(J *j, int k) {
+  gcc_jit_rvalue *hdr = gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.header));
+  return gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(j->c, NULL, hdr, gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, k)));
+}
+
 static void call_parallel(J *j, gcc_jit_function *f, long n) {
   gcc_jit_type *vp = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR);
   gcc_jit_type *fargs[3] = {vp, j->t_long, j->t_long};
   gcc_jit_type *fnp = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 3, fargs, 0);
   gcc_jit_type *hargs[4] = {vp, fnp, vp, j->t_long};
   gcc_jit_type *hookt = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 4, hargs, 0);
-  if (!j->par_hook) {
-    j->par_hook = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, hookt, "tdsl_parallel");
-    j->par_rt = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, vp, "tdsl_parallel_rt");
-  }
   gcc_jit_rvalue *fp = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_function_get_address(f, NULL), fnp);
-  gcc_jit_rvalue *hook = gcc_jit_context_new_cast(j->c, NULL, lv(j->par_hook), hookt);
+  gcc_jit_rvalue *hook = gcc_jit_context_new_bitcast(j->c, NULL, header_slot(j, 2), hookt);
+  gcc_jit_rvalue *self = gcc_jit_context_new_cast(j->c, NULL, j->self, vp);
   gcc_jit_block *pool = js_new_block(j, j->fn), *serial = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
   gcc_jit_block_end_with_conditional(j->blk, NULL,
                                      gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_NE, hook,
                                                                     gcc_jit_context_null(j->c, hookt)),
                                      pool, serial);
-  gcc_jit_rvalue *ha[4] = {lv(j->par_rt), fp, gcc_jit_context_null(j->c, vp), num(j, n)};
+  gcc_jit_rvalue *ha[4] = {header_slot(j, 3), fp, self, num(j, n)};
   gcc_jit_block_add_eval(pool, NULL, gcc_jit_context_new_call_through_ptr(j->c, NULL, hook, 4, ha));
   gcc_jit_block_end_with_jump(pool, NULL, after);
-  gcc_jit_rvalue *sa[3] = {gcc_jit_context_null(j->c, vp), num(j, 0), num(j, n)};
+  gcc_jit_rvalue *sa[3] = {self, num(j, 0), num(j, n)};
   gcc_jit_block_add_eval(serial, NULL, gcc_jit_context_new_call(j->c, NULL, f, 3, sa));
   gcc_jit_block_end_with_jump(serial, NULL, after);
   j->blk = after;
@@ -288,6 +291,7 @@ static int max_var(const Stmt *s) {
 
 typedef struct Outlined {
   gcc_jit_function *fn, *saved_fn;
+  gcc_jit_rvalue *saved_self;
   gcc_jit_block *saved_blk;
   gcc_jit_lvalue **saved_vars;
   gcc_jit_rvalue *lo, *hi;
@@ -296,12 +300,14 @@ typedef struct Outlined {
 /* Starts `static void tdsl_par_N(void *arg, long lo, long hi)` with fresh loop
  * variables 0..nvars-1; outline_end returns to the function being built. */
 static Outlined outline_begin(J *j, int nvars) {
-  Outlined o = {.saved_fn = j->fn, .saved_blk = j->blk, .saved_vars = j->vars};
+  Outlined o = {.saved_fn = j->fn, .saved_self = j->self, .saved_blk = j->blk, .saved_vars = j->vars};
   gcc_jit_param *ps[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR), "arg"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_long, "lo"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_long, "hi")};
   o.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, j->t_void,
                                      arena_printf(j->a, "tdsl_par_%d", j->nblocks++), 3, ps, 0);
+  /* arg is the instance (call_parallel) */
+  j->self = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), j->inst.ptr);
   o.lo = gcc_jit_param_as_rvalue(ps[1]);
   o.hi = gcc_jit_param_as_rvalue(ps[2]);
   j->fn = o.fn;
@@ -314,6 +320,7 @@ static Outlined outline_begin(J *j, int nvars) {
 static void outline_end(J *j, Outlined *o) {
   gcc_jit_block_end_with_void_return(j->blk, NULL);
   j->fn = o->saved_fn;
+  j->self = o->saved_self;
   j->blk = o->saved_blk;
   j->vars = o->saved_vars;
 }

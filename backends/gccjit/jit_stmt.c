@@ -102,7 +102,7 @@ static gcc_jit_function *helper(J *j, PrimOp op, int el) {
   char name[64];
   snprintf(name, sizeof name, "tdsl_op_%s_%s", op_info[op].name, el ? "f64" : "f32");
   H h = {.j = j, .t = t};
-  h.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, t, name, ar, ps, 0);
+  h.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_ALWAYS_INLINE, t, name, ar, ps, 0);
   h.b = js_new_block(j, h.fn);
   for (int i = 0; i < ar; i++) h.p[i] = gcc_jit_param_as_rvalue(ps[i]);
   gcc_jit_rvalue *a = h.p[0], *b = h.p[1], *c = h.p[2];

@@ -25,6 +25,8 @@ config.substitutions.append(("%not", os.path.join(config.test_source_root, "not.
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
 config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(root, "testsuite", "lsan.supp")
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+# tdslc's compile cache (src/cache.c) for tests: under build/, not the user's ~/.cache.
+config.environment["XDG_CACHE_HOME"] = os.path.join(root, "build", "test-cache")
 for k in ("PATH", "HOME", "TMPDIR"):
     if k in os.environ:
         config.environment[k] = os.environ[k]

@@ -103,7 +103,7 @@ static bool cu_open(GB *b, Cu *c) {
   bool gpu = getenv("TDSL_CUDA_GPU") != NULL;
   if (!gpu) CHECK(build_emulation(c, c->plan->src));
   if (cuda_available()) ptxas_check(c, ptx);
-  c->jr = cuda_host_mem(&b->a, b->ir, c->plan, ptx, 1, &c->jc);
+  c->jr = cuda_host_mem(&b->a, b->ir, c->plan, ptx, "tdsl", 1, &c->jc);
   CHECK(c->jr != NULL);
   if (!c->jr) return false;
   char lib[128], err[512];
@@ -493,7 +493,7 @@ static void test_no_driver(void) {
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm});
   gcc_jit_context *jc = NULL;
-  gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", 0, &jc);
+  gcc_jit_result *jr = cuda_host_mem(&b.a, b.ir, p, "// ptx", "tdsl", 0, &jc);
   CHECK(jr != NULL);
   if (jr) {
     char err[512] = "";

@@ -343,7 +343,7 @@ static void test_emit_c(void) {
   FILE *o = fopen(cpath, "w");
   CHECK(o != NULL);
   if (o) {
-    emit_c(o, sm, false);
+    emit_c(o, sm, false, "tdsl");
     fclose(o);
     CHECK(system(arena_printf(&b.a, "cc -std=c11 -O2 -march=native -shared -fPIC -o %s %s -lm", so, cpath)) == 0);
     char err[256];
