@@ -9,27 +9,28 @@
 #include "testkit.h"
 #include "tdsl.h"
 
-enum { N = 4096 };
-static float buf0[N];
-static double buf1[N];
+enum { N = 4096, OFF0 = 64, OFF1 = OFF0 + 4 * N, INST = OFF1 + 8 * N };
+/* The runtime allocates the instance; the buffers are at the offsets the `at` lines say. */
+static tdsl_model *cur;
+#define buf0 ((float *)((char *)tdsl_instance(cur) + OFF0))
+#define buf1 ((double *)((char *)tdsl_instance(cur) + OFF1))
 static const char *meta_text;
 
 static const char *meta(void) { return meta_text; }
 
 static void *resolve(void *h, const char *sym) {
   if (!strcmp(sym, "tdsl_model_meta")) return (void *)meta;
-  if (!strcmp(sym, "tdsl_buf_0")) return buf0;
-  if (!strcmp(sym, "tdsl_buf_1")) return buf1;
   return NULL;
 }
 
 /* A model of one f32 buffer of n cells (and one f64 of n) with the given init lines. */
 static tdsl_model *model(const char *init0, const char *init1, int n, char *err) {
   static char text[4096];
-  snprintf(text, sizeof text, "tdsl 1\nbuf 0 a f32 %d 0 1 0 %d -\n%s\nbuf 1 b f64 %d 0 1 0 %d -\n%s\n", n, n,
-           init0, n, n, init1);
+  snprintf(text, sizeof text,
+           "tdsl 2\nmodel t %d\nbuf 0 a f32 %d 0 1 0 %d -\nat 0 %d\n%s\nbuf 1 b f64 %d 0 1 0 %d -\nat 1 %d\n%s\n", INST,
+           n, n, OFF0, init0, n, n, OFF1, init1);
   meta_text = text;
-  return tdsl_open_resolved(resolve, NULL, err, 256);
+  return cur = tdsl_open_resolved(resolve, NULL, err, 256);
 }
 
 static void test_values(void) {

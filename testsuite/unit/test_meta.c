@@ -1,7 +1,7 @@
 /* The runtime's metadata parser (runtime/tdslrt.c) as a trust boundary: malformed or
  * hostile metadata is refused with a message naming the line, never a crash or an
  * out-of-bounds write; encoded strings decode (a label may hold spaces and newlines).
- * Symbols come from a fake resolver over small static storage. */
+ * Routines come from a fake resolver; storage is the instance the runtime allocates. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,19 +16,15 @@ static int failures;
     }                                                                              \
   } while (0)
 
-static float storage[8][16];
-static int sym0;
 static const char *meta_text;
 static const char *meta(void) { return meta_text; }
-static void fn(void) {}
+static void fn(void *inst) { (void)inst; }
 
 static void *resolve(void *h, const char *name) {
   (void)h;
   int i;
   if (!strcmp(name, "tdsl_model_meta")) return (void *)meta;
-  if (sscanf(name, "tdsl_buf_%d", &i) == 1) return i >= 0 && i < 8 ? storage[i] : NULL;
-  if (!strcmp(name, "tdsl_sym_0")) return &sym0;
-  if (!strncmp(name, "tdsl_fn_", 8)) return (void *)fn;
+  if (sscanf(name, "t_fn_%d", &i) == 1) return (void *)fn;
   return NULL;
 }
 
@@ -53,15 +49,15 @@ static void refused(const char *text, const char *want) {
 int main(void) {
   char err[512];
   /* A good model, with an encoded label (space, newline, percent) and file path. */
-  tdsl_model *m = open_text("tdsl 1\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\ninit 0 values 2 1 2\n"
-                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nsym 0 n 3\nalias w 1\nfn 3 y.forward\n",
+  tdsl_model *m = open_text("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\nat 0 64\ninit 0 values 2 1 2\n"
+                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nat 1 128\nsym 0 n 3 192\nalias w 1\nfn 3 y.forward\n",
                             err, sizeof err);
   CHECK(m != NULL);
   if (m) {
     tdsl_tensor_info ti;
     CHECK(tdsl_tensor_by_name(m, "x", &ti) == 0 && ti.labels[0] && !strcmp(ti.labels[0], "a b\nc%"));
     CHECK(tdsl_find_tensor(m, "y.z") == 1 && tdsl_find_tensor(m, "w") == 1);
-    CHECK(tdsl_init(m, 0) == 0 && storage[0][2] == 1 && storage[0][3] == 2);
+    CHECK(tdsl_init(m, 0) == 0 && ((float *)((char *)tdsl_instance(m) + 64))[2] == 1 && ((float *)((char *)tdsl_instance(m) + 64))[3] == 2);
     CHECK(tdsl_set_index(m, "n", 2) == 0 && tdsl_set_index(m, "n", 3) == -1);
     CHECK(tdsl_call(m, "y.forward") == 0);
     tdsl_close(m);
@@ -69,33 +65,37 @@ int main(void) {
 
   /* A label with a raw newline would have injected this line: a 4-float tensor
    * claiming 100 000 000 cells. */
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 3");
-  refused("tdsl 1\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
-  refused("tdsl 1\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
-  refused("tdsl 1\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
-  refused("tdsl 1\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
-  refused("tdsl 1\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
-  refused("tdsl 1\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
-  refused("tdsl 1\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
-  refused("tdsl 1\ninit 0 range\n", "bad init line");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
-  refused("tdsl 1\nsym 1 n 3\n", "index symbols out of order");
-  refused("tdsl 1\nsym 0 n -3\n", "bad index symbol line");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
-  refused("tdsl 1\nfn x y\n", "bad routine line");
-  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\nbuf 1 x f32 4 0 1 0 4 -\nbuf 2 x f32 4 0 1 0 4 -\nbuf 3 x f32 4 0 1 0 4 -\n"
-          "buf 4 x f32 4 0 1 0 4 -\nbuf 5 x f32 4 0 1 0 4 -\nbuf 6 x f32 4 0 1 0 4 -\nbuf 7 x f32 4 0 1 0 4 -\n"
-          "buf 8 x f32 4 0 1 0 4 -\n",
-          "model has no symbol tdsl_buf_8");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 4");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
+  refused("tdsl 2\nmodel t 1024\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
+  refused("tdsl 2\nmodel t 1024\ninit 0 range\n", "bad init line");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
+  refused("tdsl 2\nmodel t 1024\nsym 1 n 3 192\n", "index symbols out of order");
+  refused("tdsl 2\nmodel t 1024\nsym 0 n -3\n", "bad index symbol line");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
+  refused("tdsl 2\nmodel t 1024\nfn x y\n", "bad routine line");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 1020\n", "buffer storage outside the instance");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\nat 0 128\n", "buffer storage outside the instance");
+  refused("tdsl 2\nmodel t 1024\nsym 0 n 3 4096\n", "index symbol outside the instance");
+  refused("tdsl 2\nmodel t 1000\n", "bad model line");
+  refused("tdsl 2\nmodel t%2Fx 1024\n", "not a C identifier");
+  refused("tdsl 2\nmodel t 1024\nmodel u 1024\n", "bad model line");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
+  refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
