@@ -180,6 +180,21 @@ static inline void gb_call(GB *b, const char *name) {
 
 /* ---- graphs shared by the backend tests (gccjit and cuda emulation) ---- */
 
+/* c[i,j] = sum_k a[i,k] b[k,j] (a: m x k, b: k x n, c: m x n): the step and c's forward
+ * assignment; the caller adds backward assignments through the returned step. */
+static inline UpdateStep *gb_matmul(GB *b, Tensor *a, Tensor *bb, Tensor *c, int m, int n, int k) {
+  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){m, n, k}); /* i, j, k */
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 2);
+  gb_it(s, 2, 0, 2);
+  gb_it(s, 2, 1, 1);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
+  return s;
+}
+
 /* A 1-D padded convolution step: out[o] over rhs[0][o + k - pad] (and rhs[1][k] when
  * nrhs == 2), iterators o < n and k < kernel. */
 static inline UpdateStep *gb_conv1d_step(GB *b, Tensor *out, int nrhs, Tensor **rhs, int n, int kernel, int pad) {

@@ -14,15 +14,7 @@ static void matmul_graph(GB *b) {
   Tensor *bb = gb_tensor(b, "b", TK_CONST, 0, 1, 1, (int[]){5, 6});
   Tensor *c = gb_tensor(b, "c", TK_OP, 0, 1, 1, (int[]){4, 6});
   a->init.kind = bb->init.kind = INIT_RANGE;
-  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){4, 6, 5});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 2);
-  gb_it(s, 2, 0, 2);
-  gb_it(s, 2, 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
-          ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
+  gb_matmul(b, a, bb, c, 4, 6, 5);
 }
 
 /* Every store's value v becomes v * k. */

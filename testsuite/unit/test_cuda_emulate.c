@@ -171,14 +171,7 @@ static void build_matmul(GB *b, int M, int K, int N) {
   a->init.kind = INIT_UNIFORM;
   bb->init.kind = INIT_RANGE;
   a->diff = bb->diff = c->diff = true;
-  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 2);
-  gb_it(s, 2, 0, 2);
-  gb_it(s, 2, 1, 1);
-  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, bb, false, 2), NULL), s);
+  UpdateStep *s = gb_matmul(b, a, bb, c, M, N, K);
   gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, c, true, 0), ae_buf(&b->a, bb, false, 2), NULL), s);
   gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, c, true, 0), NULL), s);
 }
