@@ -33,4 +33,12 @@ typedef enum InitKind {
   INIT_EXPR,    /* an initializer expression: a per-cell postfix program (graph.h InitOp) */
 } InitKind;
 
+/* Dynamic dimensions (issue 17): wherever a dimension is stored as an int (graph.h
+ * DimDecl.d and Projections.iter_size, ir.h IrBuf.dims) a value d < 0 is the dynamic size
+ * number -1 - d (graph.h DimSym, ir.h IrDim); d > 0 is a static size; d == 0 unknown
+ * (only after an inference error). */
+#define DIM_DYN(id) (-1 - (id))
+#define DIM_IS_DYN(d) ((d) < 0)
+#define DIM_DYN_ID(d) (-1 - (d))
+
 #endif

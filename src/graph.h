@@ -32,7 +32,16 @@ typedef struct IndexSym {
   Loc range_loc;       /* that slice */
 } IndexSym;
 
-/* One declared or solved dimension. label may be NULL. */
+/* A dynamic dimension (issue 17): a size known only at run time. `let n = dim ()`
+ * names one; each `?` in a shape is an anonymous one (name NULL). */
+typedef struct DimSym {
+  int id;
+  const char *name; /* NULL for `?` */
+  Loc loc;
+} DimSym;
+
+/* Stored as DIM_DYN(id) wherever a dimension is an int (tdsl_abi.h). */
+/* One declared or solved dimension (DIM_DYN for a dynamic one). label may be NULL. */
 typedef struct DimDecl {
   int d;
   const char *label;
@@ -180,6 +189,7 @@ typedef struct Graph {
   PtrVec names;    /* NamedTensor*, definition order; --dump-shapes lists these */
   PtrVec routines; /* Routine*: exported routines (init is implicit) */
   PtrVec syms;     /* IndexSym* */
+  PtrVec dimsyms;  /* DimSym*: dynamic dimensions, by id */
 } Graph;
 
 /* Axis index of one operand axis in an assignment's iteration space:

@@ -61,6 +61,12 @@ typedef struct IrSym {
   int range;          /* 0 = unbounded */
 } IrSym;
 
+/* A dynamic dimension (graph.h DimSym): its value is set at run time (tdsl_set_dim). */
+typedef struct IrDim {
+  int id;
+  const char *name;   /* NULL for an anonymous `?` */
+} IrDim;
+
 typedef enum IrExprKind { X_CONST, X_LOAD, X_SYM, X_OP } IrExprKind;
 
 /* One access of a buffer: the flat index plus, per axis, the axis index (for guards
@@ -172,6 +178,7 @@ typedef struct IrAlias {
 typedef struct IrModule {
   PtrVec bufs;    /* IrBuf* */
   PtrVec syms;    /* IrSym* */
+  PtrVec dims;    /* IrDim*: dynamic dimensions (graph.h DIM_DYN encoding), by id */
   PtrVec funcs;   /* IrFunc* */
   PtrVec aliases; /* IrAlias* */
 } IrModule;
