@@ -34,11 +34,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   h->t_char = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CHAR);
   h->t_voidp = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_VOID_PTR);
 
-  /* Every model exports the --check-bounds fault word and message (jit.h); kernels do
-   * not check, so here they stay 0. */
-  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, arena_printf(a, "%s_fault", name));
-  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                             gcc_jit_context_new_array_type(h->c, NULL, h->t_char, JIT_FAULT_MSG), arena_printf(a, "%s_fault_msg", name));
+  /* Kernels do not check bounds: the instance's fault word (jit.h) stays 0. */
   JitInstance in = jit_instance_type(a, h->c, m);
   jit_export_meta(a, h->c, name, arena_printf(a, "%scuda\n", ir_metadata(a, m, name)), object);
   text_global(h, arena_printf(a, "%s_cuda_ptx", name), ptx);

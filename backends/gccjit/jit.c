@@ -26,36 +26,45 @@ const char *jit_host_arch(Arena *a) {
 
 const char *jit_name(const char *name) { return name ? name : "tdsl"; }
 
-gcc_jit_lvalue *jm_fault(J *j) { return j->fault; }
+gcc_jit_lvalue *jm_fault(J *j) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.fault); }
 gcc_jit_rvalue *jm_fault_msg(J *j) {
-  gcc_jit_lvalue *first = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(j->fault_msg),
-                                                           gcc_jit_context_zero(j->c, j->t_int));
+  gcc_jit_lvalue *first = gcc_jit_context_new_array_access(
+      j->c, NULL, gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.fault_msg)),
+      gcc_jit_context_zero(j->c, j->t_int));
   return gcc_jit_lvalue_get_address(first, NULL);
 }
 
-/* The fault word and message of --check-bounds, exported for the runtime as NAME_fault
- * and NAME_fault_msg: per model, not per instance. */
-static void fault_globals(J *j) {
+/* What a failed --check-bounds check calls to write its message into the instance. */
+static void fault_snprintf(J *j) {
   gcc_jit_type *t_char = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_CHAR);
-  j->fault = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, arena_printf(j->a, "%s_fault", jit_name(j->o->name)));
-  j->fault_msg = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                                            gcc_jit_context_new_array_type(j->c, NULL, t_char, JIT_FAULT_MSG), arena_printf(j->a, "%s_fault_msg", jit_name(j->o->name)));
   gcc_jit_param *pp[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_type_get_pointer(t_char), "buf"),
                           gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T), "n"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
   j->f_snprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "snprintf", 3, pp, 1);
 }
 
+/* The instance header (tdsl_abi.h): the runtime's slots, the fault word, its message. */
+static int header_fields(gcc_jit_context *c, JitInstance *in, gcc_jit_field **f) {
+  gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
+  int n = 0;
+  in->header = f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, INST_RT_SLOTS), "rt");
+  in->fault = f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT), "fault");
+  f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, INST_FAULT_MSG - INST_FAULT - 4),
+                                     "fault_pad");
+  in->fault_msg = f[n++] =
+      gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, INST_FAULT_MSG_LEN), "fault_msg");
+  return n;
+}
+
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
   IrLayout l = ir_layout(a, m);
   JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1)};
-  int cap = 2 * (m->bufs.len + m->syms.len) + 3, n = 0;
+  int cap = 2 * (m->bufs.len + m->syms.len) + 6;
   gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
   gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
-  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
   gcc_jit_type *t_el[2] = {gcc_jit_context_get_type(c, GCC_JIT_TYPE_FLOAT), gcc_jit_context_get_type(c, GCC_JIT_TYPE_DOUBLE)};
-  in.header = f[n++] = gcc_jit_context_new_field(
-      c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, IR_INST_HEADER / (int)sizeof(void *)), "rt");
+  int n = header_fields(c, &in, f);
   long at = IR_INST_HEADER;
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
@@ -167,11 +176,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->t_el[ELEM_F32] = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_FLOAT);
   j->t_el[ELEM_F64] = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_DOUBLE);
 
-  gcc_jit_param *pp[2] = {gcc_jit_context_new_param(j->c, NULL, j->t_int, "fd"),
-                          gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
-  j->f_dprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "dprintf", 2, pp, 1);
-  j->f_abort = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_void, "abort", 0, NULL, 0);
-  fault_globals(j);
+  fault_snprintf(j);
 
   j->inst = jit_instance_type(a, j->c, m);
   const char *name = jit_name(o->name);

@@ -20,11 +20,9 @@
 
 #include "ir.h"
 
-/* Every model exports int tdsl_fault and char tdsl_fault_msg[JIT_FAULT_MSG]. Under
- * --check-bounds a failed check writes its message there, sets tdsl_fault and returns
- * from every function up to the routine; runtime/tdslrt.c turns it into tdsl_call's -1
- * and message. */
-enum { JIT_FAULT_MSG = 512 };
+/* Under --check-bounds a failed check writes its message into the instance's fault
+ * message, sets its fault word (tdsl_abi.h INST_FAULT) and returns from every function up
+ * to the routine; runtime/tdslrt.c turns it into tdsl_call's -1 and message. */
 
 typedef struct JitOpts {
   /* called as each phase ends ("code generation", "gcc"), when set */
@@ -49,7 +47,8 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
 typedef struct JitInstance {
   gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
   gcc_jit_field **buf, **sym; /* per buffer / symbol */
-  gcc_jit_field *header;      /* void *[IR_INST_HEADER / sizeof(void *)], the runtime's */
+  gcc_jit_field *header;      /* void *[INST_RT_SLOTS], the runtime's */
+  gcc_jit_field *fault, *fault_msg; /* int, char[INST_FAULT_MSG_LEN] (--check-bounds) */
 } JitInstance;
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);
 /* Exports NAME_model_meta (and tdsl_model_meta unless object) returning meta. */

@@ -49,15 +49,15 @@ static void refused(const char *text, const char *want) {
 int main(void) {
   char err[512];
   /* A good model, with an encoded label (space, newline, percent) and file path. */
-  tdsl_model *m = open_text("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\nat 0 64\ninit 0 values 2 1 2\n"
-                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nat 1 128\nsym 0 n 3 192\nalias w 1\nfn 3 y.forward\n",
+  tdsl_model *m = open_text("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\nat 0 640\ninit 0 values 2 1 2\n"
+                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nat 1 704\nsym 0 n 3 768\nalias w 1\nfn 3 y.forward\n",
                             err, sizeof err);
   CHECK(m != NULL);
   if (m) {
     tdsl_tensor_info ti;
     CHECK(tdsl_tensor_by_name(m, "x", &ti) == 0 && ti.labels[0] && !strcmp(ti.labels[0], "a b\nc%"));
     CHECK(tdsl_find_tensor(m, "y.z") == 1 && tdsl_find_tensor(m, "w") == 1);
-    CHECK(tdsl_init(m, 0) == 0 && ((float *)((char *)tdsl_instance(m) + 64))[2] == 1 && ((float *)((char *)tdsl_instance(m) + 64))[3] == 2);
+    CHECK(tdsl_init(m, 0) == 0 && ((float *)((char *)tdsl_instance(m) + 640))[2] == 1 && ((float *)((char *)tdsl_instance(m) + 640))[3] == 2);
     CHECK(tdsl_set_index(m, "n", 2) == 0 && tdsl_set_index(m, "n", 3) == -1);
     CHECK(tdsl_call(m, "y.forward") == 0);
     tdsl_close(m);
@@ -65,36 +65,39 @@ int main(void) {
 
   /* A label with a raw newline would have injected this line: a 4-float tensor
    * claiming 100 000 000 cells. */
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 4");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
-  refused("tdsl 2\nmodel t 1024\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
-  refused("tdsl 2\nmodel t 1024\ninit 0 range\n", "bad init line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
-  refused("tdsl 2\nmodel t 1024\nsym 1 n 3 192\n", "index symbols out of order");
-  refused("tdsl 2\nmodel t 1024\nsym 0 n -3\n", "bad index symbol line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
-  refused("tdsl 2\nmodel t 1024\nfn x y\n", "bad routine line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 1020\n", "buffer storage outside the instance");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\nat 0 128\n", "buffer storage outside the instance");
-  refused("tdsl 2\nmodel t 1024\nsym 0 n 3 4096\n", "index symbol outside the instance");
-  refused("tdsl 2\nmodel t 1000\n", "bad model line");
-  refused("tdsl 2\nmodel t%2Fx 1024\n", "not a C identifier");
-  refused("tdsl 2\nmodel t 1024\nmodel u 1024\n", "bad model line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 4");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
+  refused("tdsl 3\nmodel t 2048\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
+  refused("tdsl 3\nmodel t 2048\ninit 0 range\n", "bad init line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
+  refused("tdsl 3\nmodel t 2048\nsym 1 n 3 192\n", "index symbols out of order");
+  refused("tdsl 3\nmodel t 2048\nsym 0 n -3\n", "bad index symbol line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
+  refused("tdsl 3\nmodel t 2048\nfn x y\n", "bad routine line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 2044\n", "buffer storage outside the instance");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 640\nat 0 704\n", "buffer storage outside the instance");
+  refused("tdsl 3\nmodel t 2048\nsym 0 n 3 4096\n", "index symbol outside the instance");
+  refused("tdsl 3\nmodel t 1000\n", "bad model line");
+  refused("tdsl 3\nmodel t%2Fx 1024\n", "not a C identifier");
+  refused("tdsl 3\nmodel t 2048\nmodel u 2048\n", "bad model line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
+  /* the instance header (runtime slots, --check-bounds fault) is not a buffer's */
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "buffer storage outside the instance");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "another tdslc version");
   refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
   if (failures) fprintf(stderr, "%d failures\n", failures);
