@@ -211,7 +211,7 @@ int check_model(Ctx *c, IrModule *ir) {
   int ulps = op->check_ulps >= 0 ? op->check_ulps : (!cuda && op->opt_level == 0) ? 0 : CHECK_DEFAULT_ULPS;
   const char *label = arena_printf(&c->arena, "%s-O%d", cuda ? "cuda " : "", op->opt_level);
   Built ref = {0}, opt = {0};
-  int rc = 1;
+  int rc = 2; /* a build that fails was reported as tdslc's or the toolchain's failure */
   if (build_model(c, ir, &ref_o, false, &ref) && build_model(c, ir, &opt_o, cuda, &opt))
     rc = check_models(c, ir, ref.m, opt.m, ulps, label);
   release(&opt);

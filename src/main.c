@@ -296,7 +296,7 @@ static int run_in_process(Ctx *c, IrModule *m) {
   gcc_jit_context *jc = NULL;
   gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(&c->arena, m, &co, &jc)
                                                      : jit_compile_mem(&c->arena, m, &jo, &jc);
-  if (!r) return 1;
+  if (!r) return 2; /* reported: the toolchain or tdslc failed, not the input */
   int rc = run_jit_result(c, r);
   gcc_jit_result_release(r);
   gcc_jit_context_release(jc);
@@ -343,9 +343,9 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d)", o->input, o->opt_level));
   bool ok = jit_compile_file(&c->arena, m, &jo, of.tmp, o->object);
   timing_unwatch(w);
-  if (!ok) {
+  if (!ok) { /* reported (jit_report_failure): not the input's fault */
     out_discard(&of);
-    return 1;
+    return 2;
   }
   if (entry && cache_store(entry, of.tmp)) timing_mark(c, "cache store");
   return out_commit(&of) ? 0 : 2;

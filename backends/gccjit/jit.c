@@ -3,6 +3,7 @@
  * memory. Function bodies come from the statement renderer (jit_stmt.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jit_emit.h"
 #include "schedule.h"
@@ -142,7 +143,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   }
   J jj = {.a = a, .m = m, .o = o};
   J *j = &jj;
-  j->c = gcc_jit_context_acquire();
+  j->c = jit_context_acquire();
   gcc_jit_context_set_int_option(j->c, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, o->opt_level);
   gcc_jit_context_set_bool_option(j->c, GCC_JIT_BOOL_OPTION_DEBUGINFO, 0);
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
@@ -211,9 +212,38 @@ static void mark(const JitOpts *o, const char *phase) {
   if (o->mark) o->mark(o->mark_arg, phase);
 }
 
-static bool report(gcc_jit_context *c, const char *what) {
+/* Whether an executable prog is found on PATH. */
+static bool on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  char buf[4096];
+  for (const char *p = path ? path : ""; *p;) {
+    size_t n = strcspn(p, ":");
+    if (n && n < sizeof buf - strlen(prog) - 2) {
+      snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+      if (access(buf, X_OK) == 0) return true;
+    }
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+gcc_jit_context *jit_context_acquire(void) {
+  gcc_jit_context *c = gcc_jit_context_acquire();
+  /* The gcc driver embedded in libgccjit exit()s the whole process on a fatal error (no
+   * assembler or linker to run), leaving tdslc's temporaries behind with status 1. Then
+   * run it as a process of its own, which fails like any other error (the embedded one
+   * stays the default: it needs no gcc of libgccjit's version installed). */
+  if (!on_path("as") || !on_path("ld")) gcc_jit_context_set_bool_use_external_driver(c, 1);
+  gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
+  return c;
+}
+
+bool jit_report_failure(gcc_jit_context *c, const char *what) {
   const char *e = gcc_jit_context_get_first_error(c);
-  fprintf(stderr, "tdslc: error: %s failed%s%s\n", what, e ? ": " : "", e ? e : "");
+  fprintf(stderr, "tdslc: internal error: %s failed in libgccjit%s%s\n", what, e ? ": " : "", e ? e : "");
+  fputs("tdslc: note: any 'gcc' or 'ld' message above comes from the C compiler tdslc runs; check that gcc and\n"
+        "tdslc: note: binutils are installed and on PATH and that TMPDIR is writable, else report a tdslc bug\n",
+        stderr);
   return false;
 }
 
@@ -223,12 +253,11 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
     bool with_arch = o->native && attempt == 0;
     gcc_jit_context *c = build(a, m, o, with_arch, object);
     mark(o, "code generation");
-    gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_context_compile_to_file(c, kind, path);
     mark(o, "gcc (compile, link)");
     bool ok = gcc_jit_context_get_first_error(c) == NULL;
     if (!ok && (attempt == 1 || !with_arch)) {
-      report(c, "code generation");
+      jit_report_failure(c, "code generation");
       gcc_jit_context_release(c);
       return false;
     }
@@ -244,7 +273,6 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
     bool with_arch = o->native && attempt == 0;
     gcc_jit_context *c = build(a, m, o, with_arch, false);
     mark(o, "code generation");
-    gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_result *r = gcc_jit_context_compile(c);
     mark(o, "gcc (compile, link)");
     if (r) {
@@ -252,7 +280,7 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
       return r;
     }
     if (attempt == 1 || !with_arch) {
-      report(c, "code generation");
+      jit_report_failure(c, "code generation");
       gcc_jit_context_release(c);
       return NULL;
     }

@@ -38,7 +38,7 @@ typedef struct JitOpts {
 } JitOpts;
 
 /* Compiles to a shared library (object=false) or an object file. Returns false after
- * printing an error to stderr. */
+ * printing an error to stderr (jit_report_failure: exit status 2, not the input's fault). */
 bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char *path, bool object);
 /* Compiles in memory; the caller releases the result (and the context) when done. */
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out);
@@ -57,6 +57,11 @@ void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char 
  * (fns: the context's functions, by IR index; each takes the instance). */
 void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const char *name, const JitInstance *in,
                          gcc_jit_function **fns);
+/* A fresh context that reports errors only through jit_report_failure and never lets
+ * the gcc driver exit() tdslc. */
+gcc_jit_context *jit_context_acquire(void);
+/* Prints the context's first error as a tdslc internal error, with a hint; false. */
+bool jit_report_failure(gcc_jit_context *c, const char *what);
 /* The host CPU as gcc's -march names it (NULL if unknown). */
 const char *jit_host_arch(Arena *a);
 /* The symbol prefix of o->name (NULL: "tdsl"). */
