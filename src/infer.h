@@ -132,6 +132,7 @@ typedef struct Solver {
   int ninfos;
   bool failed;
   long long work; /* simplification count: a guard against divergence */
+  long long made; /* constraints created so far (the guard's limit grows with them) */
   /* the bounds index (infer_row.c): pending "subr <= cur" edges by subr root id */
   int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;
