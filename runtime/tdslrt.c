@@ -105,6 +105,10 @@ static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
   return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
 }
 
+int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p) {
+  return !live(m) ? -1 : need(m, fn, what, p);
+}
+
 int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -116,7 +120,7 @@ int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
 static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
 
 const char *tdsl_role_name(tdsl_role r) {
-  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "intermediate";
+  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "unknown";
 }
 
 static char *xstrdup(const char *s) {
@@ -518,7 +522,7 @@ static void *inst_resolve(void *h, const char *name) {
   return m->res(m->res_h, sym);
 }
 
-void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
+void *tdsl_instance(tdsl_model *m) { return live(m) ? m->inst : NULL; }
 
 /* ---- threads ---- */
 
@@ -561,7 +565,7 @@ int tdsl_set_num_threads(tdsl_model *m, int n) {
   return 0;
 }
 
-int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+int tdsl_get_num_threads(const tdsl_model *m) { return live(m) ? m->nthreads : -1; }
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
