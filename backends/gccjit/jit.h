@@ -46,7 +46,8 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
 /* The instance struct type of a model in context c (its layout is ir_layout's). */
 typedef struct JitInstance {
   gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
-  gcc_jit_field **buf, **sym; /* per buffer / symbol */
+  gcc_jit_field **buf, **sym; /* per buffer / symbol (a dynamic buffer: its pointer) */
+  gcc_jit_field **dim;        /* per dynamic dimension: its current value (int) */
   gcc_jit_field *header;      /* void *[INST_RT_SLOTS], the runtime's */
   gcc_jit_field *fault, *fault_msg; /* int, char[INST_FAULT_MSG_LEN] (--check-bounds) */
 } JitInstance;
