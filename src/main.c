@@ -334,7 +334,7 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   jo.arch = jit_host_arch(&c->arena);
   const Options *o = &c->opt;
   const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
-  const char *entry = key ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
+  const char *entry = key && !of.direct ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
   if (entry) {
     CacheResult r = cache_fetch(entry, of.tmp);
     timing_mark(c, r == CACHE_HIT ? "cache hit" : r == CACHE_BAD ? "cache entry bad (rebuilt)" : "cache miss");
@@ -423,6 +423,10 @@ static int generate(Ctx *c, Graph *g) {
   OutFile hdr = {0}, dep = {0};
   const char *target = o->md ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL;
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
+  if (!rc && target && same_file(depfile_path(c, target), o->input)) {
+    fprintf(stderr, "tdslc: error: the dependency file '%s' is the input file\n", depfile_path(c, target));
+    rc = 2;
+  }
   if (!rc && target && !out_begin(&c->arena, &dep, depfile_path(c, target))) rc = 2;
   if (!rc) rc = dispatch(c, m);
   if (!rc && target) rc = write_depfile(c, target, dep.tmp);
