@@ -180,7 +180,26 @@ static void static_bound_wins(void) {
   sys_free(&y);
 }
 
+/* A projection class's iterator size: its largest static size, else its dynamic one. */
+static void class_sizes(void) {
+  struct { int a, b, want; } v[] = {{N, 5, 5}, {5, N, 5}, {N, 1, N}, {1, N, N}, {N, N, N}, {1, 1, 1}, {3, 3, 3}};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    Sys y;
+    sys_init(&y);
+    ProjCtx p;
+    DimNode *a = dim_known(&y.s, v[i].a, NULL), *b = dim_known(&y.s, v[i].b, NULL);
+    pc_init(&p, &y.s);
+    int na = pc_node(&p, 0, a), nb = pc_node(&p, 1, b);
+    pc_union(&p, na, nb);
+    CHECK(p.node[pc_find(&p, na)].size == v[i].want, "%d with %d: size %d, want %d", v[i].a, v[i].b,
+          p.node[pc_find(&p, na)].size, v[i].want);
+    pc_free(&p);
+    sys_free(&y);
+  }
+}
+
 int main(void) {
+  class_sizes();
   inference_table();
   verification();
   equations_and_refusals();
