@@ -638,8 +638,8 @@ static bool pair_common_flanks(RowIneq *q) {
   Row *cur = &q->cur, *sub = &q->subr;
   int nbeg = cur->nbeg < sub->nbeg ? cur->nbeg : sub->nbeg;
   int nend = cur->nend < sub->nend ? cur->nend : sub->nend;
-  pair_dims(q->s, q->c, false, cur->beg, sub->beg, nbeg, 0);
-  pair_dims(q->s, q->c, false, cur->end + cur->nend - nend, sub->end + sub->nend - nend, nend, -nend);
+  pair_left(q, cur->beg, sub->beg, nbeg);
+  pair_right(q, cur->end + cur->nend - nend, sub->end + sub->nend - nend, nend);
   view_drop(cur, nbeg, nend);
   view_drop(sub, nbeg, nend);
   return nbeg || nend;

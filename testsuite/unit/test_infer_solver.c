@@ -245,6 +245,10 @@ static const IneqCase ineq_cases[] = {
     /* only cur has leftovers: subr's variable is bounded above by cur (closing: a and b
      * have no bound, 1; U takes its least upper bound, what is left of cur) */
     {NULL, NULL, "a V b 3", "U 3", "? * ? 3", "* 3", "1 1 3", "1 1 3", NULL},
+    /* both open, the pair at cur's second level: named by its place in the whole rows */
+    {"V", "3 W", "2 V", "2 5 U", NULL, NULL, NULL, NULL, "3 vs 5 (axis 1 of cur vs axis 1 of subr)"},
+    {"V", "W 3", "V 2", "U 5 2", NULL, NULL, NULL, NULL,
+     "3 vs 5 (axis 2 from the end of cur vs axis 2 from the end of subr)"},
     /* one variable on both sides, shifted flanks: wait, closing empties it */
     {NULL, NULL, "3 V", "V 3", "3 *", "* 3", "3", "3", NULL},
 };
