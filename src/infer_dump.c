@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "json.h"
 
 /* ---------------------------------------------------------------- shapes */
 
@@ -44,24 +45,19 @@ static void print_shape(FILE *out, const Shape *sh) {
   print_row(out, sh, KIND_OUTPUT);
 }
 
-void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; s && *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
-    else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
-    else fputc(ch, out);
-  }
-  fputc('"', out);
-}
+static void shape_text(FILE *out, const void *sh) { print_shape(out, sh); }
 
-static void json_dims(FILE *out, const Shape *sh, int k) {
-  fputc('[', out);
-  for (int i = 0; i < sh->n[k]; i++) {
-    if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
-    else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
+/* A dimension not inferred (after an inference error) is written null. */
+static void shape_json(FILE *out, const char *name, const Shape *sh) {
+  int *dims[NKINDS];
+  JsonRow rows[NKINDS];
+  for (int k = 0; k < NKINDS; k++) {
+    dims[k] = malloc(sizeof(int) * (size_t)(sh->n[k] + 1));
+    for (int i = 0; dims[k] && i < sh->n[k]; i++) dims[k][i] = sh->dims[k][i].d > 0 ? sh->dims[k][i].d : 0;
+    rows[k] = (JsonRow){dims[k], dims[k] ? sh->n[k] : 0};
   }
-  fputc(']', out);
+  json_shape_fields(out, name, shape_text, sh, rows, true);
+  for (int k = 0; k < NKINDS; k++) free(dims[k]);
 }
 
 /* Saturating: --dump-shapes also prints the shapes of a program whose sizes overflow. */
@@ -91,25 +87,9 @@ void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
       if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
       continue;
     }
-    /* the shape string, built once to escape it like any other string */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    print_shape(m, sh);
-    fclose(m);
-    fputs("{\"name\":", out);
-    json_str(out, nt->name);
-    fputs(",\"shape\":", out);
-    json_str(out, buf);
-    fputs(",\"batch\":", out);
-    json_dims(out, sh, KIND_BATCH);
-    fputs(",\"input\":", out);
-    json_dims(out, sh, KIND_INPUT);
-    fputs(",\"output\":", out);
-    json_dims(out, sh, KIND_OUTPUT);
+    shape_json(out, nt->name, sh);
     if (verbose) fprintf(out, ",\"param\":%s,\"size\":%lld", nt->t->kind == TK_PARAM ? "true" : "false", shape_cells(sh));
     fputs("}\n", out);
-    free(buf);
     if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
   }
   if (verbose) {
@@ -252,15 +232,7 @@ static void print_asgn_text(FILE *out, const char *where, const Asgn *as) {
   fputc('\n', out);
 }
 
-static void json_index(FILE *out, const AxisIndex *ix) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  print_index(m, ix);
-  fclose(m);
-  json_str(out, buf);
-  free(buf);
-}
+static void index_text(FILE *out, const void *ix) { print_index(out, ix); }
 
 static void json_operand(FILE *out, const Buf *b, const Projections *pj, int slot) {
   fputs("{\"tensor\":", out);
@@ -269,7 +241,7 @@ static void json_operand(FILE *out, const Buf *b, const Projections *pj, int slo
   if (pj && slot >= 0 && slot < pj->nslots)
     for (int i = 0; i < pj->rank[slot]; i++) {
       if (i) fputc(',', out);
-      json_index(out, &pj->idx[slot][i]);
+      json_printed(out, index_text, &pj->idx[slot][i]);
     }
   fputs("]}", out);
 }
