@@ -26,26 +26,21 @@ void json_printed(FILE *out, void (*print)(FILE *, const void *), const void *ar
   free(text);
 }
 
-void json_dims(FILE *out, const int *dims, int n, bool zero_is_null) {
+void json_dims(FILE *out, const int *dims, int n) {
   fputc('[', out);
-  for (int i = 0; i < n; i++) {
-    if (i) fputc(',', out);
-    if (zero_is_null && dims[i] == 0) fputs("null", out);
-    else fprintf(out, "%d", dims[i]);
-  }
+  for (int i = 0; i < n; i++) fprintf(out, "%s%d", i ? "," : "", dims[i]);
   fputc(']', out);
 }
 
-void json_shape_fields(FILE *out, const char *name, void (*print_shape)(FILE *, const void *), const void *arg,
-                       const JsonRow rows[3], bool zero_is_null) {
+void json_shape_fields(FILE *out, const char *name, const JsonShape *how, const void *arg) {
   static const struct { int kind; const char *field; } order[NKINDS] = {
       {KIND_BATCH, "batch"}, {KIND_INPUT, "input"}, {KIND_OUTPUT, "output"}};
   fputs("{\"name\":", out);
   json_str(out, name);
   fputs(",\"shape\":", out);
-  json_printed(out, print_shape, arg);
+  json_printed(out, how->text, arg);
   for (int r = 0; r < NKINDS; r++) {
     fprintf(out, ",\"%s\":", order[r].field);
-    json_dims(out, rows[order[r].kind].dims, rows[order[r].kind].n, zero_is_null);
+    how->row(out, arg, order[r].kind);
   }
 }

@@ -15,20 +15,18 @@ void json_str(FILE *out, const char *s);
 /* What print writes, as one JSON string (a name or a label may hold any character). */
 void json_printed(FILE *out, void (*print)(FILE *, const void *), const void *arg);
 
-/* `[d,...]`. zero_is_null: a 0 is a dimension not inferred (shapes printed after an
- * inference error) and is written null. */
-void json_dims(FILE *out, const int *dims, int n, bool zero_is_null);
+/* `[d,...]`: sizes. */
+void json_dims(FILE *out, const int *dims, int n);
 
-/* A row of dimensions of a tensor. */
-typedef struct JsonRow {
-  const int *dims;
-  int n;
-} JsonRow;
+/* How a tensor's shape is written: its text (b|i->o) and each row, by KIND_*, as a JSON
+ * array. */
+typedef struct JsonShape {
+  void (*text)(FILE *out, const void *arg);
+  void (*row)(FILE *out, const void *arg, int kind);
+} JsonShape;
 
-/* `{"name":NAME,"shape":SHAPE,"batch":[..],"input":[..],"output":[..]` with the shape
- * text from print_shape(arg) and rows[] by KIND_* (memory order; the fields are in the
- * order the shape is written, b|i->o). The caller adds its fields and the closing brace. */
-void json_shape_fields(FILE *out, const char *name, void (*print_shape)(FILE *, const void *), const void *arg,
-                       const JsonRow rows[NKINDS], bool zero_is_null);
+/* `{"name":NAME,"shape":TEXT,"batch":[..],"input":[..],"output":[..]` (the rows in the
+ * order the shape is written); the caller adds its fields and the closing brace. */
+void json_shape_fields(FILE *out, const char *name, const JsonShape *how, const void *arg);
 
 #endif

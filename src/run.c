@@ -41,6 +41,13 @@ static void shape_str(FILE *o, const tdsl_tensor_info *ti) {
 
 static void shape_text(FILE *o, const void *ti) { shape_str(o, ti); }
 
+static void dims_row(FILE *o, const void *arg, int kind) {
+  const tdsl_tensor_info *ti = arg;
+  int start = 0;
+  for (int k = 0; k < kind; k++) start += ti->nkind[k]; /* memory order */
+  json_dims(o, ti->dims + start, ti->nkind[kind]);
+}
+
 static double cell(const tdsl_tensor_info *ti, long i) {
   return ti->elem == TDSL_F64 ? ((double *)ti->data)[i] : ((float *)ti->data)[i];
 }
@@ -97,9 +104,8 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
   if (json) {
-    JsonRow rows[NKINDS];
-    for (int k = 0, start = 0; k < NKINDS; start += ti->nkind[k++]) rows[k] = (JsonRow){ti->dims + start, ti->nkind[k]};
-    json_shape_fields(o, name, shape_text, ti, rows, false);
+    static const JsonShape how = {shape_text, dims_row};
+    json_shape_fields(o, name, &how, ti);
     fputs(",\"values\":[", o);
     for (long i = 0; i < ti->size; i++) {
       num_fmt(num, sizeof num, cell(ti, i), f32, true);
