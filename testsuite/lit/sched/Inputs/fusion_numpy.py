@@ -2,9 +2,11 @@
 bench/train_b10_h16.tdsl) for two steps with tdslc --run from loaded weights and data,
 and compares the weights and the loss with the same two steps in numpy (float64): the
 routine tdslc fuses (sched_fuse.c) against an oracle that knows nothing of it.
+With --emit-c as the flag, the --emit-c rendering is compiled by cc and run through
+libtdslrt (its parallel loops go to the runtime's pool like the gccjit model's).
 usage: fusion_numpy.py TDSLC WORKDIR BATCH HIDDEN [FLAGS...]
-prints "N results checked, M mismatches"."""
-import json, os, subprocess, sys
+prints "N results checked, M mismatches" (and the threads the model ran with)."""
+import ctypes, json, os, subprocess, sys
 import numpy as np
 
 tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
@@ -52,18 +54,56 @@ want = {k: p[k] for k in ("w1", "b1", "w2", "b2", "w3")}
 want["scalar_loss"] = np.array([loss])
 prints = []
 for k in want: prints += ["--print", k]
-out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + ["--call", "train_step", "--call", "train_step"] + prints,
-                     capture_output=True, text=True)
-if out.returncode:
-    sys.exit("tdslc failed: " + out.stderr)
+
+
+def run_emit_c():
+    """{name: values} after two steps of the cc-compiled --emit-c rendering."""
+    c, so = src[:-5] + ".c", src[:-5] + ".so"
+    with open(c, "w") as f:
+        subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
+    rt = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"))
+    rt.tdsl_open.restype = ctypes.c_void_p
+    rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_close"):
+        getattr(rt, fn).argtypes = [ctypes.c_void_p] + {"tdsl_init": [ctypes.c_uint64], "tdsl_call": [ctypes.c_char_p],
+                                                        "tdsl_write": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long],
+                                                        "tdsl_read": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]}.get(fn, [])
+    err = ctypes.create_string_buffer(512)
+    m = rt.tdsl_open(so.encode(), err, 512)
+    if not m:
+        sys.exit("tdsl_open: " + err.value.decode())
+    ok = rt.tdsl_init(m, 1) == 0
+    for k, v in ins.items():
+        ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
+    ok = ok and rt.tdsl_call(m, b"train_step") == 0 and rt.tdsl_call(m, b"train_step") == 0
+    got = {}
+    for k, v in want.items():
+        buf = np.zeros(v.size, dtype=np.float32)
+        ok = ok and rt.tdsl_read(m, k.encode(), buf.ctypes.data, buf.size) == 0
+        got[k] = buf
+    print("threads %d" % rt.tdsl_get_num_threads(m))
+    rt.tdsl_close(m)
+    if not ok:
+        sys.exit("the --emit-c model failed")
+    return got
+
+
+if flags == ["--emit-c"]:
+    results = run_emit_c()
+else:
+    out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + ["--call", "train_step", "--call", "train_step"] + prints,
+                         capture_output=True, text=True)
+    if out.returncode:
+        sys.exit("tdslc failed: " + out.stderr)
+    results = {t["name"]: t["values"] for t in map(json.loads, out.stdout.splitlines())}
 bad = 0
-for line in out.stdout.splitlines():
-    t = json.loads(line)
-    got, exp = np.array(t["values"], dtype=np.float64), want[t["name"]].ravel()
+for name, values in results.items():
+    got, exp = np.array(values, dtype=np.float64), want[name].ravel()
     err = np.max(np.abs(got - exp)) if got.size == exp.size else np.inf
     tol = 1e-4 * (1 + np.max(np.abs(exp)))
     if not err <= tol:
-        print("%s: max error %g > %g" % (t["name"], err, tol))
+        print("%s: max error %g > %g" % (name, err, tol))
         bad += 1
 print("%d results checked, %d mismatches" % (len(want), bad))
 sys.exit(1 if bad else 0)
