@@ -313,18 +313,10 @@ static Stmt *fill_nest(Fuse *f, const Stmt *fill) {
   return r;
 }
 
-static bool expr_reads(const IrExpr *e, int buf) {
-  if (e->kind == X_LOAD) return e->acc.buf == buf;
-  if (e->kind == X_OP)
-    for (int i = 0; i < op_info[e->op].arity; i++)
-      if (expr_reads(e->a[i], buf)) return true;
-  return false;
-}
-
 /* Might s read or write buf? (A call might do anything.) */
 static bool touches(const Stmt *s, int buf) {
   switch (s->kind) {
-  case S_STORE: return s->dst.buf == buf || expr_reads(s->val, buf);
+  case S_STORE: return s->dst.buf == buf || sched_reads_buf(s->val, buf);
   case S_FILL: return s->buf == buf;
   case S_CALL:
   case S_KERNEL: return true;

@@ -38,6 +38,8 @@ enum { SCHED_APART = 1, /* a kernel or partial sums: keep it whole */
 int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest);
 /* The perfect nest writes every cell of its target once (*store: its store). */
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store);
+/* Does e load from buffer buf? */
+bool sched_reads_buf(const IrExpr *e, int buf);
 /* `fill B v` then a nest accumulating into every cell of B once, as one overwriting
  * nest (NULL when it is not that). */
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest);

@@ -387,6 +387,8 @@ int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest)
   return (reshaped(r) ? SCHED_APART : 0) | (r->kind == S_LOOP && r->parallel ? SCHED_PAR : 0);
 }
 
+bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }
+
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return writes_each_cell_once(nest, m, store); }
 
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
