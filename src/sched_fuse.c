@@ -5,12 +5,20 @@
 
 /* Top-level nests per new function (as lowering's ROUTINE_PART). */
 enum { FUSE_PART = 8 };
+/* Top-level statements of callees other functions call too (a tensor's forward code,
+ * which T.forward calls) the pass may copy into new functions, per module: each copy
+ * is more for gcc to compile (a 50-layer MLP's -O2 build took 60% longer with no limit;
+ * the moons step copies about 50). */
+enum { FUSE_COPY_BUDGET = 128 };
 
 typedef struct Fuse {
   Arena *a;
   const IrModule *m;
   const SchedOpts *o;
-  int nvars; /* loop variables of the routine's fused code so far */
+  int nvars;    /* loop variables of the routine's fused code so far */
+  int *cost;    /* per function: its statements when other functions call it too, else 0 */
+  bool *copied; /* per function: this routine's rewrites already copy it */
+  int *budget;  /* FUSE_COPY_BUDGET less what the module's routines copied so far */
 } Fuse;
 
 /* ---- copies with renamed loop variables (map: old variable -> new) ---- */
@@ -327,6 +335,19 @@ static bool touches(const Stmt *s, int buf) {
   }
 }
 
+/* May the rewrite change items a and b (NULL: none)? Charges the copies of their
+ * shared callees to the budget when it holds them. */
+static bool claim(Fuse *f, const Item *a, const Item *b) {
+  int ca = a && a->from >= 0 && !f->copied[a->from] ? a->from : -1;
+  int cb = b && b->from >= 0 && !f->copied[b->from] && b->from != ca ? b->from : -1;
+  int need = (ca >= 0 ? f->cost[ca] : 0) + (cb >= 0 ? f->cost[cb] : 0);
+  if (need > *f->budget) return false;
+  *f->budget -= need;
+  if (ca >= 0) f->copied[ca] = true;
+  if (cb >= 0) f->copied[cb] = true;
+  return true;
+}
+
 static void item_remove(Items *l, int i) {
   memmove(&l->it[i], &l->it[i + 1], sizeof(Item) * (size_t)(l->n - i - 1));
   l->n--;
@@ -348,16 +369,19 @@ static bool sink_fill(Fuse *f, Items *l, int i) {
     if (st->accum == OP_ARG2) dead = true; /* sched_each_cell_once: it does not read B */
     else merged = sched_fill_nest(f->a, f->m, fill, next);
   }
-  if (merged) l->it[j] = (Item){merged, -1, 0};
   /* the fill's comment (its assignment) goes with it */
   int c = i > 0 && item_is_comment(&l->it[i - 1]) ? 1 : 0;
   if (dead || merged) {
+    if (!claim(f, &l->it[i], merged ? &l->it[j] : NULL)) return true;
+    if (merged) l->it[j] = (Item){merged, -1, 0};
     item_remove(l, i);
     if (c) item_remove(l, i - 1);
     return false;
   }
   if (j > i + 1 && item_is_comment(&l->it[j - 1])) j--; /* before the comment of j */
   if (j == i + 1) return true;
+  /* landing inside a callee's statements copies that callee too */
+  if (!claim(f, &l->it[i], l->it[j].idx ? &l->it[j] : NULL)) return true;
   Item moved[2] = {l->it[i - c], {fill, -1, 0}};
   moved[0].from = -1;
   memmove(&l->it[i - c], &l->it[i + 1], sizeof(Item) * (size_t)(j - 1 - i));
@@ -386,6 +410,7 @@ static void fuse_items(Fuse *f, Items *l) {
         for (int k = last + 1; k < out; k++) vec_push(f->a, &comments, l->it[k].s);
         int plan = sched_nest_plan(f->a, f->m, f->o, pn) | sched_nest_plan(f->a, f->m, f->o, sn);
         fused = fuse_pair(f, pn, sn, &comments, plan);
+        if (fused && !claim(f, &l->it[last], &it)) fused = NULL;
       }
     }
     if (fused) {
@@ -500,16 +525,39 @@ static void drop_dead(Arena *a, IrModule *r) {
   }
 }
 
+static void count_calls(const PtrVec *body, int *calls) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_CALL) calls[s->callee]++;
+    count_calls(&s->body, calls);
+  }
+}
+
+/* Per function, its top-level statements (comments aside) when a function other than
+ * routine rt calls it too, else 0: what copying it costs. */
+static int *copy_costs(Arena *a, const IrModule *m, const IrFunc *rt) {
+  int n = m->funcs.len, *all = ANEWN(a, int, n + 1), *mine = ANEWN(a, int, n + 1), *cost = ANEWN(a, int, n + 1);
+  for (int i = 0; i < n; i++) count_calls(&VEC_AT(m->funcs, IrFunc, i)->body, all);
+  count_calls(&rt->body, mine);
+  for (int i = 0; i < n; i++) {
+    const PtrVec *body = &VEC_AT(m->funcs, IrFunc, i)->body;
+    for (int k = 0; all[i] > mine[i] && k < body->len; k++) cost[i] += ((Stmt *)body->items[k])->kind != S_COMMENT;
+  }
+  return cost;
+}
+
 IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o) {
   IrModule *r = ANEW(a, IrModule);
   *r = *m;
   r->funcs = (PtrVec){0};
   for (int i = 0; i < m->funcs.len; i++) vec_push(a, &r->funcs, m->funcs.items[i]);
   bool changed = false;
+  int budget = FUSE_COPY_BUDGET;
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *fn = VEC_AT(m->funcs, IrFunc, i);
     if (!is_routine(fn)) continue;
-    Fuse f = {.a = a, .m = m, .o = o};
+    Fuse f = {.a = a, .m = m, .o = o, .cost = copy_costs(a, m, fn), .copied = ANEWN(a, bool, m->funcs.len + 1),
+              .budget = &budget};
     Items l = flatten(&f, fn);
     sink_fills(&f, &l);
     fuse_items(&f, &l);

@@ -22,7 +22,9 @@
  * - The result is grouped back: a callee whose statements all came through unchanged
  *   and in place stays a call (its code is shared with T.forward and the like); the
  *   rest goes into new functions ROUTINE.fuseK of at most FUSE_PART top-level nests
- *   (gcc's time grows faster than linearly in a function's size).
+ *   (gcc's time grows faster than linearly in a function's size). A callee other
+ *   functions call too is then compiled twice, so such copies are limited per module
+ *   (FUSE_COPY_BUDGET statements; rewrites past it are not made).
  *
  * Every rewrite is exact (no reassociation), so --strict-fp keeps them; --check-bounds
  * runs without them (sched_module does not call this). --dump-ir shows the fused nests
