@@ -62,7 +62,10 @@ def run_emit_c():
     with open(c, "w") as f:
         subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
     subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
-    rt = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"))
+    # next to the tdslc in use, or the plain build's (the sanitized build has none)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+    libs = [os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"), os.path.join(root, "build", "libtdslrt.so")]
+    rt = ctypes.CDLL(next((p for p in libs if os.path.exists(p)), libs[0]))
     rt.tdsl_open.restype = ctypes.c_void_p
     rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_close"):
