@@ -59,7 +59,10 @@ static Stmt *stmt_ren(Arena *a, const Stmt *s, const int *map) {
   }
   if (s->kind == S_IF) {
     r->guards = ANEWN(a, Guard, s->nguards + 1);
-    for (int g = 0; g < s->nguards; g++) r->guards[g] = (Guard){aff_ren(a, &s->guards[g].aff, map), s->guards[g].ext};
+    for (int g = 0; g < s->nguards; g++) {
+      r->guards[g] = s->guards[g];
+      r->guards[g].aff = aff_ren(a, &s->guards[g].aff, map);
+    }
   }
   if (s->kind == S_STORE) {
     r->dst = acc_ren(a, &s->dst, map);
@@ -117,7 +120,9 @@ static bool stmt_uses(Arena *a, const Stmt *s, int nest, Uses *us) {
   }
 }
 
-static bool exact_var(const Aff *f, int var) { return !f->off && f->n == 1 && f->t[0].var == var && f->t[0].coef == 1; }
+static bool exact_var(const Aff *f, int var) {
+  return !f->off && f->n == 1 && f->t[0].var == var && f->t[0].coef == 1 && !f->t[0].dyn;
+}
 
 /* Every use of buf has one same axis index equal to each of vars[0..n): distinct
  * iterations of those loops touch distinct cells of buf. */
@@ -303,8 +308,8 @@ static Stmt *fill_nest(Fuse *f, const Stmt *fill) {
     if (nl == 64) return NULL;
     int v = vars[nl++] = f->nvars++;
     st->dst.axis[ax] = (Aff){.n = 1, .t = ANEWN(f->a, Term, 1)};
-    st->dst.axis[ax].t[0] = (Term){v, 1};
-    st->dst.flat.t[st->dst.flat.n++] = (Term){v, stride};
+    st->dst.axis[ax].t[0] = (Term){.var = v, .coef = 1};
+    st->dst.flat.t[st->dst.flat.n++] = (Term){.var = v, .coef = stride};
   }
   if (!nl) return NULL;
   Stmt *r = st;
@@ -500,8 +505,16 @@ static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
 }
 
 /* A routine: an exported seq named by an identifier (T.forward and T.backprop are
- * left alone: their callees' code is shared by every one of them). */
-static bool is_routine(const IrFunc *fn) { return fn->seq && !strchr(fn->name, '.'); }
+ * left alone: their callees' code is shared by every one of them). Routines over
+ * dynamic sizes keep their plain loops, as the rest of the schedule does (issue 17). */
+static bool is_routine(const IrModule *m, const IrFunc *fn) {
+  if (!fn->seq || strchr(fn->name, '.')) return false;
+  for (int i = 0; i < fn->body.len; i++) {
+    const Stmt *c = fn->body.items[i];
+    if (c->kind == S_CALL && ir_stmts_dynamic(m, &VEC_AT(m->funcs, IrFunc, c->callee)->body)) return false;
+  }
+  return true;
+}
 
 static void mark_calls(const PtrVec *body, bool *called) {
   for (int i = 0; i < body->len; i++) {
@@ -555,7 +568,7 @@ IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o) {
   int budget = FUSE_COPY_BUDGET;
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *fn = VEC_AT(m->funcs, IrFunc, i);
-    if (!is_routine(fn)) continue;
+    if (!is_routine(m, fn)) continue;
     Fuse f = {.a = a, .m = m, .o = o, .cost = copy_costs(a, m, fn), .copied = ANEWN(a, bool, m->funcs.len + 1),
               .budget = &budget};
     Items l = flatten(&f, fn);
