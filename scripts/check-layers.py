@@ -18,7 +18,7 @@ BASE = {"base.h", "ops.h", "diag.h", "strtab.h", "json.h"} | {"tdsl.h", "tdsl_ab
 FRONT = BASE | {"ast.h", "parse.h", "spec.h", "parser.tab.h", "spec.tab.h"}
 GRAPH = FRONT | {"graph.h"}
 CTX = GRAPH | {"ctx.h"}
-IR = BASE | {"ir.h", "ir_c.h", "sched.h", "schedule.h"}
+IR = BASE | {"ir.h", "ir_c.h", "sched.h", "schedule.h", "sched_fuse.h"}
 
 # (files, layer name, headers allowed); the first matching pattern applies.
 RULES = [
