@@ -162,6 +162,7 @@ static bool compile_and_link(Split *s, const char *key_head, int jobs, const cha
 }
 
 int pcompile(Ctx *c, const IrModule *m, const JitOpts *jo, bool object, const char *key_head, int jobs, const char *out) {
+  if (m->dims.len) return PCOMPILE_SERIAL; /* dynamic sizes: storage the groups do not model */
   JitPlan *p = jit_plan(&c->arena, m, jo, jo->native);
   if (p->ngroups < PCOMPILE_MIN_GROUPS || p->total < PCOMPILE_MIN_SIZE) return PCOMPILE_SERIAL;
   timing_mark(c, "code generation (plan)");

@@ -51,8 +51,9 @@ JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
 
 JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, const bool *bufs, const bool *syms, long base) {
   IrLayout l = ir_layout(a, m);
-  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1)};
-  int cap = 2 * (m->bufs.len + m->syms.len) + 3, n = 0;
+  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1),
+                    .dim = ANEWN(a, gcc_jit_field *, m->dims.len + 1)};
+  int cap = 2 * (m->bufs.len + m->syms.len + m->dims.len) + 3, n = 0;
   gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
   gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
   gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
@@ -71,7 +72,8 @@ JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, c
     if (l.buf_off[i] > at)
       f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.buf_off[i] - at)),
                                          arena_printf(a, "pad%d", i));
-    gcc_jit_type *arr = gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
+    gcc_jit_type *arr = b->dsize ? gcc_jit_type_get_pointer(t_el[b->elem]) /* the runtime allocates it */
+                                 : gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
     in.buf[i] = f[n++] = gcc_jit_context_new_field(c, NULL, arr, arena_printf(a, "b%d", i));
     at = l.buf_off[i] + ir_buf_bytes(b);
   }
@@ -83,6 +85,13 @@ JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, c
                                          arena_printf(a, "spad%d", i));
     in.sym[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "s%d", i));
     at = l.sym_off[i] + 4;
+  }
+  for (int i = 0; !bufs && i < m->dims.len; i++) { /* a split compile refuses dims */
+    if (l.dim_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.dim_off[i] - at)),
+                                         arena_printf(a, "dpad%d", i));
+    in.dim[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "d%d", i));
+    at = l.dim_off[i] + 4;
   }
   if (!n) f[n++] = gcc_jit_context_new_field(c, NULL, t_char, "none");
   gcc_jit_struct *st = gcc_jit_context_new_struct_type(c, NULL, "tdsl_instance", n, f);
@@ -150,6 +159,7 @@ gcc_jit_rvalue *jm_sym(J *j, int s) {
   int c = j->store ? j->store->sym[s] : 0;
   return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(storage(j, c), NULL, (j->store ? &j->parts[c] : &j->inst)->sym[s]));
 }
+gcc_jit_rvalue *jm_dim(J *j, int d) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.dim[d])); }
 gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
 
 /* The module m as compiled: scheduled when the options ask for it. */
