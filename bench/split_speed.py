@@ -22,7 +22,11 @@ def main():
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 7
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    d = tempfile.mkdtemp(prefix="tdslc-split-")
+    with tempfile.TemporaryDirectory(prefix="tdslc-split-") as d:
+        run(tdslc, layers, rounds, d)
+
+
+def run(tdslc, layers, rounds, d):
     src = os.path.join(d, "mlp.tdsl")
     with open(src, "w") as f:
         f.write(subprocess.run([sys.executable, os.path.join(root, "bench", "gen_mlp.py"), str(layers)],

@@ -297,8 +297,37 @@ static CudaOpts cuda_opts(Ctx *c) {
   return co;
 }
 
-/* --run: compiled in memory by the chosen backend, then run through the runtime. */
+static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo);
+
+/* -j, else the online cores. */
+static int jobs_of(const Options *o) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
+}
+
+/* --run of a model large enough to split: compiled as for a .so (in parallel, each group
+ * cached) into a scratch file the runtime opens. PCOMPILE_SERIAL when not split. */
+static int run_split(Ctx *c, IrModule *m) {
+  JitOpts jo = jit_opts(c);
+  jo.arch = jit_host_arch(&c->arena);
+  const char *t = getenv("TMPDIR");
+  char *dir = arena_printf(&c->arena, "%s/tdslc-run-XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(dir)) return PCOMPILE_SERIAL;
+  const char *so = arena_printf(&c->arena, "%s/model.so", dir);
+  int rc = pcompile(c, m, &jo, false, c->opt.no_cache ? NULL : cache_key(c, NULL, &jo), jobs_of(&c->opt), so);
+  if (!rc) rc = run_jit_file(c, so);
+  unlink(so);
+  rmdir(dir);
+  return rc;
+}
+
+/* --run: compiled by the chosen backend (in memory unless split), then run through the
+ * runtime. */
 static int run_in_process(Ctx *c, IrModule *m) {
+  if (c->opt.backend == BACKEND_CC && !c->opt.no_split) {
+    int rc = run_split(c, m);
+    if (rc != PCOMPILE_SERIAL) return rc;
+  }
   JitOpts jo = jit_opts(c);
   CudaOpts co = cuda_opts(c);
   gcc_jit_context *jc = NULL;
@@ -349,9 +378,8 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   JitOpts jo = jit_opts(c);
   jo.arch = jit_host_arch(&c->arena);
   const Options *o = &c->opt;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
-  int rc = o->no_split ? PCOMPILE_SERIAL : pcompile(c, m, &jo, o->object, o->no_cache ? NULL : cache_key(c, NULL, &jo), jobs, of.tmp);
+  int rc = o->no_split ? PCOMPILE_SERIAL
+                       : pcompile(c, m, &jo, o->object, o->no_cache ? NULL : cache_key(c, NULL, &jo), jobs_of(o), of.tmp);
   if (rc != PCOMPILE_SERIAL) {
     if (rc) out_discard(&of);
     return rc ? rc : out_commit(&of) ? 0 : 2;

@@ -1,5 +1,5 @@
 """A model compiled as groups (split compile, linked .so) computes what the same model
-compiled in one context computes: tdslc --run (in memory, never split) is the reference.
+compiled in one context computes: tdslc --run --no-split (in memory) is the reference.
 Runs one train_step from the same init and inputs in both and compares every tensor
 --run prints, bitwise.
 usage: same_run.py ROOT TDSLC MODEL.tdsl WORKDIR SO..."""
@@ -23,7 +23,7 @@ ys = np.sign(rng.standard_normal(first["ys"].shape)).astype(np.float32)
 np.save(os.path.join(work, "xs.npy"), xs)
 np.save(os.path.join(work, "ys.npy"), ys)
 names = sorted(n for n in first.tensors if not n.startswith("t#"))
-cmd = [tdslc, "--run", model, "--seed", "5", "--load", "xs=" + os.path.join(work, "xs.npy"),
+cmd = [tdslc, "--run", "--no-split", model, "--seed", "5", "--load", "xs=" + os.path.join(work, "xs.npy"),
        "--load", "ys=" + os.path.join(work, "ys.npy"), "--call", "train_step", "--json"]
 for n in names:
     cmd += ["--print", n]
