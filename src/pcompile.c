@@ -50,7 +50,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
  * of a worker killed mid-compile (workers keep their temporaries here). */
 static void remove_scratch(const Split *s) { nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* A worker: compiles group g, exits 0, or 1 after gcc reported an error.
+/* A worker: compiles group g, exits 0, or 1 after libgccjit reported an error.
  * TDSLC_TEST_WORKER_ABORT=G (tests only) makes the worker of group G abort. */
 static void worker(const Split *s, int g) {
   const char *crash = getenv("TDSLC_TEST_WORKER_ABORT");
@@ -172,5 +172,5 @@ int pcompile(Ctx *c, const IrModule *m, const JitOpts *jo, bool object, const ch
   if (!(s.dir = scratch_dir(&c->arena))) return 2;
   bool ok = compile_and_link(&s, key_head, jobs, out);
   remove_scratch(&s);
-  return ok ? 0 : 1;
+  return ok ? 0 : 2; /* reported: not the input's fault */
 }

@@ -14,8 +14,8 @@ enum { PCOMPILE_MIN_SIZE = 600, PCOMPILE_MIN_GROUPS = 4, PCOMPILE_SERIAL = -1 };
 /* Compiles m to out (a shared library, or an object file) on up to jobs workers.
  * key_head: what every cache key starts with (the compiler and options); NULL: no
  * cache. Returns PCOMPILE_SERIAL when the module is too small to split (nothing
- * done), else an exit status: 0, 1 after a compile error, 2 when scratch files cannot
- * be made. */
+ * done), else an exit status: 0, or 2 after a reported failure (libgccjit, a worker,
+ * the link, scratch files: never the input's fault). */
 int pcompile(Ctx *c, const IrModule *m, const JitOpts *jo, bool object, const char *key_head, int jobs, const char *out);
 
 #endif

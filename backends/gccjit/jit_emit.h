@@ -22,11 +22,10 @@ typedef struct J {
   const struct JitStore *store;
   JitInstance *parts;
   gcc_jit_lvalue **base_offs;
-  gcc_jit_lvalue *fault, *fault_msg; /* --check-bounds only */
   gcc_jit_function **funcs;    /* by IR index: defined or imported here, or NULL */
   gcc_jit_param **self_params; /* their instance parameters */
   gcc_jit_function *helpers[2][OP__COUNT];
-  gcc_jit_function *f_dprintf, *f_abort, *f_snprintf;
+  gcc_jit_function *f_snprintf;
   /* the function being built */
   gcc_jit_function *fn;
   gcc_jit_rvalue *self;     /* its instance pointer parameter */
@@ -36,11 +35,10 @@ typedef struct J {
 } J;
 
 /* ---- provided by the module layer (jit.c) ---- */
-/* A fresh context at opt_level with the module's types, options and runtime imports;
- * the fault word is defined here (define_fault) or imported from another context. The
- * instance type j->inst has every buffer's and symbol's field (whole), or only the
+/* A fresh context at opt_level with the module's types, options and runtime imports.
+ * The instance type j->inst has every buffer's and symbol's field (whole), or only the
  * runtime's header. */
-J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int opt_level, bool define_fault, bool whole);
+J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int opt_level, bool whole);
 /* Declares IR function i (NAME_fn_i) in j's context with the given kind. */
 void jit_declare_func(J *j, int i, enum gcc_jit_function_kind kind);
 /* Renders the body of the declared IR function i. */
@@ -53,8 +51,8 @@ gcc_jit_rvalue *jm_sym(J *j, int s);
 gcc_jit_rvalue *jm_dim(J *j, int d);
 /* A call of IR function callee from the function being built. */
 gcc_jit_rvalue *jm_call(J *j, int callee);
-/* --check-bounds: the model's fault word (an int, nonzero once a check failed) and its
- * message buffer (char[JIT_FAULT_MSG]); the runtime reads and clears them after a call. */
+/* --check-bounds: the instance's fault word (an int, nonzero once a check failed) and its
+ * message buffer (char[INST_FAULT_MSG_LEN]); the runtime reads and clears them after a call. */
 gcc_jit_lvalue *jm_fault(J *j);
 gcc_jit_rvalue *jm_fault_msg(J *j);
 

@@ -283,7 +283,7 @@ static gcc_jit_type *base_type(J *j) {
   return gcc_jit_context_new_array_type(j->c, NULL, ll, 1);
 }
 
-/* The metadata, the fault word and every group's base offset. */
+/* The metadata and every group's base offsets. */
 static void meta(J *j, const JitPlan *p, bool object) {
   const char *name = jit_name(j->o->name);
   jit_export_meta(j->a, j->c, name, ir_metadata(j->a, p->m, name), object);
@@ -338,7 +338,7 @@ static void group(J *j, const JitPlan *p, int g, const Uses *up) {
 }
 
 bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object, const char *path) {
-  J *j = jit_begin(a, p->m, o, p->with_arch, p->level[g], g == JIT_GROUP_META, false);
+  J *j = jit_begin(a, p->m, o, p->with_arch, p->level[g], false);
   /* glue below the configured level keeps the vectorizer: -O1 alone made the small
    * pointwise nests scalar and a 50-layer MLP's step 2x slower */
   if (p->level[g] == 1 && o->opt_level > 1) gcc_jit_context_add_command_line_option(j->c, "-ftree-vectorize");
@@ -348,12 +348,10 @@ bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool
     Uses u = group_uses(a, p, g);
     group(j, p, g, &u);
   }
-  gcc_jit_context_set_bool_print_errors_to_stderr(j->c, 0);
   gcc_jit_context_compile_to_file(j->c, GCC_JIT_OUTPUT_KIND_OBJECT_FILE, path);
-  const char *e = gcc_jit_context_get_first_error(j->c);
-  if (e) fprintf(stderr, "tdslc: error: code generation failed: %s\n", e);
+  bool ok = !gcc_jit_context_get_first_error(j->c) || jit_report_failure(j->c, "code generation");
   gcc_jit_context_release(j->c);
-  return e == NULL;
+  return ok;
 }
 
 const char **jit_exports(Arena *a, const JitPlan *p, const JitOpts *o, bool object) {
@@ -363,8 +361,6 @@ const char **jit_exports(Arena *a, const JitPlan *p, const JitOpts *o, bool obje
   int n = 0;
   s[n++] = arena_printf(a, "%s_call", name);
   s[n++] = arena_printf(a, "%s_model_meta", name);
-  s[n++] = arena_printf(a, "%s_fault", name);
-  s[n++] = arena_printf(a, "%s_fault_msg", name);
   if (!object && strcmp(name, "tdsl")) s[n++] = "tdsl_model_meta";
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
@@ -406,15 +402,15 @@ static bool link_shared(Arena *a, const char **exports, const char *const *objs,
   for (int i = 0; exports[i]; i++) fprintf(f, " %s;", exports[i]);
   fputs(" local: *; };\n", f);
   bool ok = fclose(f) == 0;
-  gcc_jit_context *c = gcc_jit_context_acquire();
+  gcc_jit_context *c = jit_context_acquire();
   for (int i = 0; i < n; i++) gcc_jit_context_add_driver_option(c, objs[i]);
   gcc_jit_context_add_driver_option(c, arena_printf(a, "-Wl,--version-script=%s", ver));
   gcc_jit_context_add_driver_option(c, "-lm");
-  gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
-  if (ok) gcc_jit_context_compile_to_file(c, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, out);
-  const char *e = ok ? gcc_jit_context_get_first_error(c) : "cannot write the version script";
-  if (e) fprintf(stderr, "tdslc: error: linking the model failed: %s\n", e);
-  ok = !e;
+  if (!ok) fprintf(stderr, "tdslc: error: cannot write '%s'\n", ver);
+  else {
+    gcc_jit_context_compile_to_file(c, GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, out);
+    ok = !gcc_jit_context_get_first_error(c) || jit_report_failure(c, "linking the model");
+  }
   gcc_jit_context_release(c);
   unlink(ver);
   return ok;
