@@ -55,8 +55,12 @@ void json_str(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-/* A dynamic dimension as a string: "n", or "?" when anonymous. */
+/* A dimension: a number, a dynamic one as a string ("n", or "?" when anonymous). */
 static void json_dim(FILE *out, const Graph *g, int d) {
+  if (!DIM_IS_DYN(d)) {
+    fprintf(out, "%d", d);
+    return;
+  }
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
@@ -381,8 +385,7 @@ static void print_asgn_json(FILE *out, const Graph *g, const char *where, const 
   if (pj) lhs_iters(pj, as->lhs_slot, in_lhs);
   for (int i = 0; i < n; i++) {
     fprintf(out, "%s{\"name\":\"i%d\",\"size\":", i ? "," : "", i);
-    if (DIM_IS_DYN(pj->iter_size[i])) json_dim(out, g, pj->iter_size[i]);
-    else fprintf(out, "%d", pj->iter_size[i]);
+    json_dim(out, g, pj->iter_size[i]);
     fprintf(out, ",\"type\":\"%s\"}", in_lhs[i] ? "parallel" : "reduction");
   }
   fputs("],\"lhs\":", out);

@@ -6,34 +6,6 @@
 
 enum { N = DIM_DYN(0), M = DIM_DYN(1) };
 
-typedef struct Sys {
-  Arena arena;
-  Diag diag;
-  FILE *errf;
-  char *errbuf;
-  size_t errlen;
-  Solver s;
-} Sys;
-
-static void sys_init(Sys *y) {
-  memset(y, 0, sizeof *y);
-  y->errf = open_memstream(&y->errbuf, &y->errlen);
-  diag_init(&y->diag, y->errf);
-  solver_init(&y->s, &y->arena, &y->diag);
-}
-
-static const char *sys_errors(Sys *y) {
-  fflush(y->errf);
-  return y->errbuf ? y->errbuf : "";
-}
-
-static void sys_free(Sys *y) {
-  solver_free(&y->s);
-  fclose(y->errf);
-  free(y->errbuf);
-  arena_free(&y->arena);
-}
-
 static bool has_check(Solver *s, int size, int expect, bool or_one) {
   for (int i = 0; i < s->checks.len; i++) {
     DimCheck *k = VEC_AT(s->checks, DimCheck, i);
