@@ -170,7 +170,33 @@ static void class_sizes(void) {
   }
 }
 
+/* Through the graph: `c = a + f` with a of size n and f of 5 records one check in the
+ * graph and marks a's axis (only) dyn_bcast in c's projections; the loop runs 5 times. */
+static void graph_level(void) {
+  TB b;
+  tb_init(&b);
+  Tensor *a = tb_term(&b, "a", TK_TERM, "", "", "1");
+  a->decl[KIND_OUTPUT].dims[0].d = N;
+  Tensor *f = tb_term(&b, "f", TK_TERM, "", "", "5");
+  Tensor *c = tb_op(&b, "c", LOGIC_POINTWISE_BIN, NULL, a, f, NULL);
+  bool ok = infer_shapes(&b.ctx, b.g) && infer_projections(&b.ctx, b.g);
+  CHECK(ok, "%s", tb_errors(&b));
+  if (ok) {
+    CHECK_SHAPE(&b, a, "?");
+    CHECK_SHAPE(&b, c, "5");
+    CHECK(b.g->dimchecks.len == 1, "%d checks", b.g->dimchecks.len);
+    DimCheck *k = b.g->dimchecks.len ? VEC_AT(b.g->dimchecks, DimCheck, 0) : NULL;
+    CHECK(k && k->size == N && k->expect == 5 && k->or_one, "the check: n == 5 or 1");
+    Projections *pj = c->step->proj;
+    CHECK(pj && pj->niters == 1 && pj->iter_size[0] == 5, "one loop of 5");
+    CHECK(pj && pj->idx[1][0].dyn_bcast && !pj->idx[2][0].dyn_bcast && !pj->idx[0][0].dyn_bcast,
+          "only a's axis broadcasts at run time");
+  }
+  tb_free(&b);
+}
+
 int main(void) {
+  graph_level();
   class_sizes();
   inference_table();
   verification();
