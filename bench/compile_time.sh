@@ -1,5 +1,5 @@
 #!/bin/sh
-# Compile-time benchmark (make bench, issue 14): tdslc at its default optimization level
+# Compile-time benchmark (make bench-compile): tdslc at its default optimization level
 # on the moons sample and on deep MLPs from bench/gen_mlp.py (10, 50, 100, 200 layers
 # of width 16; "mlpN"), writing a .so each, with a cold cache (a fresh cache directory);
 # then the 50-layer MLP again (warm: every group from the cache) and with layer 25's

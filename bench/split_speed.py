@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speed of the code a split compile generates (issue 14): the training step of a deep
+"""Speed of the code a split compile generates (tdslc -j): the training step of a deep
 MLP (bench/gen_mlp.py) compiled as groups (the default: kernels at the -O level, glue
 at -O1, storage through base offsets) against the same model compiled in one context
 (--no-split). Interleaved rounds, pinned to one CPU, thread CPU time per step.
