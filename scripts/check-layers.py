@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-BASE = {"base.h", "ops.h", "diag.h", "strtab.h"} | {"tdsl.h", "tdsl_abi.h"}
+BASE = {"base.h", "ops.h", "diag.h", "strtab.h", "json.h"} | {"tdsl.h", "tdsl_abi.h"}
 FRONT = BASE | {"ast.h", "parse.h", "spec.h", "parser.tab.h", "spec.tab.h"}
 GRAPH = FRONT | {"graph.h"}
 CTX = GRAPH | {"ctx.h"}
