@@ -1,5 +1,5 @@
 #!/bin/sh
-# Compile-time benchmark (make bench, issue 14): tdslc at its default optimization level
+# Compile-time benchmark (make bench-compile): tdslc at its default optimization level
 # on the moons sample and on deep MLPs from bench/gen_mlp.py (10, 50, 100, 200 layers
 # of width 16; "mlpN"), writing a .so each. Prints wall and CPU seconds (CPU includes gcc's
 # assembler and linker) and peak RSS per model; wall clock depends on the machine's

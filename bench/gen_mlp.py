@@ -5,7 +5,7 @@ usage: gen_mlp.py LAYERS [WIDTH] [--batch N]
 
 LAYERS hidden layers of WIDTH units (relu (b + w * h)), each a named tensor, as a new
 user would write them; a 1-unit output, hinge loss, and a training step of
-grad_update + sgd_update (tdsl(7), EXAMPLE). Used by issue 14's measurements
+grad_update + sgd_update (tdsl(7), EXAMPLE). Used by the compile-time measurements
 (`--dump-shapes`, compile time at each -O level) and by `make bench`.
 """
 import argparse
