@@ -1,12 +1,21 @@
 /* pool.c: a fixed pool of pthreads for the parallel loops of compiled models (pool.h). */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pool.h"
 
 /* Worker stacks hold the packed operand panels of contraction kernels (up to ~1 MiB). */
 enum { WORKER_STACK = 16 << 20 };
+/* A training step runs parallel loops a few microseconds apart, and waking a thread
+ * through the kernel (futex, an IPI under a hypervisor) costs about as much as such a
+ * loop: both sides spin this long before they sleep, yielding the core now and then
+ * (when other processes load the machine, a spinning thread must not keep the thread it
+ * waits for off the core). */
+enum { SPIN_NS = 200 * 1000 };
 
 typedef struct Worker {
   tdsl_pool *p;
@@ -15,41 +24,90 @@ typedef struct Worker {
 } Worker;
 
 struct tdsl_pool {
-  int n;               /* threads, the caller included */
-  Worker *w;           /* n - 1 workers */
-  pthread_mutex_t mu;
+  int n;                  /* threads, the caller included */
+  Worker *w;              /* n - 1 workers */
+  pthread_mutex_t mu;     /* sleeping and waking only */
   pthread_cond_t go, done;
-  unsigned long gen;   /* bumped for every loop; workers run when it changes */
-  int pending;         /* workers still running the current loop */
-  bool quit;
-  tdsl_par_fn fn;
+  atomic_ulong gen;       /* bumped for every loop; workers run when it changes */
+  atomic_int pending;     /* workers still running the current loop */
+  atomic_int sleepers;    /* workers blocked (or about to block) on go */
+  atomic_bool quit;
+  tdsl_par_fn fn;         /* the loop: written before gen is bumped */
   void *arg;
-  long count;
+  long count, grain;
+  atomic_long next;       /* the first iteration no thread has taken yet */
 };
 
-static void chunk(tdsl_pool *p, int t, tdsl_par_fn fn, void *arg, long n) {
-  long lo = n * t / p->n, hi = n * (t + 1) / p->n;
-  if (lo < hi) fn(arg, lo, hi);
+/* Threads take chunks of grain iterations until none is left: a thread that starts
+ * late or runs slower (a busy core, data in another core's cache) takes fewer. */
+static void run_chunks(tdsl_pool *p) {
+  for (;;) {
+    long lo = atomic_fetch_add(&p->next, p->grain);
+    if (lo >= p->count) return;
+    long hi = lo + p->grain < p->count ? lo + p->grain : p->count;
+    p->fn(p->arg, lo, hi);
+  }
+}
+
+static long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Spins up to SPIN_NS until done(p, v) holds; says whether it does. */
+static bool spin_until(tdsl_pool *p, bool (*done)(tdsl_pool *, unsigned long), unsigned long v) {
+  long start = 0;
+  for (int i = 0;; i++) {
+    if (done(p, v)) return true;
+    relax();
+    if ((i & 63) == 63) {
+      sched_yield(); /* a busy machine: let the thread we wait for run */
+      long t = now_ns();
+      if (!start) start = t;
+      else if (t - start > SPIN_NS) return done(p, v);
+    }
+  }
+}
+
+static bool new_loop(tdsl_pool *p, unsigned long seen) {
+  return atomic_load(&p->gen) != seen || atomic_load(&p->quit);
+}
+
+static bool all_done(tdsl_pool *p, unsigned long unused) {
+  (void)unused;
+  return atomic_load(&p->pending) == 0;
 }
 
 static void *worker(void *v) {
   Worker *w = v;
   tdsl_pool *p = w->p;
   unsigned long seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
-    if (p->quit) break;
-    seen = p->gen;
-    tdsl_par_fn fn = p->fn;
-    void *arg = p->arg;
-    long n = p->count;
-    pthread_mutex_unlock(&p->mu);
-    chunk(p, w->index, fn, arg, n);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
+    if (!spin_until(p, new_loop, seen)) {
+      /* sleepers is raised before gen is read again, and tdsl_pool_run bumps gen
+       * before it reads sleepers: one of the two sees the other. */
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!new_loop(p, seen)) pthread_cond_wait(&p->go, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->quit)) break;
+    seen = atomic_load(&p->gen);
+    run_chunks(p);
+    if (atomic_fetch_sub(&p->pending, 1) == 1) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -78,12 +136,16 @@ tdsl_pool *tdsl_pool_new(int nthreads) {
   return p;
 }
 
-void tdsl_pool_free(tdsl_pool *p) {
-  if (!p) return;
+static void wake_all(tdsl_pool *p) {
   pthread_mutex_lock(&p->mu);
-  p->quit = true;
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
+}
+
+void tdsl_pool_free(tdsl_pool *p) {
+  if (!p) return;
+  atomic_store(&p->quit, true);
+  wake_all(p);
   for (int i = 1; p->w && i < p->n; i++) pthread_join(p->w[i].th, NULL);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->go);
@@ -99,14 +161,15 @@ void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n) {
     if (n > 0) fn(arg, 0, n);
     return;
   }
-  pthread_mutex_lock(&p->mu);
   p->fn = fn, p->arg = arg, p->count = n;
-  p->pending = p->n - 1;
-  p->gen++;
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  chunk(p, 0, fn, arg, n);
+  p->grain = n / (4 * p->n) > 0 ? n / (4 * p->n) : 1;
+  atomic_store(&p->next, 0);
+  atomic_store(&p->pending, p->n - 1);
+  atomic_fetch_add(&p->gen, 1); /* publishes fn, arg and count */
+  if (atomic_load(&p->sleepers)) wake_all(p);
+  run_chunks(p);
+  if (spin_until(p, all_done, 0)) return;
   pthread_mutex_lock(&p->mu);
-  while (p->pending) pthread_cond_wait(&p->done, &p->mu);
+  while (atomic_load(&p->pending)) pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }
