@@ -116,6 +116,11 @@ typedef struct Kernel {
   int mr, nr, vw;
   int kc, mc, nc;
   bool parallel; /* rows (whole mr tiles) may be split among threads */
+  /* A `fill dst init` fused in (schedule.c): the kernel writes every cell of dst once per
+   * k block, and the first k block stores init + its sum instead of adding (the same
+   * bits as the fill, without its pass over dst and without reading dst back). */
+  bool overwrite;
+  double init;
   /* padding guards 0 <= i + rest < ext (rest: other variables, never j or k): only the
    * rows i where all hold run (a padded convolution's spatial axis) */
   int nrow_guards;

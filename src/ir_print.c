@@ -97,6 +97,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m i%d < %ld, n i%d < %ld, k i%d < %ld, a = arg %d", k->mr,
               k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
               k->a_arg + 1);
+      if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
       if (k->parallel) fputs(" parallel", out);
       for (int g = 0; g < k->nrow_guards; g++) {
         fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);

@@ -1,4 +1,5 @@
 /* schedule.c: the schedule pass (decisions and their reasons: schedule.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,18 +348,59 @@ static void kernel_parallel(Kernel *k) {
                 owns_axis(&st->dst, k->var[0]);
 }
 
+/* The nest as a kernel inside its outer loops, or NULL when it is no contraction worth
+ * one. Kernels reassociate sums: never under --strict-fp. */
+static Stmt *kernel_nest(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, Contraction *c) {
+  long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
+  if (o->strict_fp || !sched_contraction(nest, m, c) || c->m * c->n * c->kext < min_work) return NULL;
+  Stmt *r = make_kernel(a, m, o, c);
+  if (r->kind == S_KERNEL) kernel_parallel(r->kern);
+  return r;
+}
+
 static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
   /* Threads and fused fills change no result; kernels and partial sums reassociate. */
   if (s->kind != S_LOOP || o->check_bounds) return s;
   if (o->strict_fp) return mark_parallel(a, s);
   Contraction c;
-  long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
-  Stmt *r = NULL;
-  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) {
-    r = make_kernel(a, m, o, &c);
-    if (r->kind == S_KERNEL) kernel_parallel(r->kern);
-  } else r = make_reduction(a, m, s);
+  Stmt *r = kernel_nest(a, m, o, s, &c);
+  if (!r) r = make_reduction(a, m, s);
   return mark_parallel(a, r ? r : s);
+}
+
+/* A contraction without guards whose target axes are its outer, i and j variables, one
+ * each, over their whole extents: the kernel calls together write each cell of the
+ * target in exactly one call, once per k block. */
+static bool kernel_covers_target(const Contraction *c, const IrModule *m) {
+  const Access *d = &c->store->dst;
+  const IrBuf *b = VEC_AT(m->bufs, IrBuf, d->buf);
+  if (c->nguards || d->rank != c->nouter + 2) return false;
+  for (int ax = 0; ax < d->rank; ax++) {
+    const Aff *f = &d->axis[ax];
+    if (f->off || f->n != 1 || f->t[0].coef != 1) return false;
+    int v = f->t[0].var;
+    long ext = v == c->i ? c->m : v == c->j ? c->n : -1;
+    for (int l = 0; l < c->nouter; l++)
+      if (c->outer[l]->var == v) ext = c->outer[l]->ext;
+    if (ext != b->dims[ax]) return false;
+    for (int k = 0; k < ax; k++)
+      if (d->axis[k].t[0].var == v) return false;
+  }
+  return true;
+}
+
+/* `fill B v` then a contraction into every cell of B: a kernel whose first k block
+ * stores v + its sum (Kernel.overwrite), one pass over B instead of three. */
+static Stmt *fuse_fill_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest) {
+  Contraction c;
+  if (fill->kind != S_FILL || nest->kind != S_LOOP || !isfinite(fill->value)) return NULL;
+  Stmt *r = kernel_nest(a, m, o, nest, &c);
+  if (!r || c.store->dst.buf != fill->buf || !kernel_covers_target(&c, m)) return NULL;
+  Stmt *k = r;
+  while (k->kind == S_LOOP) k = k->body.items[0];
+  k->kern->overwrite = true;
+  k->kern->init = fill->value;
+  return r;
 }
 
 int sched_host_vec_bytes(void) {
@@ -382,8 +424,10 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
     for (int k = 0; k < f->body.len; k++) {
       Stmt *s = f->body.items[k], *fused = NULL;
       /* fill, # comment, nest */
-      if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT)
+      if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT) {
         fused = fuse_fill(a, m, s, f->body.items[k + 2]);
+        if (!fused) fused = fuse_fill_kernel(a, m, o, s, f->body.items[k + 2]);
+      }
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
         vec_push(a, &nf->body, mark_parallel(a, fused));

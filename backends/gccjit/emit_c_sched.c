@@ -170,10 +170,14 @@ void c_kernel(CRender *r, const Stmt *s, int ind) {
   c_micro(o, k, T, ind + 6);
   line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
   line(o, ind + 6, "for (long r = 0; r < mr; r++)\n");
-  line(o, ind + 7, "for (long c = 0; c < nr; c++)\n");
-  line(o, ind + 8, "%s%d[", r->buf, st->dst.buf);
+  line(o, ind + 7, "for (long c = 0; c < nr; c++) {\n");
+  line(o, ind + 8, "%s *d = &%s%d[", T, r->buf, st->dst.buf);
   c_index(r, k, &st->dst.flat, k->var[0], "ic + ir + r", k->var[1], "jc + jr + c");
-  fprintf(o, "] += ct[r*%d + c];\n", k->nr);
+  fputs("];\n", o);
+  if (k->overwrite) /* the first k block stores (a fused fill) */
+    line(o, ind + 8, "*d = (pc == 0 ? (%s)%.17g : *d) + ct[r*%d + c];\n", T, k->init, k->nr);
+  else line(o, ind + 8, "*d += ct[r*%d + c];\n", k->nr);
+  line(o, ind + 7, "}\n");
   line(o, ind + 5, "}\n");
   line(o, ind + 3, "}\n");
   line(o, ind + 2, "}\n");

@@ -178,18 +178,42 @@ static void micro(J *j, K *x) {
     for (int v = 0; v < nv; v++) set(j, vec_at(j, x, x->ct, num(j, r * k->nr + v * k->vw)), lv(x->acc[r * nv + v]));
 }
 
-/* dst(ic + ir + r, jc + jr + c) += ct[r*nr + c] for the rows and columns in range. */
-static void update(J *j, K *x, const Access *dst) {
+/* dst(ic + ir + r, jc + jr + c) += ct[r*nr + c] (first: = init + ct[...]) for the rows
+ * and columns in range. */
+static void update_cells(J *j, K *x, const Access *dst, bool first) {
   const Kernel *k = x->k;
-  set_min(j, x->mrr, add(j, lv(x->mb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->ir))), k->mr);
-  set_min(j, x->nrr, add(j, lv(x->nb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->jr))), k->nr);
   Loop l1 = loop_begin(j, x->r, num(j, 0), lv(x->mrr), 1);
   Loop l2 = loop_begin(j, x->c, num(j, 0), lv(x->nrr), 1);
   gcc_jit_rvalue *val[3] = {add(j, add(j, lv(x->ic), lv(x->ir)), lv(x->r)), add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
   gcc_jit_rvalue *t = lv(at(j, x->ct, add(j, mul(j, k->nr, lv(x->r)), lv(x->c))));
-  gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
+  if (first)
+    set(j, cell(j, k, dst, val),
+        gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_PLUS, x->t,
+                                      gcc_jit_context_new_rvalue_from_double(j->c, x->t, k->init), t));
+  else gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
   loop_end(j, &l2);
   loop_end(j, &l1);
+}
+
+/* The tile into dst; an overwriting kernel (Kernel.overwrite) stores in its first k block. */
+static void update(J *j, K *x, const Access *dst) {
+  const Kernel *k = x->k;
+  set_min(j, x->mrr, add(j, lv(x->mb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->ir))), k->mr);
+  set_min(j, x->nrr, add(j, lv(x->nb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->jr))), k->nr);
+  if (!k->overwrite) {
+    update_cells(j, x, dst, false);
+    return;
+  }
+  gcc_jit_block *first = js_new_block(j, j->fn), *rest = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
+  gcc_jit_block_end_with_conditional(j->blk, NULL, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_EQ, lv(x->pc), num(j, 0)),
+                                     first, rest);
+  j->blk = first;
+  update_cells(j, x, dst, true);
+  gcc_jit_block_end_with_jump(j->blk, NULL, after);
+  j->blk = rest;
+  update_cells(j, x, dst, false);
+  gcc_jit_block_end_with_jump(j->blk, NULL, after);
+  j->blk = after;
 }
 
 static gcc_jit_lvalue *scratch(J *j, gcc_jit_type *t, long n, const char *name) {
