@@ -83,9 +83,44 @@ static bool is_tile_controller(Stmt **loops, int n, int var) {
   return false;
 }
 
+static bool owns_axis(const Access *acc, int var);
+
+static bool is_m_var(const Contraction *c, int v) {
+  for (int t = 0; t < c->nm; t++)
+    if (c->mvar[t] == v) return true;
+  return false;
+}
+
+/* The M variables: every loop variable of the target that only A uses, slowest (largest
+ * target stride) first. The slowest stays an outer loop when it owns a target axis and
+ * the others leave enough rows: the outer loop can then run on threads. */
+static void pick_m(Contraction *c, Stmt **loops, int nl, const Access *d, const Access *A, const Access *B) {
+  Stmt *cand[64];
+  int nc = 0;
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    if (v != c->j && aff_coef(&d->flat, v) && aff_coef(&A->flat, v) && !aff_coef(&B->flat, v)) {
+      int at = nc++;
+      while (at > 0 && labs(aff_coef(&d->flat, cand[at - 1]->var)) < labs(aff_coef(&d->flat, v))) cand[at] = cand[at - 1], at--;
+      cand[at] = loops[l];
+    }
+  }
+  int first = nc > KERN_MAX_M ? nc - KERN_MAX_M : 0;
+  long rest = 1;
+  for (int t = first + 1; t < nc; t++) rest *= cand[t]->ext;
+  if (nc - first >= 2 && rest >= 256 && owns_axis(d, cand[first]->var)) first++;
+  c->nm = 0, c->m = 1;
+  for (int t = first; t < nc; t++) {
+    c->mvar[c->nm] = cand[t]->var, c->mext[c->nm++] = cand[t]->ext;
+    c->m *= cand[t]->ext;
+  }
+  c->i = c->nm ? c->mvar[c->nm - 1] : -1;
+}
+
 /* Picks the role variables: j is the variable of the target with the smallest stride
- * there that only one operand uses (that operand is B), i the longest target variable
- * only A uses, k the longest variable both operands use and the target does not. */
+ * there that only one operand uses (that operand is B), the M variables (pick_m) those
+ * of the target only A uses, k the longest variable both operands use and the target
+ * does not. */
 static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3]) {
   const Access *d = acc[0];
   long best = -1;
@@ -98,10 +133,10 @@ static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3
   }
   if (c->j < 0) return false;
   const Access *A = acc[1 + c->a_arg], *B = acc[2 - c->a_arg];
+  pick_m(c, loops, nl, d, A, B);
   for (int l = 0; l < nl; l++) {
     int v = loops[l]->var;
     bool ind = aff_coef(&d->flat, v) != 0, ina = aff_coef(&A->flat, v) != 0, inb = aff_coef(&B->flat, v) != 0;
-    if (ind && ina && !inb && (c->i < 0 || loops[l]->ext > c->m)) c->i = v, c->m = loops[l]->ext;
     if (!ind && ina && inb && (c->k < 0 || loops[l]->ext > c->kext)) c->k = v, c->kext = loops[l]->ext;
     if (v == c->j) c->n = loops[l]->ext;
   }
@@ -142,14 +177,12 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   for (int l = 0; l < nl; l++)
     if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
   if (!pick_roles(c, real, nr, acc)) return false;
-  for (int g = 0; g < c->nguards; g++) { /* on j or k, or i scaled: not a clipped row range */
-    const Aff *f = &c->guards[g].aff;
-    if (aff_coef(f, c->j) || aff_coef(f, c->k) || (aff_coef(f, c->i) != 0 && aff_coef(f, c->i) != 1)) return false;
-  }
+  for (int g = 0; g < c->nguards; g++) /* on j or k: not a test per row */
+    if (aff_coef(&c->guards[g].aff, c->j) || aff_coef(&c->guards[g].aff, c->k)) return false;
   c->store = st;
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
-    if (var != c->i && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
+    if (!is_m_var(c, var) && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
   }
   return true;
 }
@@ -170,6 +203,9 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->a_arg = c->a_arg;
   k->var[0] = c->i, k->var[1] = c->j, k->var[2] = c->k;
   k->ext[0] = c->m, k->ext[1] = c->n, k->ext[2] = c->kext;
+  k->nm = c->nm;
+  memcpy(k->mvar, c->mvar, sizeof k->mvar);
+  memcpy(k->mext, c->mext, sizeof k->mext);
   int esize = VEC_AT(m->bufs, IrBuf, c->store->dst.buf)->elem == ELEM_F64 ? 8 : 4;
   int vb = o->vec_bytes ? o->vec_bytes : 32;
   /* 12 accumulators in 16 registers (AVX2), 24 in 32 (AVX-512) */
@@ -184,6 +220,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
   k->mc = mt < MC_ ? (int)mt : MC_;
   k->nc = nt < NC_ ? (int)nt : NC_;
+  k->direct_a = c->n <= k->nr && aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;
@@ -193,7 +230,9 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->row_guards = ANEWN(a, Guard, c->nguards + 1);
   Guard *ifg = ANEWN(a, Guard, c->nguards + 1);
   for (int g = 0; g < c->nguards; g++) {
-    if (aff_coef(&c->guards[g].aff, c->i)) k->row_guards[k->nrow_guards++] = c->guards[g];
+    bool on_rows = false;
+    for (int t = 0; t < c->nm; t++) on_rows |= aff_coef(&c->guards[g].aff, c->mvar[t]) != 0;
+    if (on_rows) k->row_guards[k->nrow_guards++] = c->guards[g];
     else ifg[nif++] = c->guards[g];
   }
   if (nif) { /* the guards on outer variables only: around the kernel */
@@ -341,11 +380,12 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   return n;
 }
 
-/* A kernel outside any loop splits its rows among threads instead. */
+/* A kernel outside any loop splits its rows among threads instead: distinct rows write
+ * distinct cells when every M variable owns an axis of the target. */
 static void kernel_parallel(Kernel *k) {
-  const Stmt *st = k->store;
-  k->parallel = !k->nrow_guards && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK &&
-                owns_axis(&st->dst, k->var[0]);
+  bool own = true;
+  for (int t = 0; t < k->nm; t++) own &= owns_axis(&k->store->dst, k->mvar[t]);
+  k->parallel = own && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
 }
 
 /* The nest as a kernel inside its outer loops, or NULL when it is no contraction worth
@@ -368,18 +408,20 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   return mark_parallel(a, r ? r : s);
 }
 
-/* A contraction without guards whose target axes are its outer, i and j variables, one
+/* A contraction without guards whose target axes are its outer, M and j variables, one
  * each, over their whole extents: the kernel calls together write each cell of the
  * target in exactly one call, once per k block. */
 static bool kernel_covers_target(const Contraction *c, const IrModule *m) {
   const Access *d = &c->store->dst;
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, d->buf);
-  if (c->nguards || d->rank != c->nouter + 2) return false;
+  if (c->nguards || d->rank != c->nouter + c->nm + 1) return false;
   for (int ax = 0; ax < d->rank; ax++) {
     const Aff *f = &d->axis[ax];
     if (f->off || f->n != 1 || f->t[0].coef != 1) return false;
     int v = f->t[0].var;
-    long ext = v == c->i ? c->m : v == c->j ? c->n : -1;
+    long ext = v == c->j ? c->n : -1;
+    for (int t = 0; t < c->nm; t++)
+      if (c->mvar[t] == v) ext = c->mext[t];
     for (int l = 0; l < c->nouter; l++)
       if (c->outer[l]->var == v) ext = c->outer[l]->ext;
     if (ext != b->dims[ax]) return false;
