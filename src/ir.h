@@ -123,9 +123,9 @@ typedef struct Kernel {
   int mr, nr, vw;
   int kc, mc, nc;
   bool parallel; /* rows (whole mr tiles) may be split among threads */
-  /* One column tile (n <= nr) and A contiguous along k: a packed A panel would be read
-   * once, so the register tile reads A's rows in place (a row outside the row guards
-   * reads a zero row instead). */
+  /* A contiguous along k, and one column tile (n <= nr: a packed A panel would be read
+   * once) or a small A (in L1): the register tile reads A's rows in place (a row
+   * outside the row guards reads a zero row instead). */
   bool direct_a;
   /* A `fill dst init` fused in (schedule.c): the kernel writes every cell of dst once per
    * k block, and the first k block stores init + its sum instead of adding (the same

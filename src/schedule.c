@@ -12,6 +12,8 @@
 enum { MR = 6, KC = 256, MC = 72, NC_BYTES = 512 * 1024 };
 /* Below this many multiply-adds packing costs more than the register tile saves. */
 enum { KERNEL_MIN_WORK = 32768 };
+/* An A of at most this many bytes is read in place (L1 is 32-48 KiB). */
+enum { A_IN_PLACE_BYTES = 32768 };
 /* A reduction shorter than this gains nothing from partial sums. */
 enum { REDUCE_MIN = 32 };
 /* Points (multiply-adds for a kernel) below which waking threads costs more than
@@ -220,7 +222,10 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
   k->mc = mt < MC_ ? (int)mt : MC_;
   k->nc = nt < NC_ ? (int)nt : NC_;
-  k->direct_a = c->n <= k->nr && aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
+  /* A read in place: its packed panel would be read once (one column tile), or A fits
+   * in L1 (the small matrices where packing costs as much as the product). */
+  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) &&
+                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;

@@ -15,8 +15,8 @@
  *   several loop variables (every target variable only A uses: a convolution's output
  *   rows and columns), packed through their mixed-radix row number. Padding guards of a
  *   padded convolution become an `if` on the outer loops and a test per row (rows that
- *   fail are packed as zeros and not updated). With one column tile (n <= NR) and A
- *   contiguous along k, the register tile reads A in place (Kernel.direct_a). Kept naive:
+ *   fail are packed as zeros and not updated). With A contiguous along k and one column
+ *   tile (n <= NR) or A in L1, the register tile reads A in place (Kernel.direct_a). Kept naive:
  *   guards on the n or k dimension, index symbols (bounds not static), an operand that is also the target, mixed
  *   element types, and small problems (packing would cost more than it saves).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
