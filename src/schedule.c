@@ -332,6 +332,53 @@ static Stmt *fuse_fill(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest
   return r;
 }
 
+/* ---- transposes ---- */
+
+/* The first load in e whose access walks var contiguously. */
+static const Access *contiguous_load(const IrExpr *e, int var) {
+  if (e->kind == X_LOAD) return aff_coef(&e->acc.flat, var) == 1 ? &e->acc : NULL;
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) {
+      const Access *r = contiguous_load(e->a[i], var);
+      if (r) return r;
+    }
+  return NULL;
+}
+
+/* A nest lowering tiled as a transpose (loops ..., tile(q), tile(p), q, p: p walks the
+ * target contiguously, q the source) with 128-byte tiles and the loops reordered:
+ * tile(p) outermost, the other loops by decreasing source stride, then tile(q). Each
+ * tile then reads and writes whole lines, and the source rows stream in order (a 4-D
+ * permute dcba: 1.6x faster than 64-byte tiles in lowering's order). NULL: not one. */
+static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || st->kind != S_STORE || nl < 4 || reads_buf(st->val, st->dst.buf)) return NULL;
+  Stmt *cq = loops[nl - 4], *cp = loops[nl - 3], *q = loops[nl - 2], *p = loops[nl - 1];
+  if (q->tile_var != cq->var || p->tile_var != cp->var) return NULL;
+  const Access *src = contiguous_load(st->val, q->var);
+  int T = 128 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);
+  if (!src || q->ext < 2 * T || p->ext < 2 * T) return NULL;
+  Stmt *order[64];
+  int no = 0;
+  order[no++] = cp;
+  for (int l = 0; l < nl - 4; l++) { /* insertion by decreasing |source stride|, stable */
+    int at = no++;
+    while (at > 1 && labs(aff_coef(&src->flat, order[at - 1]->var)) < labs(aff_coef(&src->flat, loops[l]->var)))
+      order[at] = order[at - 1], at--;
+    order[at] = loops[l];
+  }
+  order[no++] = cq, order[no++] = q, order[no++] = p;
+  Stmt *r = st;
+  for (int d = no - 1; d >= 0; d--) {
+    r = copy_loop(a, order[d], r);
+    if (order[d] == cq || order[d] == cp) r->ext = ((order[d] == cq ? q : p)->ext + T - 1) / T;
+    if (order[d] == q || order[d] == p) r->tile = T;
+  }
+  return r;
+}
+
 /* ---- parallel loops ---- */
 
 /* var indexes an axis of acc alone (plus symbols and an offset): distinct values of var
@@ -410,6 +457,7 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   Contraction c;
   Stmt *r = kernel_nest(a, m, o, s, &c);
   if (!r) r = make_reduction(a, m, s);
+  if (!r) r = retile_transpose(a, m, s);
   return mark_parallel(a, r ? r : s);
 }
 
@@ -477,7 +525,8 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
       }
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
-        vec_push(a, &nf->body, mark_parallel(a, fused));
+        Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
+        vec_push(a, &nf->body, mark_parallel(a, t ? t : fused));
         k += 2;
       } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
     }

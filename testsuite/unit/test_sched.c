@@ -10,7 +10,7 @@
 #include "schedule.h"
 
 typedef struct Count {
-  int kernels, reductions, parallel, overwrites, composite, direct;
+  int kernels, reductions, parallel, overwrites, composite, direct, retiled;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
@@ -19,6 +19,7 @@ static void count_stmts(const PtrVec *body, Count *c) {
     if (s->kind == S_KERNEL) c->kernels++, c->overwrites += s->kern->overwrite, c->composite += s->kern->nm > 1,
                                 c->direct += s->kern->direct_a;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    if (s->kind == S_LOOP && s->tile == 32) c->retiled++;
     if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
   }
@@ -191,6 +192,7 @@ static void test_parallel(void) {
   for (int i = 0; i < y->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, y->fwd.asgns.items[i]);
   Count cnt = run_pair(&b, "all", false, "parallel");
   CHECK(cnt.kernels == 1 && cnt.reductions == 1 && cnt.parallel == 3);
+  CHECK(cnt.retiled == 2); /* y's transpose: 32 x 32 tiles (edge tiles: 300 = 9*32 + 12) */
   /* the fills of c and y are gone: c's kernel and y's nest overwrite every cell */
   SchedOpts so = {.vec_bytes = sched_host_vec_bytes()};
   IrModule *sm = sched_module(&b.a, b.ir, &so);
