@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -19,33 +20,53 @@ enum { SPIN_NS = 200 * 1000 };
 
 typedef struct Worker {
   tdsl_pool *p;
-  int index;
   pthread_t th;
 } Worker;
 
+/* A loop is published as fn, arg, count and grain, then gen is bumped. Threads take
+ * chunks by advancing `claim`, which holds the loop's generation (high 32 bits) with
+ * its next iteration, so a thread that saw an older loop can claim nothing of a newer
+ * one; the caller returns when `done` reaches count, not waiting for threads that took
+ * no chunk (on a busy machine a worker may get no core for milliseconds). */
 struct tdsl_pool {
   int n;                  /* threads, the caller included */
   Worker *w;              /* n - 1 workers */
   pthread_mutex_t mu;     /* sleeping and waking only */
-  pthread_cond_t go, done;
-  atomic_ulong gen;       /* bumped for every loop; workers run when it changes */
-  atomic_int pending;     /* workers still running the current loop */
+  pthread_cond_t go, fin;
+  atomic_ulong gen;       /* bumped for every loop */
+  atomic_ullong claim;    /* generation << 32 | the first iteration not taken */
+  atomic_long done;       /* iterations of the current loop finished */
   atomic_int sleepers;    /* workers blocked (or about to block) on go */
   atomic_bool quit;
-  tdsl_par_fn fn;         /* the loop: written before gen is bumped */
-  void *arg;
-  long count, grain;
-  atomic_long next;       /* the first iteration no thread has taken yet */
+  /* the published loop; atomic because a late worker may read them while the next
+   * loop is published (its claim then fails) */
+  _Atomic(tdsl_par_fn) fn;
+  _Atomic(void *) arg;
+  atomic_long count, grain;
 };
 
-/* Threads take chunks of grain iterations until none is left: a thread that starts
- * late or runs slower (a busy core, data in another core's cache) takes fewer. */
-static void run_chunks(tdsl_pool *p) {
+typedef struct Loop {
+  tdsl_par_fn fn;
+  void *arg;
+  long count, grain;
+  uint64_t tag;
+} Loop;
+
+/* Runs chunks of loop l until none is left or a newer loop was published. */
+static void run_chunks(tdsl_pool *p, const Loop *l) {
   for (;;) {
-    long lo = atomic_fetch_add(&p->next, p->grain);
-    if (lo >= p->count) return;
-    long hi = lo + p->grain < p->count ? lo + p->grain : p->count;
-    p->fn(p->arg, lo, hi);
+    unsigned long long c = atomic_load(&p->claim);
+    if (c >> 32 != l->tag) return;
+    long lo = (long)(c & 0xffffffffu);
+    if (lo >= l->count) return;
+    long hi = lo + l->grain < l->count ? lo + l->grain : l->count;
+    if (!atomic_compare_exchange_weak(&p->claim, &c, l->tag << 32 | (unsigned long long)hi)) continue;
+    l->fn(l->arg, lo, hi);
+    if (atomic_fetch_add(&p->done, hi - lo) + (hi - lo) == l->count) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_broadcast(&p->fin);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
 }
 
@@ -62,7 +83,7 @@ static void relax(void) {
 }
 
 /* Spins up to SPIN_NS until done(p, v) holds; says whether it does. */
-static bool spin_until(tdsl_pool *p, bool (*done)(tdsl_pool *, unsigned long), unsigned long v) {
+static bool spin_until(tdsl_pool *p, bool (*done)(tdsl_pool *, long), long v) {
   long start = 0;
   for (int i = 0;; i++) {
     if (done(p, v)) return true;
@@ -76,19 +97,13 @@ static bool spin_until(tdsl_pool *p, bool (*done)(tdsl_pool *, unsigned long), u
   }
 }
 
-static bool new_loop(tdsl_pool *p, unsigned long seen) {
-  return atomic_load(&p->gen) != seen || atomic_load(&p->quit);
-}
-
-static bool all_done(tdsl_pool *p, unsigned long unused) {
-  (void)unused;
-  return atomic_load(&p->pending) == 0;
-}
+static bool new_loop(tdsl_pool *p, long seen) { return (long)atomic_load(&p->gen) != seen || atomic_load(&p->quit); }
+static bool all_done(tdsl_pool *p, long count) { return atomic_load(&p->done) == count; }
 
 static void *worker(void *v) {
   Worker *w = v;
   tdsl_pool *p = w->p;
-  unsigned long seen = 0;
+  long seen = 0;
   for (;;) {
     if (!spin_until(p, new_loop, seen)) {
       /* sleepers is raised before gen is read again, and tdsl_pool_run bumps gen
@@ -100,13 +115,10 @@ static void *worker(void *v) {
       pthread_mutex_unlock(&p->mu);
     }
     if (atomic_load(&p->quit)) break;
-    seen = atomic_load(&p->gen);
-    run_chunks(p);
-    if (atomic_fetch_sub(&p->pending, 1) == 1) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
+    seen = (long)atomic_load(&p->gen);
+    /* the fields may already belong to a newer loop: then its claim tag differs */
+    Loop l = {p->fn, p->arg, p->count, p->grain, (uint64_t)seen & 0xffffffffu};
+    run_chunks(p, &l);
   }
   return NULL;
 }
@@ -117,14 +129,14 @@ tdsl_pool *tdsl_pool_new(int nthreads) {
   p->n = nthreads < 1 ? 1 : nthreads;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
-  pthread_cond_init(&p->done, NULL);
+  pthread_cond_init(&p->fin, NULL);
   p->w = calloc((size_t)p->n, sizeof *p->w);
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, WORKER_STACK);
   int made = 0;
   for (int i = 1; p->w && i < p->n; i++, made++) {
-    p->w[i] = (Worker){.p = p, .index = i};
+    p->w[i] = (Worker){.p = p};
     if (pthread_create(&p->w[i].th, &at, worker, &p->w[i])) break;
   }
   pthread_attr_destroy(&at);
@@ -149,7 +161,7 @@ void tdsl_pool_free(tdsl_pool *p) {
   for (int i = 1; p->w && i < p->n; i++) pthread_join(p->w[i].th, NULL);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->go);
-  pthread_cond_destroy(&p->done);
+  pthread_cond_destroy(&p->fin);
   free(p->w);
   free(p);
 }
@@ -157,19 +169,24 @@ void tdsl_pool_free(tdsl_pool *p) {
 int tdsl_pool_threads(const tdsl_pool *p) { return p ? p->n : 1; }
 
 void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n) {
-  if (!p || p->n == 1 || n < 2) {
+  if (!p || p->n == 1 || n < 2 || n > INT32_MAX) {
     if (n > 0) fn(arg, 0, n);
     return;
   }
-  p->fn = fn, p->arg = arg, p->count = n;
-  p->grain = n / (4 * p->n) > 0 ? n / (4 * p->n) : 1;
-  atomic_store(&p->next, 0);
-  atomic_store(&p->pending, p->n - 1);
-  atomic_fetch_add(&p->gen, 1); /* publishes fn, arg and count */
+  /* The previous loop is done: no thread runs its chunks, a late one can claim none
+   * of this one (the claim's tag changes first). */
+  Loop l = {fn, arg, n, n / (4 * p->n) > 0 ? n / (4 * p->n) : 1, (atomic_load(&p->gen) + 1) & 0xffffffffu};
+  atomic_store(&p->claim, l.tag << 32);
+  atomic_store(&p->done, 0);
+  atomic_store(&p->fn, fn);
+  atomic_store(&p->arg, arg);
+  atomic_store(&p->count, n);
+  atomic_store(&p->grain, l.grain);
+  atomic_fetch_add(&p->gen, 1); /* publishes the fields */
   if (atomic_load(&p->sleepers)) wake_all(p);
-  run_chunks(p);
-  if (spin_until(p, all_done, 0)) return;
+  run_chunks(p, &l);
+  if (spin_until(p, all_done, n)) return;
   pthread_mutex_lock(&p->mu);
-  while (atomic_load(&p->pending)) pthread_cond_wait(&p->done, &p->mu);
+  while (!all_done(p, n)) pthread_cond_wait(&p->fin, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }
