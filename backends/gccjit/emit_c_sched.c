@@ -104,6 +104,17 @@ static void c_rows_ok(CRender *cr, const Kernel *k) {
   }
 }
 
+/* The head of a loop body over the rows: `const long rw = ic + ir + R, <M variables>;`
+ * then `LEAD(<row guards>)TAIL` (what a row outside the guards does). */
+static void c_row_head(CRender *cr, const Kernel *k, int ind, const char *R, const char *lead, const char *tail) {
+  line(cr->o, ind, "const long rw = ic + ir + %s; ", R);
+  c_rows(cr->o, k);
+  fputc('\n', cr->o);
+  line(cr->o, ind, "%s(", lead);
+  c_rows_ok(cr, k);
+  fprintf(cr->o, ")%s\n", tail);
+}
+
 /* Bp[jr*kb + kk*NR + e] = B(pc + kk, jc + jr + e), 0 past the block. */
 static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
   FILE *o = cr->o;
@@ -123,12 +134,7 @@ static void c_pack_a(CRender *cr, const Kernel *k, const Access *acc, const char
   FILE *o = cr->o;
   line(o, ind, "for (long ir = 0; ir < mb; ir += %d)\n", k->mr);
   line(o, ind + 1, "for (long e = 0; e < %d; e++) {\n", k->mr);
-  line(o, ind + 2, "const long rw = ic + ir + e; ");
-  c_rows(o, k);
-  fputs("\n", o);
-  line(o, ind + 2, "const int ok = ir + e < mb && (");
-  c_rows_ok(cr, k);
-  fputs(");\n", o);
+  c_row_head(cr, k, ind + 2, "e", "const int ok = ir + e < mb && ", ";");
   line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
   line(o, ind + 3, "const long i%d = pc + kk;\n", k->var[2]);
   line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok ? ", k->mr);
@@ -144,12 +150,9 @@ static void c_a_rows(CRender *cr, const Kernel *k, const Access *acc, const char
   FILE *o = cr->o;
   line(o, ind, "const %s *pr[%d];\n", T, k->mr);
   line(o, ind, "for (long e = 0; e < %d; e++) {\n", k->mr);
-  line(o, ind + 1, "const long rw = ic + ir + e, i%d = pc; ", k->var[2]);
-  c_rows(o, k);
-  fputs("\n", o);
-  line(o, ind + 1, "pr[e] = ir + e < mb && (");
-  c_rows_ok(cr, k);
-  fputs(") ? &", o);
+  line(o, ind + 1, "const long i%d = pc;\n", k->var[2]);
+  c_row_head(cr, k, ind + 1, "e", "const int ok = ir + e < mb && ", ";");
+  line(o, ind + 1, "pr[e] = ok ? &");
   cr_access(cr, acc);
   fputs(" : zrow;\n", o);
   line(o, ind, "}\n");
@@ -206,12 +209,7 @@ void c_kernel(CRender *r, const Stmt *s, int ind) {
   c_micro(o, k, T, ind + 6);
   line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
   line(o, ind + 6, "for (long r = 0; r < mr; r++) {\n");
-  line(o, ind + 7, "const long rw = ic + ir + r; ");
-  c_rows(o, k);
-  fputs("\n", o);
-  line(o, ind + 7, "if (!(");
-  c_rows_ok(r, k);
-  fputs(")) continue;\n", o);
+  c_row_head(r, k, ind + 7, "r", "if (!", ") continue;");
   line(o, ind + 7, "for (long c = 0; c < nr; c++) {\n");
   line(o, ind + 8, "const long i%d = jc + jr + c;\n", k->var[1]);
   line(o, ind + 8, "%s *d = &", T);
