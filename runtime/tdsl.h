@@ -120,6 +120,24 @@ const char *tdsl_index_name(const tdsl_model *m, int index);
 int tdsl_set_index(tdsl_model *m, const char *name, long value);
 int tdsl_get_index(tdsl_model *m, const char *name, long *value);
 
+/* Dynamic dimensions (`let n = dim ()`, `?` in a shape): sizes set at run time. A
+ * tensor whose dims include one is allocated when all of its dims are set, and
+ * reallocated (and initialized again, as tdsl_init does, with its last seed) when one
+ * changes; until then its size is 0 and its data NULL. tdsl_tensor_info, tdsl_read and
+ * tdsl_write follow the current sizes. Calling a routine while a dimension is unset
+ * fails. An anonymous `?` is named "?ID". */
+int tdsl_num_dims(const tdsl_model *m);
+const char *tdsl_dim_name(const tdsl_model *m, int index);
+/* Sets a dimension (1 <= value <= INT_MAX); setting the value it has keeps the data. */
+int tdsl_set_dim(tdsl_model *m, const char *name, long value);
+/* The current value (0: not set). */
+int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
+/* Writes a tensor from data of the given shape (rank dims in memory order): static
+ * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is
+ * written (tdsl_write). */
+int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims);
+int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims);
+
 /* Initializes every tensor: constants, literals, ranges, files, uniform random
  * (threefry4x32, counter-based: reproducible for a seed and independent of the order
  * cells are visited), initializer expressions (normal, kaiming, ... per cell), zero for

@@ -45,6 +45,10 @@ typedef struct RtBuf {
   int nprog;
   long long file_elems;
   char *path;
+  /* a dynamic buffer (a dim < 0 in the metadata): the runtime allocates data when its
+   * dims are set; dims and size are the current ones (0 while a dim is unset) */
+  int *decl;   /* the declared dims (DIM_DYN(id) for a dynamic one); NULL: static */
+  void **slot; /* the instance's pointer to data */
 } RtBuf;
 
 typedef struct RtNamed {
@@ -77,6 +81,8 @@ struct tdsl_model {
   const char *fault_msg;
   int *sym_range;
   int nsyms, nfns, naliases;
+  RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
+  int ndims;
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
@@ -307,16 +313,32 @@ static int bad_meta(tdsl_model *m, int line, const char *what) {
   return fail(m, "malformed model metadata (line %d): %s", line, what);
 }
 
-/* dims of b from the line: their product must be the size. */
+static int meta_labels(tdsl_model *m, RtBuf *b, char **p, int ln);
+
+/* dims of b from the line: their product must be the size. A dim -1 - ID is dynamic
+ * dimension ID (a dim line before): b is then allocated when its dims are set, and
+ * its size in the line is 0. */
 static int meta_dims(tdsl_model *m, RtBuf *b, char **p, int ln) {
   long prod = 1, d;
   for (int k = 0; k < b->rank; k++) {
-    if (!tok_int(p, 0, INT_MAX, &d)) return bad_meta(m, ln, "bad dimension");
-    b->dims[k] = (int)d;
+    if (!tok_int(p, -(long)m->ndims, INT_MAX, &d)) return bad_meta(m, ln, "bad dimension");
+    if (d < 0 && !b->decl) {
+      if (!(b->decl = calloc((size_t)b->rank, sizeof(int)))) return fail(m, "out of memory");
+      memcpy(b->decl, b->dims, sizeof(int) * (size_t)k);
+    }
+    if (b->decl) b->decl[k] = (int)d;
+    b->dims[k] = d < 0 ? 0 : (int)d;
+    if (d < 0) continue; /* known when the dimension is set */
     prod = d == 0 || prod == 0 ? 0 : prod > LONG_MAX / d ? -1 : prod * d;
     if (prod < 0) return bad_meta(m, ln, "dimensions overflow");
   }
-  if (prod != b->size && !(prod == 0 && b->size <= 1)) return bad_meta(m, ln, "size is not the product of the dimensions");
+  if (b->decl && b->size != 0) return bad_meta(m, ln, "a dynamic buffer's size is not 0");
+  if (!b->decl && prod != b->size && !(prod == 0 && b->size <= 1)) return bad_meta(m, ln, "size is not the product of the dimensions");
+  return meta_labels(m, b, p, ln);
+}
+
+/* The labels of b from the line. */
+static int meta_labels(tdsl_model *m, RtBuf *b, char **p, int ln) {
   for (int k = 0; k < b->rank; k++) {
     char *raw = *p, *l;
     while (*raw == ' ') raw++;
@@ -376,8 +398,35 @@ static int meta_at(tdsl_model *m, char *p, int ln) {
   long id, off;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !tok_int(&p, 0, LONG_MAX, &off)) return bad_meta(m, ln, "bad at line");
   RtBuf *b = &m->bufs[id];
+  if (b->decl) { /* a pointer to storage the runtime allocates */
+    if (b->slot || !in_instance(m, off, 8) || off % 8) return bad_meta(m, ln, "buffer storage outside the instance");
+    b->slot = (void **)(m->inst + off);
+    return 0;
+  }
   if (b->data || !in_instance(m, off, buf_bytes(b))) return bad_meta(m, ln, "buffer storage outside the instance");
   b->data = m->inst + off;
+  return 0;
+}
+
+/* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
+ * the instance) stays 0 until tdsl_set_dim. */
+static int meta_dim(tdsl_model *m, char *p, int ln) {
+  long id, off;
+  char *name;
+  if (m->nbufs || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
+  if (!(name = tok_str(&p)) || !*name || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p)) return bad_meta(m, ln, "bad dim line");
+  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "dimension outside the instance");
+  for (int i = 0; i < m->ndims; i++)
+    if (!strcmp(m->dims[i].name, name)) return bad_meta(m, ln, "two dimensions of one name");
+  RtNamed *grown = grow(m->dims, m->ndims, sizeof(RtNamed));
+  if (!grown) return fail(m, "out of memory");
+  m->dims = grown;
+  RtNamed *d = &m->dims[m->ndims];
+  memset(d, 0, sizeof *d);
+  if (!(d->name = xstrdup(name))) return fail(m, "out of memory");
+  d->index = (int)id;
+  d->ptr = m->inst + off;
+  m->ndims++;
   return 0;
 }
 
@@ -486,6 +535,7 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
     if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln);
     else if (!strcmp(kw, "model")) rc = meta_model(m, p, ln);
     else if (!strcmp(kw, "at")) rc = meta_at(m, p, ln);
+    else if (!strcmp(kw, "dim")) rc = meta_dim(m, p, ln);
     else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
     else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
     else if (!strcmp(kw, "seq")) rc = parse_seq(m, p, res, h);
@@ -496,7 +546,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   free(copy);
   if (!rc && !m->inst) rc = fail(m, "malformed model metadata: no model line");
   for (int i = 0; i < m->nbufs && !rc; i++)
-    if (!m->bufs[i].data) rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
+    if (m->bufs[i].decl ? !m->bufs[i].slot : !m->bufs[i].data)
+      rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
   return rc;
 }
 
@@ -651,7 +702,11 @@ void tdsl_close(tdsl_model *m) {
     free(b->path);
     for (int k = 0; k < b->nprog; k++) free(b->prog[k].values);
     free(b->prog);
+    if (b->decl) free(b->data);
+    free(b->decl);
   }
+  for (int i = 0; i < m->ndims; i++) free(m->dims[i].name);
+  free(m->dims);
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
   for (int i = 0; i < m->nfns; i++) {
     free(m->fns[i].name);
@@ -847,6 +902,8 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
   return -1;
 }
 
+static int dims_set(tdsl_model *m, const char *routine);
+
 int tdsl_call(tdsl_model *m, const char *name) {
   if (!live(m) || need(m, "tdsl_call", "name", name)) return -1;
   int i = tdsl_find_routine(m, name);
@@ -859,6 +916,7 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
+  if (dims_set(m, name)) return -1;
   const RtNamed *r = &m->fns[i];
   if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
     if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
@@ -999,15 +1057,12 @@ static double prog_cell(const RtBuf *b, uint64_t seed, long i) {
   return st[0];
 }
 
-int tdsl_init(tdsl_model *m, uint64_t seed) {
-  if (!live(m)) return -1;
-  m->seed = seed;
-  for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
-  for (int bi = 0; bi < m->nbufs; bi++) {
-    RtBuf *b = &m->bufs[bi];
-    if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
-    memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
-    switch (b->init) {
+/* Buffer b's cells from its init (else zeros). */
+static int init_buf(tdsl_model *m, RtBuf *b, uint64_t seed) {
+  if (!b->data) return 0; /* a dynamic buffer whose dims are not set yet */
+  if (host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
+  memset(b->data, 0, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4));
+  switch (b->init) {
     case INIT_CONST: for (long i = 0; i < b->size; i++) set(b, i, b->value); break;
     case INIT_VALUES: /* literal cells in memory order; a shorter list repeats */
       if (b->nvalues > 0)
@@ -1020,7 +1075,130 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
       if (load_raw(m, b, b->path)) return -1;
       break;
     case INIT_ZERO: break;
-    }
   }
   return 0;
+}
+
+int tdsl_init(tdsl_model *m, uint64_t seed) {
+  if (!live(m)) return -1;
+  m->seed = seed;
+  for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
+  for (int bi = 0; bi < m->nbufs; bi++)
+    if (init_buf(m, &m->bufs[bi], seed)) return -1;
+  return 0;
+}
+
+/* ---- dynamic dimensions (issue 17) ---- */
+
+int tdsl_num_dims(const tdsl_model *m) { return live(m) ? m->ndims : -1; }
+const char *tdsl_dim_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->ndims ? m->dims[i].name : NULL; }
+
+static int find_dim(const tdsl_model *m, const char *name) {
+  for (int i = 0; i < m->ndims; i++)
+    if (!strcmp(m->dims[i].name, name)) return i;
+  return -1;
+}
+
+static int dim_value(const tdsl_model *m, int id) { return *(int *)m->dims[id].ptr; }
+
+int tdsl_get_dim(tdsl_model *m, const char *name, long *v) {
+  if (!live(m) || need(m, "tdsl_get_dim", "name", name) || need(m, "tdsl_get_dim", "value pointer", v)) return -1;
+  int i = find_dim(m, name);
+  if (i < 0) return fail(m, "no dynamic dimension named '%s'", name);
+  *v = dim_value(m, i);
+  return 0;
+}
+
+/* b's size with the dimensions' current values (0 while one is unset; -1: too big). */
+static long dyn_size(const tdsl_model *m, const RtBuf *b) {
+  long size = 1;
+  for (int k = 0; k < b->rank; k++) {
+    long d = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
+    if (d == 0) return 0;
+    if (size > LONG_MAX / 8 / d) return -1;
+    size *= d;
+  }
+  return size;
+}
+
+/* Reallocates dynamic buffer b for the current dimensions, initialized as tdsl_init
+ * does (with its last seed): a tensor whose size is set anew starts over. */
+static int dyn_realloc(tdsl_model *m, RtBuf *b) {
+  long size = dyn_size(m, b);
+  for (int k = 0; k < b->rank; k++) b->dims[k] = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
+  free(b->data);
+  b->data = NULL;
+  b->size = 0;
+  if (size > 0) {
+    size_t bytes = ((size_t)size * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
+    if (!(b->data = aligned_alloc(64, bytes))) return fail(m, "out of memory: tensor %s needs %ld elements", b->name, size);
+    b->size = size;
+  }
+  *b->slot = b->data;
+  return init_buf(m, b, m->seed);
+}
+
+static bool uses_dim(const RtBuf *b, int id) {
+  for (int k = 0; b->decl && k < b->rank; k++)
+    if (b->decl[k] == -1 - id) return true;
+  return false;
+}
+
+int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
+  if (!live(m) || need(m, "tdsl_set_dim", "name", name)) return -1;
+  int id = find_dim(m, name);
+  if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
+  if (v < 1 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 1..%d", name, v, INT_MAX);
+  int old = dim_value(m, id);
+  if (old == v) return 0; /* the tensors keep their values */
+  *(int *)m->dims[id].ptr = (int)v;
+  for (int i = 0; i < m->nbufs; i++)
+    if (uses_dim(&m->bufs[i], id) && dyn_size(m, &m->bufs[i]) < 0) {
+      *(int *)m->dims[id].ptr = old;
+      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
+    }
+  for (int i = 0; i < m->nbufs; i++)
+    if (uses_dim(&m->bufs[i], id) && dyn_realloc(m, &m->bufs[i])) return -1;
+  return 0;
+}
+
+/* Fails the call when a dynamic dimension is still unset. */
+static int dims_set(tdsl_model *m, const char *routine) {
+  for (int i = 0; i < m->ndims; i++)
+    if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+  return 0;
+}
+
+/* The dynamic dimensions of b from a shape (after checking it against b's dims). */
+static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) {
+  if (rank != b->rank) return fail(m, "tensor %s has rank %d, not %d", b->name, b->rank, rank);
+  for (int k = 0; k < rank; k++) {
+    int decl = b->decl ? b->decl[k] : b->dims[k];
+    if (decl >= 0 && dims[k] != decl)
+      return fail(m, "tensor %s: axis %d has size %d, not %ld", b->name, k, decl, dims[k]);
+    for (int j = 0; j < k; j++)
+      if (decl < 0 && b->decl[j] == decl && dims[j] != dims[k])
+        return fail(m, "tensor %s: axes %d and %d are both dimension %s but have sizes %ld and %ld", b->name, j, k,
+                    m->dims[-1 - decl].name, dims[j], dims[k]);
+  }
+  for (int k = 0; k < rank; k++)
+    if (b->decl && b->decl[k] < 0 && tdsl_set_dim(m, m->dims[-1 - b->decl[k]].name, dims[k])) return -1;
+  return 0;
+}
+
+static int write_shaped(tdsl_model *m, const char *fn, const char *name, const float *src, const double *src64, int rank,
+                        const long *dims) {
+  if (!live(m) || need(m, fn, "name", name)) return -1;
+  if (rank < 0 || (rank > 0 && !dims)) return fail(m, "%s: %s", fn, rank < 0 ? "negative rank" : "NULL dims pointer");
+  RtBuf *b = lookup(m, name);
+  if (!b || dims_from_shape(m, b, rank, dims)) return -1;
+  return src64 ? tdsl_write_f64(m, name, src64, b->size) : tdsl_write(m, name, src, b->size);
+}
+
+int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims) {
+  return write_shaped(m, "tdsl_write_shaped", name, src, NULL, rank, dims);
+}
+int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims) {
+  if (!src && live(m)) return fail(m, "tdsl_write_shaped_f64: NULL data pointer");
+  return write_shaped(m, "tdsl_write_shaped_f64", name, NULL, src, rank, dims);
 }

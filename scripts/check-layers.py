@@ -34,6 +34,7 @@ RULES = [
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),
     ("src/ir_c.[ch]", "the loop IR", IR),
+    ("src/ir_dyn.c", "the loop IR", IR),
     ("src/sched*", "the loop IR", IR),
     ("src/lower.c", "lowering", CTX | IR),
     ("src/infer*", "inference", CTX | {"infer.h"}),

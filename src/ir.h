@@ -16,11 +16,15 @@
 #include "tdsl_abi.h"
 
 /* One term of an affine form: coef * var (var >= 0: loop variable; var < 0: the index
- * symbol number -1 - var). */
+ * symbol number -1 - var), times the product of dynamic dimensions number dyn when dyn
+ * is not 0 (ir_prod; a stride over dynamic axes). var is AFF_ONE only in such a scaled
+ * term: a constant times a product. Static programs have dyn 0 everywhere. */
 typedef struct Term {
   int var;
   long coef;
+  int dyn;
 } Term;
+#define AFF_ONE (-0x40000000)
 
 typedef struct Aff {
   long off;
@@ -45,7 +49,9 @@ typedef struct IrBuf {
   int id;
   const char *name;   /* "w", "w.grad", "t#12" for an anonymous tensor */
   Elem elem;
-  long size;          /* number of cells (>= 1) */
+  long size;          /* number of cells (>= 1); times product dsize when dynamic */
+  int dsize;          /* 0, or the product of its dynamic dims (ir_prod): the runtime
+                       * allocates the buffer when the sizes are set */
   int rank;
   int nk[NKINDS];     /* axes per kind (KIND_*, memory order) */
   int *dims;          /* rank dims, memory order */
@@ -66,6 +72,13 @@ typedef struct IrDim {
   int id;
   const char *name;   /* NULL for an anonymous `?` */
 } IrDim;
+
+/* A product of dynamic dimensions (ids of IrModule.dims, sorted, repeats allowed),
+ * interned in IrModule.prods: product number k >= 1 is prods.items[k - 1]. */
+typedef struct IrProd {
+  int n;
+  int *dims;
+} IrProd;
 
 typedef enum IrExprKind { X_CONST, X_LOAD, X_SYM, X_OP } IrExprKind;
 
@@ -92,10 +105,11 @@ typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERN
 
 typedef struct Stmt Stmt;
 
-/* A bound condition for padding: 0 <= aff < ext. */
+/* A bound condition for padding: 0 <= aff < ext (times product dext when not 0). */
 typedef struct Guard {
   Aff aff;
   long ext;
+  int dext;
 } Guard;
 
 /* S_KERNEL (made only by the schedule pass, src/schedule.h): a contraction
@@ -145,6 +159,7 @@ struct Stmt {
    * [tile*tile_var, min(tile*(tile_var+1), ext)) */
   int var;
   long ext;
+  int dext;          /* S_LOOP: not 0: the extent is ext times this product (ir_prod) */
   int tile_var;
   int tile;
   /* S_LOOP: > 1 when the schedule made the loop a reduction into one cell (the body is
@@ -195,6 +210,7 @@ typedef struct IrModule {
   PtrVec bufs;    /* IrBuf* */
   PtrVec syms;    /* IrSym* */
   PtrVec dims;    /* IrDim*: dynamic dimensions (graph.h DIM_DYN encoding), by id */
+  PtrVec prods;   /* IrProd*: products of dims (Term.dyn, Stmt.dext, ...) */
   PtrVec funcs;   /* IrFunc* */
   PtrVec aliases; /* IrAlias* */
 } IrModule;
@@ -212,11 +228,24 @@ void aff_print_c(FILE *out, const char *sym_prefix, const Aff *f);
 #define IR_INST_HEADER 64
 typedef struct IrLayout {
   long *buf_off, *sym_off; /* byte offsets in the instance */
+  long *dim_off;           /* each dynamic dimension's current value (int, 0: unset) */
   long size;               /* a multiple of 64 */
 } IrLayout;
 IrLayout ir_layout(Arena *a, const IrModule *m);
-/* Bytes of buffer b's storage (one cell at least). */
+/* Bytes of buffer b's storage in the instance (one cell at least; a dynamic buffer is
+ * a pointer to storage the runtime allocates). */
 long ir_buf_bytes(const IrBuf *b);
+/* Dynamic dimensions: the product interned for the n dim ids (0 when n is 0), the
+ * product of two products, and a product by number (NULL for 0). */
+int ir_prod(Arena *a, IrModule *m, const int *dims, int n);
+int ir_prod_mul(Arena *a, IrModule *m, int p, int q);
+const IrProd *ir_prod_at(const IrModule *m, int p);
+/* Do the statements use a dynamic size anywhere (loops, guards, strides, a dynamic
+ * buffer)? The schedule leaves such functions as they are. */
+bool ir_stmts_dynamic(const IrModule *m, const PtrVec *body);
+/* The product's text: "n*m" (an anonymous dim is ?ID). */
+void ir_prod_print(FILE *out, const IrModule *m, int p);
+const char *ir_dim_name(Arena *a, const IrModule *m, int id);
 /* Sets IrFunc.seq (end of lowering). */
 void ir_mark_seqs(Arena *a, IrModule *m);
 /* The model metadata string the runtime reads (runtime/tdslrt.c parses it); name is the

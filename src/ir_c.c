@@ -46,7 +46,46 @@ void cr_const(FILE *o, double v, bool f32) {
   else fprintf(o, "%.17e", v);
 }
 
+static const char *dim_prefix(const CRender *r) { return r->dim ? r->dim : "tdsl_dim_"; }
+
+static void cr_prod(CRender *r, int p) {
+  const IrProd *x = ir_prod_at(r->m, p);
+  for (int i = 0; x && i < x->n; i++) fprintf(r->o, "%s(long)%s%d", i ? "*" : "", dim_prefix(r), x->dims[i]);
+}
+
+void cr_ext(CRender *r, long ext, int dext) {
+  if (!dext) {
+    fprintf(r->o, "%ldL", ext);
+    return;
+  }
+  fputc('(', r->o);
+  if (ext != 1) fprintf(r->o, "%ldL*", ext);
+  cr_prod(r, dext);
+  fputc(')', r->o);
+}
+
+/* An affine form with strides over dynamic dimensions: always in long arithmetic. */
+static void cr_aff_dyn(CRender *r, const Aff *f) {
+  for (int i = 0; i < f->n; i++) {
+    const Term *t = &f->t[i];
+    if (i) fputs(" + ", r->o);
+    fprintf(r->o, "%ldL", t->coef);
+    if (t->dyn) {
+      fputc('*', r->o);
+      cr_prod(r, t->dyn);
+    }
+    if (t->var >= 0) fprintf(r->o, "*i%d", t->var);
+    else if (t->var != AFF_ONE) fprintf(r->o, "*(long)%s%d", r->sym, -1 - t->var);
+  }
+  fprintf(r->o, " + %ldL", f->off);
+}
+
 void cr_aff(CRender *r, const Aff *f) {
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].dyn) {
+      cr_aff_dyn(r, f);
+      return;
+    }
   if (!r->idx32) {
     aff_print_c(r->o, r->sym, f);
     return;
@@ -172,7 +211,11 @@ static void cr_loop(CRender *r, const Stmt *s) {
   if (s->tile_var >= 0 && s->tile > 0) /* v over [tile*tile_var, min(tile*(tile_var+1), ext)) */
     fprintf(r->o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", v, s->tile,
             s->tile_var, v, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, v);
-  else fprintf(r->o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", v, v, s->ext, v);
+  else if (s->dext) {
+    fprintf(r->o, "for (long i%d = 0; i%d < ", v, v);
+    cr_ext(r, s->ext, s->dext);
+    fprintf(r->o, "; i%d++) {\n", v);
+  } else fprintf(r->o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", v, v, s->ext, v);
 }
 
 static void cr_guards(CRender *r, const Stmt *s) {
@@ -183,7 +226,8 @@ static void cr_guards(CRender *r, const Stmt *s) {
     cr_aff(r, &s->guards[k].aff);
     fputs(") >= 0 && (", r->o);
     cr_aff(r, &s->guards[k].aff);
-    fprintf(r->o, ") < %ldL", s->guards[k].ext);
+    fputs(") < ", r->o);
+    cr_ext(r, s->guards[k].ext, s->guards[k].dext);
   }
   fputs(") {\n", r->o);
 }
@@ -204,7 +248,9 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
   case S_STORE: cr_store(r, s); break;
   case S_FILL: {
     const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, s->buf);
-    fprintf(o, "for (long k = 0; k < %ldL; k++) %s%d[k] = ", b->size, r->buf, s->buf);
+    fputs("for (long k = 0; k < ", o);
+    cr_ext(r, b->size, b->dsize);
+    fprintf(o, "; k++) %s%d[k] = ", r->buf, s->buf);
     cr_const(o, s->value, b->elem == ELEM_F32);
     fputs(";\n", o);
     break;

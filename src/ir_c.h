@@ -19,6 +19,7 @@ struct CRender {
   const IrModule *m;
   const char *buf; /* buffer N is named BUF followed by N: "tdsl_buf_", "b" */
   const char *sym; /* index symbol N: "tdsl_sym_", "s" */
+  const char *dim; /* dynamic dimension N (an int): "tdsl_dim_"; NULL: that */
   const char *fn;  /* function N is FN followed by N: "tdsl_fn_" (NULL: that) */
   const char *call_args; /* the arguments of a call of another function (NULL: none) */
   bool idx32;      /* affine indices in int arithmetic (the caller checked they fit) */
@@ -44,6 +45,8 @@ void cr_access(CRender *r, const Access *acc);
 /* The affine form as an expression of type long (int when idx32) over the loop variables
  * iN and the symbols. */
 void cr_aff(CRender *r, const Aff *f);
+/* An extent (ext times the product dext of dynamic dimensions) as a long. */
+void cr_ext(CRender *r, long ext, int dext);
 /* accum(lhs, rhs) where lhs is C text and rhs an expression, or C text when rhs is NULL. */
 void cr_accum(CRender *r, PrimOp op, bool f32, const char *lhs, const IrExpr *rhs, const char *rhs_text);
 /* The value a store writes: accum(old cell, val), or val when accum is OP_ARG2. */

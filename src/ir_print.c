@@ -24,14 +24,29 @@ void aff_print(FILE *out, const Aff *a, const IrModule *m) {
   bool first = true;
   for (int i = 0; i < a->n; i++) {
     long c = a->t[i].coef;
+    bool one = a->t[i].var == AFF_ONE;
     if (!first) fputs(c < 0 ? " - " : " + ", out);
     else if (c < 0) fputc('-', out);
-    if (labs(c) != 1) fprintf(out, "%ld*", labs(c));
-    var_name(out, a->t[i].var, m);
+    if (labs(c) != 1 || (one && !a->t[i].dyn)) fprintf(out, "%ld%s", labs(c), one && !a->t[i].dyn ? "" : "*");
+    if (a->t[i].dyn) {
+      ir_prod_print(out, m, a->t[i].dyn);
+      if (!one) fputc('*', out);
+    }
+    if (!one) var_name(out, a->t[i].var, m);
     first = false;
   }
   if (first) fprintf(out, "%ld", a->off);
   else if (a->off) fprintf(out, " %c %ld", a->off < 0 ? '-' : '+', labs(a->off));
+}
+
+/* An extent: N, or N*n*m (N left out when 1) for a dynamic one. */
+static void ext_print(FILE *out, long ext, int dext, const IrModule *m) {
+  if (!dext) {
+    fprintf(out, "%ld", ext);
+    return;
+  }
+  if (ext != 1) fprintf(out, "%ld*", ext);
+  ir_prod_print(out, m, dext);
 }
 
 static const char *bname(const IrModule *m, int b) { return VEC_AT(m->bufs, IrBuf, b)->name; }
@@ -65,7 +80,10 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       if (s->tile_var >= 0)
         fprintf(out, "for i%d in %d*i%d ..< min(%d*i%d + %d, %ld)", s->var, s->tile, s->tile_var, s->tile,
                 s->tile_var, s->tile, s->ext);
-      else fprintf(out, "for i%d < %ld", s->var, s->ext);
+      else {
+        fprintf(out, "for i%d < ", s->var);
+        ext_print(out, s->ext, s->dext, m);
+      }
       if (s->accs > 1) fprintf(out, " reduce %d", s->accs);
       if (s->parallel) fputs(" parallel", out);
       fputc('\n', out);
@@ -77,7 +95,8 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
         if (k) fputs(" && ", out);
         fputs("0 <= ", out);
         aff_print(out, &s->guards[k].aff, m);
-        fprintf(out, " < %ld", s->guards[k].ext);
+        fputs(" < ", out);
+        ext_print(out, s->guards[k].ext, s->guards[k].dext, m);
       }
       fputc('\n', out);
       stmts_print(out, &s->body, ind + 1, m);
@@ -115,9 +134,17 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
   }
 }
 
-static void dims_print(FILE *out, const IrBuf *b) {
+static void dims_print(FILE *out, const IrBuf *b, const IrModule *m) {
   fputc('[', out);
-  for (int i = 0; i < b->rank; i++) fprintf(out, "%s%d", i ? "," : "", b->dims[i]);
+  for (int i = 0; i < b->rank; i++) {
+    if (i) fputc(',', out);
+    if (!DIM_IS_DYN(b->dims[i])) fprintf(out, "%d", b->dims[i]);
+    else {
+      const IrDim *d = DIM_DYN_ID(b->dims[i]) < m->dims.len ? m->dims.items[DIM_DYN_ID(b->dims[i])] : NULL;
+      if (d && d->name) fputs(d->name, out);
+      else fprintf(out, "?%d", DIM_DYN_ID(b->dims[i]));
+    }
+  }
   fputc(']', out);
 }
 
@@ -125,8 +152,12 @@ void ir_print(FILE *out, const IrModule *m) {
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(out, "buf %s %s ", b->name, b->elem == ELEM_F64 ? "f64" : "f32");
-    dims_print(out, b);
+    dims_print(out, b, m);
     fputc('\n', out);
+  }
+  for (int i = 0; i < m->dims.len; i++) {
+    const IrDim *d = VEC_AT(m->dims, IrDim, i);
+    fprintf(out, "dim ?%d %s\n", i, d->name ? d->name : "?");
   }
   for (int i = 0; i < m->syms.len; i++) {
     const IrSym *s = VEC_AT(m->syms, IrSym, i);
@@ -185,18 +216,23 @@ static void seq_print(FILE *o, const IrFunc *f) {
   free(k);
 }
 
-long ir_buf_bytes(const IrBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == ELEM_F64 ? 8 : 4); }
+long ir_buf_bytes(const IrBuf *b) {
+  if (b->dsize) return 8;
+  return (b->size > 0 ? b->size : 1) * (b->elem == ELEM_F64 ? 8 : 4);
+}
 
 static long align64(long n) { return (n + 63) & ~63L; }
 
 IrLayout ir_layout(Arena *a, const IrModule *m) {
-  IrLayout l = {.buf_off = ANEWN(a, long, m->bufs.len + 1), .sym_off = ANEWN(a, long, m->syms.len + 1)};
+  IrLayout l = {.buf_off = ANEWN(a, long, m->bufs.len + 1), .sym_off = ANEWN(a, long, m->syms.len + 1),
+                .dim_off = ANEWN(a, long, m->dims.len + 1)};
   long at = IR_INST_HEADER;
   for (int i = 0; i < m->bufs.len; i++) {
     l.buf_off[i] = align64(at);
     at = l.buf_off[i] + ir_buf_bytes(VEC_AT(m->bufs, IrBuf, i));
   }
   for (int i = 0; i < m->syms.len; i++, at += 4) l.sym_off[i] = at;
+  for (int i = 0; i < m->dims.len; i++, at += 4) l.dim_off[i] = at;
   l.size = align64(at);
   return l;
 }
@@ -247,8 +283,12 @@ static bool has_parallel(const IrModule *m) {
 /* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
  *   tdsl 2
  *   model NAME SIZE                  symbol prefix, instance bytes
- *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none)
- *   at ID OFFSET                     buffer ID's byte offset in the instance
+ *   dim ID NAME OFFSET               a dynamic dimension: its int value in the instance
+ *                                    (0 until set); NAME ?ID for an anonymous one
+ *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none; DIM < 0:
+ *                                    dynamic dimension -1 - DIM, and then SIZE is 0)
+ *   at ID OFFSET                     buffer ID's byte offset in the instance (of a
+ *                                    dynamic buffer: a pointer the runtime sets)
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
  *          | expr STREAM NOPS OP...   (OP: const V, values N V..., range, uniform,
  *            normal, or a primitive's name: a postfix program per cell, see graph.h)
@@ -280,11 +320,16 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   fputs("tdsl 2\nmodel ", o);
   meta_str(o, name);
   fprintf(o, " %ld\n", l.size);
+  for (int i = 0; i < m->dims.len; i++) {
+    fprintf(o, "dim %d ", i);
+    meta_str(o, ir_dim_name(a, m, i));
+    fprintf(o, " %ld\n", l.dim_off[i]);
+  }
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "buf %d ", i);
     meta_str(o, b->name);
-    fprintf(o, " %s %ld %d %d %d", b->elem == ELEM_F64 ? "f64" : "f32", b->size, b->nk[0], b->nk[1], b->nk[2]);
+    fprintf(o, " %s %ld %d %d %d", b->elem == ELEM_F64 ? "f64" : "f32", b->dsize ? 0 : b->size, b->nk[0], b->nk[1], b->nk[2]);
     for (int k = 0; k < b->rank; k++) fprintf(o, " %d", b->dims[k]);
     for (int k = 0; k < b->rank; k++) {
       fputc(' ', o);

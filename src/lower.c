@@ -68,7 +68,10 @@ static int new_buf(L *l, const Tensor *t, bool grad) {
       for (int i = 0; i < t->shape.n[k]; i++) {
         b->dims[r] = t->shape.dims[k][i].d;
         b->labels[r] = t->shape.dims[k][i].label;
-        b->size *= b->dims[r];
+        if (DIM_IS_DYN(b->dims[r])) {
+          int id = DIM_DYN_ID(b->dims[r]);
+          b->dsize = ir_prod_mul(l->a, l->m, b->dsize, ir_prod(l->a, l->m, &id, 1));
+        } else b->size *= b->dims[r];
         r++;
       }
     }
@@ -111,18 +114,33 @@ static int sym_index(L *l, const IndexSym *s) {
 
 /* ---- affine forms ---- */
 
-static void aff_add_term(Arena *a, Aff *f, int var, long coef) {
+static void aff_add_term(Arena *a, Aff *f, int var, long coef, int dyn) {
   if (coef == 0) return;
+  if (var == AFF_ONE && !dyn) {
+    f->off += coef;
+    return;
+  }
   for (int i = 0; i < f->n; i++)
-    if (f->t[i].var == var) {
+    if (f->t[i].var == var && f->t[i].dyn == dyn) {
       f->t[i].coef += coef;
       return;
     }
   Term *nt = ANEWN(a, Term, f->n + 1);
   if (f->n) memcpy(nt, f->t, sizeof(Term) * (size_t)f->n);
-  nt[f->n++] = (Term){var, coef};
+  nt[f->n++] = (Term){var, coef, dyn};
   f->t = nt;
 }
+
+/* The dynamic product of dimension d (0 for a static one). */
+static int dim_prod(L *l, int d) {
+  if (!DIM_IS_DYN(d)) return 0;
+  int id = DIM_DYN_ID(d);
+  return ir_prod(l->a, l->m, &id, 1);
+}
+
+/* For ordering: a stride over a dynamic dimension counts as a large one. */
+enum { DYN_WEIGHT = 1 << 16 };
+static long term_weight(const Term *t) { return labs(t->coef) * (t->dyn ? DYN_WEIGHT : 1); }
 
 /* Drops terms whose coefficients cancelled; largest strides first (reads like
  * row-major: 6*i0 + i1). */
@@ -132,7 +150,7 @@ static void aff_normalize(Aff *f) {
     if (f->t[i].coef) f->t[j++] = f->t[i];
   f->n = j;
   for (int i = 1; i < f->n; i++)
-    for (int k = i; k > 0 && labs(f->t[k].coef) > labs(f->t[k - 1].coef); k--) {
+    for (int k = i; k > 0 && term_weight(&f->t[k]) > term_weight(&f->t[k - 1]); k--) {
       Term t = f->t[k];
       f->t[k] = f->t[k - 1];
       f->t[k - 1] = t;
@@ -160,21 +178,37 @@ static Access make_access(L *l, Nest *n, int buf, int slot, Loc loc) {
     return acc;
   }
   long stride = 1;
+  int dstride = 0; /* the stride is stride times this product of dynamic dims */
   for (int ax = b->rank - 1; ax >= 0; ax--) {
     const AxisIndex *ai = &n->p->idx[slot][ax];
     Aff *f = &acc.axis[ax];
     f->off = ai->offset;
     for (int k = 0; k < ai->nterms; k++)
       if (n->p->iter_size[ai->iter[k]] != 1) /* a size-1 iterator is always 0: no loop */
-        aff_add_term(l->a, f, n->base + ai->iter[k], ai->coef[k]);
-    if (ai->sym) aff_add_term(l->a, f, -1 - sym_index(l, ai->sym), 1);
+        aff_add_term(l->a, f, n->base + ai->iter[k], ai->coef[k], 0);
+    if (ai->sym) aff_add_term(l->a, f, -1 - sym_index(l, ai->sym), 1, 0);
     aff_normalize(f);
-    acc.flat.off += stride * f->off;
-    for (int k = 0; k < f->n; k++) aff_add_term(l->a, &acc.flat, f->t[k].var, stride * f->t[k].coef);
-    stride *= b->dims[ax];
+    aff_add_term(l->a, &acc.flat, AFF_ONE, stride * f->off, dstride);
+    for (int k = 0; k < f->n; k++) aff_add_term(l->a, &acc.flat, f->t[k].var, stride * f->t[k].coef, dstride);
+    if (DIM_IS_DYN(b->dims[ax])) dstride = ir_prod_mul(l->a, l->m, dstride, dim_prod(l, b->dims[ax]));
+    else stride *= b->dims[ax];
   }
   aff_normalize(&acc.flat);
   return acc;
+}
+
+/* Does axis index f stay in [0, dim) (dim static or DIM_DYN) for every point of the
+ * nest? With dynamic sizes only the plain cases are known: all static, or f is an
+ * iterator that runs over exactly that dynamic dimension. */
+static bool dyn_in_range(const Nest *n, const Aff *f, int dim) {
+  bool dyn = DIM_IS_DYN(dim);
+  for (int k = 0; k < f->n; k++) dyn |= f->t[k].var >= 0 && n->var_ext[f->t[k].var] < 0;
+  if (!dyn) {
+    long lo, hi;
+    aff_range(f, n->var_ext, &lo, &hi);
+    return lo >= 0 && hi < dim;
+  }
+  return f->n == 1 && f->off == 0 && f->t[0].coef == 1 && f->t[0].var >= 0 && n->var_ext[f->t[0].var] == dim;
 }
 
 /* Collects guards for the axes of acc that can fall outside their extent. */
@@ -185,12 +219,11 @@ static void add_guards(L *l, Nest *n, const Access *acc, PtrVec *guards) {
     bool has_var = false;
     for (int k = 0; k < f->n; k++) has_var |= f->t[k].var >= 0;
     if (!has_var) continue; /* fixed and symbol indices are checked, not skipped */
-    long lo, hi;
-    aff_range(f, n->var_ext, &lo, &hi);
-    if (lo >= 0 && hi < b->dims[ax]) continue;
+    if (dyn_in_range(n, f, b->dims[ax])) continue;
     Guard *gd = ANEW(l->a, Guard);
     gd->aff = *f;
-    gd->ext = b->dims[ax];
+    gd->ext = DIM_IS_DYN(b->dims[ax]) ? 1 : b->dims[ax];
+    gd->dext = dim_prod(l, b->dims[ax]);
     vec_push(l->a, guards, gd);
   }
 }
@@ -291,7 +324,7 @@ static void loop_order(int niters, int base, PtrVec *accs, int *order) {
     for (int k = 0; k < a->flat.n; k++) {
       int v = a->flat.t[k].var - base;
       if (v < 0 || v >= niters || v >= MAX_NEST_ITERS) continue;
-      long c = labs(a->flat.t[k].coef);
+      long c = term_weight(&a->flat.t[k]);
       if (c < key[v].min) key[v].min = c;
       key[v].sum += c;
       if (i == 0) key[v].dst = c;
@@ -312,11 +345,13 @@ static Stmt *new_stmt(L *l, StmtKind k) {
   return s;
 }
 
-/* for var < ext (tiled by TILE through tile_var when tile_var >= 0) { body } */
+/* for var < ext (tiled by TILE through tile_var when tile_var >= 0) { body }; ext < 0:
+ * the dynamic dimension DIM_DYN encoded (never tiled) */
 static Stmt *new_loop(L *l, int var, long ext, int tile_var, Stmt *body) {
   Stmt *lp = new_stmt(l, S_LOOP);
   lp->var = var;
-  lp->ext = ext;
+  lp->ext = ext < 0 ? 1 : ext;
+  lp->dext = ext < 0 ? dim_prod(l, (int)ext) : 0;
   lp->tile_var = tile_var;
   lp->tile = tile_var >= 0 ? TILE : 0;
   vec_push(l->a, &lp->body, body);
@@ -518,6 +553,13 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
     buf_of(&l, (Buf){t, false});
     if (t->diff) buf_of(&l, (Buf){t, true});
+  }
+  for (int i = 0; i < g->dimsyms.len; i++) {
+    DimSym *s = VEC_AT(g->dimsyms, DimSym, i);
+    IrDim *d = ANEW(a, IrDim);
+    d->id = i;
+    d->name = s->name;
+    vec_push(a, &l.m->dims, d);
   }
   for (int i = 0; i < g->syms.len; i++) {
     IndexSym *s = VEC_AT(g->syms, IndexSym, i);

@@ -46,7 +46,7 @@ static void usage(FILE *out) {
         "  --json                 with --dump-shapes/--dump-projections/--print: JSON Lines\n"
         "  --verbose              with --dump-shapes: mark parameters, count their values\n"
         "  --run                  compile in process and execute:\n"
-        "      [--seed N] [--set SYM=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
+        "      [--seed N] [--set NAME=INT]... [--load TENSOR=PATH]... [--call ROUTINE]...\n"
         "      [--print TENSOR]... [--load-checkpoint PATH] [--save PATH]\n"
         "  --check                compile twice (plain -O0 reference, as configured), run every\n"
         "                         routine on both, compare every tensor [--seed/--set/--load]\n"
@@ -200,7 +200,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
       long long val;
-      if (!eq || eq == v || !parse_int(eq + 1, &val)) return bad_usage("bad --set '%s' (expected SYM=INT)", v);
+      if (!eq || eq == v || !parse_int(eq + 1, &val)) return bad_usage("bad --set '%s' (expected NAME=INT)", v);
       RunSet *s = ANEW(&c->arena, RunSet);
       s->name = arena_strndup(&c->arena, v, (size_t)(eq - v));
       s->value = val;

@@ -144,13 +144,29 @@ static int run_err(const char *what, const tdsl_model *m) {
   return 1;
 }
 
+static bool has_index(const tdsl_model *m, const char *name) {
+  for (int i = 0; i < tdsl_num_indices(m); i++)
+    if (!strcmp(tdsl_index_name(m, i), name)) return true;
+  return false;
+}
+
 int run_prepare(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   if (tdsl_init(m, o->seed)) return run_err("init", m);
-  for (int i = 0; i < o->sets.len; i++) {
-    RunSet *s = o->sets.items[i];
-    if (tdsl_set_index(m, s->name, (long)s->value)) return run_err("--set", m);
-  }
+  /* --set names dynamic dimensions (first: they size the tensors) and index symbols. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < o->sets.len; i++) {
+      RunSet *s = o->sets.items[i];
+      long cur;
+      bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
+      if (dim != (pass == 0)) continue;
+      if (!dim && !has_index(m, s->name)) {
+        fprintf(stderr, "tdslc: error: --set: no index symbol or dynamic dimension named '%s'\n", s->name);
+        return 1;
+      }
+      if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
+        return run_err("--set", m);
+    }
   if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];

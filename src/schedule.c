@@ -513,6 +513,10 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
   r->funcs = (PtrVec){0};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    if (ir_stmts_dynamic(m, &f->body)) { /* dynamic sizes: the plain loops (issue 17) */
+      vec_push(a, &r->funcs, (void *)f);
+      continue;
+    }
     IrFunc *nf = ANEW(a, IrFunc);
     *nf = *f;
     nf->body = (PtrVec){0};

@@ -17,11 +17,15 @@ void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
     cr_aff(r, &acc->axis[ax]);
-    fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
-            b->dims[ax], b->dims[ax], ax, b->name);
+    if (DIM_IS_DYN(b->dims[ax]))
+      fprintf(o, "; long n = tdsl_dim_%d; if (ix < 0 || ix >= n) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %%ld) on axis %d of tensor %s in ",
+              DIM_DYN_ID(b->dims[ax]), ax, b->name);
+    else
+      fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
+              b->dims[ax], b->dims[ax], ax, b->name);
     for (const char *p = what; *p; p++) /* a C string: no quote, backslash, trigraph or newline ends it */
       fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
-    fprintf(o, "\\n\", ix); abort(); } }\n");
+    fprintf(o, DIM_IS_DYN(b->dims[ax]) ? "\\n\", ix, n); abort(); } }\n" : "\\n\", ix); abort(); } }\n");
     cr_indent(r, ind);
   }
 }
@@ -79,9 +83,11 @@ static void c_instance(FILE *o, const IrModule *m) {
   fprintf(o, "struct tdsl_instance {\n  void *rt[%d];\n", IR_INST_HEADER / 8);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    fprintf(o, "  _Alignas(64) %s b%d[%ld]; /* %s */\n", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
+    if (b->dsize) fprintf(o, "  _Alignas(64) %s *b%d; /* %s: the runtime allocates it */\n", ctype(m, i), i, b->name);
+    else fprintf(o, "  _Alignas(64) %s b%d[%ld]; /* %s */\n", ctype(m, i), i, b->size > 0 ? b->size : 1, b->name);
   }
   for (int i = 0; i < m->syms.len; i++) fprintf(o, "  int s%d; /* %s */\n", i, VEC_AT(m->syms, IrSym, i)->name);
+  for (int i = 0; i < m->dims.len; i++) fprintf(o, "  int d%d; /* %s */\n", i, ir_dim_name(&a, m, i));
   fputs("};\n", o);
   for (int i = 0; i < m->bufs.len; i++)
     fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, b%d) == %ld, \"layout\");\n#define tdsl_buf_%d (self->b%d)\n", i,
@@ -89,6 +95,9 @@ static void c_instance(FILE *o, const IrModule *m) {
   for (int i = 0; i < m->syms.len; i++)
     fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, s%d) == %ld, \"layout\");\n#define tdsl_sym_%d (self->s%d)\n", i,
             l.sym_off[i], i, i);
+  for (int i = 0; i < m->dims.len; i++)
+    fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, d%d) == %ld, \"layout\");\n#define tdsl_dim_%d (self->d%d)\n", i,
+            l.dim_off[i], i, i);
   fprintf(o, "_Static_assert(sizeof(struct tdsl_instance) <= %ld, \"layout\");\n\n", l.size);
   arena_free(&a);
 }
@@ -146,9 +155,22 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     fprintf(o, "#define %s_", name);
     cname(o, b->name);
+    if (b->dsize) { /* storage the runtime allocates when the sizes are set */
+      fprintf(o, "(inst) (*(%s **)((char *)(inst) + %ld)) /* %s [", ctype(m, i), l.buf_off[i], b->name);
+      for (int k = 0; k < b->rank; k++)
+        if (DIM_IS_DYN(b->dims[k])) fprintf(o, "%s%s", k ? "," : "", ir_dim_name(&a, m, DIM_DYN_ID(b->dims[k])));
+        else fprintf(o, "%s%d", k ? "," : "", b->dims[k]);
+      fputs("] */\n", o);
+      continue;
+    }
     fprintf(o, "(inst) ((%s *)((char *)(inst) + %ld)) /* %s [", ctype(m, i), l.buf_off[i], b->name);
     for (int k = 0; k < b->rank; k++) fprintf(o, "%s%d", k ? "," : "", b->dims[k]);
     fprintf(o, "], %ld cells */\n", b->size > 0 ? b->size : 1);
+  }
+  for (int i = 0; i < m->dims.len; i++) {
+    fprintf(o, "#define %s_dim_", name);
+    cname(o, ir_dim_name(&a, m, i));
+    fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld)) /* set it with tdsl_set_dim */\n", l.dim_off[i]);
   }
   for (int i = 0; i < m->syms.len; i++) {
     fprintf(o, "#define %s_sym_", name);

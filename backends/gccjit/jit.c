@@ -48,8 +48,9 @@ static void fault_globals(J *j) {
 
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
   IrLayout l = ir_layout(a, m);
-  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1)};
-  int cap = 2 * (m->bufs.len + m->syms.len) + 3, n = 0;
+  JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1),
+                    .dim = ANEWN(a, gcc_jit_field *, m->dims.len + 1)};
+  int cap = 2 * (m->bufs.len + m->syms.len + m->dims.len) + 3, n = 0;
   gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
   gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
   gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
@@ -64,7 +65,8 @@ JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
     if (l.buf_off[i] > at)
       f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.buf_off[i] - at)),
                                          arena_printf(a, "pad%d", i));
-    gcc_jit_type *arr = gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
+    gcc_jit_type *arr = b->dsize ? gcc_jit_type_get_pointer(t_el[b->elem]) /* the runtime allocates it */
+                                 : gcc_jit_context_new_array_type(c, NULL, t_el[b->elem], (int)(ir_buf_bytes(b) / (b->elem == ELEM_F64 ? 8 : 4)));
     in.buf[i] = f[n++] = gcc_jit_context_new_field(c, NULL, arr, arena_printf(a, "b%d", i));
     at = l.buf_off[i] + ir_buf_bytes(b);
   }
@@ -75,6 +77,13 @@ JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
                                          arena_printf(a, "spad%d", i));
     in.sym[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "s%d", i));
     at = l.sym_off[i] + 4;
+  }
+  for (int i = 0; i < m->dims.len; i++) {
+    if (l.dim_off[i] > at)
+      f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.dim_off[i] - at)),
+                                         arena_printf(a, "dpad%d", i));
+    in.dim[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "d%d", i));
+    at = l.dim_off[i] + 4;
   }
   gcc_jit_struct *st = gcc_jit_context_new_struct_type(c, NULL, "tdsl_instance", n, f);
   in.ptr = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(gcc_jit_struct_as_type(st), 64));
@@ -123,6 +132,7 @@ void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const 
 
 gcc_jit_lvalue *jm_buf(J *j, int b) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.buf[b]); }
 gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.sym[s])); }
+gcc_jit_rvalue *jm_dim(J *j, int d) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.dim[d])); }
 gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
 
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {

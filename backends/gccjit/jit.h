@@ -48,7 +48,8 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
 /* The instance struct type of a model in context c (its layout is ir_layout's). */
 typedef struct JitInstance {
   gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
-  gcc_jit_field **buf, **sym; /* per buffer / symbol */
+  gcc_jit_field **buf, **sym; /* per buffer / symbol (a dynamic buffer: its pointer) */
+  gcc_jit_field **dim;        /* per dynamic dimension: its current value (int) */
   gcc_jit_field *header;      /* void *[IR_INST_HEADER / sizeof(void *)], the runtime's */
 } JitInstance;
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);

@@ -34,6 +34,8 @@ typedef struct J {
 gcc_jit_lvalue *jm_buf(J *j, int b);
 /* The current value of index symbol s (an int). */
 gcc_jit_rvalue *jm_sym(J *j, int s);
+/* The current value of dynamic dimension d (an int). */
+gcc_jit_rvalue *jm_dim(J *j, int d);
 /* A call of IR function callee from the function being built. */
 gcc_jit_rvalue *jm_call(J *j, int callee);
 /* --check-bounds: the model's fault word (an int, nonzero once a check failed) and its
@@ -49,6 +51,8 @@ void js_emit_stmts(J *j, const PtrVec *body);
 /* Pieces for the rendering of scheduled statements: an affine form (long), an
  * expression in element type el, and --check-bounds traps (into j->blk). */
 gcc_jit_rvalue *js_aff(J *j, const Aff *f);
+/* An extent: ext, times the product dext of dynamic dimensions when not 0 (long). */
+gcc_jit_rvalue *js_ext(J *j, long ext, int dext);
 gcc_jit_rvalue *js_expr(J *j, const IrExpr *e, int el);
 void js_check_access(J *j, const Access *acc, const char *what);
 void js_check_expr(J *j, const IrExpr *e, const char *what);

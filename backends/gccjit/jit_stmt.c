@@ -190,12 +190,32 @@ static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc
   }
 }
 
+/* The product of dynamic dimensions number p as a long. */
+static gcc_jit_rvalue *prod_rvalue(J *j, int p) {
+  const IrProd *x = ir_prod_at(j->m, p);
+  gcc_jit_rvalue *r = NULL;
+  for (int i = 0; x && i < x->n; i++) {
+    gcc_jit_rvalue *d = gcc_jit_context_new_cast(j->c, NULL, jm_dim(j, x->dims[i]), j->t_long);
+    r = r ? bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, r, d) : d;
+  }
+  return r ? r : lng(j, 1);
+}
+
+gcc_jit_rvalue *js_ext(J *j, long ext, int dext) {
+  if (!dext) return lng(j, ext);
+  gcc_jit_rvalue *p = prod_rvalue(j, dext);
+  return ext == 1 ? p : bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, ext), p);
+}
+
 static gcc_jit_rvalue *aff_rvalue(J *j, const Aff *f) {
   gcc_jit_rvalue *r = NULL;
   for (int i = 0; i < f->n; i++) {
-    gcc_jit_rvalue *v = f->t[i].var >= 0 ? gcc_jit_lvalue_as_rvalue(j->vars[f->t[i].var])
-                                          : gcc_jit_context_new_cast(j->c, NULL, jm_sym(j, -1 - f->t[i].var), j->t_long);
-    if (f->t[i].coef != 1) v = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, f->t[i].coef), v);
+    const Term *t = &f->t[i];
+    gcc_jit_rvalue *v = t->var == AFF_ONE ? NULL
+                        : t->var >= 0      ? gcc_jit_lvalue_as_rvalue(j->vars[t->var])
+                                           : gcc_jit_context_new_cast(j->c, NULL, jm_sym(j, -1 - t->var), j->t_long);
+    if (t->dyn) v = v ? bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, prod_rvalue(j, t->dyn), v) : prod_rvalue(j, t->dyn);
+    if (t->coef != 1) v = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, t->coef), v);
     r = r ? bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, r, v) : v;
   }
   if (!r) return lng(j, f->off);
@@ -247,18 +267,23 @@ static void check_access(J *j, const Access *acc, const char *what) {
   IrBuf *b = jbuf(j, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     gcc_jit_rvalue *idx = aff_rvalue(j, &acc->axis[ax]);
+    bool dyn = DIM_IS_DYN(b->dims[ax]);
+    gcc_jit_rvalue *ext = dyn ? gcc_jit_context_new_cast(j->c, NULL, jm_dim(j, DIM_DYN_ID(b->dims[ax])), j->t_long)
+                              : lng(j, b->dims[ax]);
     gcc_jit_rvalue *bad = gcc_jit_context_new_binary_op(
         j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_OR, j->t_bool, cmp(j, GCC_JIT_COMPARISON_LT, idx, lng(j, 0)),
-        cmp(j, GCC_JIT_COMPARISON_GE, idx, lng(j, b->dims[ax])));
+        cmp(j, GCC_JIT_COMPARISON_GE, idx, ext));
     gcc_jit_block *trap = js_new_block(j, j->fn), *ok = js_new_block(j, j->fn);
     gcc_jit_block_end_with_conditional(j->blk, NULL, bad, trap, ok);
-    char *msg = arena_printf(j->a, "index %%ld out of range [0, %d) on axis %d of tensor %s in %s", b->dims[ax], ax,
-                             fmt_escape(j->a, b->name), fmt_escape(j->a, what));
-    gcc_jit_rvalue *args[4] = {jm_fault_msg(j),
+    char *msg = dyn ? arena_printf(j->a, "index %%ld out of range [0, %%ld) on axis %d of tensor %s in %s", ax,
+                                   fmt_escape(j->a, b->name), fmt_escape(j->a, what))
+                    : arena_printf(j->a, "index %%ld out of range [0, %d) on axis %d of tensor %s in %s", b->dims[ax], ax,
+                                   fmt_escape(j->a, b->name), fmt_escape(j->a, what));
+    gcc_jit_rvalue *args[5] = {jm_fault_msg(j),
                                gcc_jit_context_new_rvalue_from_long(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T),
                                                                     JIT_FAULT_MSG),
-                               gcc_jit_context_new_string_literal(j->c, msg), idx};
-    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_snprintf, 4, args));
+                               gcc_jit_context_new_string_literal(j->c, msg), idx, ext};
+    gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_snprintf, dyn ? 5 : 4, args));
     gcc_jit_block_add_assignment(trap, NULL, jm_fault(j), gcc_jit_context_one(j->c, j->t_int));
     gcc_jit_block_end_with_void_return(trap, NULL);
     j->blk = ok;
@@ -278,10 +303,17 @@ static void check_expr(J *j, const IrExpr *e, const char *what) {
 /* for (var = start; var < end; var++) in do-while form (start < end): the statements
  * of body, or a fill of buffer fill_buf. A tiled loop (tile_var) starts at
  * tile*tile_var and ends at min(start + tile, ext). */
-static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, int fill_buf, double fill_v,
+static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVec *body, int fill_buf, double fill_v,
                       gcc_jit_lvalue *tile_var, int tile) {
   if (ext <= 0) return;
-  gcc_jit_rvalue *end = lng(j, ext);
+  gcc_jit_rvalue *end = js_ext(j, ext, dext);
+  gcc_jit_block *skip = NULL; /* a dynamic extent may be 0 at run time */
+  if (dext) {
+    gcc_jit_block *go = js_new_block(j, j->fn);
+    skip = js_new_block(j, j->fn);
+    gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_GT, end, lng(j, 0)), go, skip);
+    j->blk = go;
+  }
   if (tile_var) {
     gcc_jit_rvalue *start = bin(j, GCC_JIT_BINARY_OP_MULT, j->t_long, lng(j, tile), gcc_jit_lvalue_as_rvalue(tile_var));
     gcc_jit_block_add_assignment(j->blk, NULL, var, start);
@@ -308,6 +340,10 @@ static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, const PtrVec *body, i
   gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), end), b,
                                      after);
   j->blk = after;
+  if (skip) {
+    gcc_jit_block_end_with_jump(after, NULL, skip);
+    j->blk = skip;
+  }
 }
 
 static void emit_store(J *j, const Stmt *s) {
@@ -335,7 +371,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
         js_reduce_loop(j, s);
         break;
       }
-      emit_loop(j, j->vars[s->var], s->ext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
+      emit_loop(j, j->vars[s->var], s->ext, s->dext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
       break;
     case S_IF: {
       gcc_jit_rvalue *cond = NULL;
@@ -343,7 +379,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
         gcc_jit_rvalue *v = aff_rvalue(j, &s->guards[k].aff);
         gcc_jit_rvalue *c = gcc_jit_context_new_binary_op(
             j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, j->t_bool, cmp(j, GCC_JIT_COMPARISON_GE, v, lng(j, 0)),
-            cmp(j, GCC_JIT_COMPARISON_LT, v, lng(j, s->guards[k].ext)));
+            cmp(j, GCC_JIT_COMPARISON_LT, v, js_ext(j, s->guards[k].ext, s->guards[k].dext)));
         cond = cond ? gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, j->t_bool, cond, c) : c;
       }
       gcc_jit_block *then = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
@@ -357,7 +393,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     case S_STORE: emit_store(j, s); break;
     case S_FILL: {
       gcc_jit_lvalue *k = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "f%d", j->nblocks));
-      emit_loop(j, k, jbuf(j, s->buf)->size, NULL, s->buf, s->value, NULL, 0);
+      emit_loop(j, k, jbuf(j, s->buf)->size, jbuf(j, s->buf)->dsize, NULL, s->buf, s->value, NULL, 0);
       break;
     }
     case S_CALL:

@@ -97,6 +97,33 @@ int main(void) {
   refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
   refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
+  /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
+   * dynamic buffer has size 0 and a pointer slot */
+  const char *dyn = "tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\n";
+  char err2[256];
+  tdsl_model *dm = open_text(dyn, err2, sizeof err2);
+  CHECK(dm != NULL);
+  if (dm) {
+    tdsl_tensor_info ti;
+    long v = -1;
+    CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 0 && !ti.data);
+    CHECK(tdsl_set_dim(dm, "n", 3) == 0 && tdsl_get_dim(dm, "n", &v) == 0 && v == 3);
+    CHECK(*(int *)((char *)tdsl_instance(dm) + 128) == 3);
+    CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 6 && ti.dims[0] == 3 && ti.dims[1] == 2 && ti.data &&
+          *(void **)((char *)tdsl_instance(dm) + 64) == ti.data);
+    CHECK(tdsl_set_dim(dm, "n", 2147483648L) == -1 && tdsl_set_dim(dm, "n", -1) == -1);
+    tdsl_close(dm);
+  } else fprintf(stderr, "dynamic model refused: %s\n", err2);
+  refused("tdsl 2\nmodel t 1024\ndim 1 n 128\n", "dimensions out of order");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ndim 0 n 128\n", "dimensions out of order");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 1024\n", "dimension outside the instance");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n\n", "bad dim line");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ndim 1 n 132\n", "two dimensions of one name");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -2 2 - -\n", "bad dimension");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 2 1 1 0 -1 2 - -\n", "dynamic buffer's size is not 0");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 1020\n", "buffer storage outside");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 68\n", "buffer storage outside");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\n", "no storage for tensor x");
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
