@@ -132,16 +132,18 @@ static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char
  * guards once); 0 past the block and outside the row guards. */
 static void c_pack_a(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
   FILE *o = cr->o;
+  bool kmajor = k->nm == 1; /* one row variable: k-major, as the gccjit renderer */
   line(o, ind, "for (long ir = 0; ir < mb; ir += %d)\n", k->mr);
-  line(o, ind + 1, "for (long e = 0; e < %d; e++) {\n", k->mr);
-  c_row_head(cr, k, ind + 2, "e", "const int ok = ir + e < mb && ", ";");
-  line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
+  if (kmajor) line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
+  line(o, ind + 1 + kmajor, "for (long e = 0; e < %d; e++) {\n", k->mr);
+  c_row_head(cr, k, ind + 2 + kmajor, "e", "const int ok = ir + e < mb && ", ";");
+  if (!kmajor) line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
   line(o, ind + 3, "const long i%d = pc + kk;\n", k->var[2]);
   line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok ? ", k->mr);
   cr_access(cr, acc);
   fprintf(o, " : (%s)0;\n", T);
   line(o, ind + 2, "}\n");
-  line(o, ind + 1, "}\n");
+  if (!kmajor) line(o, ind + 1, "}\n");
 }
 
 /* Direct A: pr[r] = &A(row ic + ir + r, pc), or the zero row past the block and outside

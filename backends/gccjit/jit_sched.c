@@ -209,8 +209,41 @@ static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
 
 /* Packs A row by row (the row's M variables and guards once, then its k run); rows past
  * the block or outside the row guards are 0. */
+/* One row variable: A in k-major order, the tile's rows innermost (each k step writes
+ * one contiguous run of the panel; a row guard is cheap to test per cell). */
+static void pack_a_kmajor(J *j, K *x, const Access *acc) {
+  const Kernel *k = x->k;
+  Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
+  Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
+  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb)),
+                                  mul(j, k->mr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
+  Branch in = branch(j, less(j, off, lv(x->mb)));
+  set_rows(j, k, add(j, lv(x->ic), off));
+  gcc_jit_rvalue *ok = rows_ok(j, k);
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
+  set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
+  if (ok) {
+    branch_else(j, &g);
+    set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+    branch_end(j, &g);
+  }
+  branch_else(j, &in);
+  set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+  branch_end(j, &in);
+  loop_end(j, &l3);
+  loop_end(j, &l2);
+  loop_end(j, &l1);
+}
+
 static void pack_a(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
+  if (k->nm == 1) {
+    pack_a_kmajor(j, x, acc);
+    return;
+  }
   Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
   Loop l2 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
