@@ -77,8 +77,6 @@ struct tdsl_model {
   RtBuf *bufs;
   int nbufs;
   RtNamed *syms, *fns, *aliases;
-  int *fault;          /* --check-bounds models: set by a failed check (tdsl_fault) */
-  const char *fault_msg;
   int *sym_range;
   int nsyms, nfns, naliases;
   RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
@@ -113,6 +111,10 @@ static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
   return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
 }
 
+int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p) {
+  return !live(m) ? -1 : need(m, fn, what, p);
+}
+
 int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -124,7 +126,7 @@ int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
 static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
 
 const char *tdsl_role_name(tdsl_role r) {
-  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "intermediate";
+  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "unknown";
 }
 
 static char *xstrdup(const char *s) {
@@ -201,9 +203,12 @@ static void *grow(void *arr, int n, size_t elsz) {
   return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
 }
 
-/* The instance starts with a header the runtime owns (void *[8]): slot 0 and 1 are the
- * cuda model's context and launch function. */
-#define INST_HEADER 64
+/* The instance starts with a header (tdsl_abi.h INST_HEADER): the runtime's slots (0 and
+ * 1: a cuda model's context and launch function), then the --check-bounds fault. */
+
+/* The fault word of the instance: models built with --check-bounds set it (and the
+ * message after it) when a check fails and return instead of aborting. */
+static int *inst_fault(const tdsl_model *m) { return (int *)(void *)(m->inst + INST_FAULT); }
 
 static long buf_bytes(const RtBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == TDSL_F64 ? 8 : 4); }
 
@@ -212,8 +217,8 @@ static bool in_instance(const tdsl_model *m, long off, long n) {
   return m->inst && off >= INST_HEADER && n >= 0 && off <= m->inst_size - n && off % 4 == 0;
 }
 
-/* "seq ID NAME K|A-B|A-B/S...": a routine that runs NAME_call(instance, K) for each K. */
-static int parse_seq(tdsl_model *m, char *p, tdsl_resolver res, void *h) {
+/* seq ID NAME K|A-B|A-B/S...: a routine that runs NAME_call(instance, K) for each K. */
+static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   RtNamed nd = {0};
   nd.index = (int)tok_long(&p);
   char *name = next_tok(&p), *t, sym[320];
@@ -350,7 +355,7 @@ static int meta_labels(tdsl_model *m, RtBuf *b, char **p, int ln) {
 }
 
 /* buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL... */
-static int meta_buf(tdsl_model *m, char *p, int ln) {
+static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, size, nk[3];
   char *name, *el;
   if (!tok_int(&p, 0, INT_MAX, &id) || id != m->nbufs) return bad_meta(m, ln, "buffers out of order");
@@ -380,7 +385,7 @@ static int meta_buf(tdsl_model *m, char *p, int ln) {
 }
 
 /* model NAME SIZE: the symbol prefix and the instance's bytes; allocates the instance. */
-static int meta_model(tdsl_model *m, char *p, int ln) {
+static int meta_model(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   char *name = tok_str(&p);
   long size;
   if (!name || m->prefix || !tok_int(&p, INST_HEADER, LONG_MAX, &size) || size % 64) return bad_meta(m, ln, "bad model line");
@@ -394,7 +399,7 @@ static int meta_model(tdsl_model *m, char *p, int ln) {
 }
 
 /* at ID OFFSET: buffer ID's storage in the instance. */
-static int meta_at(tdsl_model *m, char *p, int ln) {
+static int meta_at(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, off;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !tok_int(&p, 0, LONG_MAX, &off)) return bad_meta(m, ln, "bad at line");
   RtBuf *b = &m->bufs[id];
@@ -410,7 +415,7 @@ static int meta_at(tdsl_model *m, char *p, int ln) {
 
 /* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
  * the instance) stays 0 until tdsl_set_dim. */
-static int meta_dim(tdsl_model *m, char *p, int ln) {
+static int meta_dim(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, off;
   char *name;
   if (m->nbufs || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
@@ -431,7 +436,7 @@ static int meta_dim(tdsl_model *m, char *p, int ln) {
 }
 
 /* init ID const V | values N V... | range | uniform STREAM | file ELEMS PATH */
-static int meta_init(tdsl_model *m, char *p, int ln) {
+static int meta_init(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, n;
   char *k = NULL;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(k = next_tok(&p))) return bad_meta(m, ln, "bad init line");
@@ -468,7 +473,7 @@ static int meta_init(tdsl_model *m, char *p, int ln) {
 }
 
 /* role ID NAME */
-static int meta_role(tdsl_model *m, char *p, int ln) {
+static int meta_role(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id;
   char *r;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(r = next_tok(&p))) return bad_meta(m, ln, "bad role line");
@@ -480,46 +485,129 @@ static int meta_role(tdsl_model *m, char *p, int ln) {
   return bad_meta(m, ln, "unknown role");
 }
 
-/* sym ID NAME RANGE OFFSET | fn ID NAME | alias NAME BUFID */
-static int meta_named(tdsl_model *m, const char *kw, char *p, int ln, tdsl_resolver res, void *h) {
-  RtNamed nd = {0};
-  long idx, range = 0, off = 0;
-  char *name;
-  bool alias = kw[0] == 'a', sym = kw[0] == 's';
-  if (alias ? !(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)
-            : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) ||
-                  (sym && (!tok_int(&p, 0, INT_MAX, &range) || !tok_int(&p, 0, LONG_MAX, &off))))
-    return bad_meta(m, ln, alias ? "bad alias line" : sym ? "bad index symbol line" : "bad routine line");
-  if (sym && idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
-  nd.index = (int)idx;
-  if (!(nd.name = xstrdup(name))) return fail(m, "out of memory");
-  char symname[320];
-  snprintf(symname, sizeof symname, "%s_fn_%ld", m->prefix ? m->prefix : "tdsl", idx);
-  if (sym && !in_instance(m, off, 4)) {
-    free(nd.name);
-    return bad_meta(m, ln, "index symbol outside the instance");
-  }
-  nd.ptr = alias ? NULL : sym ? (void *)(m->inst + off) : res(h, symname);
-  RtNamed **arr = alias ? &m->aliases : sym ? &m->syms : &m->fns;
-  int *cnt = alias ? &m->naliases : sym ? &m->nsyms : &m->nfns;
+/* Appends nd to *arr, *cnt its length; frees nd's name on failure. */
+static int add_named(tdsl_model *m, RtNamed **arr, int *cnt, RtNamed nd) {
   RtNamed *grown = grow(*arr, *cnt, sizeof nd);
   if (!grown) {
     free(nd.name);
     return fail(m, "out of memory");
   }
   *arr = grown;
-  if (sym) {
-    int *ranges = grow(m->sym_range, m->nsyms, sizeof(int));
-    if (!ranges) {
-      free(nd.name);
-      return fail(m, "out of memory");
-    }
-    m->sym_range = ranges;
-    m->sym_range[m->nsyms] = (int)range;
-  }
   (*arr)[(*cnt)++] = nd;
-  if (!alias && !nd.ptr) return fail(m, "model has no symbol %s (%s)", symname, nd.name);
   return 0;
+}
+
+/* sym ID NAME RANGE OFFSET: index symbol ID (values below RANGE) at OFFSET in the instance. */
+static int meta_sym(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx, range, off;
+  char *name;
+  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || !tok_int(&p, 0, INT_MAX, &range) ||
+      !tok_int(&p, 0, LONG_MAX, &off))
+    return bad_meta(m, ln, "bad index symbol line");
+  if (idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
+  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "index symbol outside the instance");
+  int *ranges = grow(m->sym_range, m->nsyms, sizeof(int));
+  if (!ranges) return fail(m, "out of memory");
+  m->sym_range = ranges;
+  m->sym_range[m->nsyms] = (int)range;
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = m->inst + off};
+  if (!nd.name) return fail(m, "out of memory");
+  return add_named(m, &m->syms, &m->nsyms, nd);
+}
+
+/* fn ID NAME: an exported routine, the model's symbol PREFIX_fn_ID. */
+static int meta_fn(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx;
+  char *name, symname[320];
+  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p))) return bad_meta(m, ln, "bad routine line");
+  snprintf(symname, sizeof symname, "%s_fn_%ld", m->prefix ? m->prefix : "tdsl", idx);
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = res(h, symname)};
+  if (!nd.name) return fail(m, "out of memory");
+  if (add_named(m, &m->fns, &m->nfns, nd)) return -1;
+  return nd.ptr ? 0 : fail(m, "model has no symbol %s (%s)", symname, nd.name);
+}
+
+/* alias NAME BUFID: another name of buffer BUFID. */
+static int meta_alias(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx;
+  char *name;
+  if (!(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)) return bad_meta(m, ln, "bad alias line");
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name)};
+  if (!nd.name) return fail(m, "out of memory");
+  return add_named(m, &m->aliases, &m->naliases, nd);
+}
+
+/* tdsl VERSION: tdsl_open_resolved checked the version; it is the first line only. */
+static int meta_version(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  return ln == 1 ? 0 : bad_meta(m, ln, "a second version line");
+}
+
+/* threads: the model runs parallel loops through the runtime's thread pool. */
+static int meta_threads(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  m->parallel = true;
+  return 0;
+}
+
+/* cuda: a cuda model; tdsl_open_resolved hands it to tdslrt_cuda.c, which reads the
+ * kernel table from its own symbols. */
+static int meta_cuda(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) { return 0; }
+
+typedef int (*MetaFn)(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h);
+
+/* The metadata's line kinds, as ir_metadata (src/ir_print.c) writes them: a line is
+ * KEYWORD FIELD..., and a keyword with a fixed number of fields (-1: the handler
+ * reads a variable number) is refused with `bad` when it has another. */
+static const struct MetaKind {
+  const char *kw;
+  MetaFn fn;
+  int fields;
+  const char *bad;
+} meta_kinds[] = {
+    {"tdsl", meta_version, 1, "bad version line"},
+    {"model", meta_model, 2, "bad model line"},
+    {"buf", meta_buf, -1, NULL},
+    {"at", meta_at, 2, "bad at line"},
+    {"dim", meta_dim, 3, "bad dim line"},
+    {"role", meta_role, 2, "bad role line"},
+    {"init", meta_init, -1, NULL},
+    {"sym", meta_sym, 4, "bad index symbol line"},
+    {"alias", meta_alias, 2, "bad alias line"},
+    {"fn", meta_fn, 2, "bad routine line"},
+    {"seq", meta_seq, -1, NULL},
+    {"threads", meta_threads, 0, "bad threads line"},
+    {"cuda", meta_cuda, 0, "bad cuda line"},
+};
+
+static int count_fields(const char *p) {
+  int n = 0;
+  for (;;) {
+    while (*p == ' ') p++;
+    if (!*p) return n;
+    n++;
+    while (*p && *p != ' ') p++;
+  }
+}
+
+/* An unknown keyword is refused (a model from a newer tdslc, or damaged), named with
+ * its non-printable bytes as '?': the message may reach a terminal. */
+static int unknown_keyword(tdsl_model *m, const char *kw, int ln) {
+  char shown[41];
+  size_t n = 0;
+  for (; kw[n] && n < sizeof shown - 1; n++) shown[n] = kw[n] > ' ' && kw[n] < 0x7f ? kw[n] : '?';
+  shown[n] = 0;
+  return fail(m, "malformed model metadata (line %d): unknown keyword '%s'", ln, shown);
+}
+
+static int meta_line(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  char *kw = next_tok(&p);
+  if (!kw) return 0; /* a blank line */
+  for (size_t i = 0; i < sizeof meta_kinds / sizeof *meta_kinds; i++) {
+    const struct MetaKind *k = &meta_kinds[i];
+    if (strcmp(kw, k->kw)) continue;
+    if (k->fields >= 0 && count_fields(p) != k->fields) return bad_meta(m, ln, k->bad);
+    return k->fn(m, p, ln, res, h);
+  }
+  return unknown_keyword(m, kw, ln);
 }
 
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
@@ -529,19 +617,7 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   for (char *line = copy, *nl; !rc && line && *line; line = nl) {
     nl = strchr(line, '\n');
     if (nl) *nl++ = 0;
-    ln++;
-    char *p = line, *kw = next_tok(&p);
-    if (!kw) continue;
-    if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln);
-    else if (!strcmp(kw, "model")) rc = meta_model(m, p, ln);
-    else if (!strcmp(kw, "at")) rc = meta_at(m, p, ln);
-    else if (!strcmp(kw, "dim")) rc = meta_dim(m, p, ln);
-    else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
-    else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
-    else if (!strcmp(kw, "seq")) rc = parse_seq(m, p, res, h);
-    else if (!strcmp(kw, "threads")) m->parallel = true;
-    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) rc = meta_named(m, kw, p, ln, res, h);
-    /* other keywords (tdsl, cuda, later additions) are not the runtime's */
+    rc = meta_line(m, line, ++ln, res, h);
   }
   free(copy);
   if (!rc && !m->inst) rc = fail(m, "malformed model metadata: no model line");
@@ -568,7 +644,7 @@ static void *inst_resolve(void *h, const char *name) {
   return m->res(m->res_h, sym);
 }
 
-void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
+void *tdsl_instance(tdsl_model *m) { return live(m) ? m->inst : NULL; }
 
 /* ---- threads ---- */
 
@@ -611,7 +687,7 @@ int tdsl_set_num_threads(tdsl_model *m, int n) {
   return 0;
 }
 
-int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+int tdsl_get_num_threads(const tdsl_model *m) { return live(m) ? m->nthreads : -1; }
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
@@ -626,7 +702,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
   m->magic = MODEL_MAGIC;
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
-  if (!text || strncmp(text, "tdsl 2\n", 7)) {
+  if (!text || strncmp(text, "tdsl 3\n", 7)) {
     if (err && errlen)
       snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
                                                               : "not a tdslc model (no tdsl_model_meta)");
@@ -640,13 +716,6 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
-  /* Models built with --check-bounds report a failed check here instead of aborting
-   * (per model, not per instance: NAME_fault and NAME_fault_msg). */
-  char fsym[320];
-  snprintf(fsym, sizeof fsym, "%s_fault", m->prefix);
-  m->fault = resolve(handle, fsym);
-  snprintf(fsym, sizeof fsym, "%s_fault_msg", m->prefix);
-  m->fault_msg = resolve(handle, fsym);
   if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(inst_resolve, m, err, errlen))) {
     tdsl_close(m);
     return NULL;
@@ -920,12 +989,12 @@ int tdsl_call(tdsl_model *m, const char *name) {
   const RtNamed *r = &m->fns[i];
   if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
     if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
-    for (int k = 0; k < r->nseq && !(m->fault && *m->fault); k++) m->call(m->inst, r->seq[k]);
+    for (int k = 0; k < r->nseq && !*inst_fault(m); k++) m->call(m->inst, r->seq[k]);
   }
   if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
-  if (m->fault && *m->fault) {
-    *m->fault = 0;
-    return fail(m, "%s: %.400s", name, m->fault_msg ? m->fault_msg : "index out of range");
+  if (*inst_fault(m)) { /* a --check-bounds model's failed check, in this instance */
+    *inst_fault(m) = 0;
+    return fail(m, "%s: %.400s", name, (const char *)m->inst + INST_FAULT_MSG);
   }
   return m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }

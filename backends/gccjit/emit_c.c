@@ -9,23 +9,36 @@ static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
+/* Text inside a printf format in a C string literal: no quote, backslash, trigraph,
+ * newline or conversion ends it. */
+static void c_fmt_literal(FILE *o, const char *s) {
+  for (const char *p = s; *p; p++)
+    fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
+}
+
 /* Each check is "{ ... }" then a new line indented at ind, where the checked
- * statement follows. */
+ * statement follows. A failed one records its message in the instance's fault (as the
+ * gccjit backend does, tdsl_abi.h) and leaves the function; callers leave after it. */
 void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
   FILE *o = r->o;
   const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
     cr_aff(r, &acc->axis[ax]);
-    if (DIM_IS_DYN(b->dims[ax]))
-      fprintf(o, "; long n = tdsl_dim_%d; if (ix < 0 || ix >= n) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %%ld) on axis %d of tensor %s in ",
-              DIM_DYN_ID(b->dims[ax]), ax, b->name);
+    bool dyn = DIM_IS_DYN(b->dims[ax]);
+    if (dyn)
+      fprintf(o, "; long n = tdsl_dim_%d; if (ix < 0 || ix >= n) { snprintf(self->fault_msg, sizeof self->fault_msg, "
+                 "\"index %%ld out of range [0, %%ld) on axis %d of tensor ",
+              DIM_DYN_ID(b->dims[ax]), ax);
     else
-      fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
-              b->dims[ax], b->dims[ax], ax, b->name);
-    for (const char *p = what; *p; p++) /* a C string: no quote, backslash, trigraph or newline ends it */
-      fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
-    fprintf(o, DIM_IS_DYN(b->dims[ax]) ? "\\n\", ix, n); abort(); } }\n" : "\\n\", ix); abort(); } }\n");
+      fprintf(o,
+              "; if (ix < 0 || ix >= %d) { snprintf(self->fault_msg, sizeof self->fault_msg, \"index %%ld out of range [0, %d) "
+              "on axis %d of tensor ",
+              b->dims[ax], b->dims[ax], ax);
+    c_fmt_literal(o, b->name);
+    fputs(" in ", o);
+    c_fmt_literal(o, what);
+    fprintf(o, dyn ? "\", ix, n); self->fault = 1; return; } }\n" : "\", ix); self->fault = 1; return; } }\n");
     cr_indent(r, ind);
   }
 }
@@ -36,11 +49,27 @@ void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind) {
     for (int i = 0; i < op_info[e->op].arity; i++) c_check_expr(r, e->a[i], what, ind);
 }
 
+/* What c_hook needs: --check-bounds, and where the parallel loops of the function
+ * being rendered went (NAME_par_F_K, K counted in rendering order). */
+typedef struct CEmit {
+  bool check;
+  const char *name;
+  int fn, npar;
+  bool in_outline; /* rendering a parallel loop's body: its loops run serially */
+} CEmit;
+
 /* What the C rendering adds to the shared one: the schedule's statements (reduction
- * loops in partial sums, contraction kernels: emit_c_sched.c) and, under --check-bounds,
- * every axis index of every access tested before a store, as the gccjit backend does. */
+ * loops in partial sums, contraction kernels: emit_c_sched.c; parallel loops outlined,
+ * run through the runtime's pool) and, under --check-bounds, every axis index of every
+ * access tested before a store, as the gccjit backend does. */
 static bool c_hook(CRender *r, const Stmt *s, int ind) {
-  bool check = *(const bool *)r->user;
+  CEmit *e = r->user;
+  bool check = e->check;
+  if (s->kind == S_LOOP && s->parallel && !e->in_outline) {
+    cr_indent(r, ind);
+    fprintf(r->o, "tdsl_parallel_run(self, %s_par_%d_%d, %ldL);\n", e->name, e->fn, e->npar++, s->ext);
+    return true;
+  }
   if (s->kind == S_LOOP && s->accs > 1) {
     cr_indent(r, ind);
     c_reduce_loop(r, s, ind, check);
@@ -49,6 +78,13 @@ static bool c_hook(CRender *r, const Stmt *s, int ind) {
   if (s->kind == S_KERNEL) {
     cr_indent(r, ind);
     c_kernel(r, s, ind);
+    return true;
+  }
+  if (s->kind == S_CALL && check) {
+    cr_indent(r, ind);
+    fprintf(r->o, "%s%d(self); if (self->fault) return; ", r->fn, s->callee);
+    cr_comment(r->o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
+    fputc('\n', r->o);
     return true;
   }
   if (s->kind != S_STORE || !check) return false;
@@ -80,7 +116,8 @@ static void c_meta(FILE *o, const IrModule *m, const char *name) {
 static void c_instance(FILE *o, const IrModule *m) {
   Arena a = {0};
   IrLayout l = ir_layout(&a, m);
-  fprintf(o, "struct tdsl_instance {\n  void *rt[%d];\n", IR_INST_HEADER / 8);
+  fprintf(o, "struct tdsl_instance {\n  void *rt[%d];\n  int fault;\n  char fault_pad[%d];\n  char fault_msg[%d];\n",
+          INST_RT_SLOTS, INST_FAULT_MSG - INST_FAULT - 4, INST_FAULT_MSG_LEN);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     if (b->dsize) fprintf(o, "  _Alignas(64) %s *b%d; /* %s: the runtime allocates it */\n", ctype(m, i), i, b->name);
@@ -98,28 +135,69 @@ static void c_instance(FILE *o, const IrModule *m) {
   for (int i = 0; i < m->dims.len; i++)
     fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, d%d) == %ld, \"layout\");\n#define tdsl_dim_%d (self->d%d)\n", i,
             l.dim_off[i], i, i);
+  fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, fault) == %d, \"layout\");\n", INST_FAULT);
+  fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, fault_msg) == %d, \"layout\");\n", INST_FAULT_MSG);
   fprintf(o, "_Static_assert(sizeof(struct tdsl_instance) <= %ld, \"layout\");\n\n", l.size);
   arena_free(&a);
 }
 
+/* Each parallel loop of f (the schedule marks only outer loops of top-level nests) as
+ * `static void NAME_par_F_K(void *arg, long lo, long hi)` running its iterations
+ * [lo, hi): what the runtime's pool splits (jit_sched.c outlines them the same way). */
+static void c_outline_parallel(CRender *r, const PtrVec *body, int *k) {
+  CEmit *e = r->user;
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_KERNEL) continue;
+    if (!(s->kind == S_LOOP && s->parallel)) {
+      c_outline_parallel(r, &s->body, k);
+      continue;
+    }
+    fprintf(r->o, "static void %s_par_%d_%d(void *arg, long lo, long hi) {\n  struct tdsl_instance *self = arg;\n",
+            e->name, e->fn, (*k)++);
+    fprintf(r->o, "  for (long i%d = lo; i%d < hi; i%d++) {\n", s->var, s->var, s->var);
+    e->in_outline = true;
+    cr_stmts(r, &s->body, 2);
+    e->in_outline = false;
+    fputs("  }\n}\n\n", r->o);
+  }
+}
+
+/* The pool hook the runtime puts in slots 2 and 3 of the instance header (NULL: no
+ * pool, run serially): the same protocol as the gccjit backend's models. */
+static const char c_parallel_run[] =
+    "typedef void (*tdsl_par_fn)(void *arg, long lo, long hi);\n"
+    "typedef void (*tdsl_par_hook)(void *rt, tdsl_par_fn fn, void *arg, long n);\n"
+    "static __attribute__((unused)) void tdsl_parallel_run(struct tdsl_instance *self, tdsl_par_fn fn, long n) {\n"
+    "  tdsl_par_hook hook;\n"
+    "  memcpy(&hook, &self->rt[2], sizeof hook);\n"
+    "  if (hook) hook(self->rt[3], fn, self, n);\n"
+    "  else fn(self, 0, n);\n"
+    "}\n\n";
+
 void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
   fputs("/* Generated by tdslc: the C rendering of the code the gccjit backend builds. */\n"
-        "#include <math.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n",
+        "#include <math.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n",
         o);
   fputs("#define TDSL_DEV static __attribute__((unused))\n#define TDSL_NAN NAN\n#define TDSL_INF INFINITY\n", o);
   fputs(cr_helpers, o);
   fputc('\n', o);
   c_instance(o, m);
   c_meta(o, m, name);
+  fputs(c_parallel_run, o);
   Arena a = {0};
+  CEmit e = {.check = check, .name = name};
   CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .fn = arena_printf(&a, "%s_fn_", name),
-               .call_args = "self", .stmt = c_hook, .user = &check};
+               .call_args = "self", .stmt = c_hook, .user = &e};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
     fprintf(o, "%svoid %s_fn_%d(struct tdsl_instance *self);\n", f->exported ? "" : "static ", name, i);
   }
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+    int npar = 0;
+    e.fn = i, e.npar = 0;
+    c_outline_parallel(&r, &f->body, &npar);
     fprintf(o, "%svoid %s_fn_%d(struct tdsl_instance *self) { ", f->exported ? "" : "static __attribute__((unused)) ", name, i);
     cr_comment(o, f->name);
     fputc('\n', o);

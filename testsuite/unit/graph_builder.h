@@ -195,6 +195,21 @@ static inline UpdateStep *gb_matmul(GB *b, Tensor *a, Tensor *bb, Tensor *c, int
   return s;
 }
 
+/* y[i] = x[i] + 1/5 over x = {1e8, 0.1} (the graph's precision decides): exact only in
+ * double, where y = {1e8 + 0.2, 0.1 + 0.2}. */
+static inline Tensor *gb_double_sum(GB *b) {
+  Tensor *x = gb_tensor(b, "x", TK_CONST, 0, 1, 0, (int[]){2});
+  Tensor *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  gb_values(b, x, 2, (double[]){1e8, 0.1});
+  UpdateStep *s = gb_step(b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0);
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
+          ae_op(&b->a, OP_ADD, ae_buf(&b->a, x, false, 1), ae_op(&b->a, OP_DIV, ae_const(&b->a, 1), ae_const(&b->a, 5), NULL), NULL),
+          s);
+  return y;
+}
+
 /* A 1-D padded convolution step: out[o] over rhs[0][o + k - pad] (and rhs[1][k] when
  * nrhs == 2), iterators o < n and k < kernel. */
 static inline UpdateStep *gb_conv1d_step(GB *b, Tensor *out, int nrhs, Tensor **rhs, int n, int kernel, int pad) {
@@ -215,15 +230,16 @@ static inline void gb_conv1d_graph(GB *b, Tensor *x, Tensor *w, Tensor *y, Tenso
   gb_asgn(b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, ae_buf(&b->a, v, false, 1), s2);
 }
 
-/* y[o] = x[n, o] + n for x = range of shape 3|2 and the index symbol n (range 3). */
-static inline Tensor *gb_symbol_graph(GB *b) {
+/* y[o] = x[n + off, o] + n for x = range of shape 3|2 and the index symbol n (range 3):
+ * off > 0 reads past x once n >= 3 - off (what --check-bounds must catch). */
+static inline Tensor *gb_symbol_graph_at(GB *b, int off) {
   IndexSym *n = gb_sym(b, "n", 3);
   Tensor *x = gb_tensor(b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
   Tensor *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
   x->init.kind = INIT_RANGE;
   UpdateStep *s = gb_step(b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
   gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, 0, 0);
+  gb_ax(s, 1, 0, off, 0);
   s->proj->idx[1][0].sym = n;
   gb_it(s, 1, 1, 0);
   AExpr *sym = ANEW(&b->a, AExpr);
@@ -232,5 +248,6 @@ static inline Tensor *gb_symbol_graph(GB *b) {
   gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_op(&b->a, OP_ADD, ae_buf(&b->a, x, false, 1), sym, NULL), s);
   return y;
 }
+static inline Tensor *gb_symbol_graph(GB *b) { return gb_symbol_graph_at(b, 0); }
 
 #endif
