@@ -291,7 +291,8 @@ static int parse_prog(RtBuf *b, char **p) {
     if (!strcmp(w, "const") || !strcmp(w, "values")) {
       st->kind = w[0] == 'c' ? S_CONST : S_VALUES;
       long nv = st->kind == S_CONST ? 1 : tok_long(p);
-      if (nv <= 0 || nv > (1L << 30) || !(st->values = calloc((size_t)nv, sizeof(double)))) return -1;
+      /* no more values than the line has characters: a count alone must not allocate */
+      if (nv <= 0 || nv > (long)strlen(*p) || !(st->values = calloc((size_t)nv, sizeof(double)))) return -1;
       st->nvalues = nv;
       for (long k = 0; k < nv; k++) {
         char *t = next_tok(p);

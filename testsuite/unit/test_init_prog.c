@@ -89,6 +89,7 @@ static void test_rejected(void) {
     "init 0 expr 0 1 values 0",              /* no values */
     "init 0 expr 0 1 values 3 1 2",          /* too few values */
     "init 0 expr 0 99999999 range",          /* too long */
+    "init 0 expr 0 1 values 333333333 1",    /* a count the line cannot hold (allocated 2.6 GB first) */
   };
   char err[256];
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
