@@ -83,6 +83,10 @@ struct tdsl_model {
   int nsyms, nfns, naliases;
   RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
   int ndims;
+  struct RtFlag { int of; int *ptr; } *flags; /* 1 while dim `of` is not 1 (code reads it) */
+  int nflags;
+  struct RtCheck { int size, expect; bool or_one; char *msg; } *checks; /* before every call */
+  int nchecks;
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
@@ -408,12 +412,43 @@ static int meta_at(tdsl_model *m, char *p, int ln) {
   return 0;
 }
 
+/* flag ID OF OFFSET: an int the runtime sets to (dim OF != 1); flags follow the dims. */
+static int meta_flag(tdsl_model *m, char *p, int ln) {
+  long id, of, off;
+  if (!tok_int(&p, 0, INT_MAX, &id) || id != m->ndims + m->nflags) return bad_meta(m, ln, "flags out of order");
+  if (!m->ndims || !tok_int(&p, 0, m->ndims - 1, &of) || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p))
+    return bad_meta(m, ln, "bad flag line");
+  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "flag outside the instance");
+  struct RtFlag *grown = grow(m->flags, m->nflags, sizeof *grown);
+  if (!grown) return fail(m, "out of memory");
+  m->flags = grown;
+  m->flags[m->nflags++] = (struct RtFlag){(int)of, (int *)(m->inst + off)};
+  return 0;
+}
+
+/* check SIZE EXPECT ORONE MSG: a run-time check of dynamic sizes before every call. */
+static int meta_check(tdsl_model *m, char *p, int ln) {
+  long size, expect, or_one;
+  char *msg;
+  if (!tok_int(&p, -(long)m->ndims, INT_MAX, &size) || !tok_int(&p, -(long)m->ndims, INT_MAX, &expect) ||
+      !tok_int(&p, 0, 1, &or_one) || !(msg = tok_str(&p)) || next_tok(&p))
+    return bad_meta(m, ln, "bad check line");
+  struct RtCheck *grown = grow(m->checks, m->nchecks, sizeof *grown);
+  if (!grown) return fail(m, "out of memory");
+  m->checks = grown;
+  struct RtCheck *c = &m->checks[m->nchecks];
+  *c = (struct RtCheck){(int)size, (int)expect, or_one != 0, xstrdup(msg)};
+  if (!c->msg) return fail(m, "out of memory");
+  m->nchecks++;
+  return 0;
+}
+
 /* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
  * the instance) stays 0 until tdsl_set_dim. */
 static int meta_dim(tdsl_model *m, char *p, int ln) {
   long id, off;
   char *name;
-  if (m->nbufs || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
+  if (m->nbufs || m->nflags || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
   if (!(name = tok_str(&p)) || !*name || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p)) return bad_meta(m, ln, "bad dim line");
   if (!in_instance(m, off, 4)) return bad_meta(m, ln, "dimension outside the instance");
   for (int i = 0; i < m->ndims; i++)
@@ -488,7 +523,7 @@ static int meta_named(tdsl_model *m, const char *kw, char *p, int ln, tdsl_resol
   bool alias = kw[0] == 'a', sym = kw[0] == 's';
   if (alias ? !(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)
             : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) ||
-                  (sym && (!tok_int(&p, 0, INT_MAX, &range) || !tok_int(&p, 0, LONG_MAX, &off))))
+                  (sym && (!tok_int(&p, -(long)m->ndims, INT_MAX, &range) || !tok_int(&p, 0, LONG_MAX, &off))))
     return bad_meta(m, ln, alias ? "bad alias line" : sym ? "bad index symbol line" : "bad routine line");
   if (sym && idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
   nd.index = (int)idx;
@@ -536,6 +571,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
     else if (!strcmp(kw, "model")) rc = meta_model(m, p, ln);
     else if (!strcmp(kw, "at")) rc = meta_at(m, p, ln);
     else if (!strcmp(kw, "dim")) rc = meta_dim(m, p, ln);
+    else if (!strcmp(kw, "flag")) rc = meta_flag(m, p, ln);
+    else if (!strcmp(kw, "check")) rc = meta_check(m, p, ln);
     else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
     else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
     else if (!strcmp(kw, "seq")) rc = parse_seq(m, p, res, h);
@@ -707,6 +744,9 @@ void tdsl_close(tdsl_model *m) {
   }
   for (int i = 0; i < m->ndims; i++) free(m->dims[i].name);
   free(m->dims);
+  free(m->flags);
+  for (int i = 0; i < m->nchecks; i++) free(m->checks[i].msg);
+  free(m->checks);
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
   for (int i = 0; i < m->nfns; i++) {
     free(m->fns[i].name);
@@ -944,6 +984,8 @@ int tdsl_set_index(tdsl_model *m, const char *name, long v) {
   int i = find_sym(m, name);
   if (i < 0) return -1;
   int r = m->sym_range[i];
+  if (r < 0 && !(r = *(int *)m->dims[-1 - r].ptr)) /* the range is a dynamic dimension's value */
+    return fail(m, "index %s ranges over dimension %s, which is not set", name, m->dims[-1 - m->sym_range[i]].name);
   if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
     return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
                  : fail(m, "index %s = %ld must be a non-negative int", name, v);
@@ -1157,15 +1199,26 @@ int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
       *(int *)m->dims[id].ptr = old;
       return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
     }
+  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
   for (int i = 0; i < m->nbufs; i++)
     if (uses_dim(&m->bufs[i], id) && dyn_realloc(m, &m->bufs[i])) return -1;
   return 0;
 }
 
-/* Fails the call when a dynamic dimension is still unset. */
+static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m, -1 - d) : d; }
+
+/* Fails the call when a dynamic dimension is still unset or a check of the sizes
+ * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
     if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+  for (int i = 0; i < m->nchecks; i++) {
+    const struct RtCheck *c = &m->checks[i];
+    long size = check_value(m, c->size), expect = check_value(m, c->expect);
+    if (size == expect || (c->or_one && size == 1)) continue;
+    return fail(m, "%s: %.300s (%s = %ld, expected %ld%s)", routine, c->msg, c->size < 0 ? m->dims[-1 - c->size].name : "size", size,
+                expect, c->or_one ? " or 1" : "");
+  }
   return 0;
 }
 

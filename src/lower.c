@@ -549,17 +549,18 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   l.gbuf = ANEWN(a, int, nt + 1);
   for (int i = 0; i < nt; i++) l.vbuf[i] = l.gbuf[i] = -1;
   l.role = graph_roles(a, g);
-  for (int i = 0; i < nt; i++) {
-    Tensor *t = VEC_AT(g->tensors, Tensor, i);
-    buf_of(&l, (Buf){t, false});
-    if (t->diff) buf_of(&l, (Buf){t, true});
-  }
+  /* the sizes first: flags (bcast_flag) follow them */
   for (int i = 0; i < g->dimsyms.len; i++) {
     DimSym *s = VEC_AT(g->dimsyms, DimSym, i);
     IrDim *d = ANEW(a, IrDim);
     d->id = i;
     d->name = s->name;
     vec_push(a, &l.m->dims, d);
+  }
+  for (int i = 0; i < nt; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    buf_of(&l, (Buf){t, false});
+    if (t->diff) buf_of(&l, (Buf){t, true});
   }
   for (int i = 0; i < g->syms.len; i++) {
     IndexSym *s = VEC_AT(g->syms, IndexSym, i);

@@ -99,7 +99,8 @@ int main(void) {
   refused("not a model\n", "not a tdslc model");
   /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
    * dynamic buffer has size 0 and a pointer slot */
-  const char *dyn = "tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\n";
+  const char *dyn = "tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 132\ncheck -1 4 1 x%20axis%200%20vs%204\n"
+                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\nsym 0 i -1 136\nfn 2 run\n";
   char err2[256];
   tdsl_model *dm = open_text(dyn, err2, sizeof err2);
   CHECK(dm != NULL);
@@ -112,9 +113,23 @@ int main(void) {
     CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 6 && ti.dims[0] == 3 && ti.dims[1] == 2 && ti.data &&
           *(void **)((char *)tdsl_instance(dm) + 64) == ti.data);
     CHECK(tdsl_set_dim(dm, "n", 2147483648L) == -1 && tdsl_set_dim(dm, "n", -1) == -1);
+    /* the flag follows n != 1; the check holds for n = 4 or 1 only; the symbol's range is n */
+    CHECK(*(int *)((char *)tdsl_instance(dm) + 132) == 1);
+    CHECK(tdsl_call(dm, "run") == -1 && strstr(tdsl_error(dm), "run: x axis 0 vs 4 (n = 3, expected 4 or 1)"));
+    CHECK(tdsl_set_index(dm, "i", 2) == 0 && tdsl_set_index(dm, "i", 3) == -1);
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 132) == 0 && tdsl_call(dm, "run") == 0);
+    CHECK(tdsl_set_dim(dm, "n", 4) == 0 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else fprintf(stderr, "dynamic model refused: %s\n", err2);
   refused("tdsl 2\nmodel t 1024\ndim 1 n 128\n", "dimensions out of order");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 2 0 132\n", "flags out of order");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 1 132\n", "bad flag line");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 1022\n", "flag outside the instance");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 132\ndim 2 m 136\n", "dimensions out of order");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -2 4 0 m\n", "bad check line");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -1 4 2 m\n", "bad check line");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -1 4 0\n", "bad check line");
+  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nsym 0 i -2 136\n", "bad index symbol line");
   refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ndim 0 n 128\n", "dimensions out of order");
   refused("tdsl 2\nmodel t 1024\ndim 0 n 1024\n", "dimension outside the instance");
   refused("tdsl 2\nmodel t 1024\ndim 0 n\n", "bad dim line");
