@@ -1239,6 +1239,12 @@ static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) 
   return 0;
 }
 
+int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {
+  RtBuf *b = lookup(m, name);
+  if (!b) return -1;
+  return b->decl ? dims_from_shape(m, b, rank, dims) : 0;
+}
+
 static int write_shaped(tdsl_model *m, const char *fn, const char *name, const float *src, const double *src64, int rank,
                         const long *dims) {
   if (!live(m) || need(m, fn, "name", name)) return -1;

@@ -108,6 +108,28 @@ static void run_model(GB *b, tdsl_model *m) {
   CHECK(tdsl_write_shaped_f64(m, "x", (double[]){0, 1, 2, 3}, 2, (long[]){2, 2}) != 0 &&
         strstr(tdsl_error(m), "axis 1 has size 3, not 2"), "%s", tdsl_error(m));
   CHECK(tdsl_write_f64(m, "x", (double[]){0, 1, 2}, 3) != 0); /* 2 x 3 now */
+  /* a .npy file of 3 x 3 sets n = 3 (float64, values 0..8: x's range init) */
+  char path[] = "/tmp/tdsl_dyn_npyXXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (f) {
+    static const char dict[] = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 3), }";
+    char hdr[118]; /* 10 + 118 bytes: the data starts 64-byte aligned */
+    memset(hdr, ' ', sizeof hdr);
+    memcpy(hdr, dict, strlen(dict));
+    hdr[117] = '\n';
+    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+    fwrite(hdr, 1, sizeof hdr, f);
+    for (int i = 0; i < 9; i++) {
+      double v = i;
+      fwrite(&v, 8, 1, f);
+    }
+    fclose(f);
+    CHECK(tdsl_load_file(m, "x", path) == 0 && tdsl_get_dim(m, "n", &nv) == 0 && nv == 3, "%s", tdsl_error(m));
+    gb_call(b, "run");
+    expect_values(b, 3);
+    unlink(path);
+  } else CHECK(false, "mkstemp");
   b->m = keep;
 }
 
