@@ -1216,8 +1216,10 @@ static int dims_set(tdsl_model *m, const char *routine) {
     const struct RtCheck *c = &m->checks[i];
     long size = check_value(m, c->size), expect = check_value(m, c->expect);
     if (size == expect || (c->or_one && size == 1)) continue;
-    return fail(m, "%s: %.300s (%s = %ld, expected %ld%s)", routine, c->msg, c->size < 0 ? m->dims[-1 - c->size].name : "size", size,
-                expect, c->or_one ? " or 1" : "");
+    const char *sn = c->size < 0 ? m->dims[-1 - c->size].name : "size";
+    if (c->expect < 0)
+      return fail(m, "%s: %.300s (%s = %ld, %s = %ld)", routine, c->msg, sn, size, m->dims[-1 - c->expect].name, expect);
+    return fail(m, "%s: %.300s (%s = %ld, expected %ld%s)", routine, c->msg, sn, size, expect, c->or_one ? " or 1" : "");
   }
   return 0;
 }
