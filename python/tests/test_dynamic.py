@@ -82,11 +82,13 @@ let%op s = y ++ "...|... => 0"
 """
 
 
-def test_dims_api(build):
+def test_dims_api(build, tmp_path):
     m = build(SMALL)
     m.init()
     assert m.dims == ("n",) and m.n == 0
     assert m["x"].shape == (0, 3)
+    m.save(tmp_path / "empty.safetensors", which="all")  # unset: empty tensors
+    m.load(tmp_path / "empty.safetensors")
     with pytest.raises(tdsl.TdslError, match="dimension n is not set"):
         m.call("s.forward")
     x = np.arange(12.0).reshape(4, 3)

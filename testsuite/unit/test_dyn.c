@@ -108,6 +108,8 @@ static void run_model(GB *b, tdsl_model *m) {
   CHECK(tdsl_write_shaped_f64(m, "x", (double[]){0, 1, 2, 3}, 2, (long[]){2, 2}) != 0 &&
         strstr(tdsl_error(m), "axis 1 has size 3, not 2"), "%s", tdsl_error(m));
   CHECK(tdsl_write_f64(m, "x", (double[]){0, 1, 2}, 3) != 0); /* 2 x 3 now */
+  CHECK(tdsl_write_shaped(m, "x", (float[]){0, 1, 2, 3, 4, 5}, 2, (long[]){2, 3}) == 0); /* the same: n stays */
+  CHECK(tdsl_write_shaped(m, "x", (float[]){0}, 1, (long[]){1}) != 0 && strstr(tdsl_error(m), "rank 2, not 1"));
   /* a .npy file of 3 x 3 sets n = 3 (float64, values 0..8: x's range init) */
   char path[] = "/tmp/tdsl_dyn_npyXXXXXX";
   int fd = mkstemp(path);
@@ -183,6 +185,16 @@ static void test_emit_c(void) {
   fclose(o);
   snprintf(cmd, sizeof cmd, "cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o %s %s -lm", so, src);
   CHECK(system(cmd) == 0, "%s", cmd);
+  /* --emit-header: a dynamic buffer's accessor reads the pointer, the dim has one */
+  char *hdr = NULL;
+  size_t hlen = 0;
+  FILE *ho = open_memstream(&hdr, &hlen);
+  emit_header(ho, b.ir, "tdsl", NULL);
+  fclose(ho);
+  CHECK(strstr(hdr, "#define tdsl_y(inst) (*(float **)((char *)(inst) + ") && strstr(hdr, "/* y [n,2] */") &&
+            strstr(hdr, "#define tdsl_dim_n(inst) (*(int *)((char *)(inst) + "),
+        "%s", hdr);
+  free(hdr);
   char err[256];
   tdsl_model *m = tdsl_open(so, err, sizeof err);
   CHECK(m != NULL && tdsl_init(m, 0) == 0, "%s", err);
