@@ -26,15 +26,8 @@ static void dyn_graph(GB *b) {
   Tensor *v = gb_tensor(b, "v", TK_OP, 1, 0, 0, (int[]){N});
   x->init.kind = INIT_RANGE;
   gb_values(b, w, 6, W);
-  UpdateStep *s = gb_step(b, y, 2, (Tensor *[]){x, w}, 3, (int[]){N, 2, 3}); /* i, o, k */
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 2);
-  gb_it(s, 2, 0, 2);
-  gb_it(s, 2, 1, 1);
-  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, x, false, 1), ae_buf(&b->a, w, false, 2), NULL), s);
-  s = gb_step(b, t, 1, (Tensor *[]){y}, 2, (int[]){2, N}); /* o, i */
+  gb_matmul(b, x, w, y, N, 2, 3); /* over a dynamic number of rows */
+  UpdateStep *s = gb_step(b, t, 1, (Tensor *[]){y}, 2, (int[]){2, N}); /* o, i */
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
   gb_it(s, 1, 0, 1);
