@@ -240,8 +240,9 @@ int ir_prod(Arena *a, IrModule *m, const int *dims, int n);
 int ir_prod_mul(Arena *a, IrModule *m, int p, int q);
 const IrProd *ir_prod_at(const IrModule *m, int p);
 /* Do the statements use a dynamic size anywhere (loops, guards, strides, a dynamic
- * buffer)? The schedule leaves such functions as they are. */
+ * buffer)? The schedule leaves such statements as they are. */
 bool ir_stmts_dynamic(const IrModule *m, const PtrVec *body);
+bool ir_stmt_dynamic(const IrModule *m, const Stmt *s);
 /* The product's text: "n*m" (an anonymous dim is ?ID, a flag "(n>1)"), and one dim's. */
 void ir_prod_print(FILE *out, const IrModule *m, int p);
 void ir_dim_print(FILE *out, const IrModule *m, int id);

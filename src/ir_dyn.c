@@ -100,3 +100,8 @@ bool ir_stmts_dynamic(const IrModule *m, const PtrVec *body) {
   }
   return false;
 }
+
+bool ir_stmt_dynamic(const IrModule *m, const Stmt *s) {
+  PtrVec one = {.items = (void **)&s, .len = 1, .cap = 1};
+  return ir_stmts_dynamic(m, &one);
+}
