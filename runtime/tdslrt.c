@@ -1212,6 +1212,9 @@ static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
     if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+  for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
+    if (m->bufs[i].decl && !m->bufs[i].data)
+      return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);
   for (int i = 0; i < m->nchecks; i++) {
     const struct RtCheck *c = &m->checks[i];
     long size = check_value(m, c->size), expect = check_value(m, c->expect);

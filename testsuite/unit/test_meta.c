@@ -100,7 +100,8 @@ int main(void) {
   /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
    * dynamic buffer has size 0 and a pointer slot */
   const char *dyn = "tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 132\ncheck -1 4 1 x%20axis%200%20vs%204\n"
-                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\nsym 0 i -1 136\nfn 2 run\n";
+                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\nbuf 1 y f32 0 1 1 0 -1 -1 - -\nat 1 192\n"
+                    "sym 0 i -1 136\nfn 2 run\n";
   char err2[256];
   tdsl_model *dm = open_text(dyn, err2, sizeof err2);
   CHECK(dm != NULL);
@@ -119,6 +120,9 @@ int main(void) {
     CHECK(tdsl_set_index(dm, "i", 2) == 0 && tdsl_set_index(dm, "i", 3) == -1);
     CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 132) == 0 && tdsl_call(dm, "run") == 0);
     CHECK(tdsl_set_dim(dm, "n", 4) == 0 && tdsl_call(dm, "run") == 0);
+    /* y is n x n: 2^31 - 1 makes it too large (refused before allocating; n stays) */
+    CHECK(tdsl_set_dim(dm, "n", 2147483647L) == -1 && strstr(tdsl_error(dm), "makes tensor y too large") &&
+          tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else fprintf(stderr, "dynamic model refused: %s\n", err2);
   refused("tdsl 2\nmodel t 1024\ndim 1 n 128\n", "dimensions out of order");
