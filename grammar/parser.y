@@ -606,6 +606,7 @@ simple_expr:
   | LPAREN RPAREN   { $$ = mk(P, E_UNIT, $1->loc); $$ = fin(P, $$); }
   | LPAREN seq_expr RPAREN { $$ = $2; $$->paren = true; }
   | LPAREN operator RPAREN { $$ = mk1(P, E_OPREF, $1->loc, $2->str, NULL); }
+  | QUESTION        { $$ = mk(P, E_DYNDIM, $1->loc); $$ = fin(P, $$); }
   | LBRACKET RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, NULL); }
   | LBRACKET list_items RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }
   | LBRACKET list_items SEMI RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }

@@ -3,7 +3,7 @@
  *   (let%op NAME [(params P...)] BODY [(and NAME [(params ...)] BODY)]...)
  *   (int 4) (float 1.) (string "s") (bool true) (unit) (ident x) (labeled-num q N)
  *   (app F ARG...)        ARG = E | (~label E) | (?label E)
- *   (binop OP A B) (unop OP A) (einsum OP A [B] SPEC) (opref OP)
+ *   (binop OP A B) (unop OP A) (einsum OP A [B] SPEC) (opref OP) (dyndim) for `?`
  *   (fun (params P...) BODY) (let-in (NAME [(params ...)] BODY)... BODY)
  *   (if C T [E]) (seq E...) (tuple E...) (list E...) (array E...) (field E NAME)
  *   (record NAME [(= INIT)] (FIELD E)...) (assign OP LHS RHS [(~logic E)]...)
@@ -103,6 +103,7 @@ void ast_print_expr(FILE *out, const Expr *e) {
   case E_UNIT: fputs("(unit)", out); return;
   case E_IDENT: fprintf(out, "(ident %s)", e->str); return;
   case E_OPREF: fprintf(out, "(opref %s)", e->str); return;
+  case E_DYNDIM: fputs("(dyndim)", out); return;
   case E_LABELED_NUM:
     fprintf(out, "(labeled-num %s ", e->str);
     ast_print_expr(out, e->a);

@@ -56,6 +56,7 @@ const char *val_kind_name(const Value *v) {
   case V_TUPLE: return "a tuple";
   case V_ARRAY: return "an array";
   case V_SYM: return "an index symbol";
+  case V_DIM: return "a dynamic dimension";
   case V_TENSOR: return "a tensor";
   case V_CODE: return "code";
   case V_FN:
@@ -577,6 +578,7 @@ static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
     Value *v = b->params.len ? make_closure(st, fr, b->name, &b->params, b->body, b->loc)
                              : eval(st, fr, b->body);
     if (!v) return NULL;
+    if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) return NULL;
     if (b->name) env = env_bind(st, env, b->name, v);
   }
   Frame in = *fr;
@@ -657,6 +659,11 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
     if (!v && !env_poisoned(fr, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    if (v && v->kind == V_DIM) { /* misuse errors point at the use, not at `dim ()` */
+      Value *u = val_new(st, V_DIM, e->loc);
+      u->dsym = v->dsym;
+      return u;
+    }
     return v;
   }
   case E_LABELED_NUM: {
@@ -683,6 +690,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   case E_FOR: return eval_for(st, fr, e);
   case E_COMMENT: return eval_comment(st, fr, e);
   case E_OPREF: return lookup_op(st, fr, e->str, e->loc);
+  case E_DYNDIM: return val_dyndim(st, e->loc);
   }
   diag_error(&st->c->diag, e->loc, "cannot evaluate this expression");
   return NULL;
@@ -719,6 +727,8 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     vec_push(st->a, &st->g->routines, r);
   } else if (v->kind == V_SYM && b->name && !v->sym->name) {
     v->sym->name = b->name;
+  } else if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) {
+    return NULL;
   }
   return v;
 }

@@ -55,6 +55,7 @@ typedef enum VKind {
   V_UNIT, V_INT, V_FLOAT, V_BOOL, V_STRING,
   V_LIST, V_TUPLE, V_ARRAY, /* [ ], ( , ), [| |] */
   V_SYM,                    /* index symbol */
+  V_DIM,                    /* dynamic dimension: `dim ()` or `?` (issue 17) */
   V_TENSOR,                 /* a tensor's value or (grad) gradient */
   V_CODE,                   /* %cd code */
   V_FN,                     /* closure, op or builtin (possibly partially applied) */
@@ -68,6 +69,7 @@ struct Value {
   const char *s;    /* V_STRING */
   PtrVec items;     /* V_LIST/V_TUPLE/V_ARRAY: Value* */
   IndexSym *sym;    /* V_SYM */
+  DimSym *dsym;     /* V_DIM */
   Tensor *t;        /* V_TENSOR */
   bool grad;        /* V_TENSOR: the gradient node */
   int slot;         /* V_TENSOR: slot inside an op body (0 = t, k = tk); -1 = none */
@@ -164,6 +166,12 @@ Value *val_int(St *st, long long i, Loc loc);
 Value *val_float(St *st, double f, Loc loc);
 Value *val_tensor(St *st, Tensor *t, Loc loc);
 Value *val_code(St *st, Loc loc);
+/* A fresh anonymous dynamic dimension (`?`, or `dim ()` before its binding names it). */
+Value *val_dyndim(St *st, Loc loc);
+/* Names v's dynamic dimension after the binding (`let n = dim ()`) unless it has a name;
+ * false (error reported) when another dynamic dimension already has that name: the
+ * runtime sets them by name (tdsl_set_dim). */
+bool dyndim_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
 bool val_is_number(const Value *v);
 double val_number(const Value *v);

@@ -275,7 +275,7 @@ bool label_ok(St *st, const char *label, Loc loc, const char *what) {
 
 /* [ 2; ("rgb", 3) ] */
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
-  if (v->kind == V_INT) { /* a single dimension */
+  if (v->kind == V_INT || v->kind == V_DIM) { /* a single dimension */
     Value *l = val_new(st, V_LIST, v->loc);
     vec_push(st->a, &l->items, v);
     v = l;
@@ -296,10 +296,14 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
       if (!label_ok(st, labels[i], x->loc.file ? x->loc : loc, "the dimension label"))
         return false;
     }
+    if (d->kind == V_DIM) {
+      dims[i] = DIM_DYN(d->dsym->id);
+      continue;
+    }
     if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
-                 "a dimension in %s must be a non-negative integer or a (\"label\", dim) pair, got %s", what,
-                 val_kind_name(d));
+                 "a dimension in %s must be a non-negative integer, a dynamic dimension or a (\"label\", dim) pair, got %s",
+                 what, val_kind_name(d));
       return false;
     }
     dims[i] = (int)d->i;
@@ -454,6 +458,35 @@ static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
   return v;
 }
 
+Value *val_dyndim(St *st, Loc loc) {
+  DimSym *d = ANEW(st->a, DimSym);
+  d->id = st->g->dimsyms.len;
+  d->loc = loc;
+  vec_push(st->a, &st->g->dimsyms, d);
+  Value *v = val_new(st, V_DIM, loc);
+  v->dsym = d;
+  return v;
+}
+
+bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
+  if (v->dsym->name) return true; /* `let m = n`: an alias of n */
+  for (int i = 0; i < st->g->dimsyms.len; i++) {
+    DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "a dynamic dimension named '%s' already exists", name);
+      if (o->loc.line == v->dsym->loc.line && o->loc.col == v->dsym->loc.col)
+        diag_note(&st->c->diag, o->loc, "each evaluation of 'dim ()' makes a new dynamic dimension, and the runtime sets them by name");
+      else
+        diag_note(&st->c->diag, o->loc, "'%s' is declared here; the runtime sets dynamic dimensions by name", name);
+      return false;
+    }
+  }
+  v->dsym->name = name;
+  return true;
+}
+
+static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) { return val_dyndim(st, loc); }
+
 static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
   if (n->kind != V_INT || n->i <= 0 || n->i > INT_MAX) {
@@ -479,6 +512,12 @@ static Value *bi_range_of_shape(St *st, Fn *f, const Frame *call, Loc loc) {
     Value *v = arg_or_null(f, names[k]);
     if (!v || v->kind == V_UNIT) row_set(st, &t->decl[k], 0, NULL, NULL, loc);
     else if (!rowdecl_from_value(st, v, &t->decl[k], loc, names[k])) return NULL;
+    for (int i = 0; i < t->decl[k].n; i++)
+      if (DIM_IS_DYN(t->decl[k].dims[i].d)) { /* a constant's values are laid out at compile time */
+        diag_error(&st->c->diag, v->loc.file ? v->loc : loc, "range_of_shape needs static sizes: %s has a dynamic dimension",
+                   names[k]);
+        return NULL;
+      }
   }
   return val_tensor(st, t, loc);
 }
@@ -574,6 +613,7 @@ void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
 
 void install_builtins(St *st) {
   builtin_install(st, "index", "n", bi_index);
+  builtin_install(st, "dim", "()", bi_dim);
   builtin_install(st, "range", "n", bi_range);
   builtin_install(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
   builtin_install(st, "uniform", "()", bi_uniform);

@@ -22,7 +22,8 @@ typedef struct Tensor Tensor;
 typedef struct UpdateStep UpdateStep;
 typedef struct Projections Projections;
 
-/* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded). */
+/* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded).
+ * range is DIM_DYN(id) when an `@|` over a dynamic axis gave it its range (issue 17). */
 typedef struct IndexSym {
   int id;
   const char *name;
@@ -39,6 +40,19 @@ typedef struct DimSym {
   const char *name; /* NULL for `?` */
   Loc loc;
 } DimSym;
+
+/* A run-time check of dynamic dimensions (issue 17), recorded by shape inference where
+ * the compile-time rules cannot decide (doc/inference.md, "Dynamic dimensions"). The
+ * call must fail unless  size == expect, or  size == 1 when or_one (size broadcasts).
+ * size and expect are dimensions as ints (DIM_DYN or static), at least one dynamic; msg
+ * names the operation's tensors and axes; loc is the operation. Checks are kept unique
+ * by (size, expect, or_one). Graph.dimchecks lists them; --dump-shapes prints them. */
+typedef struct DimCheck {
+  int size, expect;
+  bool or_one;
+  const char *msg;
+  Loc loc;
+} DimCheck;
 
 /* Stored as DIM_DYN(id) wherever a dimension is an int (tdsl_abi.h). */
 /* One declared or solved dimension (DIM_DYN for a dynamic one). label may be NULL. */
@@ -190,6 +204,7 @@ typedef struct Graph {
   PtrVec routines; /* Routine*: exported routines (init is implicit) */
   PtrVec syms;     /* IndexSym* */
   PtrVec dimsyms;  /* DimSym*: dynamic dimensions, by id */
+  PtrVec dimchecks; /* DimCheck*: run-time checks of dynamic dimensions (shape inference) */
 } Graph;
 
 /* Axis index of one operand axis in an assignment's iteration space:
@@ -203,6 +218,9 @@ typedef struct AxisIndex {
   int iter[MAX_AFFINE_TERMS];
   int offset;
   IndexSym *sym;
+  bool dyn_bcast; /* the operand axis has a dynamic size that broadcasts into the iterator
+                     (it may be 1 at run time while the iterator is larger): the index is 0
+                     whenever the axis's run-time size is 1 (issue 17) */
 } AxisIndex;
 
 /* The projections of an UpdateStep (doc/inference.md, "Projections"). */
@@ -240,6 +258,8 @@ char *graph_roles(Arena *a, const Graph *g);
 
 /* Prints the graph in the stable text form of --dump-graph (src/graph_print.c). */
 void graph_print(FILE *out, const Graph *g);
+/* Prints a dimension: N, or a dynamic one by name, `?` when anonymous (`?ID` with ids). */
+void graph_print_dim(FILE *out, const Graph *g, int d, bool ids);
 
 /* The tensors reachable from t through step arguments and what its forward code reads
  * (src/graph_code.c): a mark per tensor id. mode 0 = everything; 1 = stop at tensors

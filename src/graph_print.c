@@ -44,7 +44,19 @@ static void sym_name(FILE *out, const IndexSym *s) {
   else fprintf(out, "#sym%d", s->id);
 }
 
-static void print_row(FILE *out, const char *k, const RowDecl *r) {
+void graph_print_dim(FILE *out, const Graph *g, int d, bool ids) {
+  if (!DIM_IS_DYN(d)) {
+    fprintf(out, "%d", d);
+    return;
+  }
+  int id = DIM_DYN_ID(d);
+  const DimSym *s = g && id < g->dimsyms.len ? (const DimSym *)g->dimsyms.items[id] : NULL;
+  if (s && s->name) fputs(s->name, out);
+  else if (ids) fprintf(out, "?%d", id);
+  else fputc('?', out);
+}
+
+static void print_row(FILE *out, const Graph *g, const char *k, const RowDecl *r) {
   fprintf(out, " %s=", k);
   if (!r->given) {
     fputc('?', out);
@@ -54,7 +66,7 @@ static void print_row(FILE *out, const char *k, const RowDecl *r) {
   for (int i = 0; i < r->n; i++) {
     if (i) fputc(',', out);
     if (r->dims[i].label) fprintf(out, "%s=", r->dims[i].label);
-    fprintf(out, "%d", r->dims[i].d);
+    graph_print_dim(out, g, r->dims[i].d, true);
   }
   fputc(']', out);
 }
@@ -175,9 +187,9 @@ void graph_print(FILE *out, const Graph *g) {
     print_init(out, &t->init);
     if (t->prec != PREC_DEFAULT) fprintf(out, " prec=%s", t->prec == PREC_DOUBLE ? "double" : "single");
     fputs(" decl", out);
-    print_row(out, "b", &t->decl[KIND_BATCH]);
-    print_row(out, "i", &t->decl[KIND_INPUT]);
-    print_row(out, "o", &t->decl[KIND_OUTPUT]);
+    print_row(out, g, "b", &t->decl[KIND_BATCH]);
+    print_row(out, g, "i", &t->decl[KIND_INPUT]);
+    print_row(out, g, "o", &t->decl[KIND_OUTPUT]);
     fputc('\n', out);
     if (t->step) {
       fputs("  ", out);
@@ -210,6 +222,8 @@ void graph_print(FILE *out, const Graph *g) {
     const IndexSym *s = (const IndexSym *)g->syms.items[i];
     fputs("sym ", out);
     sym_name(out, s);
-    fprintf(out, " range=%d\n", s->range);
+    fputs(" range=", out);
+    graph_print_dim(out, g, s->range, true);
+    fputc('\n', out);
   }
 }

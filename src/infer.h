@@ -132,6 +132,10 @@ typedef struct Solver {
   int ninfos;
   bool failed;
   long long work; /* simplification count: a guard against divergence */
+  const Graph *g; /* names of dynamic dimensions in messages (NULL in unit tests: `?ID`) */
+  PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved
+                       at the fixpoint (dyn_lower_bounds, doc/inference.md) */
+  PtrVec checks;  /* DimCheck*: run-time checks the rules recorded (unique) */
   /* the bounds index (infer_row.c): pending "subr <= cur" edges by subr root id */
   int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;
@@ -144,7 +148,9 @@ void solver_init(Solver *s, Arena *a, Diag *diag);
 DimNode *dim_find(DimNode *d);
 DimNode *dim_var(Solver *s);
 DimNode *dim_known(Solver *s, int d, const char *label);
-int dim_size(DimNode *d); /* 0 if unknown */
+int dim_size(DimNode *d); /* 0 if unknown, DIM_DYN for a dynamic dimension */
+/* A dimension for messages: N, a dynamic dimension's name, `?` (arena string). */
+const char *dim_str(Solver *s, int d);
 
 /* Rows. */
 Row *row_closed(Solver *s, int n, DimNode **dims);
@@ -197,7 +203,8 @@ typedef struct ProjNode {
   int fixed;       /* CL_FIXED */
   Constraint *aff; /* CL_AFFINE: its C_CONV */
   int iter;        /* CL_ITER: iterator number once numbered, else -1 */
-  int size;        /* the largest member dimension */
+  int size;        /* the largest member dimension (infer_proj.c size_join) */
+  bool dyn_bcast;  /* this axis (not its class): a dynamic size broadcast into the class */
 } ProjNode;
 
 typedef struct ProjCtx {

@@ -16,32 +16,32 @@
 
 /* ---------------------------------------------------------------- shapes */
 
-static void print_row(FILE *out, const Shape *sh, int k) {
+static void print_row(FILE *out, const Graph *g, const Shape *sh, int k) {
   /* After an inference error: an output row (never empty once inferred) of which
    * nothing is known yet prints as one unknown. */
   if (k == KIND_OUTPUT && !sh->n[k] && sh->open[k]) fputc('?', out);
   for (int i = 0; i < sh->n[k]; i++) {
     if (i) fputc(',', out);
     if (sh->dims[k][i].label) fprintf(out, "%s=", sh->dims[k][i].label);
-    if (sh->dims[k][i].d > 0) fprintf(out, "%d", sh->dims[k][i].d);
+    if (sh->dims[k][i].d) graph_print_dim(out, g, sh->dims[k][i].d, false); /* n, or ? (tdslc(1)) */
     else fputc('?', out); /* after an inference error: not inferred */
   }
 }
 
-static void print_shape(FILE *out, const Shape *sh) {
+static void print_shape(FILE *out, const Graph *g, const Shape *sh) {
   if (!sh->solved) { /* inference stopped before reaching this tensor */
     fputc('?', out);
     return;
   }
   if (sh->n[KIND_BATCH]) {
-    print_row(out, sh, KIND_BATCH);
+    print_row(out, g, sh, KIND_BATCH);
     fputc('|', out);
   }
   if (sh->n[KIND_INPUT]) {
-    print_row(out, sh, KIND_INPUT);
+    print_row(out, g, sh, KIND_INPUT);
     fputs("->", out);
   }
-  print_row(out, sh, KIND_OUTPUT);
+  print_row(out, g, sh, KIND_OUTPUT);
 }
 
 void json_str(FILE *out, const char *s) {
@@ -55,10 +55,22 @@ void json_str(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-static void json_dims(FILE *out, const Shape *sh, int k) {
+/* A dynamic dimension as a string: "n", or "?" when anonymous. */
+static void json_dim(FILE *out, const Graph *g, int d) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  graph_print_dim(m, g, d, false);
+  fclose(m);
+  json_str(out, buf);
+  free(buf);
+}
+
+static void json_dims(FILE *out, const Graph *g, const Shape *sh, int k) {
   fputc('[', out);
   for (int i = 0; i < sh->n[k]; i++) {
     if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+    else if (sh->dims[k][i].d < 0) fputs(i ? "," : "", out), json_dim(out, g, sh->dims[k][i].d);
     else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
   }
   fputc(']', out);
@@ -69,8 +81,50 @@ static long long shape_cells(const Shape *sh) {
   long long n = 1;
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < sh->n[k]; i++)
-      if (__builtin_mul_overflow(n, (long long)sh->dims[k][i].d, &n)) return LLONG_MAX;
+      if (sh->dims[k][i].d > 0 && __builtin_mul_overflow(n, (long long)sh->dims[k][i].d, &n)) return LLONG_MAX;
   return n;
+}
+
+/* After the shapes, what dynamic dimensions add (a static program has none of it, so the
+ * fixed format is unchanged for it): index symbols whose range is dynamic (an `@|` over
+ * a dynamic axis), then the run-time checks (graph.h DimCheck). Text:
+ *   sym NAME range=SIZE
+ *   check SIZE == EXPECT [or 1] at LINE:COL: MSG   */
+static void dump_checks(FILE *out, const Graph *g, bool json) {
+  for (int i = 0; i < g->syms.len; i++) {
+    const IndexSym *s = VEC_AT(g->syms, IndexSym, i);
+    if (!DIM_IS_DYN(s->range)) continue;
+    if (json) {
+      fputs("{\"sym\":", out);
+      json_str(out, s->name ? s->name : "");
+      fputs(",\"range\":", out);
+      json_dim(out, g, s->range);
+      fputs("}\n", out);
+      continue;
+    }
+    fprintf(out, "sym %s range=", s->name ? s->name : "_");
+    graph_print_dim(out, g, s->range, true);
+    fputc('\n', out);
+  }
+  for (int i = 0; i < g->dimchecks.len; i++) {
+    const DimCheck *k = VEC_AT(g->dimchecks, DimCheck, i);
+    if (json) {
+      fputs("{\"check\":", out);
+      json_dim(out, g, k->size);
+      fputs(",\"expect\":", out);
+      json_dim(out, g, k->expect);
+      fprintf(out, ",\"or_one\":%s,\"line\":%d,\"col\":%d,\"msg\":", k->or_one ? "true" : "false", k->loc.line,
+              k->loc.col);
+      json_str(out, k->msg);
+      fputs("}\n", out);
+      continue;
+    }
+    fputs("check ", out);
+    graph_print_dim(out, g, k->size, true);
+    fputs(" == ", out);
+    graph_print_dim(out, g, k->expect, true);
+    fprintf(out, "%s at %d:%d: %s\n", k->or_one ? " or 1" : "", k->loc.line, k->loc.col, k->msg);
+  }
 }
 
 void dump_shapes(FILE *out, const Graph *g, bool json) { dump_shapes_ex(out, g, json, false); }
@@ -85,7 +139,7 @@ void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
     const Shape *sh = &nt->t->shape;
     if (!json) {
       fprintf(out, "%s: ", nt->name);
-      print_shape(out, sh);
+      print_shape(out, g, sh);
       if (verbose && nt->t->kind == TK_PARAM) fprintf(out, "  (parameter, %lld values)", shape_cells(sh));
       fputc('\n', out);
       if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
@@ -95,23 +149,24 @@ void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
-    print_shape(m, sh);
+    print_shape(m, g, sh);
     fclose(m);
     fputs("{\"name\":", out);
     json_str(out, nt->name);
     fputs(",\"shape\":", out);
     json_str(out, buf);
     fputs(",\"batch\":", out);
-    json_dims(out, sh, KIND_BATCH);
+    json_dims(out, g, sh, KIND_BATCH);
     fputs(",\"input\":", out);
-    json_dims(out, sh, KIND_INPUT);
+    json_dims(out, g, sh, KIND_INPUT);
     fputs(",\"output\":", out);
-    json_dims(out, sh, KIND_OUTPUT);
+    json_dims(out, g, sh, KIND_OUTPUT);
     if (verbose) fprintf(out, ",\"param\":%s,\"size\":%lld", nt->t->kind == TK_PARAM ? "true" : "false", shape_cells(sh));
     fputs("}\n", out);
     free(buf);
     if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
   }
+  dump_checks(out, g, json);
   if (verbose) {
     if (json) fprintf(out, "{\"parameters\":%lld,\"size\":%lld}\n", nparams, nvalues);
     else fprintf(out, "parameters: %lld tensors, %lld values\n", nparams, nvalues);
@@ -121,7 +176,20 @@ void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
 
 /* ---------------------------------------------------------------- projections */
 
+/* A dynamic axis that broadcasts (AxisIndex.dyn_bcast) prints as bcast(INDEX). */
+static void print_index_body(FILE *out, const AxisIndex *ix);
+
 static void print_index(FILE *out, const AxisIndex *ix) {
+  if (!ix->dyn_bcast) {
+    print_index_body(out, ix);
+    return;
+  }
+  fputs("bcast(", out);
+  print_index_body(out, ix);
+  fputc(')', out);
+}
+
+static void print_index_body(FILE *out, const AxisIndex *ix) {
   bool any = false;
   for (int i = 0; i < ix->nterms; i++) {
     int c = ix->coef[i];
@@ -226,7 +294,7 @@ static void collect_slots(const AExpr *e, int *slots, int *n) {
     for (int i = 0; i < op_info[e->op].arity; i++) collect_slots(e->args[i], slots, n);
 }
 
-static void print_asgn_text(FILE *out, const char *where, const Asgn *as) {
+static void print_asgn_text(FILE *out, const Graph *g, const char *where, const Asgn *as) {
   const Projections *pj = as->step ? as->step->proj : NULL;
   fprintf(out, "%s: ", where);
   print_operand(out, &as->lhs, pj, as->lhs_slot);
@@ -239,7 +307,11 @@ static void print_asgn_text(FILE *out, const char *where, const Asgn *as) {
   lhs_iters(pj, as->lhs_slot, in_lhs);
   fputs("  loops:", out);
   if (!n) fputs(" (none)", out);
-  for (int i = 0; i < n; i++) fprintf(out, " i%d<%d%s", i, pj->iter_size[i], in_lhs[i] ? "" : " (reduce)");
+  for (int i = 0; i < n; i++) {
+    fprintf(out, " i%d<", i);
+    graph_print_dim(out, g, pj->iter_size[i], true);
+    fputs(in_lhs[i] ? "" : " (reduce)", out);
+  }
   fputs("\n  dimops: ", out);
   int slots[16], ns = 0;
   collect_slots(as->rhs, slots, &ns);
@@ -281,12 +353,12 @@ static void collect_bufs(const AExpr *e, const AExpr **bufs, int *n) {
     for (int i = 0; i < op_info[e->op].arity; i++) collect_bufs(e->args[i], bufs, n);
 }
 
-static void print_asgn_json(FILE *out, const char *where, const Asgn *as) {
+static void print_asgn_json(FILE *out, const Graph *g, const char *where, const Asgn *as) {
   const Projections *pj = as->step ? as->step->proj : NULL;
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
-  print_asgn_text(m, where, as);
+  print_asgn_text(m, g, where, as);
   fclose(m);
   char *nl = strchr(buf, '\n');
   if (nl) *nl = 0;
@@ -307,9 +379,12 @@ static void print_asgn_json(FILE *out, const char *where, const Asgn *as) {
   bool in_lhs[256];
   int n = pj ? (pj->niters < 256 ? pj->niters : 256) : 0;
   if (pj) lhs_iters(pj, as->lhs_slot, in_lhs);
-  for (int i = 0; i < n; i++)
-    fprintf(out, "%s{\"name\":\"i%d\",\"size\":%d,\"type\":\"%s\"}", i ? "," : "", i, pj->iter_size[i],
-            in_lhs[i] ? "parallel" : "reduction");
+  for (int i = 0; i < n; i++) {
+    fprintf(out, "%s{\"name\":\"i%d\",\"size\":", i ? "," : "", i);
+    if (DIM_IS_DYN(pj->iter_size[i])) json_dim(out, g, pj->iter_size[i]);
+    else fprintf(out, "%d", pj->iter_size[i]);
+    fprintf(out, ",\"type\":\"%s\"}", in_lhs[i] ? "parallel" : "reduction");
+  }
   fputs("],\"lhs\":", out);
   json_operand(out, &as->lhs, pj, as->lhs_slot);
   fputs(",\"operands\":[", out);
@@ -323,12 +398,12 @@ static void print_asgn_json(FILE *out, const char *where, const Asgn *as) {
   fputs("]}\n", out);
 }
 
-static void dump_code(FILE *out, const char *where, const Code *code, bool json) {
+static void dump_code(FILE *out, const Graph *g, const char *where, const Code *code, bool json) {
   for (int i = 0; i < code->asgns.len; i++) {
     const Asgn *as = VEC_AT(code->asgns, Asgn, i);
     if (as->kind != ASGN_OP) continue;
-    if (json) print_asgn_json(out, where, as);
-    else print_asgn_text(out, where, as);
+    if (json) print_asgn_json(out, g, where, as);
+    else print_asgn_text(out, g, where, as);
   }
 }
 
@@ -338,12 +413,12 @@ void dump_projections(FILE *out, const Graph *g, bool json) {
     const Tensor *t = VEC_AT(g->tensors, Tensor, i);
     const char *name = t->name ? t->name : "_";
     snprintf(where, sizeof where, "%s.forward", name);
-    dump_code(out, where, &t->fwd, json);
+    dump_code(out, g, where, &t->fwd, json);
     snprintf(where, sizeof where, "%s.backprop", name);
-    dump_code(out, where, &t->bwd, json);
+    dump_code(out, g, where, &t->bwd, json);
   }
   for (int i = 0; i < g->routines.len; i++) {
     const Routine *r = VEC_AT(g->routines, Routine, i);
-    dump_code(out, r->name ? r->name : "_", &r->code, json);
+    dump_code(out, g, r->name ? r->name : "_", &r->code, json);
   }
 }

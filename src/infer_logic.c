@@ -35,7 +35,7 @@ static void tensor_rows(Logic *L, Tensor *t) {
     if (rd->given) {
       DimNode **dims = ANEWN(s->a, DimNode *, rd->n + 1);
       for (int i = 0; i < rd->n; i++) {
-        if (rd->dims[i].d <= 0) { /* 0 would read as "unknown" below */
+        if (rd->dims[i].d == 0) { /* 0 would read as "unknown" below (< 0: dynamic) */
           s->failed = true;
           diag_error(s->diag, rd->loc.file ? rd->loc : t->loc,
                      "%s axis %d of %s has dimension %d: empty tensors are not supported", kind_name[k], i,
@@ -361,7 +361,7 @@ static bool check_slices(Solver *s, Graph *g) {
     if (!in || !in->slice || !in->step->sym) continue;
     int d = dim_size(in->slice);
     IndexSym *sym = in->step->sym;
-    if (sym->range <= 0) {
+    if (sym->range == 0) { /* a dynamic axis gives a dynamic range (issue 17) */
       sym->range = d;
       sym->range_inferred = true;
       sym->range_loc = in->step->loc;
@@ -371,13 +371,13 @@ static bool check_slices(Solver *s, Graph *g) {
     s->failed = true;
     if (sym->range_inferred) {
       diag_error(s->diag, in->step->loc,
-                 "index symbol '%s' slices a leftmost batch axis of dimension %d here but one of dimension %d elsewhere",
-                 sym->name, d, sym->range);
-      diag_note(s->diag, sym->range_loc, "the slice of dimension %d", sym->range);
+                 "index symbol '%s' slices a leftmost batch axis of dimension %s here but one of dimension %s elsewhere",
+                 sym->name, dim_str(s, d), dim_str(s, sym->range));
+      diag_note(s->diag, sym->range_loc, "the slice of dimension %s", dim_str(s, sym->range));
     } else {
       diag_error(s->diag, in->step->loc,
-                 "index symbol '%s' has range %d but the sliced leftmost batch axis of %s has dimension %d", sym->name,
-                 sym->range, tname(s, in->step->rhs[0]), d);
+                 "index symbol '%s' has range %d but the sliced leftmost batch axis of %s has dimension %s", sym->name,
+                 sym->range, tname(s, in->step->rhs[0]), dim_str(s, d));
     }
     if (sym->loc.file) diag_note(s->diag, sym->loc, "'%s' declared here", sym->name);
     return false;
@@ -389,6 +389,7 @@ static bool check_slices(Solver *s, Graph *g) {
 /* Builds and solves every constraint of g into s (which the caller initialized). */
 bool infer_solve(Solver *s, Graph *g) {
   Logic L = {s, g, ANEWN(s->a, RowTriple, g->tensors.len + 1)};
+  s->g = g;
   int nsteps = 0;
   for (int i = 0; i < g->steps.len; i++) {
     int id = VEC_AT(g->steps, UpdateStep, i)->id;
@@ -446,7 +447,9 @@ static bool check_elems(Solver *s, Tensor *t) {
   long long n = 1;
   bool over = false;
   for (int k = 0; k < 3; k++)
-    for (int i = 0; i < t->shape.n[k]; i++) over = over || __builtin_mul_overflow(n, (long long)t->shape.dims[k][i].d, &n);
+    for (int i = 0; i < t->shape.n[k]; i++) /* a dynamic size: the runtime checks what it is set to */
+      if (!DIM_IS_DYN(t->shape.dims[k][i].d))
+        over = over || __builtin_mul_overflow(n, (long long)t->shape.dims[k][i].d, &n);
   if (!over && n <= INT32_MAX) return true;
   char num[32];
   snprintf(num, sizeof num, over ? "more than 2^63" : "%lld", n);
@@ -461,6 +464,7 @@ bool infer_shapes(Ctx *c, Graph *g) {
   solver_init(&s, &c->arena, &c->diag);
   bool ok = infer_solve(&s, g);
   solver_free(&s);
+  g->dimchecks = s.checks;
   for (int i = 0; i < g->steps.len && s.infos; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
     StepInfo *in = st->id >= 0 && st->id < s.ninfos ? s.infos[st->id] : NULL;

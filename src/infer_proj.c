@@ -49,13 +49,32 @@ int pc_node(ProjCtx *p, int slot, DimNode *d) {
   return i;
 }
 
+/* The iterator size of a class holding axes of sizes a and b (0: unknown): the largest
+ * static size, else a dynamic one (the run-time checks make them agree), else 1. */
+static int size_join(int a, int b) {
+  if (!a || a == b) return b ? b : a;
+  if (!b) return a;
+  if (a > 1 || b > 1) return a > b ? a : b;
+  return DIM_IS_DYN(a) ? a : b;
+}
+
 void pc_union(ProjCtx *p, int a, int b) {
   a = pc_find(p, a), b = pc_find(p, b);
   if (a == b) return;
   ProjNode *ra = &p->node[a], *rb = &p->node[b];
   rb->parent = a;
   if (rb->kind > ra->kind) ra->kind = rb->kind, ra->fixed = rb->fixed, ra->aff = rb->aff;
-  if (rb->size > ra->size) ra->size = rb->size;
+  ra->size = size_join(ra->size, rb->size);
+}
+
+/* A dynamic subr axis broadcasting into a different cur (doc/inference.md, "Dynamic
+ * dimensions"): it walks cur's iterator, and reads index 0 when it is 1 at run time.
+ * The class keeps cur's size: subr's may be 1. */
+static void pc_union_dyn_bcast(ProjCtx *p, int cur, int sub) {
+  int size = p->node[pc_find(p, cur)].size;
+  p->node[sub].dyn_bcast = true;
+  pc_union(p, cur, sub);
+  if (size) p->node[pc_find(p, cur)].size = size;
 }
 
 void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) {
@@ -87,7 +106,7 @@ static int class_iter(ProjCtx *p, int cls, int *niters, PtrVec *sizes, Arena *a)
   if (r->kind != CL_ITER) return -1;
   if (r->iter < 0) {
     r->iter = (*niters)++;
-    vec_push(a, sizes, (void *)(intptr_t)(r->size > 0 ? r->size : 1));
+    vec_push(a, sizes, (void *)(intptr_t)(r->size ? r->size : 1));
   }
   return r->iter;
 }
@@ -151,7 +170,9 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
     bool fixed_subr = false;
     for (int j = 0; j < in->fixed.len && pr->subr_slot < 0 && !fixed_subr; j++)
       fixed_subr = VEC_AT(in->fixed, DimNode, j) == pr->subr;
-    if (!pr->eq && !fixed_subr && dim_size(pr->subr) == 1 && dim_size(pr->cur) != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
+    int ds = dim_size(pr->subr), cs = dim_size(pr->cur);
+    if (!pr->eq && !fixed_subr && ds == 1 && cs != 1) pc_mark(p, d, CL_FIXED, 0, NULL);
+    else if (!pr->eq && DIM_IS_DYN(ds) && cs != ds && cs != 1) pc_union_dyn_bcast(p, c, d);
     else pc_union(p, c, d);
   }
   for (int i = 0; i < in->affine.len; i++) {
@@ -173,8 +194,11 @@ static Projections *step_projections(ProjCtx *p, StepInfo *in, Arena *a) {
   for (int sl = 0; sl < pj->nslots; sl++) {
     pj->rank[sl] = nax[sl];
     pj->idx[sl] = ANEWN(a, AxisIndex, nax[sl] + 1);
-    for (int i = 0; i < nax[sl]; i++)
-      pj->idx[sl][i] = axis_index(p, pc_node(p, sl, axes[sl][i]), in, &niters, &sizes, a);
+    for (int i = 0; i < nax[sl]; i++) {
+      int node = pc_node(p, sl, axes[sl][i]);
+      pj->idx[sl][i] = axis_index(p, node, in, &niters, &sizes, a);
+      pj->idx[sl][i].dyn_bcast = p->node[node].dyn_bcast;
+    }
   }
   pj->niters = niters;
   pj->iter_size = ANEWN(a, int, niters + 1);

@@ -48,6 +48,14 @@ DimNode *dim_known(Solver *s, int d, const char *label) {
 
 int dim_size(DimNode *d) { return dim_find(d)->d; }
 
+const char *dim_str(Solver *s, int d) {
+  if (!DIM_IS_DYN(d)) return arena_printf(s->a, "%d", d);
+  int id = DIM_DYN_ID(d);
+  const DimSym *ds = s->g && id < s->g->dimsyms.len ? VEC_AT(s->g->dimsyms, DimSym, id) : NULL;
+  if (ds && ds->name) return ds->name;
+  return arena_printf(s->a, "?%d", id); /* anonymous: numbered so two of them differ in messages */
+}
+
 /* A fresh variable standing for one more axis of row variable v. */
 static DimNode *dim_for_rowvar(Solver *s, RowVar *v) {
   DimNode *d = dim_new(s);
@@ -241,8 +249,8 @@ void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep
 
 static void note_origin(Solver *s, DimNode *d) {
   DimNode *r = dim_find(d);
-  if (r->d > 0 && r->origin.has_loc)
-    diag_note(s->diag, r->origin.loc, "dimension %d%s%s comes from %s", r->d, r->label ? " labelled " : "",
+  if (r->d && r->origin.has_loc)
+    diag_note(s->diag, r->origin.loc, "dimension %s%s%s comes from %s", dim_str(s, r->d), r->label ? " labelled " : "",
               r->label ? r->label : "", r->origin.what ? r->origin.what : "here");
 }
 
@@ -264,10 +272,11 @@ static const char *what(const char *w) { return w ? w : "an axis"; }
 static Step fail_dims(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   DimNode *ra = dim_find(a), *rb = dim_find(b);
   if (ra->d == rb->d)
-    solver_fail(s, c, "label mismatch: %s vs %s for dimension %d (%s vs %s)", ra->label, rb->label, ra->d,
-                what(c->what1), what(c->what2));
+    solver_fail(s, c, "label mismatch: %s vs %s for dimension %s (%s vs %s)", ra->label, rb->label,
+                dim_str(s, ra->d), what(c->what1), what(c->what2));
   else
-    solver_fail(s, c, "dimension mismatch: %d vs %d (%s vs %s)", ra->d, rb->d, what(c->what1), what(c->what2));
+    solver_fail(s, c, "dimension mismatch: %s vs %s (%s vs %s)", dim_str(s, ra->d), dim_str(s, rb->d), what(c->what1),
+                what(c->what2));
   note_origin(s, a);
   note_origin(s, b);
   return FAIL;
@@ -311,6 +320,44 @@ static Step set_dim(Solver *s, Constraint *c, DimNode *d, long long n, const cha
   return unify_dim(s, c, d, k) == FAIL ? FAIL : PROGRESS;
 }
 
+/* Records the run-time check `size == expect (or 1 when or_one)` of constraint c, once;
+ * sub_is_size: the size is c's subr side (else its cur side), for the message. */
+static void record_check(Solver *s, Constraint *c, int size, int expect, bool or_one, bool sub_is_size) {
+  for (int i = 0; i < s->checks.len; i++) {
+    DimCheck *k = VEC_AT(s->checks, DimCheck, i);
+    if (k->size == size && k->expect == expect && k->or_one == or_one) return;
+  }
+  DimCheck *k = ANEW(s->a, DimCheck);
+  k->size = size, k->expect = expect, k->or_one = or_one;
+  if (c && c->step) k->loc = c->step->loc;
+  const char *ws = c ? (sub_is_size ? c->what2 : c->what1) : NULL, *we = c ? (sub_is_size ? c->what1 : c->what2) : NULL;
+  k->msg = arena_printf(s->a, "%s (%s) must be %s%s (%s)", what(ws), dim_str(s, size), or_one ? "1 or " : "",
+                        dim_str(s, expect), what(we));
+  vec_push(s->a, &s->checks, k);
+}
+
+/* cur >= subr where both sizes are known, at least one dynamic and they differ
+ * (doc/inference.md, "Dynamic dimensions"): the seed's table decides at run time. */
+static Step dyn_ineq(Solver *s, Constraint *c, DimNode *cur, DimNode *sub) {
+  if (DIM_IS_DYN(sub->d)) { /* ? vs >1, ? vs ?: sub broadcasts (projections index it 0 when it is 1) */
+    record_check(s, c, sub->d, cur->d, cur->d != 1, true);
+    return DONE;
+  }
+  /* a static sub above 1 under a dynamic cur: cur must be exactly that size, so two
+   * different static sizes under one dynamic size can never both hold */
+  for (int i = 0; i < s->checks.len; i++) {
+    DimCheck *k = VEC_AT(s->checks, DimCheck, i);
+    if (k->size == cur->d && !k->or_one && !DIM_IS_DYN(k->expect) && k->expect != sub->d) {
+      solver_fail(s, c, "dimension mismatch: %d vs %d under dynamic dimension %s (%s vs %s)", k->expect, sub->d,
+                  dim_str(s, cur->d), what(c->what1), what(c->what2));
+      diag_note(s->diag, k->loc, "here %s", k->msg);
+      return FAIL;
+    }
+  }
+  record_check(s, c, cur->d, sub->d, false, false);
+  return DONE;
+}
+
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
   DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
   if (cur == sub) return DONE;
@@ -319,7 +366,12 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
       cur->meets_one = true;
       return DONE;
     }
+    if (!cur->d && DIM_IS_DYN(sub->d)) { /* a static bound may still come: decided at the fixpoint */
+      vec_push(s->a, &s->dyn_lower, c);
+      return PENDING;
+    }
     if (!cur->d) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
+    if (cur->d != sub->d && (DIM_IS_DYN(cur->d) || DIM_IS_DYN(sub->d))) return dyn_ineq(s, c, cur, sub);
     if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
     if (!cur->label) cur->label = sub->label;
     else if (!sub->label) sub->label = cur->label;
@@ -332,6 +384,12 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
 static Step simp_at_least(Solver *s, Constraint *c) {
   DimNode *d = dim_find(c->d1);
   if (!d->d) return PENDING;
+  if (DIM_IS_DYN(d->d)) {
+    solver_fail(s, c, "fixed index %lld reads an axis of dynamic dimension %s (%s): a fixed index needs a static size",
+                c->k - 1, dim_str(s, d->d), what(c->what1));
+    note_origin(s, c->d1);
+    return FAIL;
+  }
   if (d->d < c->k) {
     solver_fail(s, c, "fixed index %lld is out of range for dimension %d (%s)", c->k - 1, d->d, what(c->what1));
     note_origin(s, c->d1);
@@ -344,6 +402,11 @@ static Step simp_at_least(Solver *s, Constraint *c) {
  * In 64 bits: sizes, strides and dilations are each below 2^31. */
 static Step simp_conv(Solver *s, Constraint *c) {
   long long in = dim_size(c->d1), out = dim_size(c->d2), ker = dim_size(c->d3);
+  if (in < 0 || out < 0 || ker < 0) {
+    solver_fail(s, c, "convolution (%s) over dynamic dimension %s: a convolution needs static sizes", what(c->what1),
+                dim_str(s, (int)(in < 0 ? in : out < 0 ? out : ker)));
+    return FAIL;
+  }
   long long st = c->stride, dl = c->dilation;
   if (c->padded) {
     if (in && out) {
@@ -640,6 +703,11 @@ static Step simp_total(Solver *s, Constraint *c) {
       DimNode **d = pass ? r->end : r->beg;
       for (int i = 0; i < n; i++) {
         int sz = dim_size(d[i]);
+        if (DIM_IS_DYN(sz)) {
+          solver_fail(s, c, "%s has dynamic dimension %s: a literal or a file needs static sizes", what(c->what1),
+                      dim_str(s, sz));
+          return FAIL;
+        }
         if (sz) prod *= sz;
         else nunknown++, unknown = d[i];
         if (prod > (1LL << 40)) prod = 1LL << 40;
@@ -783,6 +851,22 @@ static bool force_conflicting_bounds(Solver *s) {
   return progress;
 }
 
+/* An unknown dimension above a dynamic one and nothing static (doc/inference.md,
+ * "Dynamic dimensions"): at the fixpoint, when every static bound has been applied, it
+ * takes the dynamic size (the first such constraint's); the others become checks. */
+static bool dyn_lower_bounds(Solver *s) {
+  bool progress = false;
+  for (int i = 0; i < s->dyn_lower.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
+    DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
+    if (c->done || cur->d || !DIM_IS_DYN(sub->d)) continue;
+    unify_dim(s, c, cur, sub);
+    progress = true;
+  }
+  s->dyn_lower.len = 0;
+  return progress;
+}
+
 /* ---------------------------------------------------------------- fixpoint */
 
 static void watch_dim(Solver *s, Constraint *c, DimNode *d) {
@@ -849,6 +933,7 @@ bool solver_run(Solver *s) {
     s->qhead = s->queue.len = 0;
     if (s->failed) break;
     compact(s);
+    if (dyn_lower_bounds(s)) continue;
     if (s->online || !force_conflicting_bounds(s)) break;
   }
   return !s->failed;
@@ -1062,7 +1147,8 @@ static bool stage3(Solver *s) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (!lub[i] || !root_or_null(d)) continue;
     const char *label = lub[i] > 1 ? labels[i] : NULL;
-    set_dim(s, NULL, d, lub[i], NULL);
+    if (DIM_IS_DYN(lub[i])) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
+    else set_dim(s, NULL, d, lub[i], NULL);
     if (label && !dim_find(d)->label) dim_find(d)->label = label;
     changed = true;
   }
