@@ -173,7 +173,6 @@ $(B)/bench/bench: bench/bench.c $(rel_LIB)
 	$(CC) $(CPPFLAGS_ALL) -Itestsuite/unit $(WFLAGS) -O3 -march=native -o $@ $^ $(LDLIBS)
 bench-loops: $(B)/bench/bench
 	/usr/bin/python3 bench/run.py $(B)/bench/bench
-bench: bench-cpu
 
 # The demo: dependencies, the compiler, a local install (build/prefix), then the moons
 # and micrograd samples built from their two-line Makefiles against that install.
@@ -194,10 +193,11 @@ bench-gpu: all
 # Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
 bench-train: all
 	sh bench/train.sh
-bench: bench-train bench-compile
 # Compile-time table: moons and deep MLPs (bench/compile_time.sh, bench/gen_mlp.py).
 bench-compile: all
 	sh bench/compile_time.sh
+# `make bench`: every CPU benchmark above (bench-gpu needs a GPU machine).
+bench: bench-cpu bench-train bench-compile
 
 clean:
 	rm -rf $(B)

@@ -3,7 +3,8 @@
 # (2-H-H-1, hinge loss, SGD) at batch 10 / hidden 16 and batch 1000 / hidden 256, for
 # tdslc (bench/train_b*_h*.tdsl through tdsl.h), PyTorch eager (bench/train_torch.py)
 # and hand-written C (bench/train_ref.c, -O3 -march=native), all single-threaded, in
-# one run; prints a table with the ratios.   usage: bench/train.sh [SECONDS per measure]
+# one run; prints a table with the ratios of steps per second of CPU time (the wall clock
+# of a loaded machine says little).   usage: bench/train.sh [SECONDS per measure]
 cd "$(dirname "$0")/.." || exit 2
 B=build
 OUT=$B/bench
@@ -14,10 +15,10 @@ set -e
 ${CC:-gcc} -O3 -march=native -o $OUT/train_ref bench/train_ref.c
 ${CC:-gcc} -O2 -Iruntime -o $OUT/train_tdsl bench/train_tdsl.c -L$B -ltdslrt -Wl,-rpath,"$PWD/$B"
 set +e
-num() { sed -n 's/^steps\/s //p'; }
+num() { sed -n 's/^cpu steps\/s //p'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else printf "n/a" }'; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TDSL_NUM_THREADS=1
-printf "training step, moons MLP, single thread, %ss per measure (steps/s, higher is better)\n" "$SECS"
+printf "training step, moons MLP, single thread, %ss per measure (steps/s of CPU time, higher is better)\n" "$SECS"
 printf "%-22s %12s %12s %12s %13s %11s\n" "config" "tdslc" "torch eager" "C -O3" "tdslc/torch" "tdslc/C"
 for cfg in "10 16" "1000 256"; do
   set -- $cfg

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < H; i++) w3[i] = frand(&s) - 0.5f;
   long steps = 0;
   float loss = 0;
-  double t0 = now(), t;
+  double t0 = now(), c0 = cpu_now(), t;
   do {
     for (int rep = 0; rep < 16; rep++, steps++) {
       /* forward */
@@ -105,6 +105,6 @@ int main(int argc, char **argv) {
     }
     t = now() - t0;
   } while (t < secs);
-  printf("steps/s %.1f\nloss %.6f\n", steps / t, loss);
+  printf("steps/s %.1f\ncpu steps/s %.1f\nloss %.6f\n", steps / t, steps / (cpu_now() - c0), loss);
   return 0;
 }

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++)
     if (tdsl_call(m, "train_step")) goto fail;
   long steps = 0;
-  double t0 = now(), t;
+  double t0 = now(), c0 = cpu_now(), t;
   do {
     for (int rep = 0; rep < 16; rep++, steps++)
       if (tdsl_call(m, "train_step")) goto fail;
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   /* A cuda model's launches are asynchronous: the read waits for the device. */
   if (tdsl_read(m, "scalar_loss", &loss, 1)) goto fail;
   t = now() - t0;
-  printf("steps/s %.1f\nloss %.6f\n", steps / t, loss);
+  printf("steps/s %.1f\ncpu steps/s %.1f\nloss %.6f\n", steps / t, steps / (cpu_now() - c0), loss);
   tdsl_close(m);
   return 0;
 fail:

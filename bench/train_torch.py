@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """train_torch.py: the moons MLP training step (bench/train.tdsl) in PyTorch eager mode,
-single thread: 2-H-H-1 MLP with ReLU, hinge loss averaged over the batch, backward, SGD
+single thread (BENCH_THREADS=N: N threads): 2-H-H-1 MLP with ReLU, hinge loss averaged over the batch, backward, SGD
 with weight decay; DEVICE cuda (bench/gpu.sh) runs it on the GPU instead.
 usage: train_torch.py BATCH HIDDEN [SECONDS [DEVICE]]  ->  "steps/s N" """
+import os
 import sys
 import time
 
@@ -13,7 +14,7 @@ def main():
     B, H = int(sys.argv[1]), int(sys.argv[2])
     secs = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
     dev = sys.argv[4] if len(sys.argv) > 4 else "cpu"
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
     g = torch.Generator().manual_seed(1)
     x = torch.rand(B, 2, generator=g) * 2 - 1
     y = torch.where(x[:, :1] * x[:, 1:] > 0, 1.0, -1.0)
@@ -44,7 +45,7 @@ def main():
     for _ in range(3):
         step()
     sync()
-    steps, t0 = 0, time.perf_counter()
+    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         for _ in range(8):
             loss = step()
@@ -53,7 +54,7 @@ def main():
         t = time.perf_counter() - t0
         if t >= secs:
             break
-    print("steps/s %.1f\nloss %.6f" % (steps / t, float(loss)))
+    print("steps/s %.1f\ncpu steps/s %.1f\nloss %.6f" % (steps / t, steps / (time.process_time() - c0), float(loss)))
 
 
 if __name__ == "__main__":

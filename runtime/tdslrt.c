@@ -216,8 +216,8 @@ static bool in_instance(const tdsl_model *m, long off, long n) {
   return m->inst && off >= INST_HEADER && n >= 0 && off <= m->inst_size - n && off % 4 == 0;
 }
 
-/* "seq ID NAME K|A-B|A-B/S...": a routine that runs NAME_call(instance, K) for each K. */
-static int parse_seq(tdsl_model *m, char *p, tdsl_resolver res, void *h) {
+/* seq ID NAME K|A-B|A-B/S...: a routine that runs NAME_call(instance, K) for each K. */
+static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   RtNamed nd = {0};
   nd.index = (int)tok_long(&p);
   char *name = next_tok(&p), *t, sym[320];
@@ -354,7 +354,7 @@ static int meta_labels(tdsl_model *m, RtBuf *b, char **p, int ln) {
 }
 
 /* buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL... */
-static int meta_buf(tdsl_model *m, char *p, int ln) {
+static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, size, nk[3];
   char *name, *el;
   if (!tok_int(&p, 0, INT_MAX, &id) || id != m->nbufs) return bad_meta(m, ln, "buffers out of order");
@@ -384,7 +384,7 @@ static int meta_buf(tdsl_model *m, char *p, int ln) {
 }
 
 /* model NAME SIZE: the symbol prefix and the instance's bytes; allocates the instance. */
-static int meta_model(tdsl_model *m, char *p, int ln) {
+static int meta_model(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   char *name = tok_str(&p);
   long size;
   if (!name || m->prefix || !tok_int(&p, INST_HEADER, LONG_MAX, &size) || size % 64) return bad_meta(m, ln, "bad model line");
@@ -398,7 +398,7 @@ static int meta_model(tdsl_model *m, char *p, int ln) {
 }
 
 /* at ID OFFSET: buffer ID's storage in the instance. */
-static int meta_at(tdsl_model *m, char *p, int ln) {
+static int meta_at(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, off;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !tok_int(&p, 0, LONG_MAX, &off)) return bad_meta(m, ln, "bad at line");
   RtBuf *b = &m->bufs[id];
@@ -413,7 +413,7 @@ static int meta_at(tdsl_model *m, char *p, int ln) {
 }
 
 /* flag ID OF OFFSET: an int the runtime sets to (dim OF != 1); flags follow the dims. */
-static int meta_flag(tdsl_model *m, char *p, int ln) {
+static int meta_flag(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, of, off;
   if (!tok_int(&p, 0, INT_MAX, &id) || id != m->ndims + m->nflags) return bad_meta(m, ln, "flags out of order");
   if (!m->ndims || !tok_int(&p, 0, m->ndims - 1, &of) || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p))
@@ -427,7 +427,7 @@ static int meta_flag(tdsl_model *m, char *p, int ln) {
 }
 
 /* check SIZE EXPECT ORONE MSG: a run-time check of dynamic sizes before every call. */
-static int meta_check(tdsl_model *m, char *p, int ln) {
+static int meta_check(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long size, expect, or_one;
   char *msg;
   if (!tok_int(&p, -(long)m->ndims, INT_MAX, &size) || !tok_int(&p, -(long)m->ndims, INT_MAX, &expect) ||
@@ -445,7 +445,7 @@ static int meta_check(tdsl_model *m, char *p, int ln) {
 
 /* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
  * the instance) stays 0 until tdsl_set_dim. */
-static int meta_dim(tdsl_model *m, char *p, int ln) {
+static int meta_dim(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, off;
   char *name;
   if (m->nbufs || m->nflags || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
@@ -466,7 +466,7 @@ static int meta_dim(tdsl_model *m, char *p, int ln) {
 }
 
 /* init ID const V | values N V... | range | uniform STREAM | file ELEMS PATH */
-static int meta_init(tdsl_model *m, char *p, int ln) {
+static int meta_init(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, n;
   char *k = NULL;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(k = next_tok(&p))) return bad_meta(m, ln, "bad init line");
@@ -503,7 +503,7 @@ static int meta_init(tdsl_model *m, char *p, int ln) {
 }
 
 /* role ID NAME */
-static int meta_role(tdsl_model *m, char *p, int ln) {
+static int meta_role(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id;
   char *r;
   if (!m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &id) || !(r = next_tok(&p))) return bad_meta(m, ln, "bad role line");
@@ -515,46 +515,132 @@ static int meta_role(tdsl_model *m, char *p, int ln) {
   return bad_meta(m, ln, "unknown role");
 }
 
-/* sym ID NAME RANGE OFFSET | fn ID NAME | alias NAME BUFID */
-static int meta_named(tdsl_model *m, const char *kw, char *p, int ln, tdsl_resolver res, void *h) {
-  RtNamed nd = {0};
-  long idx, range = 0, off = 0;
-  char *name;
-  bool alias = kw[0] == 'a', sym = kw[0] == 's';
-  if (alias ? !(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)
-            : !tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) ||
-                  (sym && (!tok_int(&p, -(long)m->ndims, INT_MAX, &range) || !tok_int(&p, 0, LONG_MAX, &off))))
-    return bad_meta(m, ln, alias ? "bad alias line" : sym ? "bad index symbol line" : "bad routine line");
-  if (sym && idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
-  nd.index = (int)idx;
-  if (!(nd.name = xstrdup(name))) return fail(m, "out of memory");
-  char symname[320];
-  snprintf(symname, sizeof symname, "%s_fn_%ld", m->prefix ? m->prefix : "tdsl", idx);
-  if (sym && !in_instance(m, off, 4)) {
-    free(nd.name);
-    return bad_meta(m, ln, "index symbol outside the instance");
-  }
-  nd.ptr = alias ? NULL : sym ? (void *)(m->inst + off) : res(h, symname);
-  RtNamed **arr = alias ? &m->aliases : sym ? &m->syms : &m->fns;
-  int *cnt = alias ? &m->naliases : sym ? &m->nsyms : &m->nfns;
+/* Appends nd to *arr, *cnt its length; frees nd's name on failure. */
+static int add_named(tdsl_model *m, RtNamed **arr, int *cnt, RtNamed nd) {
   RtNamed *grown = grow(*arr, *cnt, sizeof nd);
   if (!grown) {
     free(nd.name);
     return fail(m, "out of memory");
   }
   *arr = grown;
-  if (sym) {
-    int *ranges = grow(m->sym_range, m->nsyms, sizeof(int));
-    if (!ranges) {
-      free(nd.name);
-      return fail(m, "out of memory");
-    }
-    m->sym_range = ranges;
-    m->sym_range[m->nsyms] = (int)range;
-  }
   (*arr)[(*cnt)++] = nd;
-  if (!alias && !nd.ptr) return fail(m, "model has no symbol %s (%s)", symname, nd.name);
   return 0;
+}
+
+/* sym ID NAME RANGE OFFSET: index symbol ID (values below RANGE; RANGE < 0: below the value
+ * of dim -1 - RANGE) at OFFSET in the instance. */
+static int meta_sym(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx, range, off;
+  char *name;
+  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || !tok_int(&p, -(long)m->ndims, INT_MAX, &range) ||
+      !tok_int(&p, 0, LONG_MAX, &off))
+    return bad_meta(m, ln, "bad index symbol line");
+  if (idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
+  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "index symbol outside the instance");
+  int *ranges = grow(m->sym_range, m->nsyms, sizeof(int));
+  if (!ranges) return fail(m, "out of memory");
+  m->sym_range = ranges;
+  m->sym_range[m->nsyms] = (int)range;
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = m->inst + off};
+  if (!nd.name) return fail(m, "out of memory");
+  return add_named(m, &m->syms, &m->nsyms, nd);
+}
+
+/* fn ID NAME: an exported routine, the model's symbol PREFIX_fn_ID. */
+static int meta_fn(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx;
+  char *name, symname[320];
+  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p))) return bad_meta(m, ln, "bad routine line");
+  snprintf(symname, sizeof symname, "%s_fn_%ld", m->prefix ? m->prefix : "tdsl", idx);
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = res(h, symname)};
+  if (!nd.name) return fail(m, "out of memory");
+  if (add_named(m, &m->fns, &m->nfns, nd)) return -1;
+  return nd.ptr ? 0 : fail(m, "model has no symbol %s (%s)", symname, nd.name);
+}
+
+/* alias NAME BUFID: another name of buffer BUFID. */
+static int meta_alias(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long idx;
+  char *name;
+  if (!(name = tok_str(&p)) || !m->nbufs || !tok_int(&p, 0, m->nbufs - 1, &idx)) return bad_meta(m, ln, "bad alias line");
+  RtNamed nd = {.index = (int)idx, .name = xstrdup(name)};
+  if (!nd.name) return fail(m, "out of memory");
+  return add_named(m, &m->aliases, &m->naliases, nd);
+}
+
+/* tdsl VERSION: tdsl_open_resolved checked the version; it is the first line only. */
+static int meta_version(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  return ln == 1 ? 0 : bad_meta(m, ln, "a second version line");
+}
+
+/* threads: the model runs parallel loops through the runtime's thread pool. */
+static int meta_threads(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  m->parallel = true;
+  return 0;
+}
+
+/* cuda: a cuda model; tdsl_open_resolved hands it to tdslrt_cuda.c, which reads the
+ * kernel table from its own symbols. */
+static int meta_cuda(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) { return 0; }
+
+typedef int (*MetaFn)(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h);
+
+/* The metadata's line kinds, as ir_metadata (src/ir_print.c) writes them: a line is
+ * KEYWORD FIELD..., and a keyword with a fixed number of fields (-1: the handler
+ * reads a variable number) is refused with `bad` when it has another. */
+static const struct MetaKind {
+  const char *kw;
+  MetaFn fn;
+  int fields;
+  const char *bad;
+} meta_kinds[] = {
+    {"tdsl", meta_version, 1, "bad version line"},
+    {"model", meta_model, 2, "bad model line"},
+    {"buf", meta_buf, -1, NULL},
+    {"at", meta_at, 2, "bad at line"},
+    {"dim", meta_dim, 3, "bad dim line"},
+    {"flag", meta_flag, 3, "bad flag line"},
+    {"check", meta_check, 4, "bad check line"},
+    {"role", meta_role, 2, "bad role line"},
+    {"init", meta_init, -1, NULL},
+    {"sym", meta_sym, 4, "bad index symbol line"},
+    {"alias", meta_alias, 2, "bad alias line"},
+    {"fn", meta_fn, 2, "bad routine line"},
+    {"seq", meta_seq, -1, NULL},
+    {"threads", meta_threads, 0, "bad threads line"},
+    {"cuda", meta_cuda, 0, "bad cuda line"},
+};
+
+static int count_fields(const char *p) {
+  int n = 0;
+  for (;;) {
+    while (*p == ' ') p++;
+    if (!*p) return n;
+    n++;
+    while (*p && *p != ' ') p++;
+  }
+}
+
+/* An unknown keyword is refused (a model from a newer tdslc, or damaged), named with
+ * its non-printable bytes as '?': the message may reach a terminal. */
+static int unknown_keyword(tdsl_model *m, const char *kw, int ln) {
+  char shown[41];
+  size_t n = 0;
+  for (; kw[n] && n < sizeof shown - 1; n++) shown[n] = kw[n] > ' ' && kw[n] < 0x7f ? kw[n] : '?';
+  shown[n] = 0;
+  return fail(m, "malformed model metadata (line %d): unknown keyword '%s'", ln, shown);
+}
+
+static int meta_line(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  char *kw = next_tok(&p);
+  if (!kw) return 0; /* a blank line */
+  for (size_t i = 0; i < sizeof meta_kinds / sizeof *meta_kinds; i++) {
+    const struct MetaKind *k = &meta_kinds[i];
+    if (strcmp(kw, k->kw)) continue;
+    if (k->fields >= 0 && count_fields(p) != k->fields) return bad_meta(m, ln, k->bad);
+    return k->fn(m, p, ln, res, h);
+  }
+  return unknown_keyword(m, kw, ln);
 }
 
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
@@ -564,21 +650,7 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   for (char *line = copy, *nl; !rc && line && *line; line = nl) {
     nl = strchr(line, '\n');
     if (nl) *nl++ = 0;
-    ln++;
-    char *p = line, *kw = next_tok(&p);
-    if (!kw) continue;
-    if (!strcmp(kw, "buf")) rc = meta_buf(m, p, ln);
-    else if (!strcmp(kw, "model")) rc = meta_model(m, p, ln);
-    else if (!strcmp(kw, "at")) rc = meta_at(m, p, ln);
-    else if (!strcmp(kw, "dim")) rc = meta_dim(m, p, ln);
-    else if (!strcmp(kw, "flag")) rc = meta_flag(m, p, ln);
-    else if (!strcmp(kw, "check")) rc = meta_check(m, p, ln);
-    else if (!strcmp(kw, "role")) rc = meta_role(m, p, ln);
-    else if (!strcmp(kw, "init")) rc = meta_init(m, p, ln);
-    else if (!strcmp(kw, "seq")) rc = parse_seq(m, p, res, h);
-    else if (!strcmp(kw, "threads")) m->parallel = true;
-    else if (!strcmp(kw, "sym") || !strcmp(kw, "fn") || !strcmp(kw, "alias")) rc = meta_named(m, kw, p, ln, res, h);
-    /* other keywords (tdsl, cuda, later additions) are not the runtime's */
+    rc = meta_line(m, line, ++ln, res, h);
   }
   free(copy);
   if (!rc && !m->inst) rc = fail(m, "malformed model metadata: no model line");

@@ -14,11 +14,11 @@ import os
 import re
 import sys
 
-BASE = {"base.h", "ops.h", "diag.h", "strtab.h"} | {"tdsl.h", "tdsl_abi.h"}
+BASE = {"base.h", "ops.h", "diag.h", "strtab.h", "json.h"} | {"tdsl.h", "tdsl_abi.h"}
 FRONT = BASE | {"ast.h", "parse.h", "spec.h", "parser.tab.h", "spec.tab.h"}
 GRAPH = FRONT | {"graph.h"}
 CTX = GRAPH | {"ctx.h"}
-IR = BASE | {"ir.h", "ir_c.h", "sched.h", "schedule.h"}
+IR = BASE | {"ir.h", "ir_c.h", "sched.h", "schedule.h", "sched_fuse.h"}
 
 # (files, layer name, headers allowed); the first matching pattern applies.
 RULES = [

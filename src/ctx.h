@@ -113,8 +113,6 @@ Graph *stage_program(Ctx *c, const Program *p);       /* src/eval*.c */
 bool infer_shapes(Ctx *c, Graph *g);                  /* src/infer*.c */
 bool infer_projections(Ctx *c, Graph *g);
 void dump_shapes(FILE *out, const Graph *g, bool json);
-/* s as a JSON string literal, quotes included (src/infer_dump.c; also --run --json). */
-void json_str(FILE *out, const char *s);
 /* With verbose: parameters marked with their sizes, then their count (--verbose). */
 void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose);
 void dump_projections(FILE *out, const Graph *g, bool json);

@@ -22,7 +22,7 @@ static bool resolve_coef(St *st, const Frame *call, SpecCoef *c, Loc sloc, int c
                              v ? arena_printf(st->a, ", got %s", val_kind_name(v)) : ""));
     return false;
   }
-  if (v->i < 1 || v->i > INT_MAX) { /* LANGUAGE.md 9.15: never truncated */
+  if (v->i < 1 || v->i > INT_MAX) { /* never truncated: tdsl(7), SHAPES AND INFERENCE, sizes */
     err_at_spec(st, sloc, col,
                 arena_printf(st->a, "'%s' is %lld: a stride or dilation must be from 1 to 2147483647", c->ident, v->i));
     return false;

@@ -16,7 +16,7 @@
  * a variable, or leaves it pending. A pending constraint watches the dims and row
  * variables its outcome depends on and is queued again only when one of them changes,
  * so stage 1 costs time in proportion to what changes, not to the constraints
- * pending (linear in the model, issue 14). Every rule is a sound
+ * pending (linear in the model). Every rule is a sound
  * deduction, so the fixpoint does not depend on the order of the constraints; the
  * closing stages 2-7 then make the defaulting decisions, one stage at a time, each
  * computed from a snapshot and followed by a new fixpoint. */

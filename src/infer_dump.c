@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "json.h"
 
 /* ---------------------------------------------------------------- shapes */
 
@@ -44,33 +45,36 @@ static void print_shape(FILE *out, const Graph *g, const Shape *sh) {
   print_row(out, g, sh, KIND_OUTPUT);
 }
 
-void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; s && *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
-    else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
-    else fputc(ch, out);
-  }
-  fputc('"', out);
+/* A shape or a dimension with the graph that names its dynamic dimensions. */
+typedef struct ShapeOf {
+  const Graph *g;
+  const Shape *sh;
+} ShapeOf;
+typedef struct DimOf {
+  const Graph *g;
+  int d;
+} DimOf;
+
+static void dim_text(FILE *out, const void *arg) {
+  const DimOf *x = arg;
+  graph_print_dim(out, x->g, x->d, false);
 }
 
 /* A dynamic dimension as a string: "n", or "?" when anonymous. */
-static void json_dim(FILE *out, const Graph *g, int d) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  graph_print_dim(m, g, d, false);
-  fclose(m);
-  json_str(out, buf);
-  free(buf);
+static void json_dim(FILE *out, const Graph *g, int d) { json_printed(out, dim_text, &(DimOf){g, d}); }
+
+static void shape_text(FILE *out, const void *arg) {
+  const ShapeOf *x = arg;
+  print_shape(out, x->g, x->sh);
 }
 
-static void json_dims(FILE *out, const Graph *g, const Shape *sh, int k) {
+static void shape_row(FILE *out, const void *arg, int k) {
+  const ShapeOf *x = arg;
+  const Shape *sh = x->sh;
   fputc('[', out);
   for (int i = 0; i < sh->n[k]; i++) {
     if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
-    else if (sh->dims[k][i].d < 0) fputs(i ? "," : "", out), json_dim(out, g, sh->dims[k][i].d);
+    else if (sh->dims[k][i].d < 0) fputs(i ? "," : "", out), json_dim(out, x->g, sh->dims[k][i].d);
     else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
   }
   fputc(']', out);
@@ -145,25 +149,10 @@ void dump_shapes_ex(FILE *out, const Graph *g, bool json, bool verbose) {
       if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
       continue;
     }
-    /* the shape string, built once to escape it like any other string */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    print_shape(m, g, sh);
-    fclose(m);
-    fputs("{\"name\":", out);
-    json_str(out, nt->name);
-    fputs(",\"shape\":", out);
-    json_str(out, buf);
-    fputs(",\"batch\":", out);
-    json_dims(out, g, sh, KIND_BATCH);
-    fputs(",\"input\":", out);
-    json_dims(out, g, sh, KIND_INPUT);
-    fputs(",\"output\":", out);
-    json_dims(out, g, sh, KIND_OUTPUT);
+    static const JsonShape how = {shape_text, shape_row};
+    json_shape_fields(out, nt->name, &how, &(ShapeOf){g, sh});
     if (verbose) fprintf(out, ",\"param\":%s,\"size\":%lld", nt->t->kind == TK_PARAM ? "true" : "false", shape_cells(sh));
     fputs("}\n", out);
-    free(buf);
     if (verbose && nt->t->kind == TK_PARAM && counted && !counted[nt->t->id]++) nparams++, nvalues += shape_cells(sh);
   }
   dump_checks(out, g, json);
@@ -324,15 +313,7 @@ static void print_asgn_text(FILE *out, const Graph *g, const char *where, const 
   fputc('\n', out);
 }
 
-static void json_index(FILE *out, const AxisIndex *ix) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  print_index(m, ix);
-  fclose(m);
-  json_str(out, buf);
-  free(buf);
-}
+static void index_text(FILE *out, const void *ix) { print_index(out, ix); }
 
 static void json_operand(FILE *out, const Buf *b, const Projections *pj, int slot) {
   fputs("{\"tensor\":", out);
@@ -341,7 +322,7 @@ static void json_operand(FILE *out, const Buf *b, const Projections *pj, int slo
   if (pj && slot >= 0 && slot < pj->nslots)
     for (int i = 0; i < pj->rank[slot]; i++) {
       if (i) fputc(',', out);
-      json_index(out, &pj->idx[slot][i]);
+      json_printed(out, index_text, &pj->idx[slot][i]);
     }
   fputs("]}", out);
 }

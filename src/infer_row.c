@@ -546,7 +546,7 @@ static Step simp_row_eq(Solver *s, Constraint *c) {
   return DONE;
 }
 
-/* Replaces cv by `front ++ cv' ++ back` with fresh variables; true on success. */
+/* Replaces v by `front ++ v' ++ back` with fresh variables; true on success. */
 static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int back) {
   DimNode *f[MAX_RANK], *b[MAX_RANK];
   if (front > MAX_RANK || back > MAX_RANK || v->axes_before + front + back > MAX_RANK) {
@@ -561,75 +561,125 @@ static bool expand_rowvar(Solver *s, Constraint *c, RowVar *v, int front, int ba
   return solve_rowvar(s, c, v, row_open(s, front, f, rest, back, b));
 }
 
-static Step fail_count(Solver *s, Constraint *c, int ncur, int nsub, bool at_least) {
-  solver_fail(s, c, "shape mismatch: %s has %d axes, %s has %s%d", what(c->what1), ncur, what(c->what2),
-              at_least ? "at least " : "", nsub);
+/* ---------------------------------------------------------------- row inequalities
+ *
+ * cur >= subr (doc/inference.md, "Row inequalities"): subr's leftmost axes meet cur's
+ * leftmost, its rightmost meet cur's rightmost, and what one side has between the
+ * other's flanks faces the other's row variable, where broadcasting happens. A side is
+ * read level by level of its structure (a solved variable's solution is the next
+ * level), not as its flattened normal form, so that the alignment does not depend on
+ * whether a variable was solved yet, that is on the order of the constraints. */
+
+/* A row inequality being simplified: the part of each side not paired yet, a view of
+ * the side's current level (leftmost axes, variable, rightmost axes; a closed side
+ * has only rightmost axes), and how many axes were paired at each end, which name the
+ * axes in diagnostics (from the nearer end). */
+typedef struct RowIneq {
+  Solver *s;
+  Constraint *c;
+  Row cur, subr;
+  int left, right;
+} RowIneq;
+
+/* The first / last n axes of a closed view, which then no longer has them. */
+static DimNode **take_left(Row *closed, int n) {
+  DimNode **p = closed->end;
+  closed->end += n, closed->nend -= n;
+  return p;
+}
+
+static DimNode **take_right(Row *closed, int n) {
+  closed->nend -= n;
+  return closed->end + closed->nend;
+}
+
+/* cur[i] >= subr[i] for the next n axes from the left / from the right. */
+static void pair_left(RowIneq *q, DimNode **cur, DimNode **subr, int n) {
+  pair_dims(q->s, q->c, false, cur, subr, n, q->left);
+  q->left += n;
+}
+
+static void pair_right(RowIneq *q, DimNode **cur, DimNode **subr, int n) {
+  pair_dims(q->s, q->c, false, cur, subr, n, -(n + q->right));
+  q->right += n;
+}
+
+/* The axis counts in a rank error are the whole sides': what was paired plus the
+ * current level's. */
+static Step fail_count(RowIneq *q, int ncur, int nsub, bool at_least) {
+  solver_fail(q->s, q->c, "shape mismatch: %s has %d axes, %s has %s%d", what(q->c->what1),
+              q->left + ncur + q->right, what(q->c->what2), at_least ? "at least " : "", q->left + nsub + q->right);
   return FAIL;
 }
 
-/* A closed subr S (n axes) under cur's structure C, not normalized: S's leftmost axes
- * meet C's leftmost, its rightmost C's rightmost, and those in between go to C's row
- * variable, into its solution when it has one. The variable is where broadcasting
- * happens whether or not it is solved yet, so the order of the constraints (of an
- * einsum's arguments) does not change the alignment: `"ij...;j..."` pairs j with b's
- * only axis even after `...` took a's last axis. A subr shorter than C's own axes is
- * aligned to the right over them (C's variable and leftmost axes broadcast). */
-static Step ineq_closed_subr(Solver *s, Constraint *c, Row *C, DimNode **S, int n) {
-  int pos = 0, tail = 0; /* S's axes left and right of the window: axes are named from the nearer end */
+/* Both views closed: subr's axes meet cur's last ones. While nothing was paired the
+ * axes are named by cur's index, as written. */
+static Step pair_closed(RowIneq *q) {
+  int ncur = q->cur.nend, nsub = q->subr.nend;
+  if (ncur < nsub) return fail_count(q, ncur, nsub, false);
+  int pos = q->left || q->right ? -(nsub + q->right) : ncur - nsub;
+  pair_dims(q->s, q->c, false, q->cur.end + ncur - nsub, q->subr.end, nsub, pos);
+  return DONE;
+}
+
+/* A closed subr with fewer axes left than cur's flanks: aligned to the right over
+ * them (cur's variable and leftmost axes broadcast). */
+static Step subr_within_flanks(RowIneq *q) {
+  Row *cur = &q->cur, *sub = &q->subr;
+  int nright = sub->nend < cur->nend ? sub->nend : cur->nend, nleft = sub->nend - nright;
+  pair_right(q, cur->end + cur->nend - nright, take_right(sub, nright), nright);
+  pair_left(q, cur->beg + cur->nbeg - nleft, take_left(sub, nleft), nleft);
+  return DONE;
+}
+
+/* What a closed subr has between cur's flanks goes to cur's unsolved variable, which
+ * grows as many axes for it. */
+static Step subr_into_curvar(RowIneq *q) {
+  int n = q->subr.nend;
+  if (!expand_rowvar(q->s, q->c, q->cur.var, 0, n)) return FAIL;
+  Row *grown = row_norm(q->s, row_of_var(q->s, q->cur.var)); /* v' ++ fresh(n) */
+  pair_left(q, grown->end, q->subr.end, n);
+  return DONE;
+}
+
+/* subr closed. cur's variable takes subr's middle whether or not it is solved yet, so
+ * `"ij...;j..."` pairs j with b's only axis even after `...` took a's last axis. */
+static Step ineq_closed_subr(RowIneq *q) {
+  Row *sub = &q->subr;
   for (;;) {
-    int nb = C->nbeg, ne = C->nend;
-    if (!C->var) {
-      if (ne < n) return fail_count(s, c, pos + ne + tail, pos + n + tail, false);
-      pair_dims(s, c, false, C->end + ne - n, S, n, pos || tail ? -(n + tail) : ne - n);
-      return DONE;
-    }
-    if (n < nb + ne) {
-      int k = n < ne ? n : ne, r = n - k;
-      pair_dims(s, c, false, C->end + ne - k, S + r, k, -(k + tail));
-      pair_dims(s, c, false, C->beg + nb - r, S, r, pos);
-      return DONE;
-    }
-    pair_dims(s, c, false, C->beg, S, nb, pos);
-    pair_dims(s, c, false, C->end, S + n - ne, ne, -(ne + tail));
-    tail += ne;
-    int m = n - nb - ne;
-    if (m == 0) return DONE;
-    if (!C->var->solved) {
-      if (!expand_rowvar(s, c, C->var, 0, m)) return FAIL;
-      Row *v = row_norm(s, row_of_var(s, C->var)); /* v' ++ fresh(m) */
-      pair_dims(s, c, false, v->end, S + nb, m, pos + nb);
-      return DONE;
-    }
-    C = C->var->solved, S += nb, n = m, pos += nb;
+    Row *cur = &q->cur;
+    if (!cur->var) return pair_closed(q);
+    if (sub->nend < row_len(cur)) return subr_within_flanks(q);
+    pair_left(q, cur->beg, take_left(sub, cur->nbeg), cur->nbeg);
+    pair_right(q, cur->end, take_right(sub, cur->nend), cur->nend);
+    if (sub->nend == 0) return DONE;
+    if (!cur->var->solved) return subr_into_curvar(q);
+    q->cur = *cur->var->solved;
   }
 }
 
-/* A closed cur C (n axes) over subr's structure S, not normalized: the mirror image,
- * S's variable (at every level of its solution) takes what its flanks leave of C. */
-static Step ineq_closed_cur(Solver *s, Constraint *c, DimNode **C, int n, Row *S) {
-  int pos = 0, tail = 0;
-  for (bool top = true;; top = false) {
-    int nb = S->nbeg, ne = S->nend;
-    if (!S->var) {
-      if (n < ne) return fail_count(s, c, pos + n + tail, pos + ne + tail, false);
-      pair_dims(s, c, false, C + n - ne, S->end, ne, pos || tail ? -(ne + tail) : n - ne);
-      return DONE;
-    }
-    if (n < nb + ne) return fail_count(s, c, pos + n + tail, pos + nb + ne + tail, true);
-    pair_dims(s, c, false, C, S->beg, nb, pos);
-    pair_dims(s, c, false, C + n - ne, S->end, ne, -(ne + tail));
-    tail += ne;
-    int m = n - nb - ne;
-    RowVar *v = S->var;
-    if (v->solved) {
-      C += nb, n = m, pos += nb, S = v->solved;
-      continue;
-    }
-    if (m == 0) return set_row_empty(s, c, v) ? DONE : FAIL;
-    if (top && !nb && !ne) return PENDING; /* S's variable is bounded above by C */
-    c->r1 = row_closed(s, m, C + nb);
-    c->r2 = row_of_var(s, v);
-    return PROGRESS;
+/* What subr's flanks leave of a closed cur bounds subr's unsolved variable. `as_written`:
+ * this level is the constraint itself, which then already reads `cur >= variable`. */
+static Step cur_over_subrvar(RowIneq *q, bool as_written) {
+  RowVar *v = q->subr.var;
+  if (q->cur.nend == 0) return set_row_empty(q->s, q->c, v) ? DONE : FAIL;
+  if (as_written && !row_len(&q->subr)) return PENDING;
+  q->c->r1 = row_closed(q->s, q->cur.nend, q->cur.end);
+  q->c->r2 = row_of_var(q->s, v);
+  return PROGRESS;
+}
+
+/* cur closed: the mirror image. subr's flanks must fit in cur at every level. */
+static Step ineq_closed_cur(RowIneq *q) {
+  Row *cur = &q->cur;
+  for (bool as_written = true;; as_written = false) {
+    Row *sub = &q->subr;
+    if (!sub->var) return pair_closed(q);
+    if (cur->nend < row_len(sub)) return fail_count(q, cur->nend, row_len(sub), true);
+    pair_left(q, take_left(cur, sub->nbeg), sub->beg, sub->nbeg);
+    pair_right(q, take_right(cur, sub->nend), sub->end, sub->nend);
+    if (!sub->var->solved) return cur_over_subrvar(q, as_written);
+    q->subr = *sub->var->solved;
   }
 }
 
@@ -640,54 +690,73 @@ static Row *row_level(Row *r) {
   return r;
 }
 
-/* cur >= subr. Rewritten in part for issue 10 item 1: when one
- * side is closed, the other is aligned level by level of its structure (see
- * ineq_closed_subr), not as its flattened normal form. */
+/* Drops the first nbeg and the last nend axes of an open view. */
+static void view_drop(Row *r, int nbeg, int nend) {
+  r->beg += nbeg, r->nbeg -= nbeg;
+  r->nend -= nend;
+}
+
+/* Both open: pairs the flank axes both views have at each end; true if there were any. */
+static bool pair_common_flanks(RowIneq *q) {
+  Row *cur = &q->cur, *sub = &q->subr;
+  int nbeg = cur->nbeg < sub->nbeg ? cur->nbeg : sub->nbeg;
+  int nend = cur->nend < sub->nend ? cur->nend : sub->nend;
+  pair_left(q, cur->beg, sub->beg, nbeg);
+  pair_right(q, cur->end + cur->nend - nend, sub->end + sub->nend - nend, nend);
+  view_drop(cur, nbeg, nend);
+  view_drop(sub, nbeg, nend);
+  return nbeg || nend;
+}
+
+/* Both open, common flanks paired: what is left at each end decides. `wait` is the
+ * answer when nothing can be concluded yet. */
+static Step open_leftovers(RowIneq *q, Step wait) {
+  Row *cur = &q->cur, *sub = &q->subr;
+  if (cur->var == sub->var) /* shifted flanks around one variable: as for equations, wait */
+    return row_len(cur) || row_len(sub) ? wait : DONE;
+  /* subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
+   * axes they could also reach (when both variables end up short); the same for
+   * subr's extra leftmost axes */
+  if ((sub->nend && cur->nbeg) || (sub->nbeg && cur->nend)) return wait;
+  if (row_len(sub)) return expand_rowvar(q->s, q->c, cur->var, sub->nbeg, sub->nend) ? PROGRESS : FAIL;
+  return wait; /* subr's variable is bounded above by cur */
+}
+
+/* Both open: subr normalized, cur level by level of its structure (as for a closed
+ * subr: a solved variable's axes are not cur's flanks). The constraint keeps what is
+ * left. */
+static Step ineq_open(RowIneq *q) {
+  bool paired = false;
+  for (;;) {
+    paired |= pair_common_flanks(q);
+    if (row_len(&q->cur) || !q->cur.var->solved) break;
+    q->cur = *row_level(q->cur.var->solved);
+  }
+  Row *cur = &q->cur, *sub = &q->subr;
+  q->c->r1 = row_open(q->s, cur->nbeg, cur->beg, cur->var, cur->nend, cur->end);
+  q->c->r2 = row_open(q->s, sub->nbeg, sub->beg, sub->var, sub->nend, sub->end);
+  return open_leftovers(q, paired ? PROGRESS : PENDING);
+}
+
+/* cur >= subr: by which sides are closed once solved variables are read through. */
 static Step simp_row_ineq(Solver *s, Constraint *c) {
-  int lc, ls;
-  RowVar *cv = row_peek(c->r1, &lc), *sv = row_peek(c->r2, &ls);
-  if (lc > MAX_RANK || ls > MAX_RANK) {
+  int ncur, nsub;
+  RowVar *curvar = row_peek(c->r1, &ncur), *subvar = row_peek(c->r2, &nsub);
+  if (ncur > MAX_RANK || nsub > MAX_RANK) {
     solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
   }
-  if (!sv) {
-    Row *S = row_norm(s, c->r2);
-    return ineq_closed_subr(s, c, c->r1, S->end, S->nend);
+  RowIneq q = {.s = s, .c = c};
+  if (!subvar) {
+    q.cur = *c->r1, q.subr = *row_norm(s, c->r2);
+    return ineq_closed_subr(&q);
   }
-  if (!cv) {
-    Row *C = row_norm(s, c->r1);
-    return ineq_closed_cur(s, c, C->end, C->nend, c->r2);
+  if (!curvar) {
+    q.cur = *row_norm(s, c->r1), q.subr = *c->r2;
+    return ineq_closed_cur(&q);
   }
-  /* both open: subr normalized, cur level by level of its structure (as for a closed
-   * subr: a solved variable's axes are not cur's flanks), pairing the common leftmost
-   * and rightmost axes, keeping the rest */
-  Row *S = c->r2 = row_norm(s, c->r2), *C = row_level(c->r1);
-  int sb = S->nbeg, se = S->nend;
-  DimNode **sbeg = S->beg;
-  Step paired = PENDING;
-  for (;;) {
-    int kb = C->nbeg < sb ? C->nbeg : sb, ke = C->nend < se ? C->nend : se;
-    pair_dims(s, c, false, C->beg, sbeg, kb, 0);
-    pair_dims(s, c, false, C->end + C->nend - ke, S->end + se - ke, ke, -ke);
-    if (kb || ke) paired = PROGRESS;
-    sbeg += kb, sb -= kb, se -= ke;
-    C = row_open(s, C->nbeg - kb, C->beg + kb, C->var, C->nend - ke, C->end);
-    if (C->nbeg || C->nend || !C->var->solved) break;
-    C = row_level(C->var->solved);
-  }
-  int cb = C->nbeg, ce = C->nend;
-  c->r1 = C;
-  c->r2 = row_open(s, sb, sbeg, S->var, se, S->end);
-  if (C->var == S->var) {
-    if (!sb && !se && !cb && !ce) return DONE;
-    return paired; /* shifted flanks around one variable: as for equations, wait */
-  }
-  /* Subr's extra rightmost axes land in cur's variable, unless cur has extra leftmost
-   * axes they could also reach (when both variables end up short): then wait. Same for
-   * the leftmost side. */
-  if ((se && cb) || (sb && ce)) return paired;
-  if (sb || se) return expand_rowvar(s, c, C->var, sb, se) ? PROGRESS : FAIL;
-  return paired; /* subr's variable is bounded above by cur */
+  q.subr = *(c->r2 = row_norm(s, c->r2)), q.cur = *row_level(c->r1);
+  return ineq_open(&q);
 }
 
 /* Total_elems over three rows: solves the last unknown dimension when it is alone. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "run.h"
 #include "tdsl.h"
 
@@ -38,11 +39,13 @@ static void shape_str(FILE *o, const tdsl_tensor_info *ti) {
   }
 }
 
-static void dims_json(FILE *o, const tdsl_tensor_info *ti, int kind) {
-  int start[3] = {0, ti->nkind[0], ti->nkind[0] + ti->nkind[1]};
-  fputc('[', o);
-  for (int i = 0; i < ti->nkind[kind]; i++) fprintf(o, "%s%d", i ? "," : "", ti->dims[start[kind] + i]);
-  fputc(']', o);
+static void shape_text(FILE *o, const void *ti) { shape_str(o, ti); }
+
+static void dims_row(FILE *o, const void *arg, int kind) {
+  const tdsl_tensor_info *ti = arg;
+  int start = 0;
+  for (int k = 0; k < kind; k++) start += ti->nkind[k]; /* memory order */
+  json_dims(o, ti->dims + start, ti->nkind[kind]);
 }
 
 static double cell(const tdsl_tensor_info *ti, long i) {
@@ -101,25 +104,8 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   char num[64];
   bool f32 = ti->elem == TDSL_F32;
   if (json) {
-    /* Names and labels may hold any character: escaped as JSON. */
-    char *shape = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&shape, &len);
-    if (mem) {
-      shape_str(mem, ti);
-      fclose(mem);
-    }
-    fputs("{\"name\":", o);
-    json_str(o, name);
-    fputs(",\"shape\":", o);
-    json_str(o, shape ? shape : "");
-    free(shape);
-    fputs(",\"batch\":", o);
-    dims_json(o, ti, TDSL_BATCH);
-    fputs(",\"input\":", o);
-    dims_json(o, ti, TDSL_INPUT);
-    fputs(",\"output\":", o);
-    dims_json(o, ti, TDSL_OUTPUT);
+    static const JsonShape how = {shape_text, dims_row};
+    json_shape_fields(o, name, &how, ti);
     fputs(",\"values\":[", o);
     for (long i = 0; i < ti->size; i++) {
       num_fmt(num, sizeof num, cell(ti, i), f32, true);

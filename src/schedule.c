@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule.h"
+#include "sched_fuse.h"
 
 /* Register tile and cache blocks (elements). MR x NR = 6 x 2 vectors keeps 12 vector
  * accumulators plus 2 B vectors and an A broadcast within 16 registers. A kc x nr
@@ -245,18 +245,21 @@ static bool writes_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) {
   if (!st || st->kind != S_STORE) return false;
   int nreal = 0; /* tile loops only split the range of another loop */
   for (int l = 0; l < nl; l++) nreal += !is_tile_controller(loops, nl, loops[l]->var);
-  if (st->dst.rank != nreal) return false;
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, st->dst.buf);
+  int naxes = 0; /* axes a loop runs over (an axis of size 1 has index 0, no loop) */
   for (int ax = 0; ax < st->dst.rank; ax++) {
     const Aff *f = &st->dst.axis[ax];
+    if (b->dims[ax] == 1 && !f->n && !f->off) continue;
+    naxes++;
     if (f->off || f->n != 1 || f->t[0].coef != 1 || f->t[0].var < 0) return false;
     bool found = false;
     for (int l = 0; l < nl; l++)
       found |= loops[l]->var == f->t[0].var && loops[l]->ext == b->dims[ax] && !is_tile_controller(loops, nl, loops[l]->var);
     if (!found) return false;
     for (int k = 0; k < ax; k++)
-      if (st->dst.axis[k].t[0].var == f->t[0].var) return false;
+      if (st->dst.axis[k].n && st->dst.axis[k].t[0].var == f->t[0].var) return false;
   }
+  if (naxes != nreal) return false;
   *store = st;
   return !reads_buf(st->val, st->dst.buf);
 }
@@ -265,7 +268,7 @@ static bool writes_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) {
  * B with accum(v, value), one pass instead of two (same result bit for bit). */
 static Stmt *fuse_fill(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) {
   Stmt *st;
-  if (fill->kind != S_FILL || nest->kind != S_LOOP || !writes_each_cell_once(nest, m, &st) || st->dst.buf != fill->buf ||
+  if (fill->kind != S_FILL || (nest->kind != S_LOOP && nest->kind != S_STORE) || !writes_each_cell_once(nest, m, &st) || st->dst.buf != fill->buf ||
       st->accum == OP_ARG2)
     return NULL;
   Stmt *ns = ANEW(a, Stmt);
@@ -370,7 +373,28 @@ int sched_host_vec_bytes(void) {
   return 16;
 }
 
+/* ---- what fusion (sched_fuse.c) needs to know ---- */
+
+static bool reshaped(const Stmt *s) {
+  if (s->kind == S_KERNEL || (s->kind == S_LOOP && s->accs > 1)) return true;
+  for (int i = 0; i < s->body.len; i++)
+    if (reshaped(s->body.items[i])) return true;
+  return false;
+}
+
+int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest) {
+  Stmt *r = sched_stmt(a, m, o, nest);
+  return (reshaped(r) ? SCHED_APART : 0) | (r->kind == S_LOOP && r->parallel ? SCHED_PAR : 0);
+}
+
+bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }
+
+bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return writes_each_cell_once(nest, m, store); }
+
+Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
+
 IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
+  if (!o->check_bounds) m = sched_fuse_routines(a, m, o);
   IrModule *r = ANEW(a, IrModule);
   *r = *m;
   r->funcs = (PtrVec){0};

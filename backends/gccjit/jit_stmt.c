@@ -92,6 +92,65 @@ static void build_pow(H *h, bool f32) {
   gcc_jit_block_end_with_return(h->b, NULL, rv);
 }
 
+/* The helpers that are a chain of `if (x CMP y) return v;` ending in `return otherwise`,
+ * over the parameters a, b, c and the constants 0 and 1, as op_eval (src/ops.c) states
+ * them. MAX and MIN: OCaml's Float.max/min; when neither comparison holds an operand is
+ * NaN, and a + b is NaN too. */
+typedef enum { HA, HB, HC, H0, H1, HSUM } HVal;
+typedef struct RetIf {
+  enum gcc_jit_comparison cmp;
+  HVal x, y, v;
+} RetIf;
+typedef struct RetIfChain {
+  int n; /* 0: not a guard chain */
+  RetIf g[2];
+  HVal otherwise;
+} RetIfChain;
+
+#define LT_ GCC_JIT_COMPARISON_LT
+#define LE_ GCC_JIT_COMPARISON_LE
+#define GT_ GCC_JIT_COMPARISON_GT
+#define GE_ GCC_JIT_COMPARISON_GE
+#define EQ_ GCC_JIT_COMPARISON_EQ
+#define NE_ GCC_JIT_COMPARISON_NE
+static const RetIfChain ret_if_chains[OP__COUNT] = {
+    [OP_RELU] = {1, {{GE_, HA, H0, HA}}, H0},
+    [OP_SAT01] = {2, {{LE_, HA, H0, H0}, {GE_, HA, H1, H1}}, HA},
+    [OP_NOT] = {1, {{EQ_, HA, H0, H1}}, H0},
+    [OP_RELU_GATE] = {1, {{GT_, HA, H0, HB}}, H0},
+    [OP_SAT01_GATE] = {2, {{LE_, HA, H0, H0}, {LT_, HA, H1, HB}}, H0},
+    [OP_LT] = {1, {{LT_, HA, HB, H1}}, H0},
+    [OP_EQ] = {1, {{EQ_, HA, HB, H1}}, H0},
+    [OP_NE] = {1, {{NE_, HA, HB, H1}}, H0},
+    [OP_OR] = {2, {{NE_, HA, H0, H1}, {NE_, HB, H0, H1}}, H0},
+    [OP_AND] = {2, {{EQ_, HA, H0, H0}, {EQ_, HB, H0, H0}}, H1},
+    [OP_MAX] = {2, {{GT_, HA, HB, HA}, {LE_, HA, HB, HB}}, HSUM},
+    [OP_MIN] = {2, {{LT_, HA, HB, HA}, {GE_, HA, HB, HB}}, HSUM},
+    [OP_WHERE] = {1, {{NE_, HA, H0, HB}}, HC},
+};
+#undef LT_
+#undef LE_
+#undef GT_
+#undef GE_
+#undef EQ_
+#undef NE_
+
+static gcc_jit_rvalue *hval(H *h, HVal v) {
+  switch (v) {
+  case HA: case HB: case HC: return h->p[v - HA];
+  case H0: return dbl(h->j, h->t, 0.0);
+  case H1: return dbl(h->j, h->t, 1.0);
+  case HSUM: return bin(h->j, GCC_JIT_BINARY_OP_PLUS, h->t, h->p[0], h->p[1]);
+  }
+  return h->p[0];
+}
+
+static void build_ret_ifs(H *h, const RetIfChain *gc) {
+  for (int i = 0; i < gc->n; i++)
+    h_ret_if(h, cmp(h->j, gc->g[i].cmp, hval(h, gc->g[i].x), hval(h, gc->g[i].y)), hval(h, gc->g[i].v));
+  gcc_jit_block_end_with_return(h->b, NULL, hval(h, gc->otherwise));
+}
+
 static gcc_jit_function *helper(J *j, PrimOp op, int el) {
   if (j->helpers[el][op]) return j->helpers[el][op];
   gcc_jit_type *t = j->t_el[el];
@@ -105,53 +164,9 @@ static gcc_jit_function *helper(J *j, PrimOp op, int el) {
   h.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_ALWAYS_INLINE, t, name, ar, ps, 0);
   h.b = js_new_block(j, h.fn);
   for (int i = 0; i < ar; i++) h.p[i] = gcc_jit_param_as_rvalue(ps[i]);
-  gcc_jit_rvalue *a = h.p[0], *b = h.p[1], *c = h.p[2];
-  gcc_jit_rvalue *zero = dbl(j, t, 0.0), *one = dbl(j, t, 1.0);
-#define RET_IF(op_, x_, y_, v_) h_ret_if(&h, cmp(j, GCC_JIT_COMPARISON_##op_, x_, y_), v_)
-  switch (op) {
-  case OP_RELU: RET_IF(GE, a, zero, a); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_SAT01:
-    RET_IF(LE, a, zero, zero);
-    RET_IF(GE, a, one, one);
-    gcc_jit_block_end_with_return(h.b, NULL, a);
-    break;
-  case OP_NOT: RET_IF(EQ, a, zero, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_RELU_GATE: RET_IF(GT, a, zero, b); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_SAT01_GATE:
-    RET_IF(LE, a, zero, zero);
-    RET_IF(LT, a, one, b);
-    gcc_jit_block_end_with_return(h.b, NULL, zero);
-    break;
-  case OP_LT: RET_IF(LT, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_EQ: RET_IF(EQ, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_NE: RET_IF(NE, a, b, one); gcc_jit_block_end_with_return(h.b, NULL, zero); break;
-  case OP_OR:
-    RET_IF(NE, a, zero, one);
-    RET_IF(NE, b, zero, one);
-    gcc_jit_block_end_with_return(h.b, NULL, zero);
-    break;
-  case OP_AND:
-    RET_IF(EQ, a, zero, zero);
-    RET_IF(EQ, b, zero, zero);
-    gcc_jit_block_end_with_return(h.b, NULL, one);
-    break;
-  /* OCaml's Float.max/min: when neither comparison holds an operand is NaN, and a + b
-   * is NaN too. */
-  case OP_MAX:
-    RET_IF(GT, a, b, a);
-    RET_IF(LE, a, b, b);
-    gcc_jit_block_end_with_return(h.b, NULL, bin(j, GCC_JIT_BINARY_OP_PLUS, t, a, b));
-    break;
-  case OP_MIN:
-    RET_IF(LT, a, b, a);
-    RET_IF(GE, a, b, b);
-    gcc_jit_block_end_with_return(h.b, NULL, bin(j, GCC_JIT_BINARY_OP_PLUS, t, a, b));
-    break;
-  case OP_WHERE: RET_IF(NE, a, zero, b); gcc_jit_block_end_with_return(h.b, NULL, c); break;
-  case OP_POW: build_pow(&h, el == 0); break;
-  default: gcc_jit_block_end_with_return(h.b, NULL, a); break;
-  }
-#undef RET_IF
+  if (ret_if_chains[op].n) build_ret_ifs(&h, &ret_if_chains[op]);
+  else if (op == OP_POW) build_pow(&h, el == 0);
+  else gcc_jit_block_end_with_return(h.b, NULL, h.p[0]);
   return j->helpers[el][op] = h.fn;
 }
 

@@ -195,6 +195,21 @@ static inline UpdateStep *gb_matmul(GB *b, Tensor *a, Tensor *bb, Tensor *c, int
   return s;
 }
 
+/* y[i] = x[i] + 1/5 over x = {1e8, 0.1} (the graph's precision decides): exact only in
+ * double, where y = {1e8 + 0.2, 0.1 + 0.2}. */
+static inline Tensor *gb_double_sum(GB *b) {
+  Tensor *x = gb_tensor(b, "x", TK_CONST, 0, 1, 0, (int[]){2});
+  Tensor *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  gb_values(b, x, 2, (double[]){1e8, 0.1});
+  UpdateStep *s = gb_step(b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 1, 0, 0);
+  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
+          ae_op(&b->a, OP_ADD, ae_buf(&b->a, x, false, 1), ae_op(&b->a, OP_DIV, ae_const(&b->a, 1), ae_const(&b->a, 5), NULL), NULL),
+          s);
+  return y;
+}
+
 /* A 1-D padded convolution step: out[o] over rhs[0][o + k - pad] (and rhs[1][k] when
  * nrhs == 2), iterators o < n and k < kernel. */
 static inline UpdateStep *gb_conv1d_step(GB *b, Tensor *out, int nrhs, Tensor **rhs, int n, int kernel, int pad) {

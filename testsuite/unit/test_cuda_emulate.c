@@ -452,14 +452,7 @@ static void test_in_place(void) {
 static void test_double(void) {
   GB b;
   gb_init(&b);
-  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 0, (int[]){2});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  gb_values(&b, x, 2, (double[]){1e8, 0.1});
-  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 1, 0, 0);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
-          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_op(&b.a, OP_DIV, ae_const(&b.a, 1), ae_const(&b.a, 5), NULL), NULL), s);
+  gb_double_sum(&b);
   b.ir = lower_graph(&b.a, &b.d, &b.g, true);
   Cu c;
   if (b.ir && cu_open(&b, &c)) {

@@ -8,22 +8,43 @@
 
 static const int OPTS[] = {0, 3};
 
-/* y = w * x (w: 3->2, x: 3) with backprop: w.grad[o,i] += g[o] x[i], x.grad[i] += w[o,i] g[o]. */
-static void test_matmul_vec(int opt) {
-  GB b;
-  gb_init(&b);
-  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 0, 1, 1, (int[]){2, 3});
-  Tensor *x = gb_tensor(&b, "x", TK_PARAM, 0, 1, 0, (int[]){3});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  w->diff = x->diff = y->diff = true;
-  gb_values(&b, w, 6, (double[]){1, 2, 3, 4, 5, 6});
-  gb_values(&b, x, 3, (double[]){7, 8, 9});
-  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){w, x}, 2, (int[]){2, 3});
+/* y = w * x with w: 3->2 = {1..6} and x: 3 = {7, 8, 9} (parameters): the step and y's
+ * forward; the caller adds backward assignments through the step. */
+static UpdateStep *matvec(GB *b, Tensor **w, Tensor **x, Tensor **y) {
+  *w = gb_tensor(b, "w", TK_PARAM, 0, 1, 1, (int[]){2, 3});
+  *x = gb_tensor(b, "x", TK_PARAM, 0, 1, 0, (int[]){3});
+  *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
+  gb_values(b, *w, 6, (double[]){1, 2, 3, 4, 5, 6});
+  gb_values(b, *x, 3, (double[]){7, 8, 9});
+  UpdateStep *s = gb_step(b, *y, 2, (Tensor *[]){*w, *x}, 2, (int[]){2, 3});
   gb_it(s, 0, 0, 0);
   gb_it(s, 1, 0, 0);
   gb_it(s, 1, 1, 1);
   gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, x, false, 2), NULL), s);
+  gb_asgn(b, &(*y)->fwd, (Buf){*y, false}, 0, OP_ADD, true,
+          ae_op(&b->a, OP_MUL, ae_buf(&b->a, *w, false, 1), ae_buf(&b->a, *x, false, 2), NULL), s);
+  return s;
+}
+
+/* The lowered IR as ir_print writes it (in the builder's arena). */
+static const char *ir_text(GB *b) {
+  char *txt = NULL;
+  size_t len = 0;
+  FILE *o = open_memstream(&txt, &len);
+  ir_print(o, b->ir);
+  fclose(o);
+  const char *r = arena_strdup(&b->a, txt);
+  free(txt);
+  return r;
+}
+
+/* y = w * x (w: 3->2, x: 3) with backprop: w.grad[o,i] += g[o] x[i], x.grad[i] += w[o,i] g[o]. */
+static void test_matmul_vec(int opt) {
+  GB b;
+  gb_init(&b);
+  Tensor *w, *x, *y;
+  UpdateStep *s = matvec(&b, &w, &x, &y);
+  w->diff = x->diff = y->diff = true;
   gb_asgn(&b, &y->bwd, (Buf){w, true}, 1, OP_ADD, false, ae_op(&b.a, OP_MUL, ae_buf(&b.a, y, true, 0), ae_buf(&b.a, x, false, 2), NULL), s);
   gb_asgn(&b, &y->bwd, (Buf){x, true}, 2, OP_ADD, false, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, y, true, 0), NULL), s);
   CHECK(gb_open(&b, opt, false, false));
@@ -65,15 +86,10 @@ static void test_matmul_2d(int opt) {
       }
     gb_expect(&b, "c", 24, want);
     /* loop order: i (v0) outermost, then k (v2), then j (v1) innermost */
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *o = open_memstream(&txt, &len);
-    ir_print(o, b.ir);
-    fclose(o);
+    const char *txt = ir_text(&b);
     const char *p0 = strstr(txt, "for i0 < 4"), *p2 = strstr(txt, "for i2 < 5"), *p1 = strstr(txt, "for i1 < 6");
     CHECK(p0 && p1 && p2 && p0 < p2 && p2 < p1);
     if (opt == 0) fputs(txt, stderr);
-    free(txt);
   }
   gb_free(&b);
 }
@@ -211,14 +227,7 @@ static void test_symbol(int opt) {
 static void test_double(int opt) {
   GB b;
   gb_init(&b);
-  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 0, (int[]){2});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  gb_values(&b, x, 2, (double[]){1e8, 0.1});
-  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 1, 0, 0);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false,
-          ae_op(&b.a, OP_ADD, ae_buf(&b.a, x, false, 1), ae_op(&b.a, OP_DIV, ae_const(&b.a, 1), ae_const(&b.a, 5), NULL), NULL), s);
+  gb_double_sum(&b);
   CHECK(gb_open(&b, opt, true, false));
   if (b.m) {
     gb_call(&b, "y.forward");
@@ -254,13 +263,8 @@ static void test_transpose_tiled(int opt) {
     for (int i = 0; i < 37; i++)
       for (int j = 0; j < 45; j++) want[j * 37 + i] = 3.0 * (i * 45 + j);
     gb_expect(&b, "y", 37 * 45, want);
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *o = open_memstream(&txt, &len);
-    ir_print(o, b.ir);
-    fclose(o);
+    const char *txt = ir_text(&b);
     CHECK(strstr(txt, "..< min(16*") != NULL);
-    free(txt);
   }
   gb_free(&b);
 }
@@ -295,17 +299,8 @@ static void test_check_bounds(void) {
 static void test_emit_c(void) {
   GB b;
   gb_init(&b);
-  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 0, 1, 1, (int[]){2, 3});
-  Tensor *x = gb_tensor(&b, "x", TK_PARAM, 0, 1, 0, (int[]){3});
-  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 0, (int[]){2});
-  gb_values(&b, w, 6, (double[]){1, 2, 3, 4, 5, 6});
-  gb_values(&b, x, 3, (double[]){7, 8, 9});
-  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){w, x}, 2, (int[]){2, 3});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 1);
-  gb_it(s, 2, 0, 1);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, w, false, 1), ae_buf(&b.a, x, false, 2), NULL), s);
+  Tensor *w, *x, *y;
+  matvec(&b, &w, &x, &y);
   Tensor *v = gb_tensor(&b, "v", TK_CONST, 0, 1, 0, (int[]){5});
   Tensor *z = gb_tensor(&b, "z", TK_OP, 0, 1, 0, (int[]){5});
   gb_values(&b, v, 5, (double[]){-1, -2, -3, -4, -5});

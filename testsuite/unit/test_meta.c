@@ -6,15 +6,7 @@
 #include <string.h>
 
 #include "tdsl.h"
-
-static int failures;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);       \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
+#include "testkit.h"
 
 static const char *meta_text;
 static const char *meta(void) { return meta_text; }
@@ -40,10 +32,7 @@ static void refused(const char *text, const char *want) {
   tdsl_model *m = open_text(text, err, sizeof err);
   CHECK(!m);
   if (m) tdsl_close(m);
-  if (!strstr(err, want)) {
-    fprintf(stderr, "for:\n%s\nwant '%s', got '%s'\n", text, want, err);
-    failures++;
-  }
+  CHECK(strstr(err, want), "for:\n%s\nwant '%s', got '%s'", text, want, err);
 }
 
 int main(void) {
@@ -61,7 +50,7 @@ int main(void) {
     CHECK(tdsl_set_index(m, "n", 2) == 0 && tdsl_set_index(m, "n", 3) == -1);
     CHECK(tdsl_call(m, "y.forward") == 0);
     tdsl_close(m);
-  } else fprintf(stderr, "good model refused: %s\n", err);
+  } else tk_fail("good model refused: %s", err);
 
   /* A label with a raw newline would have injected this line: a 4-float tensor
    * claiming 100 000 000 cells. */
@@ -95,6 +84,18 @@ int main(void) {
   refused("tdsl 2\nmodel t%2Fx 1024\n", "not a C identifier");
   refused("tdsl 2\nmodel t 1024\nmodel u 1024\n", "bad model line");
   refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
+  /* Lines are dispatched on the whole keyword; an unknown one is refused with its line,
+   * and a line with a fixed number of fields must have exactly that many. */
+  refused("tdsl 2\nmodel t 1024\nbuffer 0 x f32 4 0 1 0 4 -\n", "(line 3): unknown keyword 'buffer'");
+  refused("tdsl 2\nmodel t 1024\nsymbol 0 n 3 192\n", "(line 3): unknown keyword 'symbol'");
+  refused("tdsl 2\nmodel t 1024\n\nb\x1b[0m 1\n", "(line 4): unknown keyword 'b?[0m'");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64 128\n", "(line 4): bad at line");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nrole 0\n", "(line 4): bad role line");
+  refused("tdsl 2\nmodel t 1024 64\n", "(line 2): bad model line");
+  refused("tdsl 2\nmodel t 1024\nsym 0 n 3 192 7\n", "(line 3): bad index symbol line");
+  refused("tdsl 2\nmodel t 1024\nfn 3\n", "(line 3): bad routine line");
+  refused("tdsl 2\nmodel t 1024\nthreads 4\n", "(line 3): bad threads line");
+  refused("tdsl 2\nmodel t 1024\ntdsl 2\n", "(line 3): a second version line");
   refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
   /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
@@ -124,7 +125,7 @@ int main(void) {
     CHECK(tdsl_set_dim(dm, "n", 2147483647L) == -1 && strstr(tdsl_error(dm), "makes tensor y too large") &&
           tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
-  } else fprintf(stderr, "dynamic model refused: %s\n", err2);
+  } else tk_fail("dynamic model refused: %s", err2);
   refused("tdsl 2\nmodel t 1024\ndim 1 n 128\n", "dimensions out of order");
   refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 2 0 132\n", "flags out of order");
   refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 1 132\n", "bad flag line");
@@ -143,6 +144,5 @@ int main(void) {
   refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 1020\n", "buffer storage outside");
   refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 68\n", "buffer storage outside");
   refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\n", "no storage for tensor x");
-  if (failures) fprintf(stderr, "%d failures\n", failures);
-  return failures != 0;
+  return tk_exit("test_meta");
 }

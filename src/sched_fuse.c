@@ -1,0 +1,582 @@
+/* sched_fuse.c: fusion across a routine's callees (what and why: sched_fuse.h). */
+#include <string.h>
+
+#include "sched_fuse.h"
+
+/* Top-level nests per new function (as lowering's ROUTINE_PART). */
+enum { FUSE_PART = 8 };
+/* Top-level statements of callees other functions call too (a tensor's forward code,
+ * which T.forward calls) the pass may copy into new functions, per module: each copy
+ * is more for gcc to compile (a 50-layer MLP's -O2 build took 60% longer with no limit;
+ * the moons step copies about 50). */
+enum { FUSE_COPY_BUDGET = 128 };
+
+typedef struct Fuse {
+  Arena *a;
+  const IrModule *m;
+  const SchedOpts *o;
+  int nvars;    /* loop variables of the routine's fused code so far */
+  int *cost;    /* per function: its statements when other functions call it too, else 0 */
+  bool *copied; /* per function: this routine's rewrites already copy it */
+  int *budget;  /* FUSE_COPY_BUDGET less what the module's routines copied so far */
+} Fuse;
+
+/* ---- copies with renamed loop variables (map: old variable -> new) ---- */
+
+static Aff aff_ren(Arena *a, const Aff *f, const int *map) {
+  Aff r = *f;
+  r.t = ANEWN(a, Term, f->n + 1);
+  for (int i = 0; i < f->n; i++) {
+    r.t[i] = f->t[i];
+    if (r.t[i].var >= 0) r.t[i].var = map[r.t[i].var];
+  }
+  return r;
+}
+
+static Access acc_ren(Arena *a, const Access *x, const int *map) {
+  Access r = *x;
+  r.flat = aff_ren(a, &x->flat, map);
+  r.axis = ANEWN(a, Aff, x->rank + 1);
+  for (int ax = 0; ax < x->rank; ax++) r.axis[ax] = aff_ren(a, &x->axis[ax], map);
+  return r;
+}
+
+static IrExpr *expr_ren(Arena *a, const IrExpr *e, const int *map) {
+  IrExpr *r = ANEW(a, IrExpr);
+  *r = *e;
+  if (e->kind == X_LOAD) r->acc = acc_ren(a, &e->acc, map);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) r->a[i] = expr_ren(a, e->a[i], map);
+  return r;
+}
+
+static Stmt *stmt_ren(Arena *a, const Stmt *s, const int *map) {
+  Stmt *r = ANEW(a, Stmt);
+  *r = *s;
+  if (s->kind == S_LOOP) {
+    r->var = map[s->var];
+    if (s->tile_var >= 0) r->tile_var = map[s->tile_var];
+  }
+  if (s->kind == S_IF) {
+    r->guards = ANEWN(a, Guard, s->nguards + 1);
+    for (int g = 0; g < s->nguards; g++) {
+      r->guards[g] = s->guards[g];
+      r->guards[g].aff = aff_ren(a, &s->guards[g].aff, map);
+    }
+  }
+  if (s->kind == S_STORE) {
+    r->dst = acc_ren(a, &s->dst, map);
+    r->val = expr_ren(a, s->val, map);
+  }
+  r->body = (PtrVec){0};
+  for (int i = 0; i < s->body.len; i++) vec_push(a, &r->body, stmt_ren(a, s->body.items[i], map));
+  return r;
+}
+
+/* ---- accesses ---- */
+
+typedef struct Use {
+  const Access *acc;
+  bool write;
+  int nest; /* which of the two nests being fused */
+} Use;
+
+typedef struct Uses {
+  Use *u;
+  int n, cap;
+} Uses;
+
+static void use_add(Arena *a, Uses *us, const Access *acc, bool write, int nest) {
+  if (us->n == us->cap) {
+    int cap = us->cap ? 2 * us->cap : 32;
+    Use *nu = ANEWN(a, Use, cap);
+    if (us->n) memcpy(nu, us->u, sizeof(Use) * (size_t)us->n);
+    us->u = nu, us->cap = cap;
+  }
+  us->u[us->n++] = (Use){acc, write, nest};
+}
+
+static void expr_uses(Arena *a, const IrExpr *e, int nest, Uses *us) {
+  if (e->kind == X_LOAD) use_add(a, us, &e->acc, false, nest);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) expr_uses(a, e->a[i], nest, us);
+}
+
+/* False when s holds something whose accesses are not spelled out (a call, a fill). */
+static bool stmt_uses(Arena *a, const Stmt *s, int nest, Uses *us) {
+  switch (s->kind) {
+  case S_STORE:
+    use_add(a, us, &s->dst, true, nest);
+    if (s->accum != OP_ARG2) use_add(a, us, &s->dst, false, nest);
+    expr_uses(a, s->val, nest, us);
+    return true;
+  case S_LOOP:
+  case S_IF:
+    for (int i = 0; i < s->body.len; i++)
+      if (!stmt_uses(a, s->body.items[i], nest, us)) return false;
+    return true;
+  case S_COMMENT: return true;
+  default: return false;
+  }
+}
+
+static bool exact_var(const Aff *f, int var) {
+  return !f->off && f->n == 1 && f->t[0].var == var && f->t[0].coef == 1 && !f->t[0].dyn;
+}
+
+/* Every use of buf has one same axis index equal to each of vars[0..n): distinct
+ * iterations of those loops touch distinct cells of buf. */
+static bool partitioned(const Uses *us, int buf, const int *vars, int n) {
+  for (int k = 0; k < n; k++) {
+    int rank = -1;
+    for (int i = 0; i < us->n; i++)
+      if (us->u[i].acc->buf == buf) rank = us->u[i].acc->rank;
+    bool found = false;
+    for (int ax = 0; ax < rank && !found; ax++) {
+      found = true;
+      for (int i = 0; i < us->n && found; i++)
+        if (us->u[i].acc->buf == buf) found = us->u[i].acc->rank > ax && exact_var(&us->u[i].acc->axis[ax], vars[k]);
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+static bool touched_by(const Uses *us, int buf, int nest) {
+  for (int i = 0; i < us->n; i++)
+    if (us->u[i].acc->buf == buf && us->u[i].nest == nest) return true;
+  return false;
+}
+
+/* The loops vars[0..n) of two adjacent nests may run both bodies per iteration: every
+ * buffer one writes and both touch is partitioned by them. With `par`, every written
+ * buffer is partitioned by vars[0] (its iterations may run on separate threads). */
+static bool fusable(const Uses *us, const int *vars, int n, bool par) {
+  for (int i = 0; i < us->n; i++) {
+    const Use *u = &us->u[i];
+    if (!u->write) continue;
+    if (touched_by(us, u->acc->buf, 1 - u->nest) && !partitioned(us, u->acc->buf, vars, n)) return false;
+    if (par && !partitioned(us, u->acc->buf, vars, 1)) return false;
+  }
+  return true;
+}
+
+/* ---- fusing two nests ---- */
+
+static bool has_tiles(const Stmt *s) {
+  if (s->kind == S_LOOP && s->tile_var >= 0) return true;
+  for (int i = 0; i < s->body.len; i++)
+    if (has_tiles(s->body.items[i])) return true;
+  return false;
+}
+
+/* The loop at depth d (1 = s itself) of s's chain of single-statement loops. */
+static Stmt *chain_at(Stmt *s, int d) {
+  while (--d > 0) s = s->body.items[0];
+  return s;
+}
+
+/* How many outer loops p and s have in common (same extents; each but the last a
+ * loop whose body is only the next one), their variables in pv and sv. */
+static int common_depth(Stmt *p, Stmt *s, int *pv, int *sv) {
+  int d = 0;
+  while (d < 64 && p->kind == S_LOOP && s->kind == S_LOOP && p->ext == s->ext) {
+    pv[d] = p->var, sv[d] = s->var, d++;
+    if (p->body.len != 1 || s->body.len != 1) break;
+    p = p->body.items[0], s = s->body.items[0];
+  }
+  return d;
+}
+
+/* The depth of a nest whose loops each hold only the next one, the innermost only
+ * statements without loops; -1 for any other statement. */
+static int nest_depth(const Stmt *s) {
+  if (s->kind != S_LOOP) return s->kind == S_STORE || s->kind == S_COMMENT ? 0 : -1;
+  if (s->body.len == 1) {
+    int d = nest_depth(s->body.items[0]);
+    return d < 0 ? -1 : d + 1;
+  }
+  for (int i = 0; i < s->body.len; i++)
+    if (nest_depth(s->body.items[i])) return -1;
+  return 1;
+}
+
+static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts);
+
+/* p and s (the later nest, after its comments) as one nest, or NULL. `plan`: the
+ * SCHED_* bits of the two at top level (0 inside a nest). */
+static Stmt *fuse_pair(Fuse *f, Stmt *p, Stmt *s, const PtrVec *comments, int plan) {
+  int pv[64], sv[64];
+  if (p->kind != S_LOOP || s->kind != S_LOOP || has_tiles(p) || has_tiles(s) || (plan & SCHED_APART)) return NULL;
+  int d = common_depth(p, s, pv, sv);
+  if (!d) return NULL;
+  /* Only nests of the same shape: fusing under common outer loops only (a reduction
+   * nest followed by pointwise code, or a fill before a reduction) gave loops of
+   * several inner loops that gcc vectorized worse (the batch-10 MLP step 15% slower). */
+  if (d != nest_depth(p) || d != nest_depth(s)) return NULL;
+  int *map = ANEWN(f->a, int, f->nvars + 1);
+  for (int v = 0; v < f->nvars; v++) map[v] = v;
+  for (int k = 0; k < d; k++) map[sv[k]] = pv[k];
+  Stmt *s2 = stmt_ren(f->a, s, map);
+  Uses us = {0};
+  if (!stmt_uses(f->a, p, 0, &us) || !stmt_uses(f->a, s2, 1, &us)) return NULL;
+  bool par = plan & SCHED_PAR;
+  if (!fusable(&us, pv, d, par)) return NULL;
+  /* p's chain down to depth d, its innermost body followed by s's */
+  Stmt *inner = ANEW(f->a, Stmt);
+  *inner = *chain_at(p, d);
+  inner->body = (PtrVec){0};
+  PtrVec pb = chain_at(p, d)->body, rest = *comments;
+  for (int i = 0; i < pb.len; i++) vec_push(f->a, &inner->body, pb.items[i]);
+  const PtrVec *sb = &chain_at(s2, d)->body;
+  for (int i = 0; i < sb->len; i++) vec_push(f->a, &rest, sb->items[i]);
+  append_fused(f, &inner->body, &rest);
+  for (int k = d - 1; k >= 1; k--) {
+    Stmt *l = ANEW(f->a, Stmt);
+    *l = *chain_at(p, k);
+    l->body = (PtrVec){0};
+    vec_push(f->a, &l->body, inner);
+    inner = l;
+  }
+  inner->parallel = par;
+  return inner;
+}
+
+/* body += stmts, the first nest of stmts fused with the last statement of body when
+ * legal (the comments before it go inside). */
+static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts) {
+  int first = 0;
+  while (first < stmts->len && ((Stmt *)stmts->items[first])->kind == S_COMMENT) first++;
+  Stmt *fused = NULL;
+  if (body->len && first < stmts->len) {
+    PtrVec comments = {0};
+    for (int i = 0; i < first; i++) vec_push(f->a, &comments, stmts->items[i]);
+    fused = fuse_pair(f, body->items[body->len - 1], stmts->items[first], &comments, 0);
+  }
+  if (fused) body->items[body->len - 1] = fused;
+  for (int i = fused ? first + 1 : 0; i < stmts->len; i++) vec_push(f->a, body, stmts->items[i]);
+}
+
+/* ---- the routine's statement list ---- */
+
+/* A top-level statement, and where it came from: statement idx of function `from`,
+ * unchanged and in its place (from < 0: rewritten or moved). */
+typedef struct Item {
+  Stmt *s;
+  int from, idx;
+} Item;
+
+typedef struct Items {
+  Item *it;
+  int n;
+} Items;
+
+static bool item_is_comment(const Item *it) { return it->s->kind == S_COMMENT; }
+
+/* `fill B v`, or a nest storing a constant in every cell of B once, as a fill. */
+static Stmt *as_fill(Fuse *f, Stmt *s) {
+  if (s->kind == S_FILL) return s;
+  Stmt *st;
+  if ((s->kind != S_LOOP && s->kind != S_STORE) || !sched_each_cell_once(s, f->m, &st) || st->accum != OP_ARG2 || st->val->kind != X_CONST)
+    return NULL;
+  Stmt *r = ANEW(f->a, Stmt);
+  r->kind = S_FILL;
+  r->buf = st->dst.buf;
+  r->value = st->val->value;
+  return r;
+}
+
+/* The fill as a nest over B's axes (memory order; size-1 axes get no loop), or NULL for a
+ * single cell. Its loop variables are new. */
+static Stmt *fill_nest(Fuse *f, const Stmt *fill) {
+  const IrBuf *b = VEC_AT(f->m->bufs, IrBuf, fill->buf);
+  Stmt *st = ANEW(f->a, Stmt);
+  st->kind = S_STORE;
+  st->accum = OP_ARG2;
+  st->what = arena_printf(f->a, "%s =: %.9g", b->name, fill->value);
+  st->val = ANEW(f->a, IrExpr);
+  st->val->kind = X_CONST;
+  st->val->value = fill->value;
+  st->dst.buf = b->id;
+  st->dst.rank = b->rank;
+  st->dst.axis = ANEWN(f->a, Aff, b->rank + 1);
+  st->dst.flat.t = ANEWN(f->a, Term, b->rank + 1);
+  int vars[64], nl = 0;
+  long stride = 1;
+  for (int ax = b->rank - 1; ax >= 0; stride *= b->dims[ax], ax--) {
+    if (b->dims[ax] <= 1) continue;
+    if (nl == 64) return NULL;
+    int v = vars[nl++] = f->nvars++;
+    st->dst.axis[ax] = (Aff){.n = 1, .t = ANEWN(f->a, Term, 1)};
+    st->dst.axis[ax].t[0] = (Term){.var = v, .coef = 1};
+    st->dst.flat.t[st->dst.flat.n++] = (Term){.var = v, .coef = stride};
+  }
+  if (!nl) return NULL;
+  Stmt *r = st;
+  for (int k = 0; k < nl; k++) { /* vars[0] is the innermost axis */
+    Stmt *l = ANEW(f->a, Stmt);
+    l->kind = S_LOOP;
+    l->var = vars[k];
+    l->tile_var = -1;
+    for (int ax = 0; ax < b->rank; ax++)
+      if (st->dst.axis[ax].n && st->dst.axis[ax].t[0].var == vars[k]) l->ext = b->dims[ax];
+    vec_push(f->a, &l->body, r);
+    r = l;
+  }
+  return r;
+}
+
+/* Might s read or write buf? (A call might do anything.) */
+static bool touches(const Stmt *s, int buf) {
+  switch (s->kind) {
+  case S_STORE: return s->dst.buf == buf || sched_reads_buf(s->val, buf);
+  case S_FILL: return s->buf == buf;
+  case S_CALL:
+  case S_KERNEL: return true;
+  default:
+    for (int i = 0; i < s->body.len; i++)
+      if (touches(s->body.items[i], buf)) return true;
+    return false;
+  }
+}
+
+/* May the rewrite change items a and b (NULL: none)? Charges the copies of their
+ * shared callees to the budget when it holds them. */
+static bool claim(Fuse *f, const Item *a, const Item *b) {
+  int ca = a && a->from >= 0 && !f->copied[a->from] ? a->from : -1;
+  int cb = b && b->from >= 0 && !f->copied[b->from] && b->from != ca ? b->from : -1;
+  int need = (ca >= 0 ? f->cost[ca] : 0) + (cb >= 0 ? f->cost[cb] : 0);
+  if (need > *f->budget) return false;
+  *f->budget -= need;
+  if (ca >= 0) f->copied[ca] = true;
+  if (cb >= 0) f->copied[cb] = true;
+  return true;
+}
+
+static void item_remove(Items *l, int i) {
+  memmove(&l->it[i], &l->it[i + 1], sizeof(Item) * (size_t)(l->n - i - 1));
+  l->n--;
+}
+
+/* A constant fill at i is dropped when the first statement touching its buffer
+ * overwrites every cell (or accumulates into every cell once, and becomes an
+ * overwrite), else moved down to that statement. Returns whether item i stays. */
+static bool sink_fill(Fuse *f, Items *l, int i) {
+  Stmt *fill = as_fill(f, l->it[i].s);
+  if (!fill) return true;
+  int j = i + 1;
+  while (j < l->n && !touches(l->it[j].s, fill->buf)) j++;
+  if (j == l->n) return true;
+  Stmt *next = l->it[j].s, *st, *merged = NULL;
+  Stmt *nf = as_fill(f, next);
+  bool dead = nf && nf->buf == fill->buf;
+  if (!dead && sched_each_cell_once(next, f->m, &st) && st->dst.buf == fill->buf) {
+    if (st->accum == OP_ARG2) dead = true; /* sched_each_cell_once: it does not read B */
+    else merged = sched_fill_nest(f->a, f->m, fill, next);
+  }
+  /* the fill's comment (its assignment) goes with it */
+  int c = i > 0 && item_is_comment(&l->it[i - 1]) ? 1 : 0;
+  if (dead || merged) {
+    if (!claim(f, &l->it[i], merged ? &l->it[j] : NULL)) return true;
+    if (merged) l->it[j] = (Item){merged, -1, 0};
+    item_remove(l, i);
+    if (c) item_remove(l, i - 1);
+    return false;
+  }
+  if (j > i + 1 && item_is_comment(&l->it[j - 1])) j--; /* before the comment of j */
+  if (j == i + 1) return true;
+  /* landing inside a callee's statements copies that callee too */
+  if (!claim(f, &l->it[i], l->it[j].idx ? &l->it[j] : NULL)) return true;
+  Item moved[2] = {l->it[i - c], {fill, -1, 0}};
+  moved[0].from = -1;
+  memmove(&l->it[i - c], &l->it[i + 1], sizeof(Item) * (size_t)(j - 1 - i));
+  memcpy(&l->it[j - 1 - c], &moved[2 - 1 - c], sizeof(Item) * (size_t)(c + 1));
+  return false;
+}
+
+static void sink_fills(Fuse *f, Items *l) {
+  for (int i = 0; i < l->n;) /* a fill moved further down is met again there */
+    if (sink_fill(f, l, i)) i++;
+    else if (i > 0 && item_is_comment(&l->it[i - 1])) i--; /* its comment went too */
+}
+
+/* Fuses each nest (or fill) with the previous one where legal; comments between them go
+ * into the fused nest. */
+static void fuse_items(Fuse *f, Items *l) {
+  int out = 0, last = -1; /* last: the previous non-comment item in out */
+  for (int i = 0; i < l->n; i++) {
+    Item it = l->it[i];
+    Stmt *fused = NULL;
+    if (!item_is_comment(&it) && last >= 0) {
+      Stmt *p = l->it[last].s, *s = it.s;
+      Stmt *pn = p->kind == S_FILL ? fill_nest(f, p) : p, *sn = s->kind == S_FILL ? fill_nest(f, s) : s;
+      if (pn && sn) {
+        PtrVec comments = {0};
+        for (int k = last + 1; k < out; k++) vec_push(f->a, &comments, l->it[k].s);
+        int plan = sched_nest_plan(f->a, f->m, f->o, pn) | sched_nest_plan(f->a, f->m, f->o, sn);
+        fused = fuse_pair(f, pn, sn, &comments, plan);
+        if (fused && !claim(f, &l->it[last], &it)) fused = NULL;
+      }
+    }
+    if (fused) {
+      l->it[last] = (Item){fused, -1, 0};
+      out = last + 1;
+      continue;
+    }
+    if (!item_is_comment(&it)) last = out;
+    l->it[out++] = it;
+  }
+  l->n = out;
+}
+
+/* ---- the routine, rebuilt ---- */
+
+/* The routine's callees' statements in call order, loop variables renumbered apart. */
+static Items flatten(Fuse *f, const IrFunc *r) {
+  int n = 0;
+  for (int i = 0; i < r->body.len; i++) {
+    const Stmt *c = r->body.items[i];
+    if (c->kind == S_CALL) n += VEC_AT(f->m->funcs, IrFunc, c->callee)->body.len;
+  }
+  Items l = {ANEWN(f->a, Item, n + 1), 0};
+  for (int i = 0; i < r->body.len; i++) {
+    const Stmt *c = r->body.items[i];
+    if (c->kind != S_CALL) continue;
+    const IrFunc *g = VEC_AT(f->m->funcs, IrFunc, c->callee);
+    int *map = ANEWN(f->a, int, g->nvars + 1);
+    for (int v = 0; v < g->nvars; v++) map[v] = f->nvars + v;
+    f->nvars += g->nvars;
+    for (int k = 0; k < g->body.len; k++) l.it[l.n++] = (Item){stmt_ren(f->a, g->body.items[k], map), g->id, k};
+  }
+  return l;
+}
+
+static Stmt *call_of(Arena *a, int callee) {
+  Stmt *s = ANEW(a, Stmt);
+  s->kind = S_CALL;
+  s->callee = callee;
+  return s;
+}
+
+/* Does l[i..] hold all of function `from`'s statements, unchanged and in order? */
+static bool whole_callee(const IrModule *m, const Items *l, int i) {
+  int from = l->it[i].from;
+  if (from < 0) return false;
+  int len = VEC_AT(m->funcs, IrFunc, from)->body.len;
+  if (i + len > l->n) return false;
+  for (int k = 0; k < len; k++)
+    if (l->it[i + k].from != from || l->it[i + k].idx != k) return false;
+  return true;
+}
+
+static IrFunc *new_part(Fuse *f, IrModule *r, const IrFunc *rt, int *nparts) {
+  IrFunc *p = ANEW(f->a, IrFunc);
+  p->id = r->funcs.len;
+  p->name = arena_printf(f->a, "%s.fuse%d", rt->name, (*nparts)++);
+  p->nvars = f->nvars;
+  vec_push(f->a, &r->funcs, p);
+  return p;
+}
+
+/* The routine calling whole unchanged callees and new functions holding the rest. */
+static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
+  IrFunc *nr = ANEW(f->a, IrFunc);
+  *nr = *rt;
+  nr->body = (PtrVec){0};
+  IrFunc *part = NULL;
+  int nparts = 0, nests = 0;
+  for (int i = 0; i < l->n;) {
+    if (whole_callee(f->m, l, i)) {
+      vec_push(f->a, &nr->body, call_of(f->a, l->it[i].from));
+      i += VEC_AT(f->m->funcs, IrFunc, l->it[i].from)->body.len;
+      part = NULL;
+      continue;
+    }
+    if (!part || (nests >= FUSE_PART && !item_is_comment(&l->it[i]))) {
+      part = new_part(f, r, rt, &nparts);
+      vec_push(f->a, &nr->body, call_of(f->a, part->id));
+      nests = 0;
+    }
+    vec_push(f->a, &part->body, l->it[i].s);
+    nests += !item_is_comment(&l->it[i]);
+    i++;
+  }
+  return nparts ? nr : NULL;
+}
+
+/* A routine: an exported seq named by an identifier (T.forward and T.backprop are
+ * left alone: their callees' code is shared by every one of them). Routines over
+ * dynamic sizes keep their plain loops, as the rest of the schedule does (issue 17). */
+static bool is_routine(const IrModule *m, const IrFunc *fn) {
+  if (!fn->seq || strchr(fn->name, '.')) return false;
+  for (int i = 0; i < fn->body.len; i++) {
+    const Stmt *c = fn->body.items[i];
+    if (c->kind == S_CALL && ir_stmts_dynamic(m, &VEC_AT(m->funcs, IrFunc, c->callee)->body)) return false;
+  }
+  return true;
+}
+
+static void mark_calls(const PtrVec *body, bool *called) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_CALL) called[s->callee] = true;
+    mark_calls(&s->body, called);
+  }
+}
+
+/* Functions no one calls any more (a routine's old parts) lose their code. */
+static void drop_dead(Arena *a, IrModule *r) {
+  bool *called = ANEWN(a, bool, r->funcs.len + 1);
+  for (int i = 0; i < r->funcs.len; i++) mark_calls(&VEC_AT(r->funcs, IrFunc, i)->body, called);
+  for (int i = 0; i < r->funcs.len; i++) {
+    IrFunc *fn = VEC_AT(r->funcs, IrFunc, i);
+    if (fn->exported || called[i] || !fn->body.len) continue;
+    IrFunc *e = ANEW(a, IrFunc);
+    *e = *fn;
+    e->body = (PtrVec){0};
+    r->funcs.items[i] = e;
+  }
+}
+
+static void count_calls(const PtrVec *body, int *calls) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_CALL) calls[s->callee]++;
+    count_calls(&s->body, calls);
+  }
+}
+
+/* Per function, its top-level statements (comments aside) when a function other than
+ * routine rt calls it too, else 0: what copying it costs. */
+static int *copy_costs(Arena *a, const IrModule *m, const IrFunc *rt) {
+  int n = m->funcs.len, *all = ANEWN(a, int, n + 1), *mine = ANEWN(a, int, n + 1), *cost = ANEWN(a, int, n + 1);
+  for (int i = 0; i < n; i++) count_calls(&VEC_AT(m->funcs, IrFunc, i)->body, all);
+  count_calls(&rt->body, mine);
+  for (int i = 0; i < n; i++) {
+    const PtrVec *body = &VEC_AT(m->funcs, IrFunc, i)->body;
+    for (int k = 0; all[i] > mine[i] && k < body->len; k++) cost[i] += ((Stmt *)body->items[k])->kind != S_COMMENT;
+  }
+  return cost;
+}
+
+IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o) {
+  IrModule *r = ANEW(a, IrModule);
+  *r = *m;
+  r->funcs = (PtrVec){0};
+  for (int i = 0; i < m->funcs.len; i++) vec_push(a, &r->funcs, m->funcs.items[i]);
+  bool changed = false;
+  int budget = FUSE_COPY_BUDGET;
+  for (int i = 0; i < m->funcs.len; i++) {
+    const IrFunc *fn = VEC_AT(m->funcs, IrFunc, i);
+    if (!is_routine(m, fn)) continue;
+    Fuse f = {.a = a, .m = m, .o = o, .cost = copy_costs(a, m, fn), .copied = ANEWN(a, bool, m->funcs.len + 1),
+              .budget = &budget};
+    Items l = flatten(&f, fn);
+    sink_fills(&f, &l);
+    fuse_items(&f, &l);
+    IrFunc *nr = regroup(&f, r, fn, &l);
+    if (nr) r->funcs.items[i] = nr, changed = true;
+  }
+  if (changed) drop_dead(a, r);
+  return r;
+}

@@ -1,0 +1,53 @@
+/* sched_fuse.h: the traffic part of the schedule pass (src/schedule.h): fusion across
+ * the functions a routine calls.
+ *
+ * A routine (an exported seq whose name is an identifier: not a T.forward/T.backprop)
+ * runs its callees in turn, each a handful of small loop nests; between them every
+ * intermediate goes through memory and every gradient is zeroed in a pass of its own.
+ * The pass lays the callees' statements out as one list and rewrites it:
+ *
+ * - Constant fills (`fill B v`, or a nest storing a constant in every cell once) sink to
+ *   just before the first statement that touches B. When that statement writes every
+ *   cell of B once, the fill disappears: an overwrite makes it dead, an accumulation
+ *   becomes an overwrite with accum(v, value) (a gradient's first `=+` after its
+ *   zeroing, the same bits).
+ * - Adjacent nests fuse over their common outer loops (same extents, in order) when
+ *   every buffer one of them writes and both touch is accessed, in every access, with
+ *   one axis index equal to each common loop variable: iterations of the common loops
+ *   then touch disjoint cells, so running both bodies per iteration keeps every
+ *   dependence. A fill next to a nest joins it as a nest over B's axes. Bias + relu
+ *   after a small matmul, an SGD update's passes over a parameter, a batch row's whole
+ *   forward pass become one nest. Nests the schedule makes kernels or partial-sum
+ *   reductions stay apart; a fusion of a parallel nest must stay parallel.
+ * - The result is grouped back: a callee whose statements all came through unchanged
+ *   and in place stays a call (its code is shared with T.forward and the like); the
+ *   rest goes into new functions ROUTINE.fuseK of at most FUSE_PART top-level nests
+ *   (gcc's time grows faster than linearly in a function's size). A callee other
+ *   functions call too is then compiled twice, so such copies are limited per module
+ *   (FUSE_COPY_BUDGET statements; rewrites past it are not made).
+ *
+ * Every rewrite is exact (no reassociation), so --strict-fp keeps them; --check-bounds
+ * runs without them (sched_module does not call this). --dump-ir shows the fused nests
+ * with each joined assignment's comment inside. */
+#ifndef TDSL_SCHED_FUSE_H
+#define TDSL_SCHED_FUSE_H
+
+#include "schedule.h"
+
+/* What the schedule would do with a top-level nest on its own (schedule.c). */
+enum { SCHED_APART = 1, /* a kernel or partial sums: keep it whole */
+       SCHED_PAR = 2 }; /* its outer loop runs in parallel */
+int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest);
+/* The perfect nest writes every cell of its target once (*store: its store). */
+bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store);
+/* Does e load from buffer buf? */
+bool sched_reads_buf(const IrExpr *e, int buf);
+/* `fill B v` then a nest accumulating into every cell of B once, as one overwriting
+ * nest (NULL when it is not that). */
+Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest);
+
+/* m with its routines fused (a new module sharing m's buffers and unchanged
+ * functions; m is not modified). */
+IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o);
+
+#endif

@@ -1,0 +1,112 @@
+"""Trains the moons MLP (2-H-H-1, relu, hinge loss, SGD with weight decay: the model of
+bench/train_b10_h16.tdsl) for two steps with tdslc --run from loaded weights and data,
+and compares the weights and the loss with the same two steps in numpy (float64): the
+routine tdslc fuses (sched_fuse.c) against an oracle that knows nothing of it.
+With --emit-c as the flag, the --emit-c rendering is compiled by cc and run through
+libtdslrt (its parallel loops go to the runtime's pool like the gccjit model's).
+usage: fusion_numpy.py TDSLC WORKDIR BATCH HIDDEN [FLAGS...]
+prints "N results checked, M mismatches" (and the threads the model ran with)."""
+import ctypes, json, os, subprocess, sys
+import numpy as np
+
+tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+os.makedirs(work, exist_ok=True)
+src = os.path.join(work, "mlp_%d_%d.tdsl" % (B, H))
+with open(src, "w") as f:
+    f.write("""let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
+let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
+let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
+let%%op margin_loss = relu (1 - (ys *. mlp xs))
+let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
+let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
+""" % (B, B, H, H, B))
+rng = np.random.default_rng(13)
+x = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
+ins = {"xs": x, "ys": np.where(x[:, :1] * x[:, 1:] > 0, 1, -1).astype(np.float32),
+       "w1": rng.uniform(-1, 1, (H, 2)).astype(np.float32), "b1": rng.uniform(-0.3, 0.3, H).astype(np.float32),
+       "w2": rng.uniform(-0.5, 0.5, (H, H)).astype(np.float32), "b2": rng.uniform(-0.3, 0.3, H).astype(np.float32),
+       "w3": rng.uniform(-1, 1, (1, H)).astype(np.float32)}
+loads = []
+for k, v in ins.items():
+    path = os.path.join(work, "%s_%d_%d.bin" % (k, B, H))
+    v.tofile(path)
+    loads += ["--load", "%s=%s" % (k, path)]
+p = {k: v.astype(np.float64) for k, v in ins.items()}
+x, y = p["xs"], p["ys"][:, 0]
+loss = None
+for step in range(2):
+    p1 = x @ p["w1"].T + p["b1"]
+    h1 = np.maximum(p1, 0)
+    p2 = h1 @ p["w2"].T + p["b2"]
+    h2 = np.maximum(p2, 0)
+    out = h2 @ p["w3"][0]
+    m = 1 - y * out
+    loss = np.maximum(m, 0).sum() / B
+    dout = -y * (m > 0) / B
+    g = {"w3": (dout @ h2)[None, :]}
+    dp2 = dout[:, None] * p["w3"][0] * (p2 > 0)
+    g["b2"], g["w2"] = dp2.sum(0), dp2.T @ h1
+    dp1 = (dp2 @ p["w2"]) * (p1 > 0)
+    g["b1"], g["w1"] = dp1.sum(0), dp1.T @ x
+    for k in g:
+        p[k] = p[k] - 0.1 * (g[k] + 0.0001 * p[k])
+want = {k: p[k] for k in ("w1", "b1", "w2", "b2", "w3")}
+want["scalar_loss"] = np.array([loss])
+prints = []
+for k in want: prints += ["--print", k]
+
+
+def run_emit_c():
+    """{name: values} after two steps of the cc-compiled --emit-c rendering."""
+    c, so = src[:-5] + ".c", src[:-5] + ".so"
+    with open(c, "w") as f:
+        subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
+    # next to the tdslc in use, or the plain build's (the sanitized build has none)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+    libs = [os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"), os.path.join(root, "build", "libtdslrt.so")]
+    rt = ctypes.CDLL(next((p for p in libs if os.path.exists(p)), libs[0]))
+    rt.tdsl_open.restype = ctypes.c_void_p
+    rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_close"):
+        getattr(rt, fn).argtypes = [ctypes.c_void_p] + {"tdsl_init": [ctypes.c_uint64], "tdsl_call": [ctypes.c_char_p],
+                                                        "tdsl_write": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long],
+                                                        "tdsl_read": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]}.get(fn, [])
+    err = ctypes.create_string_buffer(512)
+    m = rt.tdsl_open(so.encode(), err, 512)
+    if not m:
+        sys.exit("tdsl_open: " + err.value.decode())
+    ok = rt.tdsl_init(m, 1) == 0
+    for k, v in ins.items():
+        ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
+    ok = ok and rt.tdsl_call(m, b"train_step") == 0 and rt.tdsl_call(m, b"train_step") == 0
+    got = {}
+    for k, v in want.items():
+        buf = np.zeros(v.size, dtype=np.float32)
+        ok = ok and rt.tdsl_read(m, k.encode(), buf.ctypes.data, buf.size) == 0
+        got[k] = buf
+    print("threads %d" % rt.tdsl_get_num_threads(m))
+    rt.tdsl_close(m)
+    if not ok:
+        sys.exit("the --emit-c model failed")
+    return got
+
+
+if flags == ["--emit-c"]:
+    results = run_emit_c()
+else:
+    out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + ["--call", "train_step", "--call", "train_step"] + prints,
+                         capture_output=True, text=True)
+    if out.returncode:
+        sys.exit("tdslc failed: " + out.stderr)
+    results = {t["name"]: t["values"] for t in map(json.loads, out.stdout.splitlines())}
+bad = 0
+for name, values in results.items():
+    got, exp = np.array(values, dtype=np.float64), want[name].ravel()
+    err = np.max(np.abs(got - exp)) if got.size == exp.size else np.inf
+    tol = 1e-4 * (1 + np.max(np.abs(exp)))
+    if not err <= tol:
+        print("%s: max error %g > %g" % (name, err, tol))
+        bad += 1
+print("%d results checked, %d mismatches" % (len(want), bad))
+sys.exit(1 if bad else 0)
