@@ -701,14 +701,29 @@ void tdslp_error(TDSLP_LTYPE *lloc, Parser *P, const char *msg) {
 /* The token the parser is looking at, for messages. */
 static Token *lookahead(Parser *P) { return &P->toks.items[P->last]; }
 
+/* At most 40 bytes of a token's text, control characters escaped: a string literal may
+ * span lines, and a raw newline would split the one-line message. */
+static const char *token_text(Parser *P, const Token *t) {
+  char buf[4 * 40 + 1];
+  int n = 0;
+  for (int i = 0; i < t->len && i < 40; i++) {
+    unsigned char ch = (unsigned char)t->text[i];
+    if (ch == '\n') n += snprintf(buf + n, sizeof buf - (size_t)n, "\\n");
+    else if (ch < ' ' || ch == 0x7f) n += snprintf(buf + n, sizeof buf - (size_t)n, "\\x%02x", ch);
+    else buf[n++] = (char)ch;
+  }
+  buf[n] = 0;
+  return arena_strdup(P->a, buf);
+}
+
 static const char *describe(Parser *P, const Token *t) {
   switch (t->kind) {
   case T_YYEOF: return "end of file";
   case T_IDENT: return arena_printf(P->a, "identifier '%s'", t->str);
   case T_INT: case T_FLOAT: return arena_printf(P->a, "number '%s'", t->str);
-  case T_STRING: return t->len > 40 ? "string literal" : arena_printf(P->a, "string %.*s", t->len, t->text);
+  case T_STRING: return t->len > 40 ? "string literal" : arena_printf(P->a, "string %s", token_text(P, t));
   case T_CHARLIT: return arena_printf(P->a, "label '%s'", t->str);
-  default: return arena_printf(P->a, "'%.*s'", t->len > 40 ? 40 : t->len, t->text);
+  default: return arena_printf(P->a, "'%s'", token_text(P, t));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -73,6 +74,7 @@ static int write_body(tdsl_model *m, FILE *f, unsigned which, const char *hdr, s
 }
 
 int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
+  if (tdsl_rt_args(m, "tdsl_save", "path", path)) return -1;
   size_t len;
   char *hdr = header_json(m, which, &len);
   if (!hdr) return tdsl_rt_fail(m, "out of memory");
@@ -225,6 +227,9 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
 }
 
 int tdsl_load(tdsl_model *m, const char *path) {
+  if (tdsl_rt_args(m, "tdsl_load", "path", path)) return -1;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return tdsl_rt_fail(m, "cannot read '%s': it is a directory", path);
   FILE *f = fopen(path, "rb");
   if (!f) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
   long data_at;

@@ -39,7 +39,7 @@ typedef enum tdsl_role {
   TDSL_ROLE_INTERMEDIATE = 0, TDSL_ROLE_PARAM = 1, TDSL_ROLE_GRAD = 2,
   TDSL_ROLE_OPTIMIZER = 3, TDSL_ROLE_INPUT = 4, TDSL_ROLE_CONST = 5
 } tdsl_role;
-/* "intermediate", "param", "grad", "optimizer", "input", "const". */
+/* "intermediate", "param", "grad", "optimizer", "input", "const" ("unknown" otherwise). */
 const char *tdsl_role_name(tdsl_role role);
 
 typedef struct tdsl_tensor_info {
@@ -64,7 +64,8 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
 void tdsl_close(tdsl_model *m);
 /* This open model's storage (its instance): what the NAME_fn_N functions of a header
  * from --emit-header take, and what the header's accessors index. Each tdsl_open of a
- * model gets its own; separate models may be used from separate threads at once. */
+ * model gets its own; separate models may be used from separate threads at once. NULL
+ * for a model that is not open. */
 void *tdsl_instance(tdsl_model *m);
 const char *tdsl_error(const tdsl_model *m);
 

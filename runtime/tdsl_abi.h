@@ -33,6 +33,19 @@ typedef enum InitKind {
   INIT_EXPR,    /* an initializer expression: a per-cell postfix program (graph.h InitOp) */
 } InitKind;
 
+/* The header of a model instance (ir.h ir_layout), before its first buffer: slots the
+ * runtime owns (void *[8]: a cuda model's context and launch function, the parallel-loop
+ * hook), then a --check-bounds model's fault word (int, nonzero once a check failed) and
+ * its message (char[INST_FAULT_MSG_LEN]). The fault lives in the instance, not in the
+ * model's globals, so that instances faulting in separate threads stay separate. */
+enum {
+  INST_RT_SLOTS = 8,
+  INST_FAULT = 64,
+  INST_FAULT_MSG = 128,
+  INST_FAULT_MSG_LEN = 512,
+  INST_HEADER = INST_FAULT_MSG + INST_FAULT_MSG_LEN,
+};
+
 /* Dynamic dimensions (issue 17): wherever a dimension is stored as an int (graph.h
  * DimDecl.d and Projections.iter_size, ir.h IrBuf.dims) a value d < 0 is the dynamic size
  * number -1 - d (graph.h DimSym, ir.h IrDim); d > 0 is a static size; d == 0 unknown

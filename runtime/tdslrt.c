@@ -77,8 +77,6 @@ struct tdsl_model {
   RtBuf *bufs;
   int nbufs;
   RtNamed *syms, *fns, *aliases;
-  int *fault;          /* --check-bounds models: set by a failed check (tdsl_fault) */
-  const char *fault_msg;
   int *sym_range;
   int nsyms, nfns, naliases;
   RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
@@ -117,6 +115,10 @@ static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
   return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
 }
 
+int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p) {
+  return !live(m) ? -1 : need(m, fn, what, p);
+}
+
 int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -128,7 +130,7 @@ int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
 static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
 
 const char *tdsl_role_name(tdsl_role r) {
-  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "intermediate";
+  return (unsigned)r < sizeof role_names / sizeof *role_names ? role_names[r] : "unknown";
 }
 
 static char *xstrdup(const char *s) {
@@ -205,9 +207,12 @@ static void *grow(void *arr, int n, size_t elsz) {
   return realloc(arr, elsz * (size_t)(n ? 2 * n : 1));
 }
 
-/* The instance starts with a header the runtime owns (void *[8]): slot 0 and 1 are the
- * cuda model's context and launch function. */
-#define INST_HEADER 64
+/* The instance starts with a header (tdsl_abi.h INST_HEADER): the runtime's slots (0 and
+ * 1: a cuda model's context and launch function), then the --check-bounds fault. */
+
+/* The fault word of the instance: models built with --check-bounds set it (and the
+ * message after it) when a check fails and return instead of aborting. */
+static int *inst_fault(const tdsl_model *m) { return (int *)(void *)(m->inst + INST_FAULT); }
 
 static long buf_bytes(const RtBuf *b) { return (b->size > 0 ? b->size : 1) * (b->elem == TDSL_F64 ? 8 : 4); }
 
@@ -677,7 +682,7 @@ static void *inst_resolve(void *h, const char *name) {
   return m->res(m->res_h, sym);
 }
 
-void *tdsl_instance(tdsl_model *m) { return m ? m->inst : NULL; }
+void *tdsl_instance(tdsl_model *m) { return live(m) ? m->inst : NULL; }
 
 /* ---- threads ---- */
 
@@ -720,7 +725,7 @@ int tdsl_set_num_threads(tdsl_model *m, int n) {
   return 0;
 }
 
-int tdsl_get_num_threads(const tdsl_model *m) { return m ? m->nthreads : 1; }
+int tdsl_get_num_threads(const tdsl_model *m) { return live(m) ? m->nthreads : -1; }
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
@@ -735,7 +740,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
   m->magic = MODEL_MAGIC;
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
-  if (!text || strncmp(text, "tdsl 2\n", 7)) {
+  if (!text || strncmp(text, "tdsl 3\n", 7)) {
     if (err && errlen)
       snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
                                                               : "not a tdslc model (no tdsl_model_meta)");
@@ -749,13 +754,6 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     tdsl_close(m);
     return NULL;
   }
-  /* Models built with --check-bounds report a failed check here instead of aborting
-   * (per model, not per instance: NAME_fault and NAME_fault_msg). */
-  char fsym[320];
-  snprintf(fsym, sizeof fsym, "%s_fault", m->prefix);
-  m->fault = resolve(handle, fsym);
-  snprintf(fsym, sizeof fsym, "%s_fault_msg", m->prefix);
-  m->fault_msg = resolve(handle, fsym);
   if (tdsl_cuda_is_model(text) && !(m->cuda = tdsl_cuda_open(inst_resolve, m, err, errlen))) {
     tdsl_close(m);
     return NULL;
@@ -1032,12 +1030,12 @@ int tdsl_call(tdsl_model *m, const char *name) {
   const RtNamed *r = &m->fns[i];
   if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
     if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
-    for (int k = 0; k < r->nseq && !(m->fault && *m->fault); k++) m->call(m->inst, r->seq[k]);
+    for (int k = 0; k < r->nseq && !*inst_fault(m); k++) m->call(m->inst, r->seq[k]);
   }
   if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
-  if (m->fault && *m->fault) {
-    *m->fault = 0;
-    return fail(m, "%s: %.400s", name, m->fault_msg ? m->fault_msg : "index out of range");
+  if (*inst_fault(m)) { /* a --check-bounds model's failed check, in this instance */
+    *inst_fault(m) = 0;
+    return fail(m, "%s: %.400s", name, (const char *)m->inst + INST_FAULT_MSG);
   }
   return m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
 }

@@ -9,6 +9,9 @@
 
 #define TDSL_HIDDEN __attribute__((visibility("hidden")))
 
+/* The argument check of every public function: -1 for a model that is not an open one
+ * (NULL, closed, garbage), or, with the message "FN: NULL WHAT", for a NULL p; else 0. */
+TDSL_HIDDEN int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p);
 /* Sets tdsl_error(m) (printf-style); returns -1. */
 TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

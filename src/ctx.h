@@ -95,9 +95,12 @@ void ctx_add_dep(Ctx *c, const char *path);
 const char *ctx_model_base(Ctx *c);
 /* The model's symbol prefix: --name, else the input file's base name as a C identifier. */
 const char *ctx_model_name(Ctx *c);
-/* -MD / -MF: writes "TARGET: DEPS" and a phony rule per dependency (as gcc -MD -MP);
- * returns an exit status (2 when the file cannot be written). src/depfile.c */
-int write_depfile(Ctx *c, const char *target);
+/* -MD / -MF (src/depfile.c): the dependency file's path for target (-MF, else target's
+ * with .d), and its contents, "TARGET: DEPS" and a phony rule per dependency (as gcc -MD
+ * -MP), written to file (the driver's temporary, renamed over the path on success);
+ * returns an exit status (2 when the file cannot be written). */
+const char *depfile_path(Ctx *c, const char *target);
+int write_depfile(Ctx *c, const char *target, const char *file);
 
 /* src/timing.c: timing_mark ends the current phase (printed at once under -v). */
 void timing_start(Ctx *c);

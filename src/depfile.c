@@ -16,16 +16,16 @@ static void put_path(FILE *o, const char *p) {
   }
 }
 
-static const char *default_depfile(Ctx *c, const char *target) {
+const char *depfile_path(Ctx *c, const char *target) {
+  if (c->opt.mf) return c->opt.mf;
   const char *slash = strrchr(target, '/'), *dot = strrchr(target, '.');
   if (dot && (!slash || dot > slash + 1)) return arena_printf(&c->arena, "%.*s.d", (int)(dot - target), target);
   return arena_printf(&c->arena, "%s.d", target);
 }
 
-int write_depfile(Ctx *c, const char *target) {
-  const char *path = c->opt.mf ? c->opt.mf : default_depfile(c, target);
-  const char *tmp = arena_printf(&c->arena, "%s.tmp", path);
-  FILE *o = fopen(tmp, "w");
+int write_depfile(Ctx *c, const char *target, const char *file) {
+  const char *path = depfile_path(c, target);
+  FILE *o = fopen(file, "w");
   if (!o) {
     fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
     return 2;
@@ -43,9 +43,8 @@ int write_depfile(Ctx *c, const char *target) {
     put_path(o, c->deps.items[i]);
     fputs(":\n", o);
   }
-  if (fclose(o) || rename(tmp, path)) {
+  if (fclose(o)) {
     fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
-    remove(tmp);
     return 2;
   }
   return 0;

@@ -132,6 +132,7 @@ typedef struct Solver {
   int ninfos;
   bool failed;
   long long work; /* simplification count: a guard against divergence */
+  long long made; /* constraints created so far (the guard's limit grows with them) */
   const Graph *g; /* names of dynamic dimensions in messages (NULL in unit tests: `?ID`) */
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved
                        at the fixpoint (dyn_lower_bounds, doc/inference.md) */

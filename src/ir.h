@@ -221,10 +221,11 @@ void aff_print(FILE *out, const Aff *a, const IrModule *m);
  * SYM_PREFIX followed by the symbol number (used by the C and CUDA emitters). */
 void aff_print_c(FILE *out, const char *sym_prefix, const Aff *f);
 /* The instance layout (the model ABI, HACKING.md): every open model gets its own storage
- * block, 64-byte aligned, of `size` bytes: a header of IR_INST_HEADER bytes the runtime
- * owns, then each buffer at a multiple of 64 (distinct fields of one struct, so gcc knows
- * they never alias), then the index symbols (int). */
-#define IR_INST_HEADER 64
+ * block, 64-byte aligned, of `size` bytes: a header of IR_INST_HEADER bytes (tdsl_abi.h:
+ * the runtime's slots and the --check-bounds fault), then each buffer at a multiple of
+ * 64 (distinct fields of one struct, so gcc knows they never alias), then the index
+ * symbols (int). */
+#define IR_INST_HEADER INST_HEADER
 typedef struct IrLayout {
   long *buf_off, *sym_off; /* byte offsets in the instance */
   long *dim_off;           /* each dynamic dimension's current value (int, 0: unset) */

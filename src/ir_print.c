@@ -293,7 +293,7 @@ static bool has_parallel(const IrModule *m) {
 }
 
 /* The metadata a compiled model carries (read by runtime/tdslrt.c), one item a line:
- *   tdsl 2
+ *   tdsl 3
  *   model NAME SIZE                  symbol prefix, instance bytes
  *   dim ID NAME OFFSET               a dynamic dimension: its int value in the instance
  *                                    (0 until set); NAME ?ID for an anonymous one
@@ -331,9 +331,9 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   char *buf = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&buf, &len);
-  if (!o) return arena_strdup(a, "tdsl 2\n");
+  if (!o) return arena_strdup(a, "tdsl 3\n");
   IrLayout l = ir_layout(a, m);
-  fputs("tdsl 2\nmodel ", o);
+  fputs("tdsl 3\nmodel ", o);
   meta_str(o, name);
   fprintf(o, " %ld\n", l.size);
   for (int i = 0; i < m->dims.len; i++) {

@@ -241,17 +241,20 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   return 0;
 }
 
-/* An output that is the input would destroy the source (gcc refuses too). */
+/* An output that is the input would destroy the source (gcc refuses too), and two
+ * outputs naming one file would overwrite each other. */
 static int check_outputs(const Options *o) {
-  const char *outs[2] = {o->output, o->emit_header}, *opts[2] = {"-o", "--emit-header"};
-  for (int i = 0; i < 2; i++)
+  const char *outs[3] = {o->output, o->emit_header, o->mf}, *opts[3] = {"-o", "--emit-header", "-MF"};
+  for (int i = 0; i < 3; i++) {
     if (outs[i] && same_file(outs[i], o->input)) {
       fprintf(stderr, "tdslc: error: %s '%s' is the input file\n", opts[i], outs[i]);
       return 2;
     }
-  if (o->output && o->emit_header && (!strcmp(o->output, o->emit_header) || same_file(o->output, o->emit_header))) {
-    fprintf(stderr, "tdslc: error: -o and --emit-header name the same file '%s'\n", o->output);
-    return 2;
+    for (int k = 0; k < i; k++)
+      if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
+        fprintf(stderr, "tdslc: error: %s and %s name the same file '%s'\n", opts[k], opts[i], outs[i]);
+        return 2;
+      }
   }
   return 0;
 }
@@ -293,7 +296,7 @@ static int run_in_process(Ctx *c, IrModule *m) {
   gcc_jit_context *jc = NULL;
   gcc_jit_result *r = c->opt.backend == BACKEND_CUDA ? cuda_compile_mem(&c->arena, m, &co, &jc)
                                                      : jit_compile_mem(&c->arena, m, &jo, &jc);
-  if (!r) return 1;
+  if (!r) return 2; /* reported: the toolchain or tdslc failed, not the input */
   int rc = run_jit_result(c, r);
   gcc_jit_result_release(r);
   gcc_jit_context_release(jc);
@@ -331,7 +334,7 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   jo.arch = jit_host_arch(&c->arena);
   const Options *o = &c->opt;
   const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
-  const char *entry = key ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
+  const char *entry = key && !of.direct ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
   if (entry) {
     CacheResult r = cache_fetch(entry, of.tmp);
     timing_mark(c, r == CACHE_HIT ? "cache hit" : r == CACHE_BAD ? "cache entry bad (rebuilt)" : "cache miss");
@@ -340,9 +343,9 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d)", o->input, o->opt_level));
   bool ok = jit_compile_file(&c->arena, m, &jo, of.tmp, o->object);
   timing_unwatch(w);
-  if (!ok) {
+  if (!ok) { /* reported (jit_report_failure): not the input's fault */
     out_discard(&of);
-    return 1;
+    return 2;
   }
   if (entry && cache_store(entry, of.tmp)) timing_mark(c, "cache store");
   return out_commit(&of) ? 0 : 2;
@@ -366,12 +369,32 @@ static bool cuda_driver_mode(const Options *o) {
   return cuda && o->action != ACT_RUN && o->action != ACT_CHECK && o->action != ACT_DUMP_IR && o->action != ACT_EMIT_C;
 }
 
+/* The cuda driver's files (.so/.o or --emit-ptx, and --emit-header) are written to
+ * temporaries that are renamed over the paths only once all succeeded (outfile.h). */
+static int cuda_files(Ctx *c, IrModule *m) {
+  CudaOpts co = cuda_opts(c);
+  if (co.output && same_file(co.output, c->opt.input)) {
+    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", co.output);
+    return 2;
+  }
+  OutFile out = {0}, hdr = {0};
+  int rc = co.output && !out_begin(&c->arena, &out, co.output) ? 2 : 0;
+  if (!rc && co.header && !out_begin(&c->arena, &hdr, co.header)) rc = 2;
+  if (!rc) {
+    if (out.tmp) co.output = out.tmp;
+    if (hdr.tmp) co.header = hdr.tmp;
+    rc = cuda_backend(&c->arena, m, &co);
+  }
+  if (!rc && out.tmp && !out_commit(&out)) rc = 2;
+  if (!rc && hdr.tmp && !out_commit(&hdr)) rc = 2;
+  out_discard(&out);
+  out_discard(&hdr);
+  return rc;
+}
+
 static int dispatch(Ctx *c, IrModule *m) {
   Options *o = &c->opt;
-  if (cuda_driver_mode(o)) {
-    CudaOpts co = cuda_opts(c);
-    return cuda_backend(&c->arena, m, &co);
-  }
+  if (cuda_driver_mode(o)) return cuda_files(c, m);
   if (o->backend == BACKEND_CUDA && o->action == ACT_RUN && !cuda_can_run()) return 2;
   /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
    * nests onto threads itself). */
@@ -388,18 +411,29 @@ static int dispatch(Ctx *c, IrModule *m) {
 }
 
 /* After inference: lower to the loop IR, then --dump-ir, --emit-c, compile to a .so/.o
- * (+ --emit-header), or --run in process. The header is committed with the main output,
- * only when everything succeeded. Returns a process exit status. */
+ * (+ --emit-header, -MD), or --run in process. The header and the dependency file are
+ * committed with the main output, only when everything succeeded; their temporaries
+ * exist from the start, so an unwritable one fails before any output is replaced.
+ * Returns a process exit status. */
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
   timing_mark(c, "lowering");
   if (!m || c->diag.errors) return 1;
-  OutFile hdr = {0};
+  OutFile hdr = {0}, dep = {0};
+  const char *target = o->md ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL;
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
+  if (!rc && target && same_file(depfile_path(c, target), o->input)) {
+    fprintf(stderr, "tdslc: error: the dependency file '%s' is the input file\n", depfile_path(c, target));
+    rc = 2;
+  }
+  if (!rc && target && !out_begin(&c->arena, &dep, depfile_path(c, target))) rc = 2;
   if (!rc) rc = dispatch(c, m);
+  if (!rc && target) rc = write_depfile(c, target, dep.tmp);
   if (!rc && hdr.tmp && !out_commit(&hdr)) rc = 2;
+  if (!rc && dep.tmp && !out_commit(&dep)) rc = 2;
   out_discard(&hdr);
+  out_discard(&dep);
   return rc;
 }
 
@@ -437,9 +471,7 @@ static int run(Ctx *c) {
     dump_projections(stdout, g, c->opt.json);
     return 0;
   }
-  int rc = generate(c, g);
-  if (rc || !c->opt.md) return rc;
-  return write_depfile(c, out_path(c, c->opt.action == ACT_EMIT_PTX ? "ptx" : NULL));
+  return generate(c, g);
 }
 
 int main(int argc, char **argv) {

@@ -7,15 +7,40 @@
 
 #include "outfile.h"
 
+/* Through a symbolic link (even one whose file does not exist yet) the file it names is
+ * replaced, as gcc's output would be, and the link stays. */
+static const char *link_target(Arena *a, const char *path) {
+  char *real = realpath(path, NULL);
+  const char *t = real ? arena_strdup(a, real) : path;
+  free(real);
+  struct stat st;
+  char buf[4096];
+  ssize_t n;
+  if (real || lstat(path, &st) || !S_ISLNK(st.st_mode) || (n = readlink(path, buf, sizeof buf - 1)) <= 0) return t;
+  buf[n] = 0;
+  const char *slash = strrchr(path, '/');
+  if (buf[0] == '/' || !slash) return arena_strdup(a, buf);
+  return arena_printf(a, "%.*s/%s", (int)(slash - path), path, buf);
+}
+
 bool out_begin(Arena *a, OutFile *o, const char *path) {
-  o->path = path;
-  o->tmp = arena_printf(a, "%s.tmpXXXXXX", path);
+  o->path = o->target = path;
+  o->direct = false;
+  o->tmp = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     fprintf(stderr, "tdslc: error: cannot write '%s': Is a directory\n", path);
-    o->tmp = NULL;
     return false;
   }
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    /* A device, FIFO or socket (-o /dev/null) is written as it is, as gcc does: renaming
+     * over it would replace /dev/null for everyone. */
+    o->tmp = (char *)path;
+    o->direct = true;
+    return true;
+  }
+  o->target = link_target(a, path);
+  o->tmp = arena_printf(a, "%s.tmpXXXXXX", o->target);
   int fd = mkstemp(o->tmp);
   if (fd < 0) {
     fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
@@ -38,7 +63,11 @@ FILE *out_fopen(OutFile *o) {
 
 bool out_commit(OutFile *o) {
   if (!o->tmp) return false;
-  if (rename(o->tmp, o->path) != 0) {
+  if (o->direct) {
+    o->tmp = NULL;
+    return true;
+  }
+  if (rename(o->tmp, o->target) != 0) {
     fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", o->path, strerror(errno));
     out_discard(o);
     return false;
@@ -48,7 +77,7 @@ bool out_commit(OutFile *o) {
 }
 
 void out_discard(OutFile *o) {
-  if (o->tmp) unlink(o->tmp);
+  if (o->tmp && !o->direct) unlink(o->tmp);
   o->tmp = NULL;
 }
 

@@ -10,11 +10,14 @@
 #include "base.h"
 
 typedef struct OutFile {
-  const char *path;  /* the final path */
-  char *tmp;         /* the temporary being written (same directory); NULL when none */
+  const char *path;   /* the final path, as given */
+  const char *target; /* what is replaced: path, or the file a symbolic link names */
+  char *tmp;          /* the temporary being written (same directory); NULL when none */
+  bool direct;        /* path is a device, FIFO or socket: tmp is path itself */
 } OutFile;
 
-/* Creates the temporary for path. False after printing "cannot write" (exit status 2). */
+/* Creates the temporary for path (none for a device, FIFO or socket, written directly).
+ * False after printing "cannot write" (exit status 2). */
 bool out_begin(Arena *a, OutFile *o, const char *path);
 /* The temporary opened for writing text (NULL after printing an error). */
 FILE *out_fopen(OutFile *o);

@@ -88,9 +88,9 @@ int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
   }
   if (!toolkit()) return 2;
   char *ptx = cuda_ptx(a, p->src, arch_of(o));
-  if (!ptx) return 1;
+  if (!ptx) return 2; /* internal errors (reported), not the input's */
   if (o->out == CUDA_OUT_PTX) return write_text(o->output, ptx);
-  return cuda_host_file(a, m, p, ptx, jit_name(o->model), o->opt_level, o->output, o->object) ? 0 : 1;
+  return cuda_host_file(a, m, p, ptx, jit_name(o->model), o->opt_level, o->output, o->object) ? 0 : 2;
 }
 
 bool cuda_can_run(void) {

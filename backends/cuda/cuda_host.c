@@ -26,7 +26,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
                                bool object) {
   H hh = {.a = a};
   H *h = &hh;
-  h->c = gcc_jit_context_acquire();
+  h->c = jit_context_acquire();
   gcc_jit_context_set_int_option(h->c, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, opt_level > 1 ? 1 : opt_level);
   gcc_jit_context_set_bool_option(h->c, GCC_JIT_BOOL_OPTION_DEBUGINFO, 0);
   h->t_void = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_VOID);
@@ -34,11 +34,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   h->t_char = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_CHAR);
   h->t_voidp = gcc_jit_context_get_type(h->c, GCC_JIT_TYPE_VOID_PTR);
 
-  /* Every model exports the --check-bounds fault word and message (jit.h); kernels do
-   * not check, so here they stay 0. */
-  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED, h->t_int, arena_printf(a, "%s_fault", name));
-  gcc_jit_context_new_global(h->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                             gcc_jit_context_new_array_type(h->c, NULL, h->t_char, JIT_FAULT_MSG), arena_printf(a, "%s_fault_msg", name));
+  /* Kernels do not check bounds: the instance's fault word (jit.h) stays 0. */
   JitInstance in = jit_instance_type(a, h->c, m);
   jit_export_meta(a, h->c, name, arena_printf(a, "%scuda\n", ir_metadata(a, m, name)), object);
   text_global(h, arena_printf(a, "%s_cuda_ptx", name), ptx);
@@ -83,18 +79,12 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const CudaPlan *p, co
   return h->c;
 }
 
-static bool report(gcc_jit_context *c) {
-  const char *e = gcc_jit_context_get_first_error(c);
-  fprintf(stderr, "tdslc: error: host code generation failed%s%s\n", e ? ": " : "", e ? e : "");
-  return false;
-}
 
 bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name, int opt_level,
                     const char *path, bool object) {
   gcc_jit_context *c = build(a, m, p, ptx, name, opt_level, object);
-  gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
   gcc_jit_context_compile_to_file(c, object ? GCC_JIT_OUTPUT_KIND_OBJECT_FILE : GCC_JIT_OUTPUT_KIND_DYNAMIC_LIBRARY, path);
-  bool ok = gcc_jit_context_get_first_error(c) == NULL || report(c);
+  bool ok = gcc_jit_context_get_first_error(c) == NULL || jit_report_failure(c, "host code generation");
   gcc_jit_context_release(c);
   return ok;
 }
@@ -102,10 +92,9 @@ bool cuda_host_file(Arena *a, const IrModule *m, const CudaPlan *p, const char *
 gcc_jit_result *cuda_host_mem(Arena *a, const IrModule *m, const CudaPlan *p, const char *ptx, const char *name,
                               int opt_level, gcc_jit_context **ctx_out) {
   gcc_jit_context *c = build(a, m, p, ptx, name, opt_level, false);
-  gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
   gcc_jit_result *r = gcc_jit_context_compile(c);
   if (!r) {
-    report(c);
+    jit_report_failure(c, "host code generation");
     gcc_jit_context_release(c);
     return NULL;
   }

@@ -9,23 +9,36 @@ static const char *ctype(const IrModule *m, int b) {
   return VEC_AT(m->bufs, IrBuf, b)->elem == ELEM_F64 ? "double" : "float";
 }
 
+/* Text inside a printf format in a C string literal: no quote, backslash, trigraph,
+ * newline or conversion ends it. */
+static void c_fmt_literal(FILE *o, const char *s) {
+  for (const char *p = s; *p; p++)
+    fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
+}
+
 /* Each check is "{ ... }" then a new line indented at ind, where the checked
- * statement follows. */
+ * statement follows. A failed one records its message in the instance's fault (as the
+ * gccjit backend does, tdsl_abi.h) and leaves the function; callers leave after it. */
 void c_check_access(CRender *r, const Access *acc, const char *what, int ind) {
   FILE *o = r->o;
   const IrBuf *b = VEC_AT(r->m->bufs, IrBuf, acc->buf);
   for (int ax = 0; ax < acc->rank; ax++) {
     fprintf(o, "{ long ix = ");
     cr_aff(r, &acc->axis[ax]);
-    if (DIM_IS_DYN(b->dims[ax]))
-      fprintf(o, "; long n = tdsl_dim_%d; if (ix < 0 || ix >= n) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %%ld) on axis %d of tensor %s in ",
-              DIM_DYN_ID(b->dims[ax]), ax, b->name);
+    bool dyn = DIM_IS_DYN(b->dims[ax]);
+    if (dyn)
+      fprintf(o, "; long n = tdsl_dim_%d; if (ix < 0 || ix >= n) { snprintf(self->fault_msg, sizeof self->fault_msg, "
+                 "\"index %%ld out of range [0, %%ld) on axis %d of tensor ",
+              DIM_DYN_ID(b->dims[ax]), ax);
     else
-      fprintf(o, "; if (ix < 0 || ix >= %d) { fprintf(stderr, \"tdsl: index %%ld out of range [0, %d) on axis %d of tensor %s in ",
-              b->dims[ax], b->dims[ax], ax, b->name);
-    for (const char *p = what; *p; p++) /* a C string: no quote, backslash, trigraph or newline ends it */
-      fprintf(o, strchr("\"\\?", *p) ? "\\%c" : *p == '%' ? "%%%c" : *p == '\n' ? " " : "%c", *p);
-    fprintf(o, DIM_IS_DYN(b->dims[ax]) ? "\\n\", ix, n); abort(); } }\n" : "\\n\", ix); abort(); } }\n");
+      fprintf(o,
+              "; if (ix < 0 || ix >= %d) { snprintf(self->fault_msg, sizeof self->fault_msg, \"index %%ld out of range [0, %d) "
+              "on axis %d of tensor ",
+              b->dims[ax], b->dims[ax], ax);
+    c_fmt_literal(o, b->name);
+    fputs(" in ", o);
+    c_fmt_literal(o, what);
+    fprintf(o, dyn ? "\", ix, n); self->fault = 1; return; } }\n" : "\", ix); self->fault = 1; return; } }\n");
     cr_indent(r, ind);
   }
 }
@@ -67,6 +80,13 @@ static bool c_hook(CRender *r, const Stmt *s, int ind) {
     c_kernel(r, s, ind);
     return true;
   }
+  if (s->kind == S_CALL && check) {
+    cr_indent(r, ind);
+    fprintf(r->o, "%s%d(self); if (self->fault) return; ", r->fn, s->callee);
+    cr_comment(r->o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
+    fputc('\n', r->o);
+    return true;
+  }
   if (s->kind != S_STORE || !check) return false;
   cr_indent(r, ind);
   c_check_access(r, &s->dst, s->what, ind);
@@ -96,7 +116,8 @@ static void c_meta(FILE *o, const IrModule *m, const char *name) {
 static void c_instance(FILE *o, const IrModule *m) {
   Arena a = {0};
   IrLayout l = ir_layout(&a, m);
-  fprintf(o, "struct tdsl_instance {\n  void *rt[%d];\n", IR_INST_HEADER / 8);
+  fprintf(o, "struct tdsl_instance {\n  void *rt[%d];\n  int fault;\n  char fault_pad[%d];\n  char fault_msg[%d];\n",
+          INST_RT_SLOTS, INST_FAULT_MSG - INST_FAULT - 4, INST_FAULT_MSG_LEN);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
     if (b->dsize) fprintf(o, "  _Alignas(64) %s *b%d; /* %s: the runtime allocates it */\n", ctype(m, i), i, b->name);
@@ -114,6 +135,8 @@ static void c_instance(FILE *o, const IrModule *m) {
   for (int i = 0; i < m->dims.len; i++)
     fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, d%d) == %ld, \"layout\");\n#define tdsl_dim_%d (self->d%d)\n", i,
             l.dim_off[i], i, i);
+  fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, fault) == %d, \"layout\");\n", INST_FAULT);
+  fprintf(o, "_Static_assert(offsetof(struct tdsl_instance, fault_msg) == %d, \"layout\");\n", INST_FAULT_MSG);
   fprintf(o, "_Static_assert(sizeof(struct tdsl_instance) <= %ld, \"layout\");\n\n", l.size);
   arena_free(&a);
 }

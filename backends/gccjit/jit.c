@@ -3,6 +3,7 @@
  * memory. Function bodies come from the statement renderer (jit_stmt.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jit_emit.h"
 #include "schedule.h"
@@ -26,37 +27,46 @@ const char *jit_host_arch(Arena *a) {
 
 const char *jit_name(const char *name) { return name ? name : "tdsl"; }
 
-gcc_jit_lvalue *jm_fault(J *j) { return j->fault; }
+gcc_jit_lvalue *jm_fault(J *j) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.fault); }
 gcc_jit_rvalue *jm_fault_msg(J *j) {
-  gcc_jit_lvalue *first = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(j->fault_msg),
-                                                           gcc_jit_context_zero(j->c, j->t_int));
+  gcc_jit_lvalue *first = gcc_jit_context_new_array_access(
+      j->c, NULL, gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.fault_msg)),
+      gcc_jit_context_zero(j->c, j->t_int));
   return gcc_jit_lvalue_get_address(first, NULL);
 }
 
-/* The fault word and message of --check-bounds, exported for the runtime as NAME_fault
- * and NAME_fault_msg: per model, not per instance. */
-static void fault_globals(J *j) {
+/* What a failed --check-bounds check calls to write its message into the instance. */
+static void fault_snprintf(J *j) {
   gcc_jit_type *t_char = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_CHAR);
-  j->fault = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED, j->t_int, arena_printf(j->a, "%s_fault", jit_name(j->o->name)));
-  j->fault_msg = gcc_jit_context_new_global(j->c, NULL, GCC_JIT_GLOBAL_EXPORTED,
-                                            gcc_jit_context_new_array_type(j->c, NULL, t_char, JIT_FAULT_MSG), arena_printf(j->a, "%s_fault_msg", jit_name(j->o->name)));
   gcc_jit_param *pp[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_type_get_pointer(t_char), "buf"),
                           gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T), "n"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
   j->f_snprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "snprintf", 3, pp, 1);
 }
 
+/* The instance header (tdsl_abi.h): the runtime's slots, the fault word, its message. */
+static int header_fields(gcc_jit_context *c, JitInstance *in, gcc_jit_field **f) {
+  gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
+  int n = 0;
+  in->header = f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, INST_RT_SLOTS), "rt");
+  in->fault = f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT), "fault");
+  f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, INST_FAULT_MSG - INST_FAULT - 4),
+                                     "fault_pad");
+  in->fault_msg = f[n++] =
+      gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, INST_FAULT_MSG_LEN), "fault_msg");
+  return n;
+}
+
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
   IrLayout l = ir_layout(a, m);
   JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1),
                     .dim = ANEWN(a, gcc_jit_field *, m->dims.len + 1)};
-  int cap = 2 * (m->bufs.len + m->syms.len + m->dims.len) + 3, n = 0;
+  int cap = 2 * (m->bufs.len + m->syms.len + m->dims.len) + 6;
   gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
   gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
-  gcc_jit_type *t_voidp = gcc_jit_context_get_type(c, GCC_JIT_TYPE_VOID_PTR);
   gcc_jit_type *t_el[2] = {gcc_jit_context_get_type(c, GCC_JIT_TYPE_FLOAT), gcc_jit_context_get_type(c, GCC_JIT_TYPE_DOUBLE)};
-  in.header = f[n++] = gcc_jit_context_new_field(
-      c, NULL, gcc_jit_context_new_array_type(c, NULL, t_voidp, IR_INST_HEADER / (int)sizeof(void *)), "rt");
+  int n = header_fields(c, &in, f);
   long at = IR_INST_HEADER;
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
@@ -143,7 +153,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   }
   J jj = {.a = a, .m = m, .o = o};
   J *j = &jj;
-  j->c = gcc_jit_context_acquire();
+  j->c = jit_context_acquire();
   gcc_jit_context_set_int_option(j->c, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, o->opt_level);
   gcc_jit_context_set_bool_option(j->c, GCC_JIT_BOOL_OPTION_DEBUGINFO, 0);
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
@@ -183,11 +193,7 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->t_el[ELEM_F32] = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_FLOAT);
   j->t_el[ELEM_F64] = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_DOUBLE);
 
-  gcc_jit_param *pp[2] = {gcc_jit_context_new_param(j->c, NULL, j->t_int, "fd"),
-                          gcc_jit_context_new_param(j->c, NULL, j->t_str, "fmt")};
-  j->f_dprintf = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_int, "dprintf", 2, pp, 1);
-  j->f_abort = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, j->t_void, "abort", 0, NULL, 0);
-  fault_globals(j);
+  fault_snprintf(j);
 
   j->inst = jit_instance_type(a, j->c, m);
   const char *name = jit_name(o->name);
@@ -222,9 +228,38 @@ static void mark(const JitOpts *o, const char *phase) {
   if (o->mark) o->mark(o->mark_arg, phase);
 }
 
-static bool report(gcc_jit_context *c, const char *what) {
+/* Whether an executable prog is found on PATH. */
+static bool on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  char buf[4096];
+  for (const char *p = path ? path : ""; *p;) {
+    size_t n = strcspn(p, ":");
+    if (n && n < sizeof buf - strlen(prog) - 2) {
+      snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+      if (access(buf, X_OK) == 0) return true;
+    }
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+gcc_jit_context *jit_context_acquire(void) {
+  gcc_jit_context *c = gcc_jit_context_acquire();
+  /* The gcc driver embedded in libgccjit exit()s the whole process on a fatal error (no
+   * assembler or linker to run), leaving tdslc's temporaries behind with status 1. Then
+   * run it as a process of its own, which fails like any other error (the embedded one
+   * stays the default: it needs no gcc of libgccjit's version installed). */
+  if (!on_path("as") || !on_path("ld")) gcc_jit_context_set_bool_use_external_driver(c, 1);
+  gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
+  return c;
+}
+
+bool jit_report_failure(gcc_jit_context *c, const char *what) {
   const char *e = gcc_jit_context_get_first_error(c);
-  fprintf(stderr, "tdslc: error: %s failed%s%s\n", what, e ? ": " : "", e ? e : "");
+  fprintf(stderr, "tdslc: internal error: %s failed in libgccjit%s%s\n", what, e ? ": " : "", e ? e : "");
+  fputs("tdslc: note: any 'gcc' or 'ld' message above comes from the C compiler tdslc runs; check that gcc and\n"
+        "tdslc: note: binutils are installed and on PATH and that TMPDIR is writable, else report a tdslc bug\n",
+        stderr);
   return false;
 }
 
@@ -234,12 +269,11 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
     bool with_arch = o->native && attempt == 0;
     gcc_jit_context *c = build(a, m, o, with_arch, object);
     mark(o, "code generation");
-    gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_context_compile_to_file(c, kind, path);
     mark(o, "gcc (compile, link)");
     bool ok = gcc_jit_context_get_first_error(c) == NULL;
     if (!ok && (attempt == 1 || !with_arch)) {
-      report(c, "code generation");
+      jit_report_failure(c, "code generation");
       gcc_jit_context_release(c);
       return false;
     }
@@ -255,7 +289,6 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
     bool with_arch = o->native && attempt == 0;
     gcc_jit_context *c = build(a, m, o, with_arch, false);
     mark(o, "code generation");
-    gcc_jit_context_set_bool_print_errors_to_stderr(c, 0);
     gcc_jit_result *r = gcc_jit_context_compile(c);
     mark(o, "gcc (compile, link)");
     if (r) {
@@ -263,7 +296,7 @@ gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, g
       return r;
     }
     if (attempt == 1 || !with_arch) {
-      report(c, "code generation");
+      jit_report_failure(c, "code generation");
       gcc_jit_context_release(c);
       return NULL;
     }

@@ -20,11 +20,9 @@
 
 #include "ir.h"
 
-/* Every model exports int tdsl_fault and char tdsl_fault_msg[JIT_FAULT_MSG]. Under
- * --check-bounds a failed check writes its message there, sets tdsl_fault and returns
- * from every function up to the routine; runtime/tdslrt.c turns it into tdsl_call's -1
- * and message. */
-enum { JIT_FAULT_MSG = 512 };
+/* Under --check-bounds a failed check writes its message into the instance's fault
+ * message, sets its fault word (tdsl_abi.h INST_FAULT) and returns from every function up
+ * to the routine; runtime/tdslrt.c turns it into tdsl_call's -1 and message. */
 
 typedef struct JitOpts {
   /* called as each phase ends ("code generation", "gcc"), when set */
@@ -40,7 +38,7 @@ typedef struct JitOpts {
 } JitOpts;
 
 /* Compiles to a shared library (object=false) or an object file. Returns false after
- * printing an error to stderr. */
+ * printing an error to stderr (jit_report_failure: exit status 2, not the input's fault). */
 bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char *path, bool object);
 /* Compiles in memory; the caller releases the result (and the context) when done. */
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out);
@@ -50,7 +48,8 @@ typedef struct JitInstance {
   gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
   gcc_jit_field **buf, **sym; /* per buffer / symbol (a dynamic buffer: its pointer) */
   gcc_jit_field **dim;        /* per dynamic dimension: its current value (int) */
-  gcc_jit_field *header;      /* void *[IR_INST_HEADER / sizeof(void *)], the runtime's */
+  gcc_jit_field *header;      /* void *[INST_RT_SLOTS], the runtime's */
+  gcc_jit_field *fault, *fault_msg; /* int, char[INST_FAULT_MSG_LEN] (--check-bounds) */
 } JitInstance;
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);
 /* Exports NAME_model_meta (and tdsl_model_meta unless object) returning meta. */
@@ -59,6 +58,11 @@ void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char 
  * (fns: the context's functions, by IR index; each takes the instance). */
 void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const char *name, const JitInstance *in,
                          gcc_jit_function **fns);
+/* A fresh context that reports errors only through jit_report_failure and never lets
+ * the gcc driver exit() tdslc. */
+gcc_jit_context *jit_context_acquire(void);
+/* Prints the context's first error as a tdslc internal error, with a hint; false. */
+bool jit_report_failure(gcc_jit_context *c, const char *what);
 /* The host CPU as gcc's -march names it (NULL if unknown). */
 const char *jit_host_arch(Arena *a);
 /* The symbol prefix of o->name (NULL: "tdsl"). */

@@ -17,10 +17,9 @@ typedef struct J {
   const JitOpts *o;
   gcc_jit_type *t_void, *t_int, *t_long, *t_bool, *t_str, *t_el[2];
   JitInstance inst;         /* the instance struct: one field per buffer and symbol */
-  gcc_jit_lvalue *fault, *fault_msg; /* --check-bounds only */
   gcc_jit_function **funcs;
   gcc_jit_function *helpers[2][OP__COUNT];
-  gcc_jit_function *f_dprintf, *f_abort, *f_snprintf;
+  gcc_jit_function *f_snprintf;
   /* the function being built */
   gcc_jit_function *fn;
   gcc_jit_rvalue *self;     /* its instance pointer parameter */
@@ -38,8 +37,8 @@ gcc_jit_rvalue *jm_sym(J *j, int s);
 gcc_jit_rvalue *jm_dim(J *j, int d);
 /* A call of IR function callee from the function being built. */
 gcc_jit_rvalue *jm_call(J *j, int callee);
-/* --check-bounds: the model's fault word (an int, nonzero once a check failed) and its
- * message buffer (char[JIT_FAULT_MSG]); the runtime reads and clears them after a call. */
+/* --check-bounds: the instance's fault word (an int, nonzero once a check failed) and its
+ * message buffer (char[INST_FAULT_MSG_LEN]); the runtime reads and clears them after a call. */
 gcc_jit_lvalue *jm_fault(J *j);
 gcc_jit_rvalue *jm_fault_msg(J *j);
 

@@ -296,7 +296,7 @@ static void check_access(J *j, const Access *acc, const char *what) {
                                    fmt_escape(j->a, b->name), fmt_escape(j->a, what));
     gcc_jit_rvalue *args[5] = {jm_fault_msg(j),
                                gcc_jit_context_new_rvalue_from_long(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_SIZE_T),
-                                                                    JIT_FAULT_MSG),
+                                                                    INST_FAULT_MSG_LEN),
                                gcc_jit_context_new_string_literal(j->c, msg), idx, ext};
     gcc_jit_block_add_eval(trap, NULL, gcc_jit_context_new_call(j->c, NULL, j->f_snprintf, dyn ? 5 : 4, args));
     gcc_jit_block_add_assignment(trap, NULL, jm_fault(j), gcc_jit_context_one(j->c, j->t_int));

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Runs tdslc --check (the differential oracle) over the conformance cases and samples.
 
-  oracle.py [--tdslc PATH] [--levels 0,1,2,3] [--cuda] [--filter SUBSTR] [-j N] [FILE.tdsl...]
+  oracle.py [--tdslc PATH] [--levels 0,1,2,3] [--threads 1,2] [--cuda] [--filter SUBSTR]
+            [-j N] [FILE.tdsl...]
 
-Every conformance case that has "values" (with its "args": --set/--load) and every
-sample model is checked at each -O level: the optimized build must agree with the plain
--O0 loop IR on every routine. With --cuda, the candidate is the CUDA backend under the
+Every conformance case that has "values" (with its "args": --set/--load), every sample
+model and the models of testsuite/check/Inputs/ (parallel loops) are checked at each -O level and each thread count of the runtime's pool
+(TDSL_NUM_THREADS: parallel loops split among that many threads): the optimized build
+must agree with the plain -O0 loop IR on every routine. With --cuda, the candidate is the CUDA backend under the
 runtime's emulation (the --emit-cuda source compiled as host C with
 testsuite/cuda/shim.h, TDSL_CUDA_EMULATE). Prints PASS/FAIL per case and level and a
 last line "N passed, M failed"; exit 1 on failure.
@@ -43,6 +45,9 @@ def cases(filters):
             out.append((exp_path[: -len(".expect.json")] + ".tdsl", list(exp.get("args", []))))
     for p in sorted(glob.glob(os.path.join(ROOT, "samples", "*", "*.tdsl"))):
         out.append((p, []))
+    # models large enough for parallel loops (the thread counts matter there)
+    for p in sorted(glob.glob(os.path.join(HERE, "Inputs", "*.tdsl"))):
+        out.append((p, []))
     return [c for c in out if not filters or any(f in c[0] for f in filters)]
 
 
@@ -71,11 +76,11 @@ def emulation_lib(tdslc, path, args, tmp):
     return (lib, None) if rc == 0 else (None, "emulation build: " + err.strip()[:400])
 
 
-def check_one(tdslc, path, args, level, cuda):
+def check_one(tdslc, path, args, level, threads, cuda):
     name = os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
-    label = "%s -O%d%s" % (name, level, " cuda" if cuda else "")
+    label = "%s -O%d%s%s" % (name, level, " cuda" if cuda else "", " threads=%d" % threads if threads else "")
     cmd = [tdslc, "--check", "-O%d" % level, path] + args
-    env = {}
+    env = {"TDSL_NUM_THREADS": str(threads)} if threads else {}
     with tempfile.TemporaryDirectory() as tmp:
         if cuda:
             lib, err = emulation_lib(tdslc, path, args, tmp)
@@ -91,6 +96,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tdslc", default=os.path.join(ROOT, "build", "tdslc"))
     ap.add_argument("--levels", default="0,1,2,3")
+    ap.add_argument("--threads", default="1,2", help="thread counts (CPU backend; the cuda one ignores it)")
     ap.add_argument("--cuda", action="store_true")
     ap.add_argument("--filter", action="append", default=[])
     ap.add_argument("-j", type=int, default=2)
@@ -102,10 +108,11 @@ def main():
         print("SKIP: no conformance suite or samples found")
     tdslc = os.path.abspath(a.tdslc)
     levels = [int(x) for x in a.levels.split(",")]
-    jobs = [(p, args, lv) for p, args in todo for lv in levels]
+    threads = [None] if a.cuda else [int(x) for x in a.threads.split(",")]
+    jobs = [(p, args, lv, t) for p, args in todo for lv in levels for t in threads]
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.j)) as ex:
-        for ok, label, msg in ex.map(lambda j: check_one(tdslc, j[0], j[1], j[2], a.cuda), jobs):
+        for ok, label, msg in ex.map(lambda j: check_one(tdslc, j[0], j[1], j[2], j[3], a.cuda), jobs):
             if ok:
                 passed += 1
                 if a.v:

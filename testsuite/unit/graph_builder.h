@@ -230,15 +230,16 @@ static inline void gb_conv1d_graph(GB *b, Tensor *x, Tensor *w, Tensor *y, Tenso
   gb_asgn(b, &z->fwd, (Buf){z, false}, 0, OP_MAX, true, ae_buf(&b->a, v, false, 1), s2);
 }
 
-/* y[o] = x[n, o] + n for x = range of shape 3|2 and the index symbol n (range 3). */
-static inline Tensor *gb_symbol_graph(GB *b) {
+/* y[o] = x[n + off, o] + n for x = range of shape 3|2 and the index symbol n (range 3):
+ * off > 0 reads past x once n >= 3 - off (what --check-bounds must catch). */
+static inline Tensor *gb_symbol_graph_at(GB *b, int off) {
   IndexSym *n = gb_sym(b, "n", 3);
   Tensor *x = gb_tensor(b, "x", TK_CONST, 1, 1, 0, (int[]){3, 2});
   Tensor *y = gb_tensor(b, "y", TK_OP, 0, 1, 0, (int[]){2});
   x->init.kind = INIT_RANGE;
   UpdateStep *s = gb_step(b, y, 1, (Tensor *[]){x}, 1, (int[]){2});
   gb_it(s, 0, 0, 0);
-  gb_ax(s, 1, 0, 0, 0);
+  gb_ax(s, 1, 0, off, 0);
   s->proj->idx[1][0].sym = n;
   gb_it(s, 1, 1, 0);
   AExpr *sym = ANEW(&b->a, AExpr);
@@ -247,5 +248,6 @@ static inline Tensor *gb_symbol_graph(GB *b) {
   gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ARG2, false, ae_op(&b->a, OP_ADD, ae_buf(&b->a, x, false, 1), sym, NULL), s);
   return y;
 }
+static inline Tensor *gb_symbol_graph(GB *b) { return gb_symbol_graph_at(b, 0); }
 
 #endif

@@ -5,24 +5,32 @@
  * constraint), and the shapes must come out right at every depth. */
 #include "infer_util.h"
 
-/* Builds and solves the MLP of `layers` layers; returns the simplification count. */
-static long long solve_mlp(int layers, bool *ok) {
+/* Builds the MLP of `layers` layers (its output tensor). */
+static Tensor *build_mlp(TB *b, int layers) {
+  Tensor *h = tb_const(b, "x", "8", "", "4");
+  for (int i = 0; i < layers; i++) {
+    Tensor *w = tb_term(b, NULL, TK_PARAM, NULL, NULL, NULL);
+    Tensor *bias = tb_term(b, NULL, TK_PARAM, NULL, NULL, "4");
+    Tensor *wh = tb_op(b, NULL, LOGIC_COMPOSE, NULL, w, h, NULL);
+    Tensor *sum = tb_op(b, NULL, LOGIC_POINTWISE_BIN, NULL, bias, wh, NULL);
+    h = tb_op(b, NULL, LOGIC_POINTWISE_UN, NULL, sum, NULL, NULL);
+  }
+  Tensor *out = tb_op(b, "out", LOGIC_COMPOSE, NULL, tb_term(b, "w_out", TK_PARAM, NULL, NULL, NULL), h, NULL);
+  tb_op(b, "loss", LOGIC_POINTWISE_BIN, NULL, tb_const(b, "y", "8", "", "3"), out, NULL);
+  return out;
+}
+
+/* Builds and solves the MLP of `layers` layers; returns the simplification count (and
+ * the constraints created). */
+static long long solve_mlp(int layers, bool *ok, long long *made) {
   TB b;
   tb_init(&b);
-  Tensor *h = tb_const(&b, "x", "8", "", "4");
-  for (int i = 0; i < layers; i++) {
-    Tensor *w = tb_term(&b, NULL, TK_PARAM, NULL, NULL, NULL);
-    Tensor *bias = tb_term(&b, NULL, TK_PARAM, NULL, NULL, "4");
-    Tensor *wh = tb_op(&b, NULL, LOGIC_COMPOSE, NULL, w, h, NULL);
-    Tensor *sum = tb_op(&b, NULL, LOGIC_POINTWISE_BIN, NULL, bias, wh, NULL);
-    h = tb_op(&b, NULL, LOGIC_POINTWISE_UN, NULL, sum, NULL, NULL);
-  }
-  Tensor *out = tb_op(&b, "out", LOGIC_COMPOSE, NULL, tb_term(&b, "w_out", TK_PARAM, NULL, NULL, NULL), h, NULL);
-  tb_op(&b, "loss", LOGIC_POINTWISE_BIN, NULL, tb_const(&b, "y", "8", "", "3"), out, NULL);
+  Tensor *out = build_mlp(&b, layers);
   Solver s;
   solver_init(&s, &b.ctx.arena, &b.ctx.diag);
   *ok = infer_solve(&s, b.g);
   long long work = s.work;
+  *made = s.made;
   solver_free(&s);
   if (*ok) {
     *ok = infer_shapes(&b.ctx, b.g) && !strcmp(tb_shape(&b, out), "8|3");
@@ -32,13 +40,30 @@ static long long solve_mlp(int layers, bool *ok) {
   return work;
 }
 
+/* The divergence guard: a solver whose budget is spent stops at its next
+ * simplification with a "does not converge" error at the constraint's step (a diverging
+ * program would get there; the budget grows with the constraints created, far above
+ * the ~2 per constraint that valid programs take). */
+static void guard(void) {
+  TB b;
+  tb_init(&b);
+  build_mlp(&b, 3);
+  Solver s;
+  solver_init(&s, &b.ctx.arena, &b.ctx.diag);
+  s.work = 1LL << 50;
+  CHECK(!infer_solve(&s, b.g), "a spent budget must stop the solver");
+  CHECK(strstr(tb_errors(&b), "error: shape inference does not converge") != NULL, "got: %s", tb_errors(&b));
+  solver_free(&s);
+  tb_free(&b);
+}
+
 int main(void) {
   bool ok1, ok2;
-  long long w1 = solve_mlp(100, &ok1), w4 = solve_mlp(400, &ok2);
-  printf("simplifications: %lld at 100 layers, %lld at 400\n", w1, w4);
+  long long m1, m4, w1 = solve_mlp(100, &ok1, &m1), w4 = solve_mlp(400, &ok2, &m4);
+  printf("simplifications: %lld at 100 layers (%lld constraints), %lld at 400 (%lld)\n", w1, m1, w4, m4);
   CHECK(ok1 && ok2, "the MLPs should infer");
   CHECK(w4 <= 5 * w1, "superlinear: %lld at 100 layers, %lld at 400", w1, w4);
-  if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else printf("all checks passed\n");
-  return failures != 0;
+  CHECK(w4 <= 4 * m4, "%lld simplifications for %lld constraints: near the divergence guard's budget", w4, m4);
+  guard();
+  return tk_exit("test_infer_scale");
 }

@@ -9,7 +9,7 @@
 #include "testkit.h"
 #include "tdsl.h"
 
-enum { N = 4096, OFF0 = 64, OFF1 = OFF0 + 4 * N, INST = OFF1 + 8 * N };
+enum { N = 4096, OFF0 = 640, OFF1 = OFF0 + 4 * N, INST = OFF1 + 8 * N };
 /* The runtime allocates the instance; the buffers are at the offsets the `at` lines say. */
 static tdsl_model *cur;
 #define buf0 ((float *)((char *)tdsl_instance(cur) + OFF0))
@@ -27,7 +27,7 @@ static void *resolve(void *h, const char *sym) {
 static tdsl_model *model(const char *init0, const char *init1, int n, char *err) {
   static char text[4096];
   snprintf(text, sizeof text,
-           "tdsl 2\nmodel t %d\nbuf 0 a f32 %d 0 1 0 %d -\nat 0 %d\n%s\nbuf 1 b f64 %d 0 1 0 %d -\nat 1 %d\n%s\n", INST,
+           "tdsl 3\nmodel t %d\nbuf 0 a f32 %d 0 1 0 %d -\nat 0 %d\n%s\nbuf 1 b f64 %d 0 1 0 %d -\nat 1 %d\n%s\n", INST,
            n, n, OFF0, init0, n, n, OFF1, init1);
   meta_text = text;
   return cur = tdsl_open_resolved(resolve, NULL, err, 256);

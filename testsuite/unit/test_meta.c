@@ -38,15 +38,15 @@ static void refused(const char *text, const char *want) {
 int main(void) {
   char err[512];
   /* A good model, with an encoded label (space, newline, percent) and file path. */
-  tdsl_model *m = open_text("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\nat 0 64\ninit 0 values 2 1 2\n"
-                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nat 1 128\nsym 0 n 3 192\nalias w 1\nfn 3 y.forward\n",
+  tdsl_model *m = open_text("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 a%20b%0Ac%25\nat 0 640\ninit 0 values 2 1 2\n"
+                            "buf 1 y%2Ez f64 2 1 0 0 2 -\nat 1 704\nsym 0 n 3 768\nalias w 1\nfn 3 y.forward\n",
                             err, sizeof err);
   CHECK(m != NULL);
   if (m) {
     tdsl_tensor_info ti;
     CHECK(tdsl_tensor_by_name(m, "x", &ti) == 0 && ti.labels[0] && !strcmp(ti.labels[0], "a b\nc%"));
     CHECK(tdsl_find_tensor(m, "y.z") == 1 && tdsl_find_tensor(m, "w") == 1);
-    CHECK(tdsl_init(m, 0) == 0 && ((float *)((char *)tdsl_instance(m) + 64))[2] == 1 && ((float *)((char *)tdsl_instance(m) + 64))[3] == 2);
+    CHECK(tdsl_init(m, 0) == 0 && ((float *)((char *)tdsl_instance(m) + 640))[2] == 1 && ((float *)((char *)tdsl_instance(m) + 640))[3] == 2);
     CHECK(tdsl_set_index(m, "n", 2) == 0 && tdsl_set_index(m, "n", 3) == -1);
     CHECK(tdsl_call(m, "y.forward") == 0);
     tdsl_close(m);
@@ -54,55 +54,58 @@ int main(void) {
 
   /* A label with a raw newline would have injected this line: a 4-float tensor
    * claiming 100 000 000 cells. */
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 4");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
-  refused("tdsl 2\nmodel t 1024\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
-  refused("tdsl 2\nmodel t 1024\ninit 0 range\n", "bad init line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
-  refused("tdsl 2\nmodel t 1024\nsym 1 n 3 192\n", "index symbols out of order");
-  refused("tdsl 2\nmodel t 1024\nsym 0 n -3\n", "bad index symbol line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
-  refused("tdsl 2\nmodel t 1024\nfn x y\n", "bad routine line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 1020\n", "buffer storage outside the instance");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\nat 0 128\n", "buffer storage outside the instance");
-  refused("tdsl 2\nmodel t 1024\nsym 0 n 3 4096\n", "index symbol outside the instance");
-  refused("tdsl 2\nmodel t 1000\n", "bad model line");
-  refused("tdsl 2\nmodel t%2Fx 1024\n", "not a C identifier");
-  refused("tdsl 2\nmodel t 1024\nmodel u 1024\n", "bad model line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 a\nbuf 0 x f32 100000000 0 1 0 100000000 -\n", "line 4");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 100000000 0 1 0 4 -\n", "size is not the product of the dimensions");
+  refused("tdsl 3\nmodel t 2048\nbuf 1 x f32 4 0 1 0 4 -\n", "buffers out of order");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f16 4 0 1 0 4 -\n", "bad buffer name or element type");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4\n", "bad label");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4x -\n", "bad dimension");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 -4 0 1 0 4 -\n", "bad buffer size");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 100000 0 4 -\n", "bad axis count");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 2147483647 -\n", "size is not the product");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 0 0 4 0 65536 65536 65536 65536 - - - -\n", "");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x%G1 f32 4 0 1 0 4 -\n", "bad buffer name");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 explode\n", "unknown init kind");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 5 range\n", "bad init line");
+  refused("tdsl 3\nmodel t 2048\ninit 0 range\n", "bad init line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 3 1 2\n", "fewer values than announced");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 values 99999999999 1\n", "bad value count");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 const\n", "bad constant");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ninit 0 file 4\n", "bad file init");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nrole 0 emperor\n", "unknown role");
+  refused("tdsl 3\nmodel t 2048\nsym 1 n 3 192\n", "index symbols out of order");
+  refused("tdsl 3\nmodel t 2048\nsym 0 n -3\n", "bad index symbol line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nalias w 7\n", "bad alias line");
+  refused("tdsl 3\nmodel t 2048\nfn x y\n", "bad routine line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 2044\n", "buffer storage outside the instance");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 640\nat 0 704\n", "buffer storage outside the instance");
+  refused("tdsl 3\nmodel t 2048\nsym 0 n 3 4096\n", "index symbol outside the instance");
+  refused("tdsl 3\nmodel t 1000\n", "bad model line");
+  refused("tdsl 3\nmodel t%2Fx 1024\n", "not a C identifier");
+  refused("tdsl 3\nmodel t 2048\nmodel u 2048\n", "bad model line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\n", "no storage for tensor x");
   /* Lines are dispatched on the whole keyword; an unknown one is refused with its line,
    * and a line with a fixed number of fields must have exactly that many. */
-  refused("tdsl 2\nmodel t 1024\nbuffer 0 x f32 4 0 1 0 4 -\n", "(line 3): unknown keyword 'buffer'");
-  refused("tdsl 2\nmodel t 1024\nsymbol 0 n 3 192\n", "(line 3): unknown keyword 'symbol'");
-  refused("tdsl 2\nmodel t 1024\n\nb\x1b[0m 1\n", "(line 4): unknown keyword 'b?[0m'");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64 128\n", "(line 4): bad at line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nrole 0\n", "(line 4): bad role line");
-  refused("tdsl 2\nmodel t 1024 64\n", "(line 2): bad model line");
-  refused("tdsl 2\nmodel t 1024\nsym 0 n 3 192 7\n", "(line 3): bad index symbol line");
-  refused("tdsl 2\nmodel t 1024\nfn 3\n", "(line 3): bad routine line");
-  refused("tdsl 2\nmodel t 1024\nthreads 4\n", "(line 3): bad threads line");
-  refused("tdsl 2\nmodel t 1024\ntdsl 2\n", "(line 3): a second version line");
+  refused("tdsl 3\nmodel t 2048\nbuffer 0 x f32 4 0 1 0 4 -\n", "(line 3): unknown keyword 'buffer'");
+  refused("tdsl 3\nmodel t 2048\nsymbol 0 n 3 192\n", "(line 3): unknown keyword 'symbol'");
+  refused("tdsl 3\nmodel t 2048\n\nb\x1b[0m 1\n", "(line 4): unknown keyword 'b?[0m'");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 640 704\n", "(line 4): bad at line");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nrole 0\n", "(line 4): bad role line");
+  refused("tdsl 3\nmodel t 2048 64\n", "(line 2): bad model line");
+  refused("tdsl 3\nmodel t 2048\nsym 0 n 3 192 7\n", "(line 3): bad index symbol line");
+  refused("tdsl 3\nmodel t 2048\nfn 3\n", "(line 3): bad routine line");
+  refused("tdsl 3\nmodel t 2048\nthreads 4\n", "(line 3): bad threads line");
+  refused("tdsl 3\nmodel t 2048\ntdsl 2\n", "(line 3): a second version line");
+  /* the instance header (runtime slots, --check-bounds fault) is not a buffer's */
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "buffer storage outside the instance");
+  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "another tdslc version");
   refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
   /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
    * dynamic buffer has size 0 and a pointer slot */
-  const char *dyn = "tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 132\ncheck -1 4 1 x%20axis%200%20vs%204\n"
-                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 64\nbuf 1 y f32 0 1 1 0 -1 -1 - -\nat 1 192\n"
-                    "sym 0 i -1 136\nfn 2 run\n";
+  const char *dyn = "tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 772\ncheck -1 4 1 x%20axis%200%20vs%204\n"
+                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 640\nbuf 1 y f32 0 1 1 0 -1 -1 - -\nat 1 704\n"
+                    "sym 0 i -1 776\nfn 2 run\n";
   char err2[256];
   tdsl_model *dm = open_text(dyn, err2, sizeof err2);
   CHECK(dm != NULL);
@@ -111,38 +114,38 @@ int main(void) {
     long v = -1;
     CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 0 && !ti.data);
     CHECK(tdsl_set_dim(dm, "n", 3) == 0 && tdsl_get_dim(dm, "n", &v) == 0 && v == 3);
-    CHECK(*(int *)((char *)tdsl_instance(dm) + 128) == 3);
+    CHECK(*(int *)((char *)tdsl_instance(dm) + 768) == 3);
     CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 6 && ti.dims[0] == 3 && ti.dims[1] == 2 && ti.data &&
-          *(void **)((char *)tdsl_instance(dm) + 64) == ti.data);
+          *(void **)((char *)tdsl_instance(dm) + 640) == ti.data);
     CHECK(tdsl_set_dim(dm, "n", 2147483648L) == -1 && tdsl_set_dim(dm, "n", -1) == -1);
     /* the flag follows n != 1; the check holds for n = 4 or 1 only; the symbol's range is n */
-    CHECK(*(int *)((char *)tdsl_instance(dm) + 132) == 1);
+    CHECK(*(int *)((char *)tdsl_instance(dm) + 772) == 1);
     CHECK(tdsl_call(dm, "run") == -1 && strstr(tdsl_error(dm), "run: x axis 0 vs 4 (n = 3, expected 4 or 1)"));
     CHECK(tdsl_set_index(dm, "i", 2) == 0 && tdsl_set_index(dm, "i", 3) == -1);
-    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 132) == 0 && tdsl_call(dm, "run") == 0);
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 772) == 0 && tdsl_call(dm, "run") == 0);
     CHECK(tdsl_set_dim(dm, "n", 4) == 0 && tdsl_call(dm, "run") == 0);
     /* y is n x n: 2^31 - 1 makes it too large (refused before allocating; n stays) */
     CHECK(tdsl_set_dim(dm, "n", 2147483647L) == -1 && strstr(tdsl_error(dm), "makes tensor y too large") &&
           tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else tk_fail("dynamic model refused: %s", err2);
-  refused("tdsl 2\nmodel t 1024\ndim 1 n 128\n", "dimensions out of order");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 2 0 132\n", "flags out of order");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 1 132\n", "bad flag line");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 1022\n", "flag outside the instance");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nflag 1 0 132\ndim 2 m 136\n", "dimensions out of order");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -2 4 0 m\n", "bad check line");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -1 4 2 m\n", "bad check line");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ncheck -1 4 0\n", "bad check line");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nsym 0 i -2 136\n", "bad index symbol line");
-  refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\ndim 0 n 128\n", "dimensions out of order");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 1024\n", "dimension outside the instance");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n\n", "bad dim line");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\ndim 1 n 132\n", "two dimensions of one name");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -2 2 - -\n", "bad dimension");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 2 1 1 0 -1 2 - -\n", "dynamic buffer's size is not 0");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 1020\n", "buffer storage outside");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 68\n", "buffer storage outside");
-  refused("tdsl 2\nmodel t 1024\ndim 0 n 128\nbuf 0 x f32 0 1 1 0 -1 2 - -\n", "no storage for tensor x");
+  refused("tdsl 3\nmodel t 2048\ndim 1 n 768\n", "dimensions out of order");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ndim 0 n 768\n", "dimensions out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 2048\n", "dimension outside the instance");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n\n", "bad dim line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 n 772\n", "two dimensions of one name");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -2 2 - -\n", "bad dimension");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 2 1 1 0 -1 2 - -\n", "dynamic buffer's size is not 0");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 2044\n", "buffer storage outside");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 644\n", "buffer storage outside");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\n", "no storage for tensor x");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 2 0 772\n", "flags out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 1 772\n", "bad flag line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 2046\n", "flag outside the instance");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 772\ndim 2 m 776\n", "dimensions out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -2 4 0 m\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -1 4 2 m\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -1 4 0\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nsym 0 i -2 776\n", "bad index symbol line");
   return tk_exit("test_meta");
 }

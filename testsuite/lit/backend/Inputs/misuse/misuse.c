@@ -28,6 +28,18 @@ int main(int argc, char **argv) {
   SHOW("tensor NULL model", tdsl_tensor(NULL, 0, &ti), NULL);
   printf("find NULL model: %d %d\n", tdsl_find_tensor(NULL, "x"), tdsl_find_routine(NULL, "y.forward"));
   tdsl_close(NULL);
+  SHOW("save NULL model", tdsl_save(NULL, "x.st", TDSL_SAVE_ALL), NULL);
+  SHOW("load checkpoint NULL model", tdsl_load(NULL, "x.st"), NULL);
+  printf("threads NULL model: %d %d\n", tdsl_set_num_threads(NULL, 2), tdsl_get_num_threads(NULL));
+  printf("instance NULL model: %s\n", tdsl_instance(NULL) ? "pointer" : "NULL");
+  printf("role names: %s %s\n", tdsl_role_name(TDSL_ROLE_OPTIMIZER), tdsl_role_name((tdsl_role)99));
+  /* a pointer to something that is not a model */
+  static char garbage[4096];
+  memset(garbage, 0x41, sizeof garbage);
+  tdsl_model *g = (tdsl_model *)garbage;
+  SHOW("garbage model call", tdsl_call(g, "y.forward"), g);
+  printf("garbage model: %d %d %s\n", tdsl_num_tensors(g), tdsl_get_num_threads(g), tdsl_instance(g) ? "pointer" : "NULL");
+  tdsl_close(g);
 
   tdsl_model *m = tdsl_open("./m.so", err, sizeof err);
   if (!m) {
@@ -58,6 +70,9 @@ int main(int argc, char **argv) {
   SHOW("load NULL path", tdsl_load_file(m, "x", NULL), m);
   SHOW("load NULL name", tdsl_load_file(m, NULL, "m.tdsl"), m);
   SHOW("load missing", tdsl_load_file(m, "x", "nosuch.bin"), m);
+  SHOW("save NULL path", tdsl_save(m, NULL, TDSL_SAVE_ALL), m);
+  SHOW("load checkpoint NULL path", tdsl_load(m, NULL), m);
+  SHOW("load checkpoint dir", tdsl_load(m, argv[1]), m);
   SHOW("set", tdsl_set_index(m, "n", 2), m);
   SHOW("call", tdsl_call(m, "y.forward"), m);
   SHOW("read", tdsl_read(m, "y", f, 2), m);
