@@ -163,8 +163,8 @@ install: all
 	install -m 644 python/tdsl/*.py $(DESTDIR)$(PYDIR)/tdsl/
 	printf 'TDSLC = "%s"\nLIBRARY = "%s"\n' $(PREFIX)/bin/tdslc $(PREFIX)/lib/libtdslrt.so > $(DESTDIR)$(PYDIR)/tdsl/_config.py
 
-# Benchmarks (never part of check). bench/cpu.py: the rows of issue 13 (scheduled code
-# vs OpenBLAS, torch, memcpy, 1 thread), interleaved same-run ratios, 7 rounds.
+# Benchmarks (never part of check). bench/cpu.py: scheduled code vs OpenBLAS, torch,
+# memcpy (1 thread), interleaved same-run ratios, 7 rounds (bench/RESULTS-cpu.md).
 bench-cpu: all
 	/usr/bin/python3 bench/cpu.py $(B)/tdslc 7
 # The naive loop nests (no schedule) vs plain C -O3 vs numpy.

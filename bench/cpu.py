@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""CPU code generation benchmark (issue 13): tdslc-compiled models against the usual
+"""CPU code generation benchmark (make bench-cpu): tdslc-compiled models against the usual
 alternative, side by side in one process. Each row compiles a small .tdsl with tdslc
 -O3, opens it through libtdslrt (ctypes), and alternates rounds of the tdslc routine
 and the reference (numpy/OpenBLAS, torch, memcpy, or tdslc itself on one thread);

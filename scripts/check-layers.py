@@ -29,6 +29,7 @@ RULES = [
     ("src/depfile.c", "the driver", None),
     ("src/outfile.[ch]", "the driver", None),
     ("src/cache.[ch]", "the driver", None),
+    ("src/pcompile.[ch]", "the driver", None),
     ("src/timing.c", "the driver", None),
     ("src/run.[ch]", "the driver", CTX | IR | {"run.h"}),
     ("src/ir.h", "the loop IR", IR),

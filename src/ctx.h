@@ -47,6 +47,8 @@ typedef struct Options {
   bool phase_times;       /* -v: each phase with its time on stderr */
   bool time_report;       /* --time-report */
   bool no_cache;          /* --no-cache */
+  int jobs;               /* -j N: compile workers (default: the online cores) */
+  bool no_split;          /* --no-split: one gcc context (src/pcompile.h) */
   bool strict_fp;         /* --strict-fp: no reassociation of sums (src/schedule.h) */
   PtrVec include_dirs;    /* -I DIR (const char*) */
   int check_ulps;         /* --check-ulps=N; -1: the default (check.h) */

@@ -634,13 +634,7 @@ static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
   for (int i = 0; i < l->items.len; i++) {
     Frame in = *fr;
     in.env = env_bind(st, fr->env, e->str, VEC_AT(l->items, Value, i));
-    Value *b = eval(st, &in, e->b);
-    if (!b) return NULL;
-    if (b->kind == V_CODE) code_append(st, &code->code, &b->code);
-    else if (b->kind != V_UNIT) {
-      diag_error(&st->c->diag, e->b->loc, "the body of 'for' must be code, got %s", val_kind_name(b));
-      return NULL;
-    }
+    if (!eval_code_body(st, &in, e->b, &code->code, "'for'")) return NULL;
   }
   return code;
 }

@@ -239,6 +239,9 @@ Value *eval_assign(St *st, const Frame *fr, const Expr *e);
 Value *eval_field(St *st, const Frame *fr, const Expr *e);
 Value *eval_comment(St *st, const Frame *fr, const Expr *e);
 void code_append(St *st, Code *dst, const Code *src);
+/* Evaluates body, which must give code (appended to dst) or unit; false after an error
+ * naming `what` ("'for'", "a ~~ comment"). */
+bool eval_code_body(St *st, const Frame *fr, const Expr *body, Code *dst, const char *what);
 /* Forward code of the subgraph of t in creation order. mode 0: all of it; 1: tensors
  * with id >= new_from and the non-differentiable computed tensors they read; 2: only
  * tensors with id >= new_from. */

@@ -21,6 +21,17 @@ void code_append(St *st, Code *dst, const Code *src) {
   for (int i = 0; i < src->asgns.len; i++) vec_push(st->a, &dst->asgns, src->asgns.items[i]);
 }
 
+bool eval_code_body(St *st, const Frame *fr, const Expr *body, Code *dst, const char *what) {
+  Value *b = eval(st, fr, body);
+  if (!b) return false;
+  if (b->kind == V_CODE) code_append(st, dst, &b->code);
+  else if (b->kind != V_UNIT) {
+    diag_error(&st->c->diag, body->loc, "the body of %s must be code, got %s", what, val_kind_name(b));
+    return false;
+  }
+  return true;
+}
+
 /* ---- subgraphs ---- */
 
 static char *subgraph(St *st, Tensor *t, int mode, int new_from) {
@@ -141,15 +152,7 @@ Value *eval_comment(St *st, const Frame *fr, const Expr *e) {
   a->comment = text;
   a->loc = e->loc;
   vec_push(st->a, &c->code.asgns, a);
-  if (e->a) {
-    Value *b = eval(st, fr, e->a);
-    if (!b) return NULL;
-    if (b->kind == V_CODE) code_append(st, &c->code, &b->code);
-    else if (b->kind != V_UNIT) {
-      diag_error(&st->c->diag, e->a->loc, "the body of a ~~ comment must be code, got %s", val_kind_name(b));
-      return NULL;
-    }
-  }
+  if (e->a && !eval_code_body(st, fr, e->a, &c->code, "a ~~ comment")) return NULL;
   return c;
 }
 

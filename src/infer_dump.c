@@ -60,8 +60,14 @@ static void dim_text(FILE *out, const void *arg) {
   graph_print_dim(out, x->g, x->d, false);
 }
 
-/* A dynamic dimension as a string: "n", or "?" when anonymous. */
-static void json_dim(FILE *out, const Graph *g, int d) { json_printed(out, dim_text, &(DimOf){g, d}); }
+/* A dimension: a number, a dynamic one as a string ("n", or "?" when anonymous). */
+static void json_dim(FILE *out, const Graph *g, int d) {
+  if (!DIM_IS_DYN(d)) {
+    fprintf(out, "%d", d);
+    return;
+  }
+  json_printed(out, dim_text, &(DimOf){g, d});
+}
 
 static void shape_text(FILE *out, const void *arg) {
   const ShapeOf *x = arg;
@@ -362,8 +368,7 @@ static void print_asgn_json(FILE *out, const Graph *g, const char *where, const 
   if (pj) lhs_iters(pj, as->lhs_slot, in_lhs);
   for (int i = 0; i < n; i++) {
     fprintf(out, "%s{\"name\":\"i%d\",\"size\":", i ? "," : "", i);
-    if (DIM_IS_DYN(pj->iter_size[i])) json_dim(out, g, pj->iter_size[i]);
-    else fprintf(out, "%d", pj->iter_size[i]);
+    json_dim(out, g, pj->iter_size[i]);
     fprintf(out, ",\"type\":\"%s\"}", in_lhs[i] ? "parallel" : "reduction");
   }
   fputs("],\"lhs\":", out);

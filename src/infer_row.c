@@ -393,13 +393,13 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
 static Step simp_at_least(Solver *s, Constraint *c) {
   DimNode *d = dim_find(c->d1);
   if (!d->d) return PENDING;
-  if (DIM_IS_DYN(d->d)) {
+  if (DIM_IS_DYN(d->d) && c->k > 1) { /* index 0 is in every size (sizes are at least 1) */
     solver_fail(s, c, "fixed index %lld reads an axis of dynamic dimension %s (%s): a fixed index needs a static size",
                 c->k - 1, dim_str(s, d->d), what(c->what1));
     note_origin(s, c->d1);
     return FAIL;
   }
-  if (d->d < c->k) {
+  if (d->d > 0 && d->d < c->k) {
     solver_fail(s, c, "fixed index %lld is out of range for dimension %d (%s)", c->k - 1, d->d, what(c->what1));
     note_origin(s, c->d1);
     return FAIL;

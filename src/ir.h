@@ -216,6 +216,8 @@ typedef struct IrModule {
 
 /* src/ir_print.c */
 void ir_print(FILE *out, const IrModule *m);
+/* Function i as ir_print prints it. */
+void ir_print_func(FILE *out, const IrModule *m, int i);
 void aff_print(FILE *out, const Aff *a, const IrModule *m);
 /* The affine form as a C expression of type long: loop variables iN, index symbols
  * SYM_PREFIX followed by the symbol number (used by the C and CUDA emitters). */

@@ -176,10 +176,15 @@ void ir_print(FILE *out, const IrModule *m) {
     fputc('\n', out);
   }
   for (int i = 0; i < m->funcs.len; i++) {
-    const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    fprintf(out, "\n%s %s\n", f->exported ? "export" : "func", f->name);
-    stmts_print(out, &f->body, 1, m);
+    fputc('\n', out);
+    ir_print_func(out, m, i);
   }
+}
+
+void ir_print_func(FILE *out, const IrModule *m, int i) {
+  const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
+  fprintf(out, "%s %s\n", f->exported ? "export" : "func", f->name);
+  stmts_print(out, &f->body, 1, m);
 }
 
 static bool calls_only(const IrFunc *f) {

@@ -15,6 +15,7 @@
 #include "ir.h"
 #include "jit.h"
 #include "outfile.h"
+#include "pcompile.h"
 #include "run.h"
 #include "schedule.h"
 
@@ -34,6 +35,8 @@ static void usage(FILE *out) {
         "  -v                     print each phase with its time on stderr\n"
         "  --time-report          print a table of the phases' times at the end\n"
         "  --no-cache             do not use the compile cache ($XDG_CACHE_HOME/tdslc)\n"
+        "  -j N                   compile on N worker processes (default: the online cores)\n"
+        "  --no-split             compile in one gcc context (no groups, no workers)\n"
         "  --emit-c, --emit-cuda  print the generated C / CUDA source\n"
         "  --emit-ptx             with --backend=cuda: write PTX (to -o) instead of a .so\n"
         "  --check-bounds         generated code traps out-of-range indices\n"
@@ -175,6 +178,14 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (!strcmp(a, "-v")) o->phase_times = true;
     else if (!strcmp(a, "--time-report")) o->time_report = true;
     else if (!strcmp(a, "--no-cache")) o->no_cache = true;
+    else if (!strcmp(a, "--no-split")) o->no_split = true;
+    else if (!strcmp(a, "-j") || (a[0] == '-' && a[1] == 'j' && a[2])) {
+      const char *n = a[2] ? a + 2 : ++i < argc ? argv[i] : NULL;
+      long long j;
+      if (!n) return bad_usage("%s needs an argument", a);
+      if (!parse_int(n, &j) || j < 1 || j > 256) return bad_usage("bad -j '%s' (expected 1 to 256 workers)", n);
+      o->jobs = (int)j;
+    }
     else if ((v = opt_value(argc, argv, &i, "--name"))) {
       if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
       o->name = v;
@@ -289,8 +300,37 @@ static CudaOpts cuda_opts(Ctx *c) {
   return co;
 }
 
-/* --run: compiled in memory by the chosen backend, then run through the runtime. */
+static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo);
+
+/* -j, else the online cores. */
+static int jobs_of(const Options *o) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
+}
+
+/* --run of a model large enough to split: compiled as for a .so (in parallel, each group
+ * cached) into a scratch file the runtime opens. PCOMPILE_SERIAL when not split. */
+static int run_split(Ctx *c, IrModule *m) {
+  JitOpts jo = jit_opts(c);
+  jo.arch = jit_host_arch(&c->arena);
+  const char *t = getenv("TMPDIR");
+  char *dir = arena_printf(&c->arena, "%s/tdslc-run-XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(dir)) return PCOMPILE_SERIAL;
+  const char *so = arena_printf(&c->arena, "%s/model.so", dir);
+  int rc = pcompile(c, m, &jo, false, c->opt.no_cache ? NULL : cache_key(c, NULL, &jo), jobs_of(&c->opt), so);
+  if (!rc) rc = run_jit_file(c, so);
+  unlink(so);
+  rmdir(dir);
+  return rc;
+}
+
+/* --run: compiled by the chosen backend (in memory unless split), then run through the
+ * runtime. */
 static int run_in_process(Ctx *c, IrModule *m) {
+  if (c->opt.backend == BACKEND_CC && !c->opt.no_split) {
+    int rc = run_split(c, m);
+    if (rc != PCOMPILE_SERIAL) return rc;
+  }
   JitOpts jo = jit_opts(c);
   CudaOpts co = cuda_opts(c);
   gcc_jit_context *jc = NULL;
@@ -303,19 +343,27 @@ static int run_in_process(Ctx *c, IrModule *m) {
   return rc;
 }
 
-/* Everything a compiled file depends on: the cache key (src/cache.c). */
+/* What every cache key starts with: the compiler's identity and the options. */
+static void key_head(FILE *f, Ctx *c, const JitOpts *jo, const char *self) {
+  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s schedule %d strict %d\n",
+          TDSLC_VERSION, self, gcc_jit_version_major(), gcc_jit_version_minor(), gcc_jit_version_patchlevel(),
+          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, jo->arch ? jo->arch : "-", jo->schedule,
+          jo->strict_fp);
+}
+
+/* Everything a compiled file depends on: the cache key (src/cache.c); m NULL: only the
+ * head (a split compile adds each group's own part). */
 static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo) {
   const char *self = cache_self_id(&c->arena);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = self ? open_memstream(&buf, &len) : NULL;
   if (!f) return NULL;
-  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s schedule %d strict %d\n",
-          TDSLC_VERSION, self, gcc_jit_version_major(), gcc_jit_version_minor(), gcc_jit_version_patchlevel(),
-          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, jo->arch ? jo->arch : "-", jo->schedule,
-          jo->strict_fp);
-  ir_print(f, m);
-  fputs(ir_metadata(&c->arena, m, jo->name), f);
+  key_head(f, c, jo, self);
+  if (m) {
+    ir_print(f, m);
+    fputs(ir_metadata(&c->arena, m, jo->name), f);
+  }
   fclose(f);
   char *key = arena_strdup(&c->arena, buf);
   free(buf);
@@ -333,6 +381,12 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   JitOpts jo = jit_opts(c);
   jo.arch = jit_host_arch(&c->arena);
   const Options *o = &c->opt;
+  int rc = o->no_split ? PCOMPILE_SERIAL
+                       : pcompile(c, m, &jo, o->object, o->no_cache ? NULL : cache_key(c, NULL, &jo), jobs_of(o), of.tmp);
+  if (rc != PCOMPILE_SERIAL) {
+    if (rc) out_discard(&of);
+    return rc ? rc : out_commit(&of) ? 0 : 2;
+  }
   const char *key = o->no_cache ? NULL : cache_key(c, m, &jo);
   const char *entry = key && !of.direct ? cache_entry(&c->arena, key, o->object ? "o" : "so") : NULL;
   if (entry) {

@@ -122,6 +122,8 @@ static void print_tensor(FILE *o, const char *name, const tdsl_tensor_info *ti, 
   else print_grid(o, ti);
 }
 
+static int run_opened(Ctx *c, tdsl_model *model, const char *err);
+
 /* Functions and data alike: both lookups are a dlsym of the result's library. */
 void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
@@ -211,7 +213,15 @@ static int run_model(Ctx *c, tdsl_model *m) {
 
 int run_jit_result(Ctx *c, gcc_jit_result *r) {
   char err[512];
-  tdsl_model *model = tdsl_open_resolved(run_jit_resolve, r, err, sizeof err);
+  return run_opened(c, tdsl_open_resolved(run_jit_resolve, r, err, sizeof err), err);
+}
+
+int run_jit_file(Ctx *c, const char *path) {
+  char err[512];
+  return run_opened(c, tdsl_open(path, err, sizeof err), err);
+}
+
+static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
   if (!model) {
     fprintf(stderr, "tdslc: error: %s\n", err);
     return 1;

@@ -10,6 +10,8 @@
 /* Opens r through the runtime, inits, applies --set/--load, calls --call routines (or
  * each printed tensor's forward), prints; returns a process exit status (0 or 1). */
 int run_jit_result(Ctx *c, gcc_jit_result *r);
+/* The same for a compiled shared library. */
+int run_jit_file(Ctx *c, const char *path);
 /* Symbols of an in-memory gccjit result, for tdsl_open_resolved. */
 void *run_jit_resolve(void *handle, const char *symbol);
 /* tdsl_init with --seed, then every --set and --load; 1 after printing an error. */

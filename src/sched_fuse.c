@@ -469,11 +469,25 @@ static bool whole_callee(const IrModule *m, const Items *l, int i) {
   return true;
 }
 
+static void number_loops(const Stmt *s, int *map, int *n) {
+  if (s->kind == S_LOOP && map[s->var] < 0) map[s->var] = (*n)++;
+  for (int i = 0; i < s->body.len; i++) number_loops(s->body.items[i], map, n);
+}
+
+/* The part's loop variables renumbered from 0 in order of appearance: each function
+ * declares only the variables it uses. */
+static void compact_vars(Fuse *f, IrFunc *p) {
+  int *map = ANEWN(f->a, int, f->nvars + 1), n = 0;
+  for (int v = 0; v < f->nvars; v++) map[v] = -1;
+  for (int i = 0; i < p->body.len; i++) number_loops(p->body.items[i], map, &n);
+  for (int i = 0; i < p->body.len; i++) p->body.items[i] = stmt_ren(f->a, p->body.items[i], map);
+  p->nvars = n;
+}
+
 static IrFunc *new_part(Fuse *f, IrModule *r, const IrFunc *rt, int *nparts) {
   IrFunc *p = ANEW(f->a, IrFunc);
   p->id = r->funcs.len;
   p->name = arena_printf(f->a, "%s.fuse%d", rt->name, (*nparts)++);
-  p->nvars = f->nvars;
   vec_push(f->a, &r->funcs, p);
   return p;
 }
@@ -500,6 +514,10 @@ static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
     vec_push(f->a, &part->body, l->it[i].s);
     nests += !item_is_comment(&l->it[i]);
     i++;
+  }
+  for (int i = 0; i < nr->body.len; i++) {
+    const Stmt *c = nr->body.items[i];
+    if (c->callee >= f->m->funcs.len) compact_vars(f, VEC_AT(r->funcs, IrFunc, c->callee));
   }
   return nparts ? nr : NULL;
 }

@@ -58,7 +58,9 @@ static int header_fields(gcc_jit_context *c, JitInstance *in, gcc_jit_field **f)
   return n;
 }
 
-JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
+JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) { return jit_instance_part(a, c, m, NULL, NULL, 0); }
+
+JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, const bool *bufs, const bool *syms, long base) {
   IrLayout l = ir_layout(a, m);
   JitInstance in = {.buf = ANEWN(a, gcc_jit_field *, m->bufs.len + 1), .sym = ANEWN(a, gcc_jit_field *, m->syms.len + 1),
                     .dim = ANEWN(a, gcc_jit_field *, m->dims.len + 1)};
@@ -66,10 +68,11 @@ JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
   gcc_jit_field **f = ANEWN(a, gcc_jit_field *, cap);
   gcc_jit_type *t_char = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CHAR);
   gcc_jit_type *t_el[2] = {gcc_jit_context_get_type(c, GCC_JIT_TYPE_FLOAT), gcc_jit_context_get_type(c, GCC_JIT_TYPE_DOUBLE)};
-  int n = header_fields(c, &in, f);
-  long at = IR_INST_HEADER;
+  int n = base ? 0 : header_fields(c, &in, f);
+  long at = base ? base : IR_INST_HEADER;
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
+    if (bufs && !bufs[i]) continue;
     /* Explicit padding: the layout is ir_layout's, which the runtime reads from the
      * metadata, not whatever the struct rules would give. */
     if (l.buf_off[i] > at)
@@ -82,19 +85,21 @@ JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m) {
   }
   gcc_jit_type *t_int = gcc_jit_context_get_type(c, GCC_JIT_TYPE_INT);
   for (int i = 0; i < m->syms.len; i++) {
+    if (syms && !syms[i]) continue;
     if (l.sym_off[i] > at)
       f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.sym_off[i] - at)),
                                          arena_printf(a, "spad%d", i));
     in.sym[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "s%d", i));
     at = l.sym_off[i] + 4;
   }
-  for (int i = 0; i < m->dims.len; i++) {
+  for (int i = 0; !bufs && i < m->dims.len; i++) { /* a split compile refuses dims */
     if (l.dim_off[i] > at)
       f[n++] = gcc_jit_context_new_field(c, NULL, gcc_jit_context_new_array_type(c, NULL, t_char, (int)(l.dim_off[i] - at)),
                                          arena_printf(a, "dpad%d", i));
     in.dim[i] = f[n++] = gcc_jit_context_new_field(c, NULL, t_int, arena_printf(a, "d%d", i));
     at = l.dim_off[i] + 4;
   }
+  if (!n) f[n++] = gcc_jit_context_new_field(c, NULL, t_char, "none");
   gcc_jit_struct *st = gcc_jit_context_new_struct_type(c, NULL, "tdsl_instance", n, f);
   in.ptr = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(gcc_jit_struct_as_type(st), 64));
   return in;
@@ -140,21 +145,42 @@ void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const 
   gcc_jit_block_end_with_switch(entry, NULL, gcc_jit_param_as_rvalue(ps[1]), done, n, cases);
 }
 
-gcc_jit_lvalue *jm_buf(J *j, int b) { return gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.buf[b]); }
-gcc_jit_rvalue *jm_sym(J *j, int s) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.sym[s])); }
+/* Where buffer or symbol fields live in the function being built: the instance, or in a
+ * group of a split compile (jit_group.c) cluster c of its storage, at the instance plus
+ * the cluster's base offset, read from a global so that the group's code does not change
+ * when storage outside it grows or shrinks. */
+static gcc_jit_rvalue *storage(J *j, int c) {
+  if (!j->store) return j->self;
+  gcc_jit_type *t_char = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_CHAR);
+  gcc_jit_rvalue *bytes = gcc_jit_context_new_cast(j->c, NULL, j->self, gcc_jit_type_get_pointer(t_char));
+  gcc_jit_lvalue *at = gcc_jit_context_new_array_access(j->c, NULL, bytes, gcc_jit_lvalue_as_rvalue(j->base_offs[c]));
+  return gcc_jit_context_new_cast(j->c, NULL, gcc_jit_lvalue_get_address(at, NULL), j->parts[c].ptr);
+}
+
+gcc_jit_lvalue *jm_buf(J *j, int b) {
+  int c = j->store ? j->store->buf[b] : 0;
+  return gcc_jit_rvalue_dereference_field(storage(j, c), NULL, (j->store ? &j->parts[c] : &j->inst)->buf[b]);
+}
+gcc_jit_rvalue *jm_sym(J *j, int s) {
+  int c = j->store ? j->store->sym[s] : 0;
+  return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(storage(j, c), NULL, (j->store ? &j->parts[c] : &j->inst)->sym[s]));
+}
 gcc_jit_rvalue *jm_dim(J *j, int d) { return gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference_field(j->self, NULL, j->inst.dim[d])); }
 gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c, NULL, j->funcs[callee], 1, &j->self); }
 
-static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
-  if (o->schedule) {
-    /* without -march the target is plain x86-64: 16-byte vectors */
-    SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
-    m = sched_module(a, m, &so);
-  }
-  J jj = {.a = a, .m = m, .o = o};
-  J *j = &jj;
+/* The module m as compiled: scheduled when the options ask for it. */
+const IrModule *jit_prepare(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
+  if (!o->schedule) return m;
+  /* without -march the target is plain x86-64: 16-byte vectors */
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
+  return sched_module(a, m, &so);
+}
+
+J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int opt_level, bool whole) {
+  J *j = ANEW(a, J);
+  j->a = a, j->m = m, j->o = o;
   j->c = jit_context_acquire();
-  gcc_jit_context_set_int_option(j->c, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, o->opt_level);
+  gcc_jit_context_set_int_option(j->c, GCC_JIT_INT_OPTION_OPTIMIZATION_LEVEL, opt_level);
   gcc_jit_context_set_bool_option(j->c, GCC_JIT_BOOL_OPTION_DEBUGINFO, 0);
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
   gcc_jit_context_add_command_line_option(j->c, "-fno-math-errno");
@@ -194,33 +220,48 @@ static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, boo
   j->t_el[ELEM_F64] = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_DOUBLE);
 
   fault_snprintf(j);
+  if (whole) j->inst = jit_instance_type(a, j->c, m);
+  else { /* the runtime's header only */
+    bool *none = ANEWN(a, bool, m->bufs.len + m->syms.len + 1);
+    j->inst = jit_instance_part(a, j->c, m, none, none, 0);
+  }
+  j->funcs = ANEWN(a, gcc_jit_function *, m->funcs.len + 1);
+  j->self_params = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
+  return j;
+}
 
-  j->inst = jit_instance_type(a, j->c, m);
+void jit_declare_func(J *j, int i, enum gcc_jit_function_kind kind) {
+  j->self_params[i] = gcc_jit_context_new_param(j->c, NULL, j->inst.ptr, "self");
+  j->funcs[i] = gcc_jit_context_new_function(j->c, NULL, kind, j->t_void,
+                                             arena_printf(j->a, "%s_fn_%d", jit_name(j->o->name), i), 1, &j->self_params[i], 0);
+}
+
+void jit_define_func(J *j, int i) {
+  const IrFunc *f = VEC_AT(j->m->funcs, IrFunc, i);
+  j->fn = j->funcs[i];
+  j->self = gcc_jit_param_as_rvalue(j->self_params[i]);
+  j->vars = ANEWN(j->a, gcc_jit_lvalue *, f->nvars + 1);
+  for (int v = 0; v < f->nvars; v++)
+    j->vars[v] = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "i%d", v));
+  j->blk = js_new_block(j, j->fn);
+  js_emit_stmts(j, &f->body);
+  gcc_jit_block_end_with_void_return(j->blk, NULL);
+}
+
+/* The whole module in one context (the seq routines are lists the runtime walks through
+ * NAME_call, not code). */
+static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
+  m = jit_prepare(a, m, o, with_arch);
+  J *j = jit_begin(a, m, o, with_arch, o->opt_level, true);
   const char *name = jit_name(o->name);
   jit_export_meta(a, j->c, name, ir_metadata(a, m, name), object);
-
-  j->funcs = ANEWN(a, gcc_jit_function *, m->funcs.len + 1);
-  gcc_jit_param **self = ANEWN(a, gcc_jit_param *, m->funcs.len + 1);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (f->seq) continue;
-    self[i] = gcc_jit_context_new_param(j->c, NULL, j->inst.ptr, "self");
-    j->funcs[i] = gcc_jit_context_new_function(j->c, NULL, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL,
-                                               j->t_void, arena_printf(a, "%s_fn_%d", name, i), 1, &self[i], 0);
+    if (!f->seq) jit_declare_func(j, i, f->exported ? GCC_JIT_FUNCTION_EXPORTED : GCC_JIT_FUNCTION_INTERNAL);
   }
   jit_export_dispatch(a, j->c, m, name, &j->inst, j->funcs);
-  for (int i = 0; i < m->funcs.len; i++) {
-    IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (f->seq) continue; /* the runtime walks its list through NAME_call */
-    j->fn = j->funcs[i];
-    j->self = gcc_jit_param_as_rvalue(self[i]);
-    j->vars = ANEWN(a, gcc_jit_lvalue *, f->nvars + 1);
-    for (int v = 0; v < f->nvars; v++)
-      j->vars[v] = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(a, "i%d", v));
-    j->blk = js_new_block(j, j->fn);
-    js_emit_stmts(j, &f->body);
-    gcc_jit_block_end_with_void_return(j->blk, NULL);
-  }
+  for (int i = 0; i < m->funcs.len; i++)
+    if (!VEC_AT(m->funcs, IrFunc, i)->seq) jit_define_func(j, i);
   return j->c;
 }
 

@@ -43,6 +43,51 @@ bool jit_compile_file(Arena *a, const IrModule *m, const JitOpts *o, const char 
 /* Compiles in memory; the caller releases the result (and the context) when done. */
 gcc_jit_result *jit_compile_mem(Arena *a, const IrModule *m, const JitOpts *o, gcc_jit_context **ctx_out);
 
+/* The module as compiled: scheduled when o->schedule (for the target with_arch picks). */
+const IrModule *jit_prepare(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch);
+
+/* A split compile (backends/gccjit/jit_group.c): the module's functions in groups, each
+ * compiled by a context of its own to an object file (in parallel, cached per group by
+ * the driver), then linked. Groups are runs of functions in IR order whose boundaries
+ * come from the functions' names and sizes, never from their position, so editing one
+ * layer changes the groups around it only. A group addresses the storage it touches in
+ * clusters of nearby buffers, each from a base offset it reads from a global, so storage
+ * moving elsewhere leaves its code (and cache entry) unchanged. Group JIT_GROUP_META
+ * holds the metadata and the base offsets, JIT_GROUP_CALL the dispatcher NAME_call.
+ * Functions that only call, fill or run small pointwise nests go to groups of their own
+ * compiled at -O1 at most (JitPlan.level); contractions and large nests at the
+ * configured level. */
+enum { JIT_GROUP_META, JIT_GROUP_CALL, JIT_GLUE_GROUPS };
+typedef struct JitStore {
+  int n;          /* clusters */
+  long *base;     /* per cluster: its offset in the instance */
+  int *buf, *sym; /* per buffer / symbol: its cluster; -1: not touched */
+} JitStore;
+typedef struct JitPlan {
+  const IrModule *m; /* as compiled (jit_prepare) */
+  bool with_arch;
+  int ngroups;
+  long total;        /* the size estimate of all functions (statements) */
+  int *group;        /* per IR function: its group; -1 for a seq routine (no code) */
+  long *size;        /* per group: a size estimate of its IR (statements) */
+  int *level;        /* per group: gcc's -O */
+  int *first;        /* per group: its first function (names its base offsets) */
+  JitStore *store;   /* per group: the storage it touches (not the glue's) */
+} JitPlan;
+JitPlan *jit_plan(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch);
+/* Everything group g's object file depends on besides the compiler and the options:
+ * its functions' IR and the layout of the storage they touch. */
+const char *jit_group_key(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object);
+/* Compiles group g to the object file path; false after printing an error. */
+bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object, const char *path);
+/* The symbols the linked output exports (NULL-terminated); the groups' other global
+ * symbols are made local by the link. */
+const char **jit_exports(Arena *a, const JitPlan *p, const JitOpts *o, bool object);
+/* Links the groups' objects (objs[0..n)) into out: a shared library, or one object file
+ * (object); dir holds the link's scratch files. False after printing an error. */
+bool jit_link(Arena *a, const JitPlan *p, const JitOpts *o, const char *const *objs, int n, bool object, const char *dir,
+              const char *out);
+
 /* The instance struct type of a model in context c (its layout is ir_layout's). */
 typedef struct JitInstance {
   gcc_jit_type *ptr;          /* pointer to the (64-byte aligned) struct */
@@ -52,6 +97,10 @@ typedef struct JitInstance {
   gcc_jit_field *fault, *fault_msg; /* int, char[INST_FAULT_MSG_LEN] (--check-bounds) */
 } JitInstance;
 JitInstance jit_instance_type(Arena *a, gcc_jit_context *c, const IrModule *m);
+/* Part of the layout from byte base on: fields for the buffers and symbols marked in
+ * bufs / syms at their offsets minus base (the rest is padding); the runtime's header
+ * only when base is 0. */
+JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, const bool *bufs, const bool *syms, long base);
 /* Exports NAME_model_meta (and tdsl_model_meta unless object) returning meta. */
 void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object);
 /* Exports NAME_call(instance, k): a switch over the callees of m's seq functions

@@ -17,7 +17,13 @@ typedef struct J {
   const JitOpts *o;
   gcc_jit_type *t_void, *t_int, *t_long, *t_bool, *t_str, *t_el[2];
   JitInstance inst;         /* the instance struct: one field per buffer and symbol */
-  gcc_jit_function **funcs;
+  /* a group of a split compile: storage cluster c is parts[c] at the instance plus
+   * base_offs[c] (jit_group.c); store NULL: all storage is inst */
+  const struct JitStore *store;
+  JitInstance *parts;
+  gcc_jit_lvalue **base_offs;
+  gcc_jit_function **funcs;    /* by IR index: defined or imported here, or NULL */
+  gcc_jit_param **self_params; /* their instance parameters */
   gcc_jit_function *helpers[2][OP__COUNT];
   gcc_jit_function *f_snprintf;
   /* the function being built */
@@ -29,6 +35,14 @@ typedef struct J {
 } J;
 
 /* ---- provided by the module layer (jit.c) ---- */
+/* A fresh context at opt_level with the module's types, options and runtime imports.
+ * The instance type j->inst has every buffer's and symbol's field (whole), or only the
+ * runtime's header. */
+J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int opt_level, bool whole);
+/* Declares IR function i (NAME_fn_i) in j's context with the given kind. */
+void jit_declare_func(J *j, int i, enum gcc_jit_function_kind kind);
+/* Renders the body of the declared IR function i. */
+void jit_define_func(J *j, int i);
 /* Buffer b as an lvalue of array type, in the function being built. */
 gcc_jit_lvalue *jm_buf(J *j, int b);
 /* The current value of index symbol s (an int). */

@@ -202,7 +202,7 @@ def mutate(rnd, text):
             toks[a], toks[b] = toks[b], toks[a]
         elif k == 4:
             toks.insert(j, rnd.choice(['"', "(", ")", "[", ";", "\n", "\x00", "@|", "=>", "~", "\\n", "%", "let%op",
-                                       "index ()", '"\n"', "'q'", "...", "in", "fun", ":"]))
+                                       "index ()", '"\n"', "'q'", "...", "in", "fun", ":", "?", "dim ()"]))
         elif k == 5:
             strs = [n for n, t in enumerate(toks) if t.startswith('"')]
             if strs:

@@ -40,6 +40,35 @@ static inline Loc tb_loc(TB *b) {
   return l;
 }
 
+/* A solver alone, with its diagnostics captured (tests of the solver's rules). */
+typedef struct Sys {
+  Arena arena;
+  Diag diag;
+  FILE *errf;
+  char *errbuf;
+  size_t errlen;
+  Solver s;
+} Sys;
+
+static inline void sys_init(Sys *y) {
+  memset(y, 0, sizeof *y);
+  y->errf = open_memstream(&y->errbuf, &y->errlen);
+  diag_init(&y->diag, y->errf);
+  solver_init(&y->s, &y->arena, &y->diag);
+}
+
+static inline const char *sys_errors(Sys *y) {
+  fflush(y->errf);
+  return y->errbuf ? y->errbuf : "";
+}
+
+static inline void sys_free(Sys *y) {
+  solver_free(&y->s);
+  fclose(y->errf);
+  free(y->errbuf);
+  arena_free(&y->arena);
+}
+
 /* "2,rgb=3" -> a declared row; NULL -> undeclared. */
 static inline void tb_row(TB *b, RowDecl *rd, const char *s) {
   if (!s) return;

@@ -6,34 +6,6 @@
 
 enum { N = DIM_DYN(0), M = DIM_DYN(1) };
 
-typedef struct Sys {
-  Arena arena;
-  Diag diag;
-  FILE *errf;
-  char *errbuf;
-  size_t errlen;
-  Solver s;
-} Sys;
-
-static void sys_init(Sys *y) {
-  memset(y, 0, sizeof *y);
-  y->errf = open_memstream(&y->errbuf, &y->errlen);
-  diag_init(&y->diag, y->errf);
-  solver_init(&y->s, &y->arena, &y->diag);
-}
-
-static const char *sys_errors(Sys *y) {
-  fflush(y->errf);
-  return y->errbuf ? y->errbuf : "";
-}
-
-static void sys_free(Sys *y) {
-  solver_free(&y->s);
-  fclose(y->errf);
-  free(y->errbuf);
-  arena_free(&y->arena);
-}
-
 static bool has_check(Solver *s, int size, int expect, bool or_one) {
   for (int i = 0; i < s->checks.len; i++) {
     DimCheck *k = VEC_AT(s->checks, DimCheck, i);
@@ -198,7 +170,33 @@ static void class_sizes(void) {
   }
 }
 
+/* Through the graph: `c = a + f` with a of size n and f of 5 records one check in the
+ * graph and marks a's axis (only) dyn_bcast in c's projections; the loop runs 5 times. */
+static void graph_level(void) {
+  TB b;
+  tb_init(&b);
+  Tensor *a = tb_term(&b, "a", TK_TERM, "", "", "1");
+  a->decl[KIND_OUTPUT].dims[0].d = N;
+  Tensor *f = tb_term(&b, "f", TK_TERM, "", "", "5");
+  Tensor *c = tb_op(&b, "c", LOGIC_POINTWISE_BIN, NULL, a, f, NULL);
+  bool ok = infer_shapes(&b.ctx, b.g) && infer_projections(&b.ctx, b.g);
+  CHECK(ok, "%s", tb_errors(&b));
+  if (ok) {
+    CHECK_SHAPE(&b, a, "?");
+    CHECK_SHAPE(&b, c, "5");
+    CHECK(b.g->dimchecks.len == 1, "%d checks", b.g->dimchecks.len);
+    DimCheck *k = b.g->dimchecks.len ? VEC_AT(b.g->dimchecks, DimCheck, 0) : NULL;
+    CHECK(k && k->size == N && k->expect == 5 && k->or_one, "the check: n == 5 or 1");
+    Projections *pj = c->step->proj;
+    CHECK(pj && pj->niters == 1 && pj->iter_size[0] == 5, "one loop of 5");
+    CHECK(pj && pj->idx[1][0].dyn_bcast && !pj->idx[2][0].dyn_bcast && !pj->idx[0][0].dyn_bcast,
+          "only a's axis broadcasts at run time");
+  }
+  tb_free(&b);
+}
+
 int main(void) {
+  graph_level();
   class_sizes();
   inference_table();
   verification();

@@ -18,7 +18,7 @@ static const char *rand_row(void) {
 static const char *specs1[] = {"i => i", "ij => ji", "...|i->o => ...|o->i", "... => 0", "i... => ...i",
                                "..v..|... => ...|..v..", "ij => i"};
 /* Two-argument specs and the same with the arguments swapped (row variables with flanking
- * axes on either side: issue 10 item 1). */
+ * axes on either side: the alignment must not depend on the argument order). */
 enum { NSPECS2 = 10 };
 static const char *specs2[2][NSPECS2] = {
     {"i; i => i", "ij; jk => ik", "i; j => ij", "...|i->j; ...|j => ...|i", "..r..; ..r.. => ..r..",

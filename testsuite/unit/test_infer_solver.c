@@ -9,29 +9,6 @@ static unsigned rnd(unsigned n) {
   return (unsigned)(rng % n);
 }
 
-typedef struct Sys {
-  Arena arena;
-  Diag diag;
-  FILE *errf;
-  char *errbuf;
-  size_t errlen;
-  Solver s;
-} Sys;
-
-static void sys_init(Sys *y) {
-  memset(y, 0, sizeof *y);
-  y->errf = open_memstream(&y->errbuf, &y->errlen);
-  diag_init(&y->diag, y->errf);
-  solver_init(&y->s, &y->arena, &y->diag);
-}
-
-static void sys_free(Sys *y) {
-  solver_free(&y->s);
-  fclose(y->errf);
-  free(y->errbuf);
-  arena_free(&y->arena);
-}
-
 static Row *known_row(Solver *s, int n, const int *d) {
   DimNode *dims[16];
   for (int i = 0; i < n; i++) dims[i] = dim_known(s, d[i], NULL);

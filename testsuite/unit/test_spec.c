@@ -301,7 +301,7 @@ static void test_structure(void) {
               !strcmp(x->dilation.ident, "d") && !strcmp(x->kernel, "bc"),
           "is*a+d*bc");
   }
-  /* issue 10 repro: read as identifiers, not as the letters s, t, r, ... */
+  /* a regression: read as identifiers, not as the letters s, t, r, ... */
   s = parse_ok("stride*o<+dilation*k; k => o");
   if (s) {
     SpecAxis *x = ax(&s->args[0]->output.left, 0);

@@ -1,4 +1,4 @@
-"""Order independence over ARGUMENTS (issue 10 item 1): each two-argument einsum spec
+"""Order independence over ARGUMENTS (doc/inference.md): each two-argument einsum spec
 with row variables and flanking axes (`ij...`, `...kl`, `i...j`) is run as
 `a +* "A;B=>R" b` and as `b +* "B;A=>R" a` through tdslc --run --json; both must give
 numpy.einsum's shape and values. usage: arg_order.py TDSLC WORKDIR
