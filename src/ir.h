@@ -136,16 +136,32 @@ typedef struct Guard {
  * steps of k, operand panels packed into contiguous scratch (zero-padded to whole
  * tiles), and an mr x nr tile of the result kept in registers, nr a multiple of the
  * vector width vw (elements). */
+enum { KERN_MAX_M = 4 };
+
 typedef struct Kernel {
   Stmt *store;
   int a_arg;
-  int var[3];
-  long ext[3];
+  int var[3];     /* the m, n and k variables (m: the fastest of mvar) */
+  long ext[3];    /* their extents (m: the product of mext) */
+  /* The m role may be several loop variables (a convolution's batch and spatial axes):
+   * row x is (mvar[0], ..., mvar[nm-1]) in mixed radix over mext, the last fastest. */
+  int nm;
+  int mvar[KERN_MAX_M];
+  long mext[KERN_MAX_M];
   int mr, nr, vw;
   int kc, mc, nc;
   bool parallel; /* rows (whole mr tiles) may be split among threads */
-  /* padding guards 0 <= i + rest < ext (rest: other variables, never j or k): only the
-   * rows i where all hold run (a padded convolution's spatial axis) */
+  /* A contiguous along k, and one column tile (n <= nr: a packed A panel would be read
+   * once) or a small A (in L1): the register tile reads A's rows in place (a row
+   * outside the row guards reads a zero row instead). */
+  bool direct_a;
+  /* A `fill dst init` fused in (schedule.c): the kernel writes every cell of dst once per
+   * k block, and the first k block stores init + its sum instead of adding (the same
+   * bits as the fill, without its pass over dst and without reading dst back). */
+  bool overwrite;
+  double init;
+  /* padding guards 0 <= aff < ext on m variables (and outer ones, never n or k): a row
+   * where one fails is packed as zeros and not updated (a padded convolution) */
   int nrow_guards;
   Guard *row_guards;
 } Kernel;

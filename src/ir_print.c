@@ -113,9 +113,12 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
-      fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m i%d < %ld, n i%d < %ld, k i%d < %ld, a = arg %d", k->mr,
-              k->nr, k->vw, k->kc, k->mc, k->nc, k->var[0], k->ext[0], k->var[1], k->ext[1], k->var[2], k->ext[2],
-              k->a_arg + 1);
+      fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m ", k->mr, k->nr, k->vw, k->kc, k->mc, k->nc);
+      for (int t = 0; t < k->nm; t++) fprintf(out, "%s%si%d", t ? ", " : "", !t && k->nm > 1 ? "(" : "", k->mvar[t]);
+      fprintf(out, "%s < %ld, n i%d < %ld, k i%d < %ld, a = arg %d", k->nm > 1 ? ")" : "", k->ext[0], k->var[1],
+              k->ext[1], k->var[2], k->ext[2], k->a_arg + 1);
+      if (k->direct_a) fputs(", a in place", out);
+      if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
       if (k->parallel) fputs(" parallel", out);
       for (int g = 0; g < k->nrow_guards; g++) {
         fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);

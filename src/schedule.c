@@ -1,4 +1,5 @@
 /* schedule.c: the schedule pass (decisions and their reasons: schedule.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,8 @@
 enum { MR = 6, KC = 256, MC = 72, NC_BYTES = 512 * 1024 };
 /* Below this many multiply-adds packing costs more than the register tile saves. */
 enum { KERNEL_MIN_WORK = 32768 };
+/* An A of at most this many bytes is read in place (L1 is 32-48 KiB). */
+enum { A_IN_PLACE_BYTES = 32768 };
 /* A reduction shorter than this gains nothing from partial sums. */
 enum { REDUCE_MIN = 32 };
 /* Points (multiply-adds for a kernel) below which waking threads costs more than
@@ -82,9 +85,44 @@ static bool is_tile_controller(Stmt **loops, int n, int var) {
   return false;
 }
 
+static bool owns_axis(const Access *acc, int var);
+
+static bool is_m_var(const Contraction *c, int v) {
+  for (int t = 0; t < c->nm; t++)
+    if (c->mvar[t] == v) return true;
+  return false;
+}
+
+/* The M variables: every loop variable of the target that only A uses, slowest (largest
+ * target stride) first. The slowest stays an outer loop when it owns a target axis and
+ * the others leave enough rows: the outer loop can then run on threads. */
+static void pick_m(Contraction *c, Stmt **loops, int nl, const Access *d, const Access *A, const Access *B) {
+  Stmt *cand[64];
+  int nc = 0;
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    if (v != c->j && aff_coef(&d->flat, v) && aff_coef(&A->flat, v) && !aff_coef(&B->flat, v)) {
+      int at = nc++;
+      while (at > 0 && labs(aff_coef(&d->flat, cand[at - 1]->var)) < labs(aff_coef(&d->flat, v))) cand[at] = cand[at - 1], at--;
+      cand[at] = loops[l];
+    }
+  }
+  int first = nc > KERN_MAX_M ? nc - KERN_MAX_M : 0;
+  long rest = 1;
+  for (int t = first + 1; t < nc; t++) rest *= cand[t]->ext;
+  if (nc - first >= 2 && rest >= 256 && owns_axis(d, cand[first]->var)) first++;
+  c->nm = 0, c->m = 1;
+  for (int t = first; t < nc; t++) {
+    c->mvar[c->nm] = cand[t]->var, c->mext[c->nm++] = cand[t]->ext;
+    c->m *= cand[t]->ext;
+  }
+  c->i = c->nm ? c->mvar[c->nm - 1] : -1;
+}
+
 /* Picks the role variables: j is the variable of the target with the smallest stride
- * there that only one operand uses (that operand is B), i the longest target variable
- * only A uses, k the longest variable both operands use and the target does not. */
+ * there that only one operand uses (that operand is B), the M variables (pick_m) those
+ * of the target only A uses, k the longest variable both operands use and the target
+ * does not. */
 static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3]) {
   const Access *d = acc[0];
   long best = -1;
@@ -97,10 +135,10 @@ static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3
   }
   if (c->j < 0) return false;
   const Access *A = acc[1 + c->a_arg], *B = acc[2 - c->a_arg];
+  pick_m(c, loops, nl, d, A, B);
   for (int l = 0; l < nl; l++) {
     int v = loops[l]->var;
     bool ind = aff_coef(&d->flat, v) != 0, ina = aff_coef(&A->flat, v) != 0, inb = aff_coef(&B->flat, v) != 0;
-    if (ind && ina && !inb && (c->i < 0 || loops[l]->ext > c->m)) c->i = v, c->m = loops[l]->ext;
     if (!ind && ina && inb && (c->k < 0 || loops[l]->ext > c->kext)) c->k = v, c->kext = loops[l]->ext;
     if (v == c->j) c->n = loops[l]->ext;
   }
@@ -141,14 +179,12 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   for (int l = 0; l < nl; l++)
     if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
   if (!pick_roles(c, real, nr, acc)) return false;
-  for (int g = 0; g < c->nguards; g++) { /* on j or k, or i scaled: not a clipped row range */
-    const Aff *f = &c->guards[g].aff;
-    if (aff_coef(f, c->j) || aff_coef(f, c->k) || (aff_coef(f, c->i) != 0 && aff_coef(f, c->i) != 1)) return false;
-  }
+  for (int g = 0; g < c->nguards; g++) /* on j or k: not a test per row */
+    if (aff_coef(&c->guards[g].aff, c->j) || aff_coef(&c->guards[g].aff, c->k)) return false;
   c->store = st;
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
-    if (var != c->i && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
+    if (!is_m_var(c, var) && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
   }
   return true;
 }
@@ -169,6 +205,9 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->a_arg = c->a_arg;
   k->var[0] = c->i, k->var[1] = c->j, k->var[2] = c->k;
   k->ext[0] = c->m, k->ext[1] = c->n, k->ext[2] = c->kext;
+  k->nm = c->nm;
+  memcpy(k->mvar, c->mvar, sizeof k->mvar);
+  memcpy(k->mext, c->mext, sizeof k->mext);
   int esize = VEC_AT(m->bufs, IrBuf, c->store->dst.buf)->elem == ELEM_F64 ? 8 : 4;
   int vb = o->vec_bytes ? o->vec_bytes : 32;
   /* 12 accumulators in 16 registers (AVX2), 24 in 32 (AVX-512) */
@@ -183,6 +222,10 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
   k->mc = mt < MC_ ? (int)mt : MC_;
   k->nc = nt < NC_ ? (int)nt : NC_;
+  /* A read in place: its packed panel would be read once (one column tile), or A fits
+   * in L1 (the small matrices where packing costs as much as the product). */
+  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) &&
+                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;
@@ -192,7 +235,9 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->row_guards = ANEWN(a, Guard, c->nguards + 1);
   Guard *ifg = ANEWN(a, Guard, c->nguards + 1);
   for (int g = 0; g < c->nguards; g++) {
-    if (aff_coef(&c->guards[g].aff, c->i)) k->row_guards[k->nrow_guards++] = c->guards[g];
+    bool on_rows = false;
+    for (int t = 0; t < c->nm; t++) on_rows |= aff_coef(&c->guards[g].aff, c->mvar[t]) != 0;
+    if (on_rows) k->row_guards[k->nrow_guards++] = c->guards[g];
     else ifg[nif++] = c->guards[g];
   }
   if (nif) { /* the guards on outer variables only: around the kernel */
@@ -290,6 +335,53 @@ static Stmt *fuse_fill(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest
   return r;
 }
 
+/* ---- transposes ---- */
+
+/* The first load in e whose access walks var contiguously. */
+static const Access *contiguous_load(const IrExpr *e, int var) {
+  if (e->kind == X_LOAD) return aff_coef(&e->acc.flat, var) == 1 ? &e->acc : NULL;
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) {
+      const Access *r = contiguous_load(e->a[i], var);
+      if (r) return r;
+    }
+  return NULL;
+}
+
+/* A nest lowering tiled as a transpose (loops ..., tile(q), tile(p), q, p: p walks the
+ * target contiguously, q the source) with 128-byte tiles and the loops reordered:
+ * tile(p) outermost, the other loops by decreasing source stride, then tile(q). Each
+ * tile then reads and writes whole lines, and the source rows stream in order (a 4-D
+ * permute dcba: 1.6x faster than 64-byte tiles in lowering's order). NULL: not one. */
+static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || st->kind != S_STORE || nl < 4 || reads_buf(st->val, st->dst.buf)) return NULL;
+  Stmt *cq = loops[nl - 4], *cp = loops[nl - 3], *q = loops[nl - 2], *p = loops[nl - 1];
+  if (q->tile_var != cq->var || p->tile_var != cp->var) return NULL;
+  const Access *src = contiguous_load(st->val, q->var);
+  int T = 128 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);
+  if (!src || q->ext < 2 * T || p->ext < 2 * T) return NULL;
+  Stmt *order[64];
+  int no = 0;
+  order[no++] = cp;
+  for (int l = 0; l < nl - 4; l++) { /* insertion by decreasing |source stride|, stable */
+    int at = no++;
+    while (at > 1 && labs(aff_coef(&src->flat, order[at - 1]->var)) < labs(aff_coef(&src->flat, loops[l]->var)))
+      order[at] = order[at - 1], at--;
+    order[at] = loops[l];
+  }
+  order[no++] = cq, order[no++] = q, order[no++] = p;
+  Stmt *r = st;
+  for (int d = no - 1; d >= 0; d--) {
+    r = copy_loop(a, order[d], r);
+    if (order[d] == cq || order[d] == cp) r->ext = ((order[d] == cq ? q : p)->ext + T - 1) / T;
+    if (order[d] == q || order[d] == p) r->tile = T;
+  }
+  return r;
+}
+
 /* ---- parallel loops ---- */
 
 /* var indexes an axis of acc alone (plus symbols and an offset): distinct values of var
@@ -343,11 +435,22 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   return n;
 }
 
-/* A kernel outside any loop splits its rows among threads instead. */
+/* A kernel outside any loop splits its rows among threads instead: distinct rows write
+ * distinct cells when every M variable owns an axis of the target. */
 static void kernel_parallel(Kernel *k) {
-  const Stmt *st = k->store;
-  k->parallel = !k->nrow_guards && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK &&
-                owns_axis(&st->dst, k->var[0]);
+  bool own = true;
+  for (int t = 0; t < k->nm; t++) own &= owns_axis(&k->store->dst, k->mvar[t]);
+  k->parallel = own && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
+}
+
+/* The nest as a kernel inside its outer loops, or NULL when it is no contraction worth
+ * one. Kernels reassociate sums: never under --strict-fp. */
+static Stmt *kernel_nest(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, Contraction *c) {
+  long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
+  if (o->strict_fp || !sched_contraction(nest, m, c) || c->m * c->n * c->kext < min_work) return NULL;
+  Stmt *r = make_kernel(a, m, o, c);
+  if (r->kind == S_KERNEL) kernel_parallel(r->kern);
+  return r;
 }
 
 static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
@@ -355,13 +458,47 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   if (s->kind != S_LOOP || o->check_bounds) return s;
   if (o->strict_fp) return mark_parallel(a, s);
   Contraction c;
-  long min_work = o->kernel_min_work ? o->kernel_min_work : KERNEL_MIN_WORK;
-  Stmt *r = NULL;
-  if (sched_contraction(s, m, &c) && c.m * c.n * c.kext >= min_work) {
-    r = make_kernel(a, m, o, &c);
-    if (r->kind == S_KERNEL) kernel_parallel(r->kern);
-  } else r = make_reduction(a, m, s);
+  Stmt *r = kernel_nest(a, m, o, s, &c);
+  if (!r) r = make_reduction(a, m, s);
+  if (!r) r = retile_transpose(a, m, s);
   return mark_parallel(a, r ? r : s);
+}
+
+/* A contraction without guards whose target axes are its outer, M and j variables, one
+ * each, over their whole extents: the kernel calls together write each cell of the
+ * target in exactly one call, once per k block. */
+static bool kernel_covers_target(const Contraction *c, const IrModule *m) {
+  const Access *d = &c->store->dst;
+  const IrBuf *b = VEC_AT(m->bufs, IrBuf, d->buf);
+  if (c->nguards || d->rank != c->nouter + c->nm + 1) return false;
+  for (int ax = 0; ax < d->rank; ax++) {
+    const Aff *f = &d->axis[ax];
+    if (f->off || f->n != 1 || f->t[0].coef != 1) return false;
+    int v = f->t[0].var;
+    long ext = v == c->j ? c->n : -1;
+    for (int t = 0; t < c->nm; t++)
+      if (c->mvar[t] == v) ext = c->mext[t];
+    for (int l = 0; l < c->nouter; l++)
+      if (c->outer[l]->var == v) ext = c->outer[l]->ext;
+    if (ext != b->dims[ax]) return false;
+    for (int k = 0; k < ax; k++)
+      if (d->axis[k].t[0].var == v) return false;
+  }
+  return true;
+}
+
+/* `fill B v` then a contraction into every cell of B: a kernel whose first k block
+ * stores v + its sum (Kernel.overwrite), one pass over B instead of three. */
+static Stmt *fuse_fill_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest) {
+  Contraction c;
+  if (fill->kind != S_FILL || nest->kind != S_LOOP || !isfinite(fill->value)) return NULL;
+  Stmt *r = kernel_nest(a, m, o, nest, &c);
+  if (!r || c.store->dst.buf != fill->buf || !kernel_covers_target(&c, m)) return NULL;
+  Stmt *k = r;
+  while (k->kind == S_LOOP) k = k->body.items[0];
+  k->kern->overwrite = true;
+  k->kern->init = fill->value;
+  return r;
 }
 
 int sched_host_vec_bytes(void) {
@@ -411,11 +548,14 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
       }
       /* fill, # comment, nest */
       if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT &&
-          !ir_stmt_dynamic(m, f->body.items[k + 2]))
+          !ir_stmt_dynamic(m, f->body.items[k + 2])) {
         fused = fuse_fill(a, m, s, f->body.items[k + 2]);
+        if (!fused) fused = fuse_fill_kernel(a, m, o, s, f->body.items[k + 2]);
+      }
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
-        vec_push(a, &nf->body, mark_parallel(a, fused));
+        Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
+        vec_push(a, &nf->body, mark_parallel(a, t ? t : fused));
         k += 2;
       } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
     }

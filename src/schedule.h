@@ -11,13 +11,19 @@
  *   (12 accumulators in the 16 ymm registers of AVX2) or, where the target has
  *   AVX-512, 12 x 2 (24 of 32 zmm registers). Packing reads the
  *   operands through their affine indices, so any constant strides work; edge tiles are
- *   zero-padded in the panels and stored cell by cell. Padding guards of a padded
- *   convolution become an `if` on the outer loops and a clipped row range. Kept naive:
+ *   zero-padded in the panels and stored cell by cell. The m dimension may be
+ *   several loop variables (every target variable only A uses: a convolution's output
+ *   rows and columns), packed through their mixed-radix row number. Padding guards of a
+ *   padded convolution become an `if` on the outer loops and a test per row (rows that
+ *   fail are packed as zeros and not updated). With A contiguous along k and one column
+ *   tile (n <= NR) or A in L1, the register tile reads A in place (Kernel.direct_a). Kept naive:
  *   guards on the n or k dimension, index symbols (bounds not static), an operand that is also the target, mixed
  *   element types, and small problems (packing would cost more than it saves).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
+ * - Transposes (a nest lowering tiled: tile(q) tile(p) q p): 128-byte tiles, tile(p)
+ *   outermost, the other loops by decreasing source stride.
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.
@@ -53,12 +59,15 @@ typedef struct SchedOpts {
 typedef struct Contraction {
   Stmt *store;      /* dst =add mul(x, y) */
   int a_arg;        /* 0 if x is A (indexed by i), 1 if y is */
-  int i, j, k;      /* loop variables of the M, N and K dimensions */
-  long m, n, kext;  /* their extents */
+  int i, j, k;      /* loop variables of the M, N and K dimensions (i: the fastest of mvar) */
+  long m, n, kext;  /* their extents (m: the product of mext) */
+  int nm;           /* the M variables, slowest first (Kernel.mvar) */
+  int mvar[KERN_MAX_M];
+  long mext[KERN_MAX_M];
   int nouter;       /* the nest's other loops, outermost first (tile loops removed) */
   Stmt *outer[64];
-  int nguards;      /* padding guards of the store: on i alone (coefficient 1, with */
-  Guard *guards;    /* outer variables) clip the rows; on outer variables only, an if */
+  int nguards;      /* padding guards of the store: on M variables (and outer ones) */
+  Guard *guards;    /* tested per row; on outer variables only, an if around */
 } Contraction;
 
 /* Recognizes a contraction in the loop nest `nest` (an S_LOOP). False when it is not

@@ -79,40 +79,91 @@ void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
 
 /* ---- contraction kernels ---- */
 
-/* An operand's flat index at row expression r and column expression c, given the role
- * variables they stand for (coefficients from the affine form, the rest kept). */
-static void c_index(CRender *cr, const Kernel *k, const Aff *f, int vr, const char *r, int vc, const char *c) {
-  FILE *o = cr->o;
-  Aff rest = *f;
-  Term t[64];
-  rest.n = 0;
-  rest.t = t;
-  for (int i = 0; i < f->n && rest.n < 64; i++)
-    if (f->t[i].var != k->var[0] && f->t[i].var != k->var[1] && f->t[i].var != k->var[2]) t[rest.n++] = f->t[i];
-  fputc('(', o);
-  cr_aff(cr, &rest);
-  fprintf(o, ") + %ldL*(%s) + %ldL*(%s)", aff_coef(f, vr), r, aff_coef(f, vc), c);
+/* const long declarations of the M variables: the digits of row number rw (Kernel.mvar). */
+static void c_rows(FILE *o, const Kernel *k) {
+  long stride = 1;
+  fputs("const long ", o);
+  for (int t = k->nm - 1; t >= 0; t--) {
+    fprintf(o, "%si%d = rw", t < k->nm - 1 ? ", " : "", k->mvar[t]);
+    if (stride != 1) fprintf(o, " / %ldL", stride);
+    if (t) fprintf(o, " %% %ldL", k->mext[t]);
+    stride *= k->mext[t];
+  }
+  fputs(";", o);
 }
 
-static void c_pack(CRender *cr, const Kernel *k, const Access *acc, bool a_side, const char *T, int ind) {
+/* 1 when every row guard holds at the M variables. */
+static void c_rows_ok(CRender *cr, const Kernel *k) {
+  fputs("1", cr->o);
+  for (int g = 0; g < k->nrow_guards; g++) {
+    fputs(" && 0 <= ", cr->o);
+    cr_aff(cr, &k->row_guards[g].aff);
+    fputs(" && ", cr->o);
+    cr_aff(cr, &k->row_guards[g].aff);
+    fprintf(cr->o, " < %ld", k->row_guards[g].ext);
+  }
+}
+
+/* The head of a loop body over the rows: `const long rw = ic + ir + R, <M variables>;`
+ * then `LEAD(<row guards>)TAIL` (what a row outside the guards does). */
+static void c_row_head(CRender *cr, const Kernel *k, int ind, const char *R, const char *lead, const char *tail) {
+  line(cr->o, ind, "const long rw = ic + ir + %s; ", R);
+  c_rows(cr->o, k);
+  fputc('\n', cr->o);
+  line(cr->o, ind, "%s(", lead);
+  c_rows_ok(cr, k);
+  fprintf(cr->o, ")%s\n", tail);
+}
+
+/* Bp[jr*kb + kk*NR + e] = B(pc + kk, jc + jr + e), 0 past the block. */
+static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
   FILE *o = cr->o;
-  /* A: Ap[ir*kb + kk*MR + r] = A(ic+ir+r, pc+kk); B: Bp[jr*kb + kk*NR + c] = B(pc+kk, jc+jr+c) */
-  int t = a_side ? k->mr : k->nr;
-  const char *blk = a_side ? "mb" : "nb", *p = a_side ? "Ap" : "Bp", *x = a_side ? "ir" : "jr", *o0 = a_side ? "ic" : "jc";
-  line(o, ind, "for (long %s = 0; %s < %s; %s += %d)\n", x, x, blk, x, t);
+  line(o, ind, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
   line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
-  line(o, ind + 2, "for (long e = 0; e < %d; e++)\n", t);
-  line(o, ind + 3, "%s[%s*kb + kk*%d + e] = %s + e < %s ? %s%d[", p, x, t, x, blk, cr->buf, acc->buf);
-  char outer[32];
-  snprintf(outer, sizeof outer, "%s + %s + e", o0, x);
-  if (a_side) c_index(cr, k, &acc->flat, k->var[0], outer, k->var[2], "pc + kk");
-  else c_index(cr, k, &acc->flat, k->var[2], "pc + kk", k->var[1], outer);
-  fprintf(o, "] : (%s)0;\n", T);
+  line(o, ind + 2, "for (long e = 0; e < %d; e++) {\n", k->nr);
+  line(o, ind + 3, "const long i%d = jc + jr + e, i%d = pc + kk;\n", k->var[1], k->var[2]);
+  line(o, ind + 3, "Bp[jr*kb + kk*%d + e] = jr + e < nb ? ", k->nr);
+  cr_access(cr, acc);
+  fprintf(o, " : (%s)0;\n", T);
+  line(o, ind + 2, "}\n");
+}
+
+/* Ap[ir*kb + kk*MR + e] = A(row ic + ir + e, pc + kk), row by row (its M variables and
+ * guards once); 0 past the block and outside the row guards. */
+static void c_pack_a(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
+  FILE *o = cr->o;
+  bool kmajor = k->nm == 1; /* one row variable: k-major, as the gccjit renderer */
+  line(o, ind, "for (long ir = 0; ir < mb; ir += %d)\n", k->mr);
+  if (kmajor) line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
+  line(o, ind + 1 + kmajor, "for (long e = 0; e < %d; e++) {\n", k->mr);
+  c_row_head(cr, k, ind + 2 + kmajor, "e", "const int ok = ir + e < mb && ", ";");
+  if (!kmajor) line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
+  line(o, ind + 3, "const long i%d = pc + kk;\n", k->var[2]);
+  line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok ? ", k->mr);
+  cr_access(cr, acc);
+  fprintf(o, " : (%s)0;\n", T);
+  line(o, ind + 2, "}\n");
+  if (!kmajor) line(o, ind + 1, "}\n");
+}
+
+/* Direct A: pr[r] = &A(row ic + ir + r, pc), or the zero row past the block and outside
+ * the row guards. */
+static void c_a_rows(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
+  FILE *o = cr->o;
+  line(o, ind, "const %s *pr[%d];\n", T, k->mr);
+  line(o, ind, "for (long e = 0; e < %d; e++) {\n", k->mr);
+  line(o, ind + 1, "const long i%d = pc;\n", k->var[2]);
+  c_row_head(cr, k, ind + 1, "e", "const int ok = ir + e < mb && ", ";");
+  line(o, ind + 1, "pr[e] = ok ? &");
+  cr_access(cr, acc);
+  fputs(" : zrow;\n", o);
+  line(o, ind, "}\n");
 }
 
 static void c_micro(FILE *o, const Kernel *k, const char *T, int ind) {
   int nv = k->nr / k->vw;
-  line(o, ind, "const %s *pa = Ap + ir*kb, *pb = Bp + jr*kb;\n", T);
+  if (k->direct_a) line(o, ind, "const %s *pb = Bp + jr*kb;\n", T);
+  else line(o, ind, "const %s *pa = Ap + ir*kb, *pb = Bp + jr*kb;\n", T);
   line(o, ind, "tdsl_vec");
   for (int r = 0; r < k->mr; r++)
     for (int v = 0; v < nv; v++) fprintf(o, "%s c%d_%d = {0}", r || v ? "," : "", r, v);
@@ -121,7 +172,8 @@ static void c_micro(FILE *o, const Kernel *k, const char *T, int ind) {
   for (int v = 0; v < nv; v++)
     line(o, ind + 1, "tdsl_vec b%d = *(const tdsl_vec *)(pb + kk*%d + %d);\n", v, k->nr, v * k->vw);
   for (int r = 0; r < k->mr; r++) {
-    line(o, ind + 1, "{ %s a = pa[kk*%d + %d];", T, k->mr, r);
+    if (k->direct_a) line(o, ind + 1, "{ %s a = pr[%d][kk];", T, r);
+    else line(o, ind + 1, "{ %s a = pa[kk*%d + %d];", T, k->mr, r);
     for (int v = 0; v < nv; v++) fprintf(o, " c%d_%d += a * b%d;", r, v, v);
     fputs(" }\n", o);
   }
@@ -141,39 +193,35 @@ void c_kernel(CRender *r, const Stmt *s, int ind) {
   cr_comment(o, st->what);
   fputc('\n', o);
   line(o, ind + 1, "typedef %s tdsl_vec __attribute__((vector_size(%d)));\n", T, k->vw * (T[0] == 'd' ? 8 : 4));
-  line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64))), Bp[%d] __attribute__((aligned(64)));\n", T,
-       k->mc * k->kc, k->kc * k->nc);
+  if (k->direct_a) line(o, ind + 1, "static const %s zrow[%d];\n", T, k->kc);
+  else line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64)));\n", T, k->mc * k->kc);
+  line(o, ind + 1, "%s Bp[%d] __attribute__((aligned(64)));\n", T, k->kc * k->nc);
   line(o, ind + 1, "%s ct[%d] __attribute__((aligned(64)));\n", T, k->mr * k->nr);
-  line(o, ind + 1, "long row_lo = 0, row_hi = %ld;\n", k->ext[0]);
-  for (int g = 0; g < k->nrow_guards; g++) { /* rows where 0 <= i + rest < ext */
-    Aff rest = k->row_guards[g].aff;
-    Term t[64];
-    rest.n = 0;
-    rest.t = t;
-    for (int i = 0; i < k->row_guards[g].aff.n && rest.n < 64; i++)
-      if (k->row_guards[g].aff.t[i].var != k->var[0]) t[rest.n++] = k->row_guards[g].aff.t[i];
-    line(o, ind + 1, "{ long rest = ");
-    cr_aff(r, &rest);
-    fprintf(o, "; if (-rest > row_lo) row_lo = -rest; if (%ld - rest < row_hi) row_hi = %ld - rest; }\n",
-            k->row_guards[g].ext, k->row_guards[g].ext);
-  }
   line(o, ind + 1, "for (long jc = 0; jc < %ld; jc += %d) {\n", k->ext[1], k->nc);
   line(o, ind + 2, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
   line(o, ind + 2, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
   line(o, ind + 3, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
-  c_pack(r, k, B, false, T, ind + 3);
-  line(o, ind + 3, "for (long ic = row_lo; ic < row_hi; ic += %d) {\n", k->mc);
-  line(o, ind + 4, "long mb = row_hi - ic < %d ? row_hi - ic : %d;\n", k->mc, k->mc);
-  c_pack(r, k, A, true, T, ind + 4);
+  c_pack_b(r, k, B, T, ind + 3);
+  line(o, ind + 3, "for (long ic = 0; ic < %ldL; ic += %d) {\n", k->ext[0], k->mc);
+  line(o, ind + 4, "long mb = %ldL - ic < %d ? %ldL - ic : %d;\n", k->ext[0], k->mc, k->ext[0], k->mc);
+  if (!k->direct_a) c_pack_a(r, k, A, T, ind + 4);
   line(o, ind + 4, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
   line(o, ind + 5, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);
+  if (k->direct_a) c_a_rows(r, k, A, T, ind + 6);
   c_micro(o, k, T, ind + 6);
   line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
-  line(o, ind + 6, "for (long r = 0; r < mr; r++)\n");
-  line(o, ind + 7, "for (long c = 0; c < nr; c++)\n");
-  line(o, ind + 8, "%s%d[", r->buf, st->dst.buf);
-  c_index(r, k, &st->dst.flat, k->var[0], "ic + ir + r", k->var[1], "jc + jr + c");
-  fprintf(o, "] += ct[r*%d + c];\n", k->nr);
+  line(o, ind + 6, "for (long r = 0; r < mr; r++) {\n");
+  c_row_head(r, k, ind + 7, "r", "if (!", ") continue;");
+  line(o, ind + 7, "for (long c = 0; c < nr; c++) {\n");
+  line(o, ind + 8, "const long i%d = jc + jr + c;\n", k->var[1]);
+  line(o, ind + 8, "%s *d = &", T);
+  cr_access(r, &st->dst);
+  fputs(";\n", o);
+  if (k->overwrite) /* the first k block stores (a fused fill) */
+    line(o, ind + 8, "*d = (pc == 0 ? (%s)%.17g : *d) + ct[r*%d + c];\n", T, k->init, k->nr);
+  else line(o, ind + 8, "*d += ct[r*%d + c];\n", k->nr);
+  line(o, ind + 7, "}\n");
+  line(o, ind + 6, "}\n");
   line(o, ind + 5, "}\n");
   line(o, ind + 3, "}\n");
   line(o, ind + 2, "}\n");

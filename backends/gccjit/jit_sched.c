@@ -105,44 +105,159 @@ typedef struct K {
   gcc_jit_lvalue *jc, *pc, *ic, *jr, *ir, *kk, *e, *r, *c;
   gcc_jit_lvalue *nb, *kb, *mb, *mrr, *nrr; /* block sizes of the current step */
   gcc_jit_lvalue **acc, **bv, *a;
+  gcc_jit_lvalue **arow, *zrow;             /* direct A: the tile's row pointers, a zero row */
 } K;
 
-/* An operand's cell at role-variable values: base(other variables) + coefficients. */
-static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
-  Aff rest = aff_drop(j->a, &acc->flat, k->var, 3);
-  gcc_jit_rvalue *idx = js_aff(j, &rest);
-  for (int d = 0; d < 3; d++) {
-    long c = aff_coef(&acc->flat, k->var[d]);
-    if (c) idx = add(j, idx, mul(j, c, val[d]));
-  }
-  return at(j, jm_buf(j, acc->buf), idx);
+static gcc_jit_rvalue *binop(J *j, enum gcc_jit_binary_op op, gcc_jit_rvalue *a, long c) {
+  return gcc_jit_context_new_binary_op(j->c, NULL, op, j->t_long, a, num(j, c));
 }
 
-/* Packs A (a_side) into ap[ir*kb + kk*mr + e] = A(ic + ir + e, pc + kk), or B into
- * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); rows/columns past the block are 0. */
-static void pack(J *j, K *x, const Access *acc, bool a_side) {
+/* The M variables (j->vars) = the digits of row number row (Kernel.mvar). */
+static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) {
+  if (k->nm == 1) {
+    set(j, j->vars[k->mvar[0]], row);
+    return;
+  }
+  gcc_jit_lvalue *x = local(j, j->t_long, "row");
+  set(j, x, row);
+  long stride = 1;
+  for (int t = k->nm - 1; t >= 0; t--) {
+    gcc_jit_rvalue *q = stride == 1 ? lv(x) : binop(j, GCC_JIT_BINARY_OP_DIVIDE, lv(x), stride);
+    set(j, j->vars[k->mvar[t]], t ? binop(j, GCC_JIT_BINARY_OP_MODULO, q, k->mext[t]) : q);
+    stride *= k->mext[t];
+  }
+}
+
+/* Every row guard holds at the current M variables (NULL: there are none). */
+static gcc_jit_rvalue *rows_ok(J *j, const Kernel *k) {
+  gcc_jit_rvalue *ok = NULL;
+  gcc_jit_type *b = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL);
+  for (int g = 0; g < k->nrow_guards; g++) {
+    gcc_jit_rvalue *v = js_aff(j, &k->row_guards[g].aff);
+    gcc_jit_rvalue *in = gcc_jit_context_new_binary_op(
+        j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_GE, v, num(j, 0)),
+        less(j, js_aff(j, &k->row_guards[g].aff), num(j, k->row_guards[g].ext)));
+    ok = ok ? gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, ok, in) : in;
+  }
+  return ok;
+}
+
+/* An operand's cell at role values: val[0] a row number, val[1] the n and val[2] the k
+ * variable's value (NULL: left as they are). */
+static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
+  if (val[0]) set_rows(j, k, val[0]);
+  for (int d = 1; d < 3; d++)
+    if (val[d]) set(j, j->vars[k->var[d]], val[d]);
+  return at(j, jm_buf(j, acc->buf), js_aff(j, &acc->flat));
+}
+
+/* if (cond) { then } else { other }: branch leaves j->blk in `then`; branch_else moves
+ * to `other`, branch_end joins. */
+typedef struct Branch {
+  gcc_jit_block *other, *after;
+} Branch;
+
+static Branch branch(J *j, gcc_jit_rvalue *cond) {
+  gcc_jit_block *then = js_new_block(j, j->fn);
+  Branch b = {js_new_block(j, j->fn), js_new_block(j, j->fn)};
+  gcc_jit_block_end_with_conditional(j->blk, NULL, cond, then, b.other);
+  j->blk = then;
+  return b;
+}
+
+static void branch_else(J *j, Branch *b) {
+  gcc_jit_block_end_with_jump(j->blk, NULL, b->after);
+  j->blk = b->other;
+}
+
+static void branch_end(J *j, Branch *b) {
+  gcc_jit_block_end_with_jump(j->blk, NULL, b->after);
+  j->blk = b->after;
+}
+
+/* Packs B into bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block
+ * are 0. */
+static void pack_b(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
-  int tile = a_side ? k->mr : k->nr;
-  gcc_jit_lvalue *o = a_side ? x->ir : x->jr, *blk = a_side ? x->mb : x->nb, *p = a_side ? x->ap : x->bp;
-  gcc_jit_lvalue *o0 = a_side ? x->ic : x->jc;
-  Loop l1 = loop_begin(j, o, num(j, 0), lv(blk), tile);
+  Loop l1 = loop_begin(j, x->jr, num(j, 0), lv(x->nb), k->nr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
-  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, tile), 1);
-  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(o), lv(x->kb)),
-                                  mul(j, tile, lv(x->kk))), lv(x->e));
-  gcc_jit_lvalue *dst = at(j, p, pi);
-  gcc_jit_rvalue *off = add(j, lv(o), lv(x->e));
-  gcc_jit_block *in = js_new_block(j, j->fn), *pad = js_new_block(j, j->fn), *next = js_new_block(j, j->fn);
-  gcc_jit_block_end_with_conditional(j->blk, NULL, less(j, off, lv(blk)), in, pad);
-  gcc_jit_rvalue *row = add(j, lv(o0), off), *kv = add(j, lv(x->pc), lv(x->kk));
-  gcc_jit_rvalue *val[3] = {a_side ? row : NULL, a_side ? NULL : row, kv};
-  j->blk = in;
-  set(j, dst, lv(cell(j, k, acc, val)));
-  gcc_jit_block_end_with_jump(in, NULL, next);
-  gcc_jit_block_add_assignment(pad, NULL, dst, gcc_jit_context_zero(j->c, x->t));
-  gcc_jit_block_end_with_jump(pad, NULL, next);
-  j->blk = next;
+  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
+  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb)),
+                                  mul(j, k->nr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
+  Branch b = branch(j, less(j, off, lv(x->nb)));
+  gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
+  set(j, at(j, x->bp, pi), lv(cell(j, k, acc, val)));
+  branch_else(j, &b);
+  set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
+  branch_end(j, &b);
   loop_end(j, &l3);
+  loop_end(j, &l2);
+  loop_end(j, &l1);
+}
+
+/* ap[ir*kb + kk*mr + e] over kk: A(row, pc + kk) with the M variables set, or 0. */
+static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
+  const Kernel *k = x->k;
+  Loop l = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb)),
+                                  mul(j, k->mr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
+  set(j, at(j, x->ap, pi), zero ? gcc_jit_context_zero(j->c, x->t) : lv(cell(j, k, acc, val)));
+  loop_end(j, &l);
+}
+
+/* Packs A row by row (the row's M variables and guards once, then its k run); rows past
+ * the block or outside the row guards are 0. */
+/* One row variable: A in k-major order, the tile's rows innermost (each k step writes
+ * one contiguous run of the panel; a row guard is cheap to test per cell). */
+static void pack_a_kmajor(J *j, K *x, const Access *acc) {
+  const Kernel *k = x->k;
+  Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
+  Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
+  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb)),
+                                  mul(j, k->mr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
+  Branch in = branch(j, less(j, off, lv(x->mb)));
+  set_rows(j, k, add(j, lv(x->ic), off));
+  gcc_jit_rvalue *ok = rows_ok(j, k);
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
+  set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
+  if (ok) {
+    branch_else(j, &g);
+    set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+    branch_end(j, &g);
+  }
+  branch_else(j, &in);
+  set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+  branch_end(j, &in);
+  loop_end(j, &l3);
+  loop_end(j, &l2);
+  loop_end(j, &l1);
+}
+
+static void pack_a(J *j, K *x, const Access *acc) {
+  const Kernel *k = x->k;
+  if (k->nm == 1) {
+    pack_a_kmajor(j, x, acc);
+    return;
+  }
+  Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
+  Loop l2 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
+  gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
+  Branch in = branch(j, less(j, off, lv(x->mb)));
+  set_rows(j, k, add(j, lv(x->ic), off));
+  gcc_jit_rvalue *ok = rows_ok(j, k);
+  Branch g = branch(j, ok ? ok : gcc_jit_context_one(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL)));
+  pack_a_row(j, x, acc, false);
+  branch_else(j, &g);
+  pack_a_row(j, x, acc, true);
+  branch_end(j, &g);
+  branch_else(j, &in);
+  pack_a_row(j, x, acc, true);
+  branch_end(j, &in);
   loop_end(j, &l2);
   loop_end(j, &l1);
 }
@@ -150,6 +265,28 @@ static void pack(J *j, K *x, const Access *acc, bool a_side) {
 static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
   gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
   return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
+}
+
+/* Direct A: arow[r] = &A(row ic + ir + r, pc), or the zero row past the block and
+ * outside the row guards. */
+static void a_rows(J *j, K *x, const Access *acc) {
+  const Kernel *k = x->k;
+  for (int r = 0; r < k->mr; r++) {
+    gcc_jit_rvalue *off = add(j, lv(x->ir), num(j, r));
+    set(j, x->arow[r], gcc_jit_lvalue_get_address(at(j, x->zrow, num(j, 0)), NULL));
+    Branch in = branch(j, less(j, off, lv(x->mb)));
+    set_rows(j, k, add(j, lv(x->ic), off));
+    gcc_jit_rvalue *ok = rows_ok(j, k);
+    Branch g = ok ? branch(j, ok) : (Branch){0};
+    gcc_jit_rvalue *val[3] = {NULL, NULL, lv(x->pc)};
+    set(j, x->arow[r], gcc_jit_lvalue_get_address(cell(j, k, acc, val), NULL));
+    if (ok) {
+      branch_else(j, &g);
+      branch_end(j, &g);
+    }
+    branch_else(j, &in);
+    branch_end(j, &in);
+  }
 }
 
 /* The register tile: acc[r][v] += broadcast(ap[ir*kb + kk*mr + r]) * bp[jr*kb + kk*nr + v*vw ...]
@@ -167,7 +304,8 @@ static void micro(J *j, K *x) {
   for (int v = 0; v < nv; v++)
     set(j, x->bv[v], lv(vec_at(j, x, x->bp, add(j, add(j, bbase, mul(j, k->nr, lv(x->kk))), num(j, v * k->vw)))));
   for (int r = 0; r < k->mr; r++) {
-    set(j, x->a, lv(at(j, x->ap, add(j, add(j, abase, mul(j, k->mr, lv(x->kk))), num(j, r)))));
+    if (k->direct_a) set(j, x->a, lv(gcc_jit_context_new_array_access(j->c, NULL, lv(x->arow[r]), lv(x->kk))));
+    else set(j, x->a, lv(at(j, x->ap, add(j, add(j, abase, mul(j, k->mr, lv(x->kk))), num(j, r)))));
     gcc_jit_rvalue *av = gcc_jit_context_new_rvalue_from_vector(j->c, NULL, x->vec, (size_t)k->vw, bc);
     for (int v = 0; v < nv; v++)
       gcc_jit_block_add_assignment_op(j->blk, NULL, x->acc[r * nv + v], GCC_JIT_BINARY_OP_PLUS,
@@ -178,18 +316,49 @@ static void micro(J *j, K *x) {
     for (int v = 0; v < nv; v++) set(j, vec_at(j, x, x->ct, num(j, r * k->nr + v * k->vw)), lv(x->acc[r * nv + v]));
 }
 
-/* dst(ic + ir + r, jc + jr + c) += ct[r*nr + c] for the rows and columns in range. */
+/* dst(row ic + ir + r, jc + jr + c) += ct[r*nr + c] (first: = init + ct[...]) for the
+ * rows and columns in range, skipping rows outside the row guards. */
+static void update_cells(J *j, K *x, const Access *dst, bool first) {
+  const Kernel *k = x->k;
+  Loop l1 = loop_begin(j, x->r, num(j, 0), lv(x->mrr), 1);
+  set_rows(j, k, add(j, add(j, lv(x->ic), lv(x->ir)), lv(x->r)));
+  gcc_jit_rvalue *ok = rows_ok(j, k);
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  Loop l2 = loop_begin(j, x->c, num(j, 0), lv(x->nrr), 1);
+  gcc_jit_rvalue *val[3] = {NULL, add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
+  gcc_jit_rvalue *t = lv(at(j, x->ct, add(j, mul(j, k->nr, lv(x->r)), lv(x->c))));
+  if (first)
+    set(j, cell(j, k, dst, val),
+        gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_PLUS, x->t,
+                                      gcc_jit_context_new_rvalue_from_double(j->c, x->t, k->init), t));
+  else gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
+  loop_end(j, &l2);
+  if (ok) {
+    branch_else(j, &g);
+    branch_end(j, &g);
+  }
+  loop_end(j, &l1);
+}
+
+/* The tile into dst; an overwriting kernel (Kernel.overwrite) stores in its first k block. */
 static void update(J *j, K *x, const Access *dst) {
   const Kernel *k = x->k;
   set_min(j, x->mrr, add(j, lv(x->mb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->ir))), k->mr);
   set_min(j, x->nrr, add(j, lv(x->nb), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x->jr))), k->nr);
-  Loop l1 = loop_begin(j, x->r, num(j, 0), lv(x->mrr), 1);
-  Loop l2 = loop_begin(j, x->c, num(j, 0), lv(x->nrr), 1);
-  gcc_jit_rvalue *val[3] = {add(j, add(j, lv(x->ic), lv(x->ir)), lv(x->r)), add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
-  gcc_jit_rvalue *t = lv(at(j, x->ct, add(j, mul(j, k->nr, lv(x->r)), lv(x->c))));
-  gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
-  loop_end(j, &l2);
-  loop_end(j, &l1);
+  if (!k->overwrite) {
+    update_cells(j, x, dst, false);
+    return;
+  }
+  gcc_jit_block *first = js_new_block(j, j->fn), *rest = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
+  gcc_jit_block_end_with_conditional(j->blk, NULL, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_EQ, lv(x->pc), num(j, 0)),
+                                     first, rest);
+  j->blk = first;
+  update_cells(j, x, dst, true);
+  gcc_jit_block_end_with_jump(j->blk, NULL, after);
+  j->blk = rest;
+  update_cells(j, x, dst, false);
+  gcc_jit_block_end_with_jump(j->blk, NULL, after);
+  j->blk = after;
 }
 
 static gcc_jit_lvalue *scratch(J *j, gcc_jit_type *t, long n, const char *name) {
@@ -207,7 +376,7 @@ static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_r
   K x = {.k = k, .t = j->t_el[el]};
   x.vec = gcc_jit_type_get_vector(x.t, (size_t)k->vw);
   x.vptr = gcc_jit_type_get_pointer(x.vec);
-  x.ap = scratch(j, x.t, (long)k->mc * k->kc, "Ap");
+  x.ap = k->direct_a ? NULL : scratch(j, x.t, (long)k->mc * k->kc, "Ap");
   x.bp = scratch(j, x.t, (long)k->kc * k->nc, "Bp");
   x.ct = scratch(j, x.t, (long)k->mr * k->nr, "ct");
   gcc_jit_lvalue **lvs[] = {&x.jc, &x.pc, &x.ic, &x.jr, &x.ir, &x.kk, &x.e, &x.r, &x.c, &x.nb, &x.kb, &x.mb, &x.mrr, &x.nrr};
@@ -217,6 +386,14 @@ static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_r
   x.bv = ANEWN(j->a, gcc_jit_lvalue *, nv);
   for (int v = 0; v < nv; v++) x.bv[v] = local(j, x.vec, "bv");
   x.a = local(j, x.t, "a");
+  if (k->direct_a) {
+    x.zrow = scratch(j, x.t, k->kc, "zrow");
+    x.arow = ANEWN(j->a, gcc_jit_lvalue *, k->mr);
+    for (int r = 0; r < k->mr; r++) x.arow[r] = local(j, gcc_jit_type_get_pointer(x.t), "arow");
+    Loop lz = loop_begin(j, x.kk, num(j, 0), num(j, k->kc), 1);
+    set(j, at(j, x.zrow, lv(x.kk)), gcc_jit_context_zero(j->c, x.t));
+    loop_end(j, &lz);
+  }
   gcc_jit_rvalue *neg;
   Loop ljc = loop_begin(j, x.jc, num(j, 0), num(j, k->ext[1]), k->nc);
   neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.jc));
@@ -224,13 +401,14 @@ static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_r
   Loop lpc = loop_begin(j, x.pc, num(j, 0), num(j, k->ext[2]), k->kc);
   neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.pc));
   set_min(j, x.kb, add(j, num(j, k->ext[2]), neg), k->kc);
-  pack(j, &x, B, false);
+  pack_b(j, &x, B);
   Loop lic = loop_begin(j, x.ic, row_lo, row_hi, k->mc);
   neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.ic));
   set_min(j, x.mb, add(j, row_hi, neg), k->mc);
-  pack(j, &x, A, true);
+  if (!k->direct_a) pack_a(j, &x, A);
   Loop ljr = loop_begin(j, x.jr, num(j, 0), lv(x.nb), k->nr);
   Loop lir = loop_begin(j, x.ir, num(j, 0), lv(x.mb), k->mr);
+  if (k->direct_a) a_rows(j, &x, A);
   micro(j, &x);
   update(j, &x, &st->dst);
   loop_end(j, &lir);
@@ -276,8 +454,15 @@ static void call_parallel(J *j, gcc_jit_function *f, long n) {
 
 static int max_var(const Stmt *s) {
   int m = s->kind == S_LOOP ? s->var : -1;
-  if (s->kind == S_KERNEL)
-    for (int d = 0; d < 3; d++) m = s->kern->var[d] > m ? s->kern->var[d] : m;
+  if (s->kind == S_KERNEL) { /* every variable of the operands and the row guards */
+    const Stmt *st = s->kern->store;
+    const Aff *fs[3] = {&st->dst.flat, &st->val->a[0]->acc.flat, &st->val->a[1]->acc.flat};
+    for (int a = 0; a < 3; a++)
+      for (int i = 0; i < fs[a]->n; i++) m = fs[a]->t[i].var > m ? fs[a]->t[i].var : m;
+    for (int g = 0; g < s->kern->nrow_guards; g++)
+      for (int i = 0; i < s->kern->row_guards[g].aff.n; i++)
+        m = s->kern->row_guards[g].aff.t[i].var > m ? s->kern->row_guards[g].aff.t[i].var : m;
+  }
   for (int i = 0; i < s->body.len; i++) {
     int v = max_var(s->body.items[i]);
     m = v > m ? v : m;
@@ -335,30 +520,10 @@ void js_parallel_loop(J *j, const Stmt *lp) {
   call_parallel(j, o.fn, lp->ext);
 }
 
-/* l = v when v is above (up) or below (!up) l */
-static void clip(J *j, gcc_jit_lvalue *l, gcc_jit_rvalue *v, bool up) {
-  gcc_jit_block *set = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
-  gcc_jit_rvalue *c = up ? less(j, lv(l), v) : less(j, v, lv(l));
-  gcc_jit_block_end_with_conditional(j->blk, NULL, c, set, go);
-  gcc_jit_block_add_assignment(set, NULL, l, v);
-  gcc_jit_block_end_with_jump(set, NULL, go);
-  j->blk = go;
-}
-
 void js_kernel(J *j, const Stmt *s) {
   const Kernel *k = s->kern;
   if (!k->parallel) {
-    /* rows where the padding guards hold: 0 <= i + rest < ext */
-    gcc_jit_lvalue *lo = local(j, j->t_long, "rowlo"), *hi = local(j, j->t_long, "rowhi");
-    set(j, lo, num(j, 0));
-    set(j, hi, num(j, k->ext[0]));
-    for (int g = 0; g < k->nrow_guards; g++) {
-      Aff rest = aff_drop(j->a, &k->row_guards[g].aff, k->var, 1);
-      gcc_jit_rvalue *r = js_aff(j, &rest);
-      clip(j, lo, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, r), true);
-      clip(j, hi, add(j, num(j, k->row_guards[g].ext), gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, r)), false);
-    }
-    kernel_rows(j, k, lv(lo), lv(hi));
+    kernel_rows(j, k, num(j, 0), num(j, k->ext[0]));
     return;
   }
   /* rows split in whole register tiles: [lo*mr, min(hi*mr, m)) */

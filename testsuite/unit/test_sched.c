@@ -10,14 +10,16 @@
 #include "schedule.h"
 
 typedef struct Count {
-  int kernels, reductions, parallel;
+  int kernels, reductions, parallel, overwrites, composite, direct, retiled;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
-    if (s->kind == S_KERNEL) c->kernels++;
+    if (s->kind == S_KERNEL) c->kernels++, c->overwrites += s->kern->overwrite, c->composite += s->kern->nm > 1,
+                                c->direct += s->kern->direct_a;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    if (s->kind == S_LOOP && s->tile == 32) c->retiled++;
     if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
   }
@@ -97,7 +99,7 @@ static bool thread_count_invariant(tdsl_model *m, const char *routine) {
 /* Runs `routine` naive and scheduled (at -O0 and -O3) and compares; returns what the
  * schedule made. */
 static Count run_pair(GB *b, const char *routine, bool dbl, const char *what) {
-  Count cnt = {0, 0, 0};
+  Count cnt = {0};
   b->ir = lower_graph(&b->a, &b->d, &b->g, dbl);
   CHECK(b->ir != NULL);
   if (!b->ir) return cnt;
@@ -159,6 +161,7 @@ static void test_matmul(int m, int n, int k, bool ta, bool tb, bool tc, bool ini
            init ? "" : " accumulate", dbl ? " f64" : "");
   Count cnt = run_pair(&b, "c.forward", dbl, what);
   CHECK(cnt.kernels == (m > 1 && n > 1 && k > 1)); /* a size-1 dimension has no loop: naive */
+  CHECK(cnt.overwrites == (init ? cnt.kernels : 0), "%s: the fill is fused into the kernel", what);
   gb_free(&b);
 }
 
@@ -190,7 +193,8 @@ static void test_parallel(void) {
   Count cnt = run_pair(&b, "all", false, "parallel");
   /* y's nest twice: in y.fwd (y.forward calls it) and in the routine's fused copy */
   CHECK(cnt.kernels == 1 && cnt.reductions == 1 && cnt.parallel == 4, "%d %d %d", cnt.kernels, cnt.reductions, cnt.parallel);
-  /* the fill of y is gone: y's nest overwrites every cell once */
+  CHECK(cnt.retiled == 4, "%d", cnt.retiled); /* y's transposes: 32 x 32 tiles (300 = 9*32 + 12) */
+  /* the fills of c and y are gone: c's kernel and y's nest overwrite every cell */
   SchedOpts so = {.vec_bytes = sched_host_vec_bytes()};
   IrModule *sm = sched_module(&b.a, b.ir, &so);
   int fills = 0, fills0 = 0;
@@ -202,7 +206,7 @@ static void test_parallel(void) {
     const PtrVec *body0 = &VEC_AT(b.ir->funcs, IrFunc, f)->body;
     for (int i = 0; i < body0->len; i++) fills0 += ((Stmt *)body0->items[i])->kind == S_FILL;
   }
-  CHECK(fills0 - fills == 1); /* in y.fwd (the routine calls it) */
+  CHECK(fills0 - fills == 2); /* in c.fwd and y.fwd (the routine calls them) */
   gb_free(&b);
 }
 
@@ -244,9 +248,11 @@ static void test_affine(int stride) {
   gb_free(&b);
 }
 
-/* A padded 2-D convolution out[y,x,o] += img[y+ky-1, x+kx-1, c] * w[ky,kx,c,o]: one
- * guard clips the kernel's rows, the other becomes an `if` on the outer loops; a guard
- * on the reduced dimension keeps the 1-D padded convolution naive. */
+static void emit_c_agrees(GB *b, const char *routine, const char *what);
+
+/* A padded 2-D convolution out[y,x,o] += img[y+ky-1, x+kx-1, c] * w[ky,kx,c,o]: the
+ * kernel's rows are (y, x), both guards are tested per row; a guard on the reduced
+ * dimension keeps the 1-D padded convolution naive. */
 static void test_padded_conv(void) {
   GB b;
   gb_init(&b);
@@ -260,7 +266,24 @@ static void test_padded_conv(void) {
   gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 3), gb_it(s, 2, 2, 4), gb_it(s, 2, 3, 5);
   gb_asgn(&b, &out->fwd, (Buf){out, false}, 0, OP_ADD, true, product(&b, img, w), s);
   Count cnt = run_pair(&b, "out.forward", false, "padded 2-D conv");
-  CHECK(cnt.kernels == 1);
+  CHECK(cnt.kernels == 1 && cnt.composite == 1 && cnt.direct == 1); /* rows: (y, x); one column tile */
+  emit_c_agrees(&b, "out.forward", "padded 2-D conv, emit-c");
+  gb_free(&b);
+  /* its input gradient g[y+ky-1, x+kx-1, c] += d[y,x,o] * w[ky,kx,c,o]: the guards keep
+   * the kernel's updates (not only its reads) inside g */
+  gb_init(&b);
+  Tensor *d = uniform(&b, "d", 0, 3, 0, (int[]){H, W, O});
+  w = uniform(&b, "w", 0, 1, 3, (int[]){O, 3, 3, C});
+  Tensor *g = gb_tensor(&b, "g", TK_OP, 0, 3, 0, (int[]){H, W, C});
+  g->init.kind = INIT_UNIFORM;
+  s = gb_step(&b, g, 2, (Tensor *[]){d, w}, 6, (int[]){H, W, O, 3, 3, C});
+  gb_ax(s, 0, 0, -1, 2, 1, 0, 1, 3), gb_ax(s, 0, 1, -1, 2, 1, 1, 1, 4), gb_it(s, 0, 2, 5);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
+  gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 3), gb_it(s, 2, 2, 4), gb_it(s, 2, 3, 5);
+  gb_asgn(&b, &g->fwd, (Buf){g, false}, 0, OP_ADD, false, product(&b, d, w), s);
+  cnt = run_pair(&b, "g.forward", false, "padded 2-D conv, input gradient");
+  CHECK(cnt.kernels == 1 && cnt.composite == 1 && cnt.direct == 1);
+  emit_c_agrees(&b, "g.forward", "padded 2-D conv, input gradient, emit-c");
   gb_free(&b);
   gb_init(&b);
   Tensor *x = uniform(&b, "x", 0, 1, 0, (int[]){40});
@@ -302,21 +325,58 @@ static void test_strict_fp(void) {
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CHECK(b.ir != NULL);
   if (b.ir) {
-    Count def = {0, 0, 0}, strict = {0, 0, 0};
+    Count def = {0}, strict = {0};
     IrModule *m1 = sched_module(&b.a, b.ir, &(SchedOpts){0});
     IrModule *m2 = sched_module(&b.a, b.ir, &(SchedOpts){.strict_fp = true});
     for (int f = 0; f < m1->funcs.len; f++) count_stmts(&VEC_AT(m1->funcs, IrFunc, f)->body, &def);
     for (int f = 0; f < m2->funcs.len; f++) count_stmts(&VEC_AT(m2->funcs, IrFunc, f)->body, &strict);
     CHECK(def.kernels == 1 && strict.kernels == 0);
     /* the input module is left as lowered */
-    Count orig = {0, 0, 0};
+    Count orig = {0};
     for (int f = 0; f < b.ir->funcs.len; f++) count_stmts(&VEC_AT(b.ir->funcs, IrFunc, f)->body, &orig);
     CHECK(orig.kernels == 0);
   }
   gb_free(&b);
 }
 
-/* The C rendering (--emit-c) of a kernel and partial sums, compiled by cc, agrees too. */
+/* The C rendering (--emit-c) of b's scheduled module, compiled by cc, agrees with the
+ * naive loops on routine. */
+static void emit_c_agrees(GB *b, const char *routine, const char *what) {
+  char dir[] = "/tmp/test_sched_XXXXXX";
+  if (!b->ir || !mkdtemp(dir)) {
+    tk_fail("%s: no module or no scratch directory", what);
+    return;
+  }
+  IrModule *sm = sched_module(&b->a, b->ir, &(SchedOpts){.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()});
+  char *cpath = arena_printf(&b->a, "%s/m.c", dir), *so = arena_printf(&b->a, "%s/m.so", dir);
+  FILE *o = fopen(cpath, "w");
+  CHECK(o != NULL);
+  if (o) {
+    emit_c(o, sm, false, "tdsl");
+    fclose(o);
+    CHECK(system(arena_printf(&b->a, "cc -std=c11 -O2 -march=native -shared -fPIC -o %s %s -lm", so, cpath)) == 0);
+    char err[256];
+    tdsl_model *fast = tdsl_open(so, err, sizeof err);
+    gcc_jit_context *jc = NULL;
+    gcc_jit_result *jr = NULL;
+    tdsl_model *naive = open_ir(b, b->ir, 0, false, &jc, &jr);
+    CHECK(fast && naive, "%s", what);
+    if (fast && naive) {
+      CHECK(tdsl_init(fast, 5) == 0);
+      CHECK(tdsl_call(naive, routine) == 0 && tdsl_call(fast, routine) == 0);
+      CHECK(agree(naive, fast, what));
+    }
+    if (fast) tdsl_close(fast);
+    if (naive) tdsl_close(naive);
+    if (jr) gcc_jit_result_release(jr);
+    if (jc) gcc_jit_context_release(jc);
+  }
+  remove(cpath);
+  remove(so);
+  remove(dir);
+}
+
+/* The C rendering of a kernel and partial sums agrees too. */
 static void test_emit_c(void) {
   GB b;
   gb_init(&b);
@@ -333,42 +393,13 @@ static void test_emit_c(void) {
   gb_asgn(&b, &r->fwd, (Buf){r, false}, 0, OP_ADD, true, ae_op(&b.a, OP_ID, ae_buf(&b.a, c, false, 1), NULL, NULL), s2);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   CHECK(b.ir != NULL);
-  char dir[] = "/tmp/test_sched_XXXXXX";
-  if (!b.ir || !mkdtemp(dir)) {
-    failures++;
-    gb_free(&b);
-    return;
+  if (b.ir) {
+    IrModule *sm = sched_module(&b.a, b.ir, &(SchedOpts){.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()});
+    Count cnt = {0};
+    for (int f = 0; f < sm->funcs.len; f++) count_stmts(&VEC_AT(sm->funcs, IrFunc, f)->body, &cnt);
+    CHECK(cnt.kernels == 1 && cnt.reductions == 1);
   }
-  IrModule *sm = sched_module(&b.a, b.ir, &(SchedOpts){.kernel_min_work = 1, .vec_bytes = sched_host_vec_bytes()});
-  Count cnt = {0, 0, 0};
-  for (int f = 0; f < sm->funcs.len; f++) count_stmts(&VEC_AT(sm->funcs, IrFunc, f)->body, &cnt);
-  CHECK(cnt.kernels == 1 && cnt.reductions == 1);
-  char *cpath = arena_printf(&b.a, "%s/m.c", dir), *so = arena_printf(&b.a, "%s/m.so", dir);
-  FILE *o = fopen(cpath, "w");
-  CHECK(o != NULL);
-  if (o) {
-    emit_c(o, sm, false, "tdsl");
-    fclose(o);
-    CHECK(system(arena_printf(&b.a, "cc -std=c11 -O2 -march=native -shared -fPIC -o %s %s -lm", so, cpath)) == 0);
-    char err[256];
-    tdsl_model *fast = tdsl_open(so, err, sizeof err);
-    gcc_jit_context *jc = NULL;
-    gcc_jit_result *jr = NULL;
-    tdsl_model *naive = open_ir(&b, b.ir, 0, false, &jc, &jr);
-    CHECK(fast && naive);
-    if (fast && naive) {
-      CHECK(tdsl_init(fast, 5) == 0);
-      CHECK(tdsl_call(naive, "r.forward") == 0 && tdsl_call(fast, "r.forward") == 0);
-      CHECK(agree(naive, fast, "emit-c"));
-    }
-    if (fast) tdsl_close(fast);
-    if (naive) tdsl_close(naive);
-    if (jr) gcc_jit_result_release(jr);
-    if (jc) gcc_jit_context_release(jc);
-  }
-  remove(cpath);
-  remove(so);
-  remove(dir);
+  emit_c_agrees(&b, "r.forward", "emit-c");
   gb_free(&b);
 }
 
@@ -377,6 +408,7 @@ int main(void) {
   for (int i = 0; i < 5; i++)
     for (int j = 0; j < 5; j++) test_matmul(sizes[i], sizes[j], sizes[(i + j + 2) % 5], false, false, false, true, false);
   test_matmul(13, 31, 300, false, false, false, true, false); /* two k blocks */
+  test_matmul(13, 31, 300, false, false, false, false, false);
   test_matmul(101, 67, 29, true, false, false, true, false);
   test_matmul(67, 101, 29, false, true, false, true, false);
   test_matmul(53, 41, 37, true, true, true, true, false);
