@@ -243,6 +243,9 @@ static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
     long a = strtol(t, &end, 10), b = a, st = 1;
     if (*end == '-') b = strtol(end + 1, &end, 10);
     if (*end == '/') st = strtol(end + 1, &end, 10);
+    /* function numbers and steps are small: nothing below can overflow */
+    if (a < 0 || b < 0 || a > (1 << 22) || b > (1 << 22) || st < -(1 << 22) || st > (1 << 22))
+      return fail(m, "malformed model metadata: seq %s", r->name);
     long n = st ? (b - a) / st + 1 : 0;
     if (*end || a < 0 || b < 0 || n < 1 || (b - a) % st || n > (1 << 22) - r->nseq)
       return fail(m, "malformed model metadata: seq %s", r->name);
@@ -413,6 +416,7 @@ static int meta_at(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
     return 0;
   }
   if (b->data || !in_instance(m, off, buf_bytes(b))) return bad_meta(m, ln, "buffer storage outside the instance");
+  if (off % (b->elem == TDSL_F64 ? 8 : 4)) return bad_meta(m, ln, "buffer storage misaligned for its element type");
   b->data = m->inst + off;
   return 0;
 }

@@ -11,12 +11,14 @@
 static const char *meta_text;
 static const char *meta(void) { return meta_text; }
 static void fn(void *inst) { (void)inst; }
+static void call(void *inst, int k) { (void)inst, (void)k; }
 
 static void *resolve(void *h, const char *name) {
   (void)h;
   int i;
   if (!strcmp(name, "tdsl_model_meta")) return (void *)meta;
   if (sscanf(name, "t_fn_%d", &i) == 1) return (void *)fn;
+  if (!strcmp(name, "t_call")) return (void *)call;
   return NULL;
 }
 
@@ -96,6 +98,10 @@ int main(void) {
   refused("tdsl 3\nmodel t 2048\nfn 3\n", "(line 3): bad routine line");
   refused("tdsl 3\nmodel t 2048\nthreads 4\n", "(line 3): bad threads line");
   refused("tdsl 3\nmodel t 2048\ntdsl 2\n", "(line 3): a second version line");
+  /* found by the metadata fuzzer: a seq range at LONG_MAX overflowed; an f64 buffer at a
+   * multiple of 4 only gave misaligned doubles */
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 0-333333333333333333333333333\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nbuf 0 x f64 4 0 1 0 4 -\nat 0 644\n", "misaligned");
   /* the instance header (runtime slots, --check-bounds fault) is not a buffer's */
   refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "buffer storage outside the instance");
   refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "another tdslc version");
