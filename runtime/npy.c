@@ -2,6 +2,7 @@
  * a Python dict literal such as {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
  * (numpy.lib.format); only little-endian float32/float64 in C order are accepted. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,15 @@ static int check_shape(tdsl_model *m, const tdsl_tensor_info *ti, const NpyHeade
   return tdsl_rt_fail(m, "'%s' has shape %s but tensor %s has dims %s", path, fs, ti->name, ts);
 }
 
+/* A tensor with dynamic dimensions takes the array's (then ti describes it anew). */
+static int take_shape(tdsl_model *m, tdsl_tensor_info *ti, const NpyHeader *h) {
+  long dims[NPY_MAX_RANK];
+  for (int i = 0; i < h->rank && i < NPY_MAX_RANK; i++) dims[i] = h->dims[i] > LONG_MAX ? LONG_MAX : (long)h->dims[i];
+  const char *name = ti->name;
+  if (tdsl_rt_take_shape(m, name, h->rank, dims)) return -1;
+  return tdsl_tensor_by_name(m, name, ti);
+}
+
 static int read_header(tdsl_model *m, FILE *f, const char *path, NpyHeader *h) {
   unsigned char pre[12];
   if (fread(pre, 1, 10, f) != 10) return tdsl_rt_fail(m, "'%s': truncated .npy header", path);
@@ -150,6 +160,7 @@ int tdsl_rt_load_npy(tdsl_model *m, const char *name, const char *path) {
   if (!rc && !f64 && strcmp(h.descr, "<f4"))
     rc = tdsl_rt_fail(m, "'%s': dtype '%s' is not supported (expected float32 '<f4' or float64 '<f8')", path, h.descr);
   if (!rc && h.fortran) rc = tdsl_rt_fail(m, "'%s': Fortran-order arrays are not supported (save a C-order array)", path);
+  if (!rc) rc = take_shape(m, &ti, &h);
   if (!rc) rc = check_shape(m, &ti, &h, path);
   if (!rc) rc = read_values(m, f, path, &ti, f64);
   fclose(f);

@@ -81,6 +81,10 @@ struct tdsl_model {
   int nsyms, nfns, naliases;
   RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
   int ndims;
+  struct RtFlag { int of; int *ptr; } *flags; /* 1 while dim `of` is not 1 (code reads it) */
+  int nflags;
+  struct RtCheck { int size, expect; bool or_one; char *msg; } *checks; /* before every call */
+  int nchecks;
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
@@ -418,12 +422,43 @@ static int meta_at(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   return 0;
 }
 
+/* flag ID OF OFFSET: an int the runtime sets to (dim OF != 1); flags follow the dims. */
+static int meta_flag(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long id, of, off;
+  if (!tok_int(&p, 0, INT_MAX, &id) || id != m->ndims + m->nflags) return bad_meta(m, ln, "flags out of order");
+  if (!m->ndims || !tok_int(&p, 0, m->ndims - 1, &of) || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p))
+    return bad_meta(m, ln, "bad flag line");
+  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "flag outside the instance");
+  struct RtFlag *grown = grow(m->flags, m->nflags, sizeof *grown);
+  if (!grown) return fail(m, "out of memory");
+  m->flags = grown;
+  m->flags[m->nflags++] = (struct RtFlag){(int)of, (int *)(m->inst + off)};
+  return 0;
+}
+
+/* check SIZE EXPECT ORONE MSG: a run-time check of dynamic sizes before every call. */
+static int meta_check(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  long size, expect, or_one;
+  char *msg;
+  if (!tok_int(&p, -(long)m->ndims, INT_MAX, &size) || !tok_int(&p, -(long)m->ndims, INT_MAX, &expect) ||
+      !tok_int(&p, 0, 1, &or_one) || !(msg = tok_str(&p)) || next_tok(&p))
+    return bad_meta(m, ln, "bad check line");
+  struct RtCheck *grown = grow(m->checks, m->nchecks, sizeof *grown);
+  if (!grown) return fail(m, "out of memory");
+  m->checks = grown;
+  struct RtCheck *c = &m->checks[m->nchecks];
+  *c = (struct RtCheck){(int)size, (int)expect, or_one != 0, xstrdup(msg)};
+  if (!c->msg) return fail(m, "out of memory");
+  m->nchecks++;
+  return 0;
+}
+
 /* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
  * the instance) stays 0 until tdsl_set_dim. */
 static int meta_dim(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long id, off;
   char *name;
-  if (m->nbufs || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
+  if (m->nbufs || m->nflags || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
   if (!(name = tok_str(&p)) || !*name || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p)) return bad_meta(m, ln, "bad dim line");
   if (!in_instance(m, off, 4)) return bad_meta(m, ln, "dimension outside the instance");
   for (int i = 0; i < m->ndims; i++)
@@ -502,11 +537,12 @@ static int add_named(tdsl_model *m, RtNamed **arr, int *cnt, RtNamed nd) {
   return 0;
 }
 
-/* sym ID NAME RANGE OFFSET: index symbol ID (values below RANGE) at OFFSET in the instance. */
+/* sym ID NAME RANGE OFFSET: index symbol ID (values below RANGE; RANGE < 0: below the value
+ * of dim -1 - RANGE) at OFFSET in the instance. */
 static int meta_sym(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   long idx, range, off;
   char *name;
-  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || !tok_int(&p, 0, INT_MAX, &range) ||
+  if (!tok_int(&p, 0, INT_MAX, &idx) || !(name = tok_str(&p)) || !tok_int(&p, -(long)m->ndims, INT_MAX, &range) ||
       !tok_int(&p, 0, LONG_MAX, &off))
     return bad_meta(m, ln, "bad index symbol line");
   if (idx != m->nsyms) return bad_meta(m, ln, "index symbols out of order");
@@ -573,6 +609,8 @@ static const struct MetaKind {
     {"buf", meta_buf, -1, NULL},
     {"at", meta_at, 2, "bad at line"},
     {"dim", meta_dim, 3, "bad dim line"},
+    {"flag", meta_flag, 3, "bad flag line"},
+    {"check", meta_check, 4, "bad check line"},
     {"role", meta_role, 2, "bad role line"},
     {"init", meta_init, -1, NULL},
     {"sym", meta_sym, 4, "bad index symbol line"},
@@ -781,6 +819,9 @@ void tdsl_close(tdsl_model *m) {
   }
   for (int i = 0; i < m->ndims; i++) free(m->dims[i].name);
   free(m->dims);
+  free(m->flags);
+  for (int i = 0; i < m->nchecks; i++) free(m->checks[i].msg);
+  free(m->checks);
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
   for (int i = 0; i < m->nfns; i++) {
     free(m->fns[i].name);
@@ -1018,6 +1059,8 @@ int tdsl_set_index(tdsl_model *m, const char *name, long v) {
   int i = find_sym(m, name);
   if (i < 0) return -1;
   int r = m->sym_range[i];
+  if (r < 0 && !(r = *(int *)m->dims[-1 - r].ptr)) /* the range is a dynamic dimension's value */
+    return fail(m, "index %s ranges over dimension %s, which is not set", name, m->dims[-1 - m->sym_range[i]].name);
   if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
     return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
                  : fail(m, "index %s = %ld must be a non-negative int", name, v);
@@ -1231,15 +1274,31 @@ int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
       *(int *)m->dims[id].ptr = old;
       return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
     }
+  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
   for (int i = 0; i < m->nbufs; i++)
     if (uses_dim(&m->bufs[i], id) && dyn_realloc(m, &m->bufs[i])) return -1;
   return 0;
 }
 
-/* Fails the call when a dynamic dimension is still unset. */
+static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m, -1 - d) : d; }
+
+/* Fails the call when a dynamic dimension is still unset or a check of the sizes
+ * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
     if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+  for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
+    if (m->bufs[i].decl && !m->bufs[i].data)
+      return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);
+  for (int i = 0; i < m->nchecks; i++) {
+    const struct RtCheck *c = &m->checks[i];
+    long size = check_value(m, c->size), expect = check_value(m, c->expect);
+    if (size == expect || (c->or_one && size == 1)) continue;
+    const char *sn = c->size < 0 ? m->dims[-1 - c->size].name : "size";
+    if (c->expect < 0)
+      return fail(m, "%s: %.300s (%s = %ld, %s = %ld)", routine, c->msg, sn, size, m->dims[-1 - c->expect].name, expect);
+    return fail(m, "%s: %.300s (%s = %ld, expected %ld%s)", routine, c->msg, sn, size, expect, c->or_one ? " or 1" : "");
+  }
   return 0;
 }
 
@@ -1258,6 +1317,12 @@ static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) 
   for (int k = 0; k < rank; k++)
     if (b->decl && b->decl[k] < 0 && tdsl_set_dim(m, m->dims[-1 - b->decl[k]].name, dims[k])) return -1;
   return 0;
+}
+
+int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {
+  RtBuf *b = lookup(m, name);
+  if (!b) return -1;
+  return b->decl ? dims_from_shape(m, b, rank, dims) : 0;
 }
 
 static int write_shaped(tdsl_model *m, const char *fn, const char *name, const float *src, const double *src64, int rank,

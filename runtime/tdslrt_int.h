@@ -15,6 +15,10 @@ TDSL_HIDDEN int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, co
 /* Sets tdsl_error(m) (printf-style); returns -1. */
 TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A tensor with dynamic dimensions takes them from a shape of rank dims (set with
+ * tdsl_set_dim; static dims must match); a static tensor: nothing to do. */
+TDSL_HIDDEN int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims);
+
 /* Whether path starts with the .npy magic (false when unreadable: the raw reader then
  * reports the error). */
 TDSL_HIDDEN bool tdsl_rt_is_npy(const char *path);

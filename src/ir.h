@@ -64,14 +64,28 @@ typedef struct IrBuf {
 typedef struct IrSym {
   int id;
   const char *name;
-  int range;          /* 0 = unbounded */
+  int range;          /* 0 = unbounded; DIM_DYN(id): the current value of dimension id */
 } IrSym;
 
-/* A dynamic dimension (graph.h DimSym): its value is set at run time (tdsl_set_dim). */
+/* A dynamic dimension (graph.h DimSym): its value is set at run time (tdsl_set_dim).
+ * A flag (after every size) is no size but what the runtime derives from size `of`:
+ * 1 when it is not 1, else 0. A dynamic axis that broadcasts when its run-time size is
+ * 1 (graph.h AxisIndex.dyn_bcast) has its index scaled by that flag. */
 typedef struct IrDim {
   int id;
   const char *name;   /* NULL for an anonymous `?` */
+  bool flag;
+  int of;             /* flag: the size it is derived from */
 } IrDim;
+
+/* A run-time check of dynamic sizes (graph.h DimCheck): every call fails with msg
+ * unless size == expect, or size == 1 when or_one. size and expect are dimensions as
+ * ints (static, or DIM_DYN of a size). */
+typedef struct IrCheck {
+  int size, expect;
+  bool or_one;
+  const char *msg;
+} IrCheck;
 
 /* A product of dynamic dimensions (ids of IrModule.dims, sorted, repeats allowed),
  * interned in IrModule.prods: product number k >= 1 is prods.items[k - 1]. */
@@ -211,6 +225,7 @@ typedef struct IrModule {
   PtrVec syms;    /* IrSym* */
   PtrVec dims;    /* IrDim*: dynamic dimensions (graph.h DIM_DYN encoding), by id */
   PtrVec prods;   /* IrProd*: products of dims (Term.dyn, Stmt.dext, ...) */
+  PtrVec checks;  /* IrCheck*: what the runtime verifies before each call */
   PtrVec funcs;   /* IrFunc* */
   PtrVec aliases; /* IrAlias* */
 } IrModule;
@@ -244,10 +259,12 @@ int ir_prod(Arena *a, IrModule *m, const int *dims, int n);
 int ir_prod_mul(Arena *a, IrModule *m, int p, int q);
 const IrProd *ir_prod_at(const IrModule *m, int p);
 /* Do the statements use a dynamic size anywhere (loops, guards, strides, a dynamic
- * buffer)? The schedule leaves such functions as they are. */
+ * buffer)? The schedule leaves such statements as they are. */
 bool ir_stmts_dynamic(const IrModule *m, const PtrVec *body);
-/* The product's text: "n*m" (an anonymous dim is ?ID). */
+bool ir_stmt_dynamic(const IrModule *m, const Stmt *s);
+/* The product's text: "n*m" (an anonymous dim is ?ID, a flag "(n>1)"), and one dim's. */
 void ir_prod_print(FILE *out, const IrModule *m, int p);
+void ir_dim_print(FILE *out, const IrModule *m, int id);
 const char *ir_dim_name(Arena *a, const IrModule *m, int id);
 /* Sets IrFunc.seq (end of lowering). */
 void ir_mark_seqs(Arena *a, IrModule *m);

@@ -41,13 +41,21 @@ const char *ir_dim_name(Arena *a, const IrModule *m, int id) {
   return d && d->name ? d->name : arena_printf(a, "?%d", id);
 }
 
+void ir_dim_print(FILE *out, const IrModule *m, int id) {
+  const IrDim *d = id >= 0 && id < m->dims.len ? m->dims.items[id] : NULL;
+  if (d && d->flag) {
+    fputc('(', out);
+    ir_dim_print(out, m, d->of);
+    fputs(">1)", out);
+  } else if (d && d->name) fputs(d->name, out);
+  else fprintf(out, "?%d", id);
+}
+
 void ir_prod_print(FILE *out, const IrModule *m, int p) {
   const IrProd *x = ir_prod_at(m, p);
   for (int i = 0; x && i < x->n; i++) {
-    const IrDim *d = x->dims[i] < m->dims.len ? m->dims.items[x->dims[i]] : NULL;
     if (i) fputc('*', out);
-    if (d && d->name) fputs(d->name, out);
-    else fprintf(out, "?%d", x->dims[i]);
+    ir_dim_print(out, m, x->dims[i]);
   }
 }
 
@@ -91,4 +99,9 @@ bool ir_stmts_dynamic(const IrModule *m, const PtrVec *body) {
     }
   }
   return false;
+}
+
+bool ir_stmt_dynamic(const IrModule *m, const Stmt *s) {
+  PtrVec one = {.items = (void **)&s, .len = 1, .cap = 1};
+  return ir_stmts_dynamic(m, &one);
 }

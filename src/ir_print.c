@@ -134,16 +134,17 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
   }
 }
 
+/* A dimension as an int: N, or a dynamic one by name (?ID when anonymous). */
+static void dim_print(FILE *out, int d, const IrModule *m) {
+  if (!DIM_IS_DYN(d)) fprintf(out, "%d", d);
+  else ir_dim_print(out, m, DIM_DYN_ID(d));
+}
+
 static void dims_print(FILE *out, const IrBuf *b, const IrModule *m) {
   fputc('[', out);
   for (int i = 0; i < b->rank; i++) {
     if (i) fputc(',', out);
-    if (!DIM_IS_DYN(b->dims[i])) fprintf(out, "%d", b->dims[i]);
-    else {
-      const IrDim *d = DIM_DYN_ID(b->dims[i]) < m->dims.len ? m->dims.items[DIM_DYN_ID(b->dims[i])] : NULL;
-      if (d && d->name) fputs(d->name, out);
-      else fprintf(out, "?%d", DIM_DYN_ID(b->dims[i]));
-    }
+    dim_print(out, b->dims[i], m);
   }
   fputc(']', out);
 }
@@ -157,11 +158,25 @@ void ir_print(FILE *out, const IrModule *m) {
   }
   for (int i = 0; i < m->dims.len; i++) {
     const IrDim *d = VEC_AT(m->dims, IrDim, i);
-    fprintf(out, "dim ?%d %s\n", i, d->name ? d->name : "?");
+    if (d->flag) {
+      fprintf(out, "flag ?%d = ", i);
+      ir_dim_print(out, m, i);
+      fputc('\n', out);
+    } else fprintf(out, "dim ?%d %s\n", i, d->name ? d->name : "?");
+  }
+  for (int i = 0; i < m->checks.len; i++) {
+    const IrCheck *c = VEC_AT(m->checks, IrCheck, i);
+    fputs("check ", out);
+    dim_print(out, c->size, m);
+    fputs(c->or_one ? " in {1, " : " == ", out);
+    dim_print(out, c->expect, m);
+    fprintf(out, "%s: %s\n", c->or_one ? "}" : "", c->msg ? c->msg : "");
   }
   for (int i = 0; i < m->syms.len; i++) {
     const IrSym *s = VEC_AT(m->syms, IrSym, i);
-    fprintf(out, "sym %s < %d\n", s->name, s->range);
+    fprintf(out, "sym %s < ", s->name);
+    dim_print(out, s->range, m);
+    fputc('\n', out);
   }
   for (int i = 0; i < m->funcs.len; i++) {
     fputc('\n', out);
@@ -290,6 +305,10 @@ static bool has_parallel(const IrModule *m) {
  *   model NAME SIZE                  symbol prefix, instance bytes
  *   dim ID NAME OFFSET               a dynamic dimension: its int value in the instance
  *                                    (0 until set); NAME ?ID for an anonymous one
+ *   flag ID OF OFFSET                an int the runtime keeps: 1 when dim OF is not 1
+ *                                    (flags follow every dim)
+ *   check SIZE EXPECT ORONE MSG      each call fails with MSG unless SIZE == EXPECT (or
+ *                                    SIZE == 1 when ORONE is 1); dims as in buf lines
  *   buf ID NAME f32|f64 SIZE NB NO NI DIM... LABEL...   (LABEL "-" when none; DIM < 0:
  *                                    dynamic dimension -1 - DIM, and then SIZE is 0)
  *   at ID OFFSET                     buffer ID's byte offset in the instance (of a
@@ -297,7 +316,7 @@ static bool has_parallel(const IrModule *m) {
  *   init ID const V | values N V... | range | uniform | file ELEMS PATH
  *          | expr STREAM NOPS OP...   (OP: const V, values N V..., range, uniform,
  *            normal, or a primitive's name: a postfix program per cell, see graph.h)
- *   sym ID NAME RANGE OFFSET
+ *   sym ID NAME RANGE OFFSET         (RANGE < 0: the value of dim -1 - RANGE)
  *   alias NAME BUFID
  *   fn ID NAME
  *   seq ID NAME K|A-B|A-B/S...       runs NAME_call(instance, K) for each K in turn
@@ -326,9 +345,20 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
   meta_str(o, name);
   fprintf(o, " %ld\n", l.size);
   for (int i = 0; i < m->dims.len; i++) {
+    const IrDim *d = VEC_AT(m->dims, IrDim, i);
+    if (d->flag) {
+      fprintf(o, "flag %d %d %ld\n", i, d->of, l.dim_off[i]);
+      continue;
+    }
     fprintf(o, "dim %d ", i);
     meta_str(o, ir_dim_name(a, m, i));
     fprintf(o, " %ld\n", l.dim_off[i]);
+  }
+  for (int i = 0; i < m->checks.len; i++) {
+    const IrCheck *c = VEC_AT(m->checks, IrCheck, i);
+    fprintf(o, "check %d %d %d ", c->size, c->expect, c->or_one);
+    meta_str(o, c->msg ? c->msg : "dynamic dimensions do not match");
+    fputc('\n', o);
   }
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);

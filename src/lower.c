@@ -165,6 +165,28 @@ typedef struct Nest {
   long *var_ext;      /* per function variable */
 } Nest;
 
+/* The flag "dimension id is not 1" (ir.h IrDim.flag), made once. */
+static int bcast_flag(L *l, int id) {
+  for (int i = 0; i < l->m->dims.len; i++) {
+    const IrDim *d = l->m->dims.items[i];
+    if (d->flag && d->of == id) return ir_prod(l->a, l->m, &i, 1);
+  }
+  IrDim *d = ANEW(l->a, IrDim);
+  d->id = l->m->dims.len;
+  d->flag = true;
+  d->of = id;
+  vec_push(l->a, &l->m->dims, d);
+  return ir_prod(l->a, l->m, &d->id, 1);
+}
+
+/* A dynamic axis that broadcasts when its run-time size is 1 (graph.h dyn_bcast): its
+ * index is scaled by the flag, so it is 0 then (the run-time checks make it the
+ * iterator otherwise). */
+static void bcast_scale(L *l, Aff *f, int id) {
+  int flag = bcast_flag(l, id);
+  for (int k = 0; k < f->n; k++) f->t[k].dyn = ir_prod_mul(l->a, l->m, f->t[k].dyn, flag);
+}
+
 /* An operand access through a slot of the projections (slot -1: index 0 everywhere). */
 static Access make_access(L *l, Nest *n, int buf, int slot, Loc loc) {
   IrBuf *b = irbuf(l, buf);
@@ -187,9 +209,11 @@ static Access make_access(L *l, Nest *n, int buf, int slot, Loc loc) {
       if (n->p->iter_size[ai->iter[k]] != 1) /* a size-1 iterator is always 0: no loop */
         aff_add_term(l->a, f, n->base + ai->iter[k], ai->coef[k], 0);
     if (ai->sym) aff_add_term(l->a, f, -1 - sym_index(l, ai->sym), 1, 0);
+    if (ai->dyn_bcast && DIM_IS_DYN(b->dims[ax])) bcast_scale(l, f, DIM_DYN_ID(b->dims[ax]));
     aff_normalize(f);
     aff_add_term(l->a, &acc.flat, AFF_ONE, stride * f->off, dstride);
-    for (int k = 0; k < f->n; k++) aff_add_term(l->a, &acc.flat, f->t[k].var, stride * f->t[k].coef, dstride);
+    for (int k = 0; k < f->n; k++)
+      aff_add_term(l->a, &acc.flat, f->t[k].var, stride * f->t[k].coef, ir_prod_mul(l->a, l->m, dstride, f->t[k].dyn));
     if (DIM_IS_DYN(b->dims[ax])) dstride = ir_prod_mul(l->a, l->m, dstride, dim_prod(l, b->dims[ax]));
     else stride *= b->dims[ax];
   }
@@ -219,6 +243,9 @@ static void add_guards(L *l, Nest *n, const Access *acc, PtrVec *guards) {
     bool has_var = false;
     for (int k = 0; k < f->n; k++) has_var |= f->t[k].var >= 0;
     if (!has_var) continue; /* fixed and symbol indices are checked, not skipped */
+    bool bcast = false;
+    for (int k = 0; k < f->n; k++) bcast |= f->t[k].dyn != 0;
+    if (bcast) continue; /* a run-time broadcast: the run-time checks keep it in range */
     if (dyn_in_range(n, f, b->dims[ax])) continue;
     Guard *gd = ANEW(l->a, Guard);
     gd->aff = *f;
@@ -549,17 +576,24 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   l.gbuf = ANEWN(a, int, nt + 1);
   for (int i = 0; i < nt; i++) l.vbuf[i] = l.gbuf[i] = -1;
   l.role = graph_roles(a, g);
-  for (int i = 0; i < nt; i++) {
-    Tensor *t = VEC_AT(g->tensors, Tensor, i);
-    buf_of(&l, (Buf){t, false});
-    if (t->diff) buf_of(&l, (Buf){t, true});
-  }
+  /* the sizes first: flags (bcast_flag) follow them */
   for (int i = 0; i < g->dimsyms.len; i++) {
     DimSym *s = VEC_AT(g->dimsyms, DimSym, i);
     IrDim *d = ANEW(a, IrDim);
     d->id = i;
     d->name = s->name;
     vec_push(a, &l.m->dims, d);
+  }
+  for (int i = 0; i < nt; i++) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
+    buf_of(&l, (Buf){t, false});
+    if (t->diff) buf_of(&l, (Buf){t, true});
+  }
+  for (int i = 0; i < g->dimchecks.len; i++) {
+    const DimCheck *dc = g->dimchecks.items[i];
+    IrCheck *c = ANEW(a, IrCheck);
+    *c = (IrCheck){dc->size, dc->expect, dc->or_one, dc->msg};
+    vec_push(a, &l.m->checks, c);
   }
   for (int i = 0; i < g->syms.len; i++) {
     IndexSym *s = VEC_AT(g->syms, IndexSym, i);

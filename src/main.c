@@ -471,12 +471,6 @@ static int dispatch(Ctx *c, IrModule *m) {
  * Returns a process exit status. */
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
-  if (g->dimchecks.len) { /* issue 17: until lowering renders DimChecks and dyn_bcast (branch dgen replaces this) */
-    const DimCheck *k = g->dimchecks.items[0];
-    diag_error(&c->diag, k->loc, "code generation for run-time checks of dynamic dimensions is not implemented yet: %s",
-               k->msg);
-    return 1;
-  }
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
   timing_mark(c, "lowering");
   if (!m || c->diag.errors) return 1;

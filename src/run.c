@@ -138,29 +138,36 @@ static bool has_index(const tdsl_model *m, const char *name) {
   return false;
 }
 
+/* --set of the dimensions (pass 0: they size the tensors) or the index symbols (pass 1:
+ * a range may be a dimension's value). */
+static int run_sets(const Options *o, tdsl_model *m, int pass) {
+  for (int i = 0; i < o->sets.len; i++) {
+    RunSet *s = o->sets.items[i];
+    long cur;
+    bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
+    if (dim != (pass == 0)) continue;
+    if (!dim && !has_index(m, s->name)) {
+      fprintf(stderr, "tdslc: error: --set: no index symbol or dynamic dimension named '%s'\n", s->name);
+      return 1;
+    }
+    if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
+      return run_err("--set", m);
+  }
+  return 0;
+}
+
+/* init, then --set dimensions, the loads (a .npy file may set dimensions too), then
+ * --set index symbols. */
 int run_prepare(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   if (tdsl_init(m, o->seed)) return run_err("init", m);
-  /* --set names dynamic dimensions (first: they size the tensors) and index symbols. */
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < o->sets.len; i++) {
-      RunSet *s = o->sets.items[i];
-      long cur;
-      bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
-      if (dim != (pass == 0)) continue;
-      if (!dim && !has_index(m, s->name)) {
-        fprintf(stderr, "tdslc: error: --set: no index symbol or dynamic dimension named '%s'\n", s->name);
-        return 1;
-      }
-      if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
-        return run_err("--set", m);
-    }
+  if (run_sets(o, m, 0)) return 1;
   if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
     if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
   }
-  return 0;
+  return run_sets(o, m, 1);
 }
 
 static int run_model(Ctx *c, tdsl_model *m) {

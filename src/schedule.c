@@ -537,17 +537,18 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
   r->funcs = (PtrVec){0};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (ir_stmts_dynamic(m, &f->body)) { /* dynamic sizes: the plain loops (issue 17) */
-      vec_push(a, &r->funcs, (void *)f);
-      continue;
-    }
     IrFunc *nf = ANEW(a, IrFunc);
     *nf = *f;
     nf->body = (PtrVec){0};
     for (int k = 0; k < f->body.len; k++) {
       Stmt *s = f->body.items[k], *fused = NULL;
+      if (ir_stmt_dynamic(m, s)) { /* dynamic sizes (issue 17): the plain loops */
+        vec_push(a, &nf->body, s);
+        continue;
+      }
       /* fill, # comment, nest */
-      if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT) {
+      if (!o->check_bounds && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT &&
+          !ir_stmt_dynamic(m, f->body.items[k + 2])) {
         fused = fuse_fill(a, m, s, f->body.items[k + 2]);
         if (!fused) fused = fuse_fill_kernel(a, m, o, s, f->body.items[k + 2]);
       }

@@ -107,7 +107,8 @@ def _squeezed(shape):
 
 class Model:
     """A compiled model: tensors by name (m["w"]), routines (m.call), index symbols
-    (attributes or set_index), init, checkpoints (save/load)."""
+    (attributes or set_index), dynamic dimensions (attributes, set_dim, or writing a
+    tensor of another shape), init, checkpoints (save/load)."""
 
     def __init__(self, so):
         L = lib()
@@ -121,6 +122,8 @@ class Model:
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "indices", tuple(
             L.tdsl_index_name(h, i).decode() for i in range(L.tdsl_num_indices(h))))
+        object.__setattr__(self, "dims", tuple(
+            L.tdsl_dim_name(h, i).decode() for i in range(L.tdsl_num_dims(h))))
 
     # ---- life cycle ----
     def close(self):
@@ -195,12 +198,23 @@ class Model:
 
     def __setitem__(self, name, value):
         """Copies value into the tensor: its shape must be the tensor's (axes of size 1
-        aside); converted to the tensor's element type."""
+        aside); converted to the tensor's element type. A tensor with dynamic
+        dimensions takes the array's shape: the dimensions are set from it (static
+        ones must match), which reallocates the tensors that use them."""
         view = self[name]
         arr = np.asarray(value, dtype=view.dtype)
         if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
-            raise ValueError("tensor %s has shape %s, not %s" % (name, view.shape, arr.shape))
+            if not self.dims:
+                raise ValueError("tensor %s has shape %s, not %s" % (name, view.shape, arr.shape))
+            self._write_shaped(name, arr)
+            return
         view[...] = arr.reshape(view.shape)
+
+    def _write_shaped(self, name, arr):
+        data = np.ascontiguousarray(arr, dtype=np.float64)
+        dims = (ctypes.c_long * max(1, data.ndim))(*data.shape)
+        ptr = data.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        self._check(self._L.tdsl_write_shaped_f64(self._handle(), name.encode(), ptr, data.ndim, dims))
 
     def load_file(self, name, path):
         """Fills a tensor from a .npy or raw float32 file (tdsl_load_file)."""
@@ -224,14 +238,29 @@ class Model:
         self._check(self._L.tdsl_get_index(self._handle(), name.encode(), ctypes.byref(v)))
         return v.value
 
+    def set_dim(self, name, value):
+        """Sets a dynamic dimension (`let n = dim ()`); the tensors that use it are
+        reallocated (and initialized again) when its value changes."""
+        self._check(self._L.tdsl_set_dim(self._handle(), name.encode(), int(value)))
+
+    def get_dim(self, name):
+        """A dynamic dimension's current value (0 while unset)."""
+        v = ctypes.c_long()
+        self._check(self._L.tdsl_get_dim(self._handle(), name.encode(), ctypes.byref(v)))
+        return v.value
+
     def __getattr__(self, name):
         if name in self.__dict__.get("indices", ()):
             return self.get_index(name)
+        if name in self.__dict__.get("dims", ()):
+            return self.get_dim(name)
         raise AttributeError(name)
 
     def __setattr__(self, name, value):
         if name in self.__dict__.get("indices", ()):
             self.set_index(name, value)
+        elif name in self.__dict__.get("dims", ()):
+            self.set_dim(name, value)
         else:
             object.__setattr__(self, name, value)
 

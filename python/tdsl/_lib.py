@@ -100,6 +100,11 @@ def _declare(L):
         "tdsl_set_index": (I, [P, S, V]),
         "tdsl_get_index": (I, [P, S, ctypes.POINTER(V)]),
         "tdsl_init": (I, [P, ctypes.c_uint64]),
+        "tdsl_num_dims": (I, [P]),
+        "tdsl_dim_name": (S, [P, I]),
+        "tdsl_set_dim": (I, [P, S, V]),
+        "tdsl_get_dim": (I, [P, S, ctypes.POINTER(V)]),
+        "tdsl_write_shaped_f64": (I, [P, S, ctypes.POINTER(ctypes.c_double), I, ctypes.POINTER(V)]),
         "tdsl_save": (I, [P, S, ctypes.c_uint]),
         "tdsl_load": (I, [P, S]),
     }

@@ -26,15 +26,8 @@ static void dyn_graph(GB *b) {
   Tensor *v = gb_tensor(b, "v", TK_OP, 1, 0, 0, (int[]){N});
   x->init.kind = INIT_RANGE;
   gb_values(b, w, 6, W);
-  UpdateStep *s = gb_step(b, y, 2, (Tensor *[]){x, w}, 3, (int[]){N, 2, 3}); /* i, o, k */
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 2);
-  gb_it(s, 2, 0, 2);
-  gb_it(s, 2, 1, 1);
-  gb_asgn(b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, x, false, 1), ae_buf(&b->a, w, false, 2), NULL), s);
-  s = gb_step(b, t, 1, (Tensor *[]){y}, 2, (int[]){2, N}); /* o, i */
+  gb_matmul(b, x, w, y, N, 2, 3); /* over a dynamic number of rows */
+  UpdateStep *s = gb_step(b, t, 1, (Tensor *[]){y}, 2, (int[]){2, N}); /* o, i */
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
   gb_it(s, 1, 0, 1);
@@ -108,6 +101,30 @@ static void run_model(GB *b, tdsl_model *m) {
   CHECK(tdsl_write_shaped_f64(m, "x", (double[]){0, 1, 2, 3}, 2, (long[]){2, 2}) != 0 &&
         strstr(tdsl_error(m), "axis 1 has size 3, not 2"), "%s", tdsl_error(m));
   CHECK(tdsl_write_f64(m, "x", (double[]){0, 1, 2}, 3) != 0); /* 2 x 3 now */
+  CHECK(tdsl_write_shaped(m, "x", (float[]){0, 1, 2, 3, 4, 5}, 2, (long[]){2, 3}) == 0); /* the same: n stays */
+  CHECK(tdsl_write_shaped(m, "x", (float[]){0}, 1, (long[]){1}) != 0 && strstr(tdsl_error(m), "rank 2, not 1"));
+  /* a .npy file of 3 x 3 sets n = 3 (float64, values 0..8: x's range init) */
+  char path[] = "/tmp/tdsl_dyn_npyXXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (f) {
+    static const char dict[] = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 3), }";
+    char hdr[118]; /* 10 + 118 bytes: the data starts 64-byte aligned */
+    memset(hdr, ' ', sizeof hdr);
+    memcpy(hdr, dict, strlen(dict));
+    hdr[117] = '\n';
+    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+    fwrite(hdr, 1, sizeof hdr, f);
+    for (int i = 0; i < 9; i++) {
+      double v = i;
+      fwrite(&v, 8, 1, f);
+    }
+    fclose(f);
+    CHECK(tdsl_load_file(m, "x", path) == 0 && tdsl_get_dim(m, "n", &nv) == 0 && nv == 3, "%s", tdsl_error(m));
+    gb_call(b, "run");
+    expect_values(b, 3);
+    unlink(path);
+  } else CHECK(false, "mkstemp");
   b->m = keep;
 }
 
@@ -161,6 +178,16 @@ static void test_emit_c(void) {
   fclose(o);
   snprintf(cmd, sizeof cmd, "cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o %s %s -lm", so, src);
   CHECK(system(cmd) == 0, "%s", cmd);
+  /* --emit-header: a dynamic buffer's accessor reads the pointer, the dim has one */
+  char *hdr = NULL;
+  size_t hlen = 0;
+  FILE *ho = open_memstream(&hdr, &hlen);
+  emit_header(ho, b.ir, "tdsl", NULL);
+  fclose(ho);
+  CHECK(strstr(hdr, "#define tdsl_y(inst) (*(float **)((char *)(inst) + ") && strstr(hdr, "/* y [n,2] */") &&
+            strstr(hdr, "#define tdsl_dim_n(inst) (*(int *)((char *)(inst) + "),
+        "%s", hdr);
+  free(hdr);
   char err[256];
   tdsl_model *m = tdsl_open(so, err, sizeof err);
   CHECK(m != NULL && tdsl_init(m, 0) == 0, "%s", err);

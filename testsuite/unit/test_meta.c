@@ -109,7 +109,9 @@ int main(void) {
   refused("not a model\n", "not a tdslc model");
   /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
    * dynamic buffer has size 0 and a pointer slot */
-  const char *dyn = "tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 640\n";
+  const char *dyn = "tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 772\ncheck -1 4 1 x%20axis%200%20vs%204\n"
+                    "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 640\nbuf 1 y f32 0 1 1 0 -1 -1 - -\nat 1 704\n"
+                    "sym 0 i -1 776\nfn 2 run\n";
   char err2[256];
   tdsl_model *dm = open_text(dyn, err2, sizeof err2);
   CHECK(dm != NULL);
@@ -122,6 +124,15 @@ int main(void) {
     CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 6 && ti.dims[0] == 3 && ti.dims[1] == 2 && ti.data &&
           *(void **)((char *)tdsl_instance(dm) + 640) == ti.data);
     CHECK(tdsl_set_dim(dm, "n", 2147483648L) == -1 && tdsl_set_dim(dm, "n", -1) == -1);
+    /* the flag follows n != 1; the check holds for n = 4 or 1 only; the symbol's range is n */
+    CHECK(*(int *)((char *)tdsl_instance(dm) + 772) == 1);
+    CHECK(tdsl_call(dm, "run") == -1 && strstr(tdsl_error(dm), "run: x axis 0 vs 4 (n = 3, expected 4 or 1)"));
+    CHECK(tdsl_set_index(dm, "i", 2) == 0 && tdsl_set_index(dm, "i", 3) == -1);
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 772) == 0 && tdsl_call(dm, "run") == 0);
+    CHECK(tdsl_set_dim(dm, "n", 4) == 0 && tdsl_call(dm, "run") == 0);
+    /* y is n x n: 2^31 - 1 makes it too large (refused before allocating; n stays) */
+    CHECK(tdsl_set_dim(dm, "n", 2147483647L) == -1 && strstr(tdsl_error(dm), "makes tensor y too large") &&
+          tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else tk_fail("dynamic model refused: %s", err2);
   refused("tdsl 3\nmodel t 2048\ndim 1 n 768\n", "dimensions out of order");
@@ -134,5 +145,13 @@ int main(void) {
   refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 2044\n", "buffer storage outside");
   refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\nat 0 644\n", "buffer storage outside");
   refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nbuf 0 x f32 0 1 1 0 -1 2 - -\n", "no storage for tensor x");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 2 0 772\n", "flags out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 1 772\n", "bad flag line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 2046\n", "flag outside the instance");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 772\ndim 2 m 776\n", "dimensions out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -2 4 0 m\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -1 4 2 m\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ncheck -1 4 0\n", "bad check line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\nsym 0 i -2 776\n", "bad index symbol line");
   return tk_exit("test_meta");
 }

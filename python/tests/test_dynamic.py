@@ -1,0 +1,133 @@
+"""Dynamic dimensions (issue 17) end to end: the moons model compiled once with a
+dynamic batch trains at batch 10 and predicts at batch 1 and 800 with the values of
+static models compiled at those sizes (the oracle; in double precision, as the dynamic
+model's plain loops and the static one's scheduled ones may sum in another order), the Python API of dims, run-time
+broadcasting of a size that is 1, and the run-time checks of sizes."""
+import numpy as np
+import pytest
+
+import tdsl
+
+MOONS = """
+let n_batches = 80
+let batch_n = index n_batches
+let step_n = index ()
+{decls}
+let%cd moons_flat = {{ moons_flat; b = [ n_batches; {tb} ]; o = [ 2 ] }}
+let%cd moons_classes = {{ moons_classes; b = [ n_batches; {tb} ]; o = [ 1 ] }}
+let%op mlp x = {{ w3 }} * relu ({{ b2; o = [ 16 ] }} + ({{ w2 }} * relu ({{ b1; o = [ 16 ] }} + ({{ w1 }} * x))))
+let%op moons_input = moons_flat @| batch_n
+let%op moons_class = moons_classes @| batch_n
+let%op margin_loss = relu (1 - (moons_class *. mlp moons_input))
+let%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..10
+let%op learning_rate = 0.1 *. ((2 *. !..80) - !@step_n) /. !..80
+let%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate ~weight_decay:0.0001 scalar_loss
+let%cd mlp_result = mlp {{ point; b = [ {pb} ]; o = [ 2 ] }}
+let%cd infer = mlp_result.forward
+"""
+
+PARAMS = ("w1", "b1", "w2", "b2", "w3")
+
+
+def moons(n, seed=0):
+    """The two half-moons, n points with classes +-1 (numpy)."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, np.pi, n)
+    upper = rng.integers(0, 2, n)
+    x = np.where(upper, np.cos(t), 1 - np.cos(t))
+    y = np.where(upper, np.sin(t), 0.5 - np.sin(t))
+    pts = np.stack([x, y], 1) + rng.normal(0, 0.1, (n, 2))
+    return pts, np.where(upper, 1.0, -1.0)
+
+
+def train(m, pts, cls):
+    m["moons_flat"] = pts.reshape(80, 10, 2)
+    m["moons_classes"] = cls.reshape(80, 10, 1)
+    for step in range(80):
+        m.batch_n = step
+        m.step_n = step
+        m.call("train_step")
+
+
+def predict(m, points):
+    m["point"] = points
+    m.call("infer")
+    return m["mlp_result"].copy()
+
+
+def test_moons_dynamic_batch(build):
+    pts, cls = moons(800)
+    queries = {1: moons(1, seed=1)[0], 800: moons(800, seed=2)[0]}
+    dyn = build(MOONS.format(decls="let batch = dim ()", tb="batch", pb="batch"), name="moons_dyn", precision="double")
+    assert dyn.dims == ("batch",)
+    dyn.init(seed=3)
+    train(dyn, pts, cls)
+    assert dyn.batch == 10
+    for p, q in queries.items():
+        static = build(MOONS.format(decls="", tb="10", pb=str(p)), name="moons_%d" % p, precision="double")
+        static.init(seed=3)
+        train(static, pts, cls)
+        for w in PARAMS:
+            np.testing.assert_allclose(dyn[w], static[w], rtol=1e-9, atol=1e-12)
+        got = predict(dyn, q)
+        assert dyn.batch == p and got.shape == (p, 1)
+        np.testing.assert_allclose(got, predict(static, q), rtol=1e-9, atol=1e-12)
+
+
+SMALL = """
+let n = dim ()
+let%cd x = { x; b = [ n ]; o = [ 3 ] }
+let%op y = x *. 2. + { c = [1; 2; 3] }
+let%op s = y ++ "...|... => 0"
+"""
+
+
+def test_dims_api(build, tmp_path):
+    m = build(SMALL)
+    m.init()
+    assert m.dims == ("n",) and m.n == 0
+    assert m["x"].shape == (0, 3)
+    m.save(tmp_path / "empty.safetensors", which="all")  # unset: empty tensors
+    m.load(tmp_path / "empty.safetensors")
+    with pytest.raises(tdsl.TdslError, match="dimension n is not set"):
+        m.call("s.forward")
+    x = np.arange(12.0).reshape(4, 3)
+    m["x"] = x  # sets n
+    assert m.n == 4 and m.get_dim("n") == 4 and m["y"].shape == (4, 3)
+    m.call("s.forward")
+    np.testing.assert_allclose(m["y"], x * 2 + [1, 2, 3])
+    np.testing.assert_allclose(m["s"], [(x * 2 + [1, 2, 3]).sum()])
+    m.set_dim("n", 2)
+    assert m["x"].shape == (2, 3) and m.tensors["y"].shape == (2, 3)
+    m.n = 5
+    assert m.get_dim("n") == 5
+    with pytest.raises(tdsl.TdslError, match="axis 1 has size 3, not 4"):
+        m["x"] = np.zeros((2, 4))
+    with pytest.raises(tdsl.TdslError, match="out of its range"):
+        m.set_dim("n", 0)
+
+
+BCAST = """
+let n = dim ()
+let%cd a = { a; b = [ n ]; o = [ 3 ] }
+let%cd b = { b; b = [ 4 ]; o = [ 3 ] }
+let%op c = a + b
+"""
+
+
+def test_runtime_broadcast_and_check(build):
+    m = build(BCAST)
+    m.init()
+    b = np.arange(12.0).reshape(4, 3)
+    m["b"] = b
+    a4 = np.arange(12.0).reshape(4, 3) * 10
+    m["a"] = a4
+    m.call("c.forward")
+    np.testing.assert_allclose(m["c"], a4 + b)
+    a1 = np.array([[1.0, 2.0, 3.0]])
+    m["a"] = a1  # n = 1: broadcast at run time
+    m.call("c.forward")
+    np.testing.assert_allclose(m["c"], a1 + b)
+    m["a"] = np.ones((2, 3))  # n = 2: neither 4 nor 1
+    with pytest.raises(tdsl.TdslError, match="n = 2, expected 4 or 1"):
+        m.call("c.forward")
