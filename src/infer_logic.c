@@ -457,6 +457,25 @@ static bool check_elems(Solver *s, Tensor *t) {
   return false;
 }
 
+/* xavier/kaiming-style initializers read a parameter's fans (the product of its input or
+ * output axes) at compile time, into the metadata: a dynamic axis there has no value yet. */
+static bool check_fans(Solver *s, Tensor *t) {
+  if (t->init.kind != INIT_EXPR) return true;
+  for (int i = 0; i < t->init.nops; i++) {
+    InitOpKind k = t->init.ops[i].kind;
+    if (k != IO_FAN_IN && k != IO_FAN_OUT) continue;
+    int kind = k == IO_FAN_IN ? KIND_INPUT : KIND_OUTPUT;
+    for (int j = 0; j < t->shape.n[kind]; j++) {
+      if (!DIM_IS_DYN(t->shape.dims[kind][j].d)) continue;
+      diag_error(s->diag, t->loc, "the initializer of %s reads its fan-%s, but its %s axis %d has a dynamic size",
+                 tname(s, t), k == IO_FAN_IN ? "in" : "out", kind == KIND_INPUT ? "input" : "output", j);
+      diag_note(s->diag, t->loc, "fans are fixed when the model is compiled: give that axis a static size");
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Tensor.shape from the solution; after an error, from what stage 1 had inferred (an
  * unknown dim is 0, printed `?` by --dump-shapes; tensors it never reached stay unsolved). */
 bool infer_shapes(Ctx *c, Graph *g) {
@@ -476,7 +495,7 @@ bool infer_shapes(Ctx *c, Graph *g) {
   bool ok_size = true;
   for (int i = 0; i < g->tensors.len; i++) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
-    if (t->shape.solved) ok_size = check_elems(&s, t) && ok_size;
+    if (t->shape.solved) ok_size = check_elems(&s, t) && check_fans(&s, t) && ok_size;
   }
   return ok_size;
 }
