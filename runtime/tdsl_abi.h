@@ -46,7 +46,7 @@ enum {
   INST_HEADER = INST_FAULT_MSG + INST_FAULT_MSG_LEN,
 };
 
-/* Dynamic dimensions (issue 17): wherever a dimension is stored as an int (graph.h
+/* Dynamic dimensions: wherever a dimension is stored as an int (graph.h
  * DimDecl.d and Projections.iter_size, ir.h IrBuf.dims) a value d < 0 is the dynamic size
  * number -1 - d (graph.h DimSym, ir.h IrDim); d > 0 is a static size; d == 0 unknown
  * (only after an inference error). */

@@ -1205,7 +1205,7 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
   return 0;
 }
 
-/* ---- dynamic dimensions (issue 17) ---- */
+/* ---- dynamic dimensions ---- */
 
 int tdsl_num_dims(const tdsl_model *m) { return live(m) ? m->ndims : -1; }
 const char *tdsl_dim_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->ndims ? m->dims[i].name : NULL; }

@@ -40,7 +40,7 @@ typedef enum ExprKind {
   E_FOR,         /* for str in a do b done */
   E_COMMENT,     /* ~~(parts; body): items = comment parts, a = body */
   E_OPREF,       /* ( op ) used as a value: str = operator text */
-  E_DYNDIM,      /* `?` in a shape: an anonymous dynamic dimension (issue 17) */
+  E_DYNDIM,      /* `?` in a shape: an anonymous dynamic dimension */
 } ExprKind;
 
 typedef enum ParamKind {

@@ -55,7 +55,7 @@ typedef enum VKind {
   V_UNIT, V_INT, V_FLOAT, V_BOOL, V_STRING,
   V_LIST, V_TUPLE, V_ARRAY, /* [ ], ( , ), [| |] */
   V_SYM,                    /* index symbol */
-  V_DIM,                    /* dynamic dimension: `dim ()` or `?` (issue 17) */
+  V_DIM,                    /* dynamic dimension: `dim ()` or `?` */
   V_TENSOR,                 /* a tensor's value or (grad) gradient */
   V_CODE,                   /* %cd code */
   V_FN,                     /* closure, op or builtin (possibly partially applied) */

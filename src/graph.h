@@ -23,7 +23,7 @@ typedef struct UpdateStep UpdateStep;
 typedef struct Projections Projections;
 
 /* A static index symbol: `let n = index 3` (range 3) or `index ()` (range 0 = unbounded).
- * range is DIM_DYN(id) when an `@|` over a dynamic axis gave it its range (issue 17). */
+ * range is DIM_DYN(id) when an `@|` over a dynamic axis gave it its range. */
 typedef struct IndexSym {
   int id;
   const char *name;
@@ -33,7 +33,7 @@ typedef struct IndexSym {
   Loc range_loc;       /* that slice */
 } IndexSym;
 
-/* A dynamic dimension (issue 17): a size known only at run time. `let n = dim ()`
+/* A dynamic dimension: a size known only at run time. `let n = dim ()`
  * names one; each `?` in a shape is an anonymous one (name NULL). */
 typedef struct DimSym {
   int id;
@@ -41,7 +41,7 @@ typedef struct DimSym {
   Loc loc;
 } DimSym;
 
-/* A run-time check of dynamic dimensions (issue 17), recorded by shape inference where
+/* A run-time check of dynamic dimensions, recorded by shape inference where
  * the compile-time rules cannot decide (doc/inference.md, "Dynamic dimensions"). The
  * call must fail unless  size == expect, or  size == 1 when or_one (size broadcasts).
  * size and expect are dimensions as ints (DIM_DYN or static), at least one dynamic; msg
@@ -220,7 +220,7 @@ typedef struct AxisIndex {
   IndexSym *sym;
   bool dyn_bcast; /* the operand axis has a dynamic size that broadcasts into the iterator
                      (it may be 1 at run time while the iterator is larger): the index is 0
-                     whenever the axis's run-time size is 1 (issue 17) */
+                     whenever the axis's run-time size is 1 */
 } AxisIndex;
 
 /* The projections of an UpdateStep (doc/inference.md, "Projections"). */

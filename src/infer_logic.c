@@ -361,7 +361,7 @@ static bool check_slices(Solver *s, Graph *g) {
     if (!in || !in->slice || !in->step->sym) continue;
     int d = dim_size(in->slice);
     IndexSym *sym = in->step->sym;
-    if (sym->range == 0) { /* a dynamic axis gives a dynamic range (issue 17) */
+    if (sym->range == 0) { /* a dynamic axis gives a dynamic range */
       sym->range = d;
       sym->range_inferred = true;
       sym->range_loc = in->step->loc;

@@ -1,4 +1,4 @@
-/* ir_dyn.c: dynamic dimensions in the loop IR (issue 17): products of dims interned in
+/* ir_dyn.c: dynamic dimensions in the loop IR: products of dims interned in
  * the module, so a Term, a loop extent, a guard or a buffer size names one by a number
  * and two equal products compare as equal numbers. */
 #include <stdlib.h>

@@ -524,7 +524,7 @@ static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
 
 /* A routine: an exported seq named by an identifier (T.forward and T.backprop are
  * left alone: their callees' code is shared by every one of them). Routines over
- * dynamic sizes keep their plain loops, as the rest of the schedule does (issue 17). */
+ * dynamic sizes keep their plain loops, as the rest of the schedule does. */
 static bool is_routine(const IrModule *m, const IrFunc *fn) {
   if (!fn->seq || strchr(fn->name, '.')) return false;
   for (int i = 0; i < fn->body.len; i++) {

@@ -542,7 +542,7 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
     nf->body = (PtrVec){0};
     for (int k = 0; k < f->body.len; k++) {
       Stmt *s = f->body.items[k], *fused = NULL;
-      if (ir_stmt_dynamic(m, s)) { /* dynamic sizes (issue 17): the plain loops */
+      if (ir_stmt_dynamic(m, s)) { /* dynamic sizes: the plain loops */
         vec_push(a, &nf->body, s);
         continue;
       }

@@ -62,7 +62,7 @@ static bool check_arch(const CudaOpts *o) {
   return true;
 }
 
-/* Dynamic dimensions (issue 17) are the gccjit backend's only, for now: say so. */
+/* Dynamic dimensions are the gccjit backend's only, for now: say so. */
 static bool check_static(Arena *a, const IrModule *m) {
   if (!m->dims.len) return true;
   fprintf(stderr, "tdslc: error: the cuda backend does not support dynamic dimensions yet (%s); use the cpu backend\n",

@@ -1,4 +1,4 @@
-/* Dynamic dimensions (issue 17) through lowering, the IR printer, gccjit, the C
+/* Dynamic dimensions through lowering, the IR printer, gccjit, the C
  * rendering and the runtime, on a hand-built graph with a dimension n:
  *   x [n, 3] (range)   w [3, 2] (values)
  *   y [n, 2] = x * w              (matmul over a dynamic batch)

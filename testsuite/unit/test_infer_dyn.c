@@ -1,4 +1,4 @@
-/* Dynamic dimensions in the solver (issue 17, doc/inference.md "Dynamic dimensions"):
+/* Dynamic dimensions in the solver (doc/inference.md "Dynamic dimensions"):
  * every row of the MLIR Broadcastable seed's inference table, in both argument orders,
  * as `r >= a, r >= b` on one result dimension r, with the run-time checks each records;
  * equations, and the refusals (fixed index, convolution, element counts). */

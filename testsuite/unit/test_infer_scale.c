@@ -1,4 +1,4 @@
-/* Issue 14: stage 1 and the closing stages cost time linear in the number of
+/* Compile time: stage 1 and the closing stages cost time linear in the number of
  * operations. A deep MLP (relu (b + w * h), then a hinge-like pointwise with a declared
  * target) is solved at depths n and 4n; the solver's simplification count must grow
  * at most ~4x (a quadratic solver grows 16x: every step re-simplified every pending

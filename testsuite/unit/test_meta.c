@@ -107,7 +107,7 @@ int main(void) {
   refused("tdsl 2\nmodel t 1024\nbuf 0 x f32 4 0 1 0 4 -\nat 0 64\n", "another tdslc version");
   refused("tdsl 1\nbuf 0 x f32 4 0 1 0 4 -\n", "another tdslc version");
   refused("not a model\n", "not a tdslc model");
-  /* dynamic dimensions (issue 17): dim lines first, in order, inside the instance; a
+  /* dynamic dimensions: dim lines first, in order, inside the instance; a
    * dynamic buffer has size 0 and a pointer slot */
   const char *dyn = "tdsl 3\nmodel t 2048\ndim 0 n 768\nflag 1 0 772\ncheck -1 4 1 x%20axis%200%20vs%204\n"
                     "buf 0 x f32 0 1 1 0 -1 2 - -\nat 0 640\nbuf 1 y f32 0 1 1 0 -1 -1 - -\nat 1 704\n"
