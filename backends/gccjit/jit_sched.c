@@ -175,6 +175,13 @@ static void branch_end(J *j, Branch *b) {
   j->blk = b->after;
 }
 
+/* The packed panels' cell of tile row (or column) `tile`, step kk, lane e:
+ * tile*kb + kk*width + e (a tile of `width` lanes holds kb steps contiguously). */
+static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
+  gcc_jit_rvalue *base = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(tile), lv(x->kb));
+  return add(j, add(j, base, mul(j, width, lv(x->kk))), lv(x->e));
+}
+
 /* Packs B into bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block
  * are 0. */
 static void pack_b(J *j, K *x, const Access *acc) {
@@ -182,8 +189,7 @@ static void pack_b(J *j, K *x, const Access *acc) {
   Loop l1 = loop_begin(j, x->jr, num(j, 0), lv(x->nb), k->nr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
-  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb)),
-                                  mul(j, k->nr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *pi = panel_at(j, x, x->jr, k->nr);
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
   Branch b = branch(j, less(j, off, lv(x->nb)));
   gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
@@ -200,8 +206,7 @@ static void pack_b(J *j, K *x, const Access *acc) {
 static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
   const Kernel *k = x->k;
   Loop l = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
-  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb)),
-                                  mul(j, k->mr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
   set(j, at(j, x->ap, pi), zero ? gcc_jit_context_zero(j->c, x->t) : lv(cell(j, k, acc, val)));
   loop_end(j, &l);
@@ -216,8 +221,7 @@ static void pack_a_kmajor(J *j, K *x, const Access *acc) {
   Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
-  gcc_jit_rvalue *pi = add(j, add(j, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb)),
-                                  mul(j, k->mr, lv(x->kk))), lv(x->e));
+  gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
   Branch in = branch(j, less(j, off, lv(x->mb)));
   set_rows(j, k, add(j, lv(x->ic), off));
