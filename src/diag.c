@@ -2,6 +2,7 @@
 #include "diag.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 void diag_init(Diag *d, FILE *out) {
@@ -37,12 +38,38 @@ static void print_source(FILE *out, Loc loc, int width) {
 }
 
 
+/* A diagnostic is one line (tools and tests read it by line): control characters that
+ * reach it from user strings (a file name with a newline, say) are written escaped. */
+static void put_escaped(FILE *out, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\n') fputs("\\n", out);
+    else if (c == '\t') fputs("\\t", out);
+    else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
+    else fputc(c, out);
+  }
+}
+
 static void vreport(Diag *d, Loc loc, int width, const char *kind, const char *fmt, va_list ap) {
-  if (loc.file)
-    fprintf(d->out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
-  else
+  if (loc.file) {
+    put_escaped(d->out, loc.file->path, strlen(loc.file->path));
+    fprintf(d->out, ":%d:%d: %s: ", loc.line, loc.col, kind);
+  } else {
     fprintf(d->out, "tdslc: %s: ", kind);
-  vfprintf(d->out, fmt, ap);
+  }
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n >= (int)sizeof small) {
+    char *big = malloc((size_t)n + 1);
+    if (big) vsnprintf(big, (size_t)n + 1, fmt, again);
+    put_escaped(d->out, big ? big : small, big ? (size_t)n : sizeof small - 1);
+    free(big);
+  } else if (n > 0) {
+    put_escaped(d->out, small, (size_t)n);
+  }
+  va_end(again);
   fputc('\n', d->out);
   print_source(d->out, loc, width);
 }
