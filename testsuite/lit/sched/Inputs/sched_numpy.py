@@ -1,8 +1,11 @@
 """Runs Inputs/contractions.tdsl through tdslc --run --json on random host inputs and
 compares every result with numpy (float64 sums of the same float32 inputs).
 usage: sched_numpy.py TDSLC WORKDIR [FLAGS...]; prints "N results checked, M mismatches"."""
-import json, os, subprocess, sys
+import os, sys
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_compare import run_and_compare  # noqa: E402
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
 os.makedirs(work, exist_ok=True)
@@ -19,19 +22,4 @@ for k, v in ins.items():
 d = {k: v.astype(np.float64) for k, v in ins.items()}
 want = {"c": d["a"] @ d["b"], "y": d["x"] @ d["w"].T, "r": d["p"] @ d["q"], "rs": d["z"].sum(axis=1),
         "fs": d["z"].sum().reshape(1)}
-prints = []
-for k in want: prints += ["--print", k]
-out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + prints, capture_output=True, text=True)
-if out.returncode:
-    sys.exit("tdslc failed: " + out.stderr)
-bad = 0
-for line in out.stdout.splitlines():
-    t = json.loads(line)
-    got, exp = np.array(t["values"], dtype=np.float64), want[t["name"]].ravel()
-    err = np.max(np.abs(got - exp)) if got.size == exp.size else np.inf
-    tol = 1e-4 * (1 + np.max(np.abs(exp)))
-    if not err <= tol:
-        print("%s: max error %g > %g" % (t["name"], err, tol))
-        bad += 1
-print("%d results checked, %d mismatches" % (len(want), bad))
-sys.exit(1 if bad else 0)
+run_and_compare([tdslc, "--run", "--json", src] + flags + loads, want, 1e-4)
