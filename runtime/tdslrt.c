@@ -51,11 +51,18 @@ typedef struct RtBuf {
   void **slot; /* the instance's pointer to data */
 } RtBuf;
 
+/* NAME_call(instance, K) for K = first, first + step, ... (n of them). */
+typedef struct RtRun {
+  int first, step, n;
+} RtRun;
+
 typedef struct RtNamed {
   char *name;
   int index;
   void *ptr;
-  int *seq, nseq; /* a "seq" routine: NAME_call of each in turn */
+  RtRun *runs; /* a "seq" routine: its runs in turn (kept as runs: linear in the model) */
+  int nruns;
+  long ncalls; /* all its runs' calls */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -247,15 +254,23 @@ static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
     if (a < 0 || b < 0 || a > (1 << 22) || b > (1 << 22) || st < -(1 << 22) || st > (1 << 22))
       return fail(m, "malformed model metadata: seq %s", r->name);
     long n = st ? (b - a) / st + 1 : 0;
-    if (*end || a < 0 || b < 0 || n < 1 || (b - a) % st || n > (1 << 22) - r->nseq)
+    if (*end || a < 0 || b < 0 || n < 1 || (b - a) % st || n > (1 << 22) - r->ncalls)
       return fail(m, "malformed model metadata: seq %s", r->name);
-    for (long i = 0; i < n; i++) {
-      r->seq = grow(r->seq, r->nseq, sizeof(int));
-      if (!r->seq) return fail(m, "out of memory");
-      r->seq[r->nseq++] = (int)(a + i * st);
-    }
+    r->runs = grow(r->runs, r->nruns, sizeof(RtRun));
+    if (!r->runs) return fail(m, "out of memory");
+    r->runs[r->nruns++] = (RtRun){(int)a, (int)st, (int)n};
+    r->ncalls += n;
   }
   return 0;
+}
+
+/* Runs seq routine r's calls in turn; stops after one that faulted. */
+static void run_seq(tdsl_model *m, const RtNamed *r) {
+  for (int k = 0; k < r->nruns; k++)
+    for (int i = 0, f = r->runs[k].first; i < r->runs[k].n; i++, f += r->runs[k].step) {
+      if (*inst_fault(m)) return;
+      m->call(m->inst, f);
+    }
 }
 
 /* ---- init programs (`init ID expr STREAM NOPS OP...`, src/ir_print.c) ---- */
@@ -825,7 +840,7 @@ void tdsl_close(tdsl_model *m) {
   for (int i = 0; i < m->nsyms; i++) free(m->syms[i].name);
   for (int i = 0; i < m->nfns; i++) {
     free(m->fns[i].name);
-    free(m->fns[i].seq);
+    free(m->fns[i].runs);
   }
   for (int i = 0; i < m->naliases; i++) free(m->aliases[i].name);
   free(m->bufs);
@@ -1035,7 +1050,7 @@ int tdsl_call(tdsl_model *m, const char *name) {
   const RtNamed *r = &m->fns[i];
   if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
     if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);
-    for (int k = 0; k < r->nseq && !*inst_fault(m); k++) m->call(m->inst, r->seq[k]);
+    run_seq(m, r);
   }
   if (m->cuda) tdsl_cuda_call_end(m->cuda, i);
   if (*inst_fault(m)) { /* a --check-bounds model's failed check, in this instance */

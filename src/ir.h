@@ -196,8 +196,14 @@ struct Stmt {
   /* S_FILL: every cell of buf = value */
   int buf;
   double value;
-  /* S_CALL: callee function index */
+  /* S_CALL: the functions callee, callee + 1, ..., callee + ncalls - 1 in turn (ncalls
+   * >= 1). Lowering lays the tensors' functions out as one sequence in execution order
+   * (every .fwd in creation order, then every .bwd in reverse creation order), so a
+   * T.forward, T.backprop or routine is a few such runs over it, not a call per
+   * function of its subgraph: the IR, the metadata and the runtime's lists stay linear
+   * in the model. Make them with ir_add_call. */
   int callee;
+  int ncalls;
   /* S_COMMENT */
   const char *text;
   /* S_KERNEL */
@@ -266,6 +272,9 @@ bool ir_stmt_dynamic(const IrModule *m, const Stmt *s);
 void ir_prod_print(FILE *out, const IrModule *m, int p);
 void ir_dim_print(FILE *out, const IrModule *m, int id);
 const char *ir_dim_name(Arena *a, const IrModule *m, int id);
+/* Appends a call of function callee to body, extending the run of the call before it
+ * when callee follows that run's last function. */
+void ir_add_call(Arena *a, PtrVec *body, int callee);
 /* Sets IrFunc.seq (end of lowering). */
 void ir_mark_seqs(Arena *a, IrModule *m);
 /* The model metadata string the runtime reads (runtime/tdslrt.c parses it); name is the

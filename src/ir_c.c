@@ -256,9 +256,12 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     break;
   }
   case S_CALL:
-    fprintf(o, "%s%d(%s); ", r->fn ? r->fn : "tdsl_fn_", s->callee, r->call_args ? r->call_args : "");
-    cr_comment(o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
-    fputc('\n', o);
+    for (int k = 0; k < s->ncalls; k++) {
+      if (k) cr_indent(r, ind);
+      fprintf(o, "%s%d(%s); ", r->fn ? r->fn : "tdsl_fn_", s->callee + k, r->call_args ? r->call_args : "");
+      cr_comment(o, VEC_AT(r->m->funcs, IrFunc, s->callee + k)->name);
+      fputc('\n', o);
+    }
     break;
   case S_COMMENT:
     cr_comment(o, s->text);

@@ -109,7 +109,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       fputc('\n', out);
       break;
     case S_FILL: fprintf(out, "fill %s %.9g\n", bname(m, s->buf), s->value); break;
-    case S_CALL: fprintf(out, "call %s\n", VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
+    case S_CALL:
+      fprintf(out, "call %s", VEC_AT(m->funcs, IrFunc, s->callee)->name);
+      if (s->ncalls > 1) fprintf(out, " .. %s (%d functions)", VEC_AT(m->funcs, IrFunc, s->callee + s->ncalls - 1)->name, s->ncalls);
+      fputc('\n', out);
+      break;
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
@@ -198,42 +202,49 @@ static bool calls_only(const IrFunc *f) {
   return true;
 }
 
-static void mark_called(const PtrVec *body, bool *called) {
+void ir_add_call(Arena *a, PtrVec *body, int callee) {
+  Stmt *last = body->len ? body->items[body->len - 1] : NULL;
+  if (last && last->kind == S_CALL && last->callee + last->ncalls == callee) {
+    last->ncalls++;
+    return;
+  }
+  Stmt *s = ANEW(a, Stmt);
+  s->kind = S_CALL;
+  s->callee = callee;
+  s->ncalls = 1;
+  vec_push(a, body, s);
+}
+
+/* Marks the functions the statements call: +1 at each run's first, -1 past its last
+ * (a prefix sum over the function numbers gives the counts: linear in the runs). */
+static void mark_called(const PtrVec *body, int *delta) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
-    if (s->kind == S_CALL) called[s->callee] = true;
-    if (s->kind == S_LOOP || s->kind == S_IF) mark_called(&s->body, called);
+    if (s->kind == S_CALL) delta[s->callee]++, delta[s->callee + s->ncalls]--;
+    if (s->kind == S_LOOP || s->kind == S_IF) mark_called(&s->body, delta);
   }
 }
 
 void ir_mark_seqs(Arena *a, IrModule *m) {
-  bool *called = ANEWN(a, bool, m->funcs.len + 1);
-  for (int i = 0; i < m->funcs.len; i++) mark_called(&VEC_AT(m->funcs, IrFunc, i)->body, called);
+  int *delta = ANEWN(a, int, m->funcs.len + 1), called = 0;
+  for (int i = 0; i < m->funcs.len; i++) mark_called(&VEC_AT(m->funcs, IrFunc, i)->body, delta);
   for (int i = 0; i < m->funcs.len; i++) {
     IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    f->seq = f->exported && !called[i] && calls_only(f);
+    called += delta[i];
+    f->seq = f->exported && !called && calls_only(f);
   }
 }
 
-/* The callees as " K" or " A-B/S" (A, A+S, ..., B; "/S" left out when S is 1) per
- * arithmetic run: a T.forward is mostly one such run (its tensors' kernels in creation
- * order), so the metadata stays linear in the model too. */
+/* The callees as " K" or " A-B" (A, A+1, ..., B) per run of calls: a T.forward is
+ * mostly one such run (its tensors' functions in creation order), so the metadata stays
+ * linear in the model too. */
 static void seq_print(FILE *o, const IrFunc *f) {
-  int n = 0, *k = malloc(sizeof(int) * (size_t)(f->body.len + 1));
-  if (!k) return;
   for (int i = 0; i < f->body.len; i++) {
     const Stmt *s = f->body.items[i];
-    if (s->kind == S_CALL) k[n++] = s->callee;
+    if (s->kind != S_CALL) continue;
+    if (s->ncalls > 1) fprintf(o, " %d-%d", s->callee, s->callee + s->ncalls - 1);
+    else fprintf(o, " %d", s->callee);
   }
-  for (int i = 0; i < n;) {
-    int j = i + 1, step = j < n ? k[j] - k[i] : 0;
-    while (step && j < n && k[j] - k[j - 1] == step) j++;
-    if (j - i < 2 || !step) fprintf(o, " %d", k[i]), j = i + 1;
-    else if (step == 1) fprintf(o, " %d-%d", k[i], k[j - 1]);
-    else fprintf(o, " %d-%d/%d", k[i], k[j - 1], step);
-    i = j;
-  }
-  free(k);
 }
 
 long ir_buf_bytes(const IrBuf *b) {
@@ -320,6 +331,7 @@ static bool has_parallel(const IrModule *m) {
  *   alias NAME BUFID
  *   fn ID NAME
  *   seq ID NAME K|A-B|A-B/S...       runs NAME_call(instance, K) for each K in turn
+ *                                    (A-B/S: A, A+S, ..., B; tdslc writes K and A-B)
  *   threads                          (parallel loops: see has_parallel)
  * Function ID is the symbol NAME_fn_ID, taking the instance pointer. */
 /* A string of the metadata as one token: '%', space, control and non-ASCII bytes as %XX

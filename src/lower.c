@@ -5,6 +5,7 @@
  * index that can leave its operand's extent gets a guard, and a point where any guard
  * fails contributes nothing (padding). `init_neutral` fills the whole lhs first. */
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,22 +532,61 @@ static bool starts_with(const Code *code, int at, const Code *run) {
   return true;
 }
 
+/* The tensors' functions by the first assignment of their code: a hash of the pointer
+ * with linear probing, so entries with one key stay in the order they were added (by
+ * tensor, forward before backprop) and a routine is matched in time linear in it. */
+typedef struct CodeFn {
+  const void *first; /* NULL: an empty slot */
+  const Code *code;
+  int fn;
+} CodeFn;
+
+typedef struct CodeIndex {
+  CodeFn *e;
+  size_t mask;
+} CodeIndex;
+
+static size_t ptr_hash(const void *p) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull); }
+
+static void index_add(CodeIndex *x, const Code *code, int fn) {
+  if (fn < 0 || !code->asgns.len) return;
+  size_t h = ptr_hash(code->asgns.items[0]) & x->mask;
+  while (x->e[h].first) h = (h + 1) & x->mask;
+  x->e[h] = (CodeFn){code->asgns.items[0], code, fn};
+}
+
+static CodeIndex code_index(L *l, const int *fwd, const int *bwd) {
+  size_t n = 4;
+  while (n < 4 * (size_t)l->g->tensors.len) n *= 2;
+  CodeIndex x = {ANEWN(l->a, CodeFn, n), n - 1};
+  for (int t = 0; t < l->g->tensors.len; t++) {
+    Tensor *u = VEC_AT(l->g->tensors, Tensor, t);
+    index_add(&x, &u->fwd, fwd[t]);
+    index_add(&x, &u->bwd, bwd[t]);
+  }
+  return x;
+}
+
+/* The first tensor function whose whole code starts code[at..], or NULL. */
+static const CodeFn *code_at(const CodeIndex *x, const Code *code, int at) {
+  const void *key = code->asgns.items[at];
+  for (size_t h = ptr_hash(key) & x->mask; x->e[h].first; h = (h + 1) & x->mask)
+    if (x->e[h].first == key && starts_with(code, at, x->e[h].code)) return &x->e[h];
+  return NULL;
+}
+
 /* A routine's code is mostly whole tensors' forward and backprop code (grad_update,
  * t.forward): those runs become calls of the tensor's function instead of copies,
  * which keeps the module (and gcc's compile time) linear in the model. The rest (an
  * sgd_update's per-parameter steps) goes into functions of at most ROUTINE_PART loop
  * nests each: gcc's time grows faster than linearly in a function's size. */
 enum { ROUTINE_PART = 8 };
-static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const int *bwd) {
+static void lower_routine(L *l, IrFunc *f, const Code *c, const CodeIndex *x) {
   IrFunc *part = NULL; /* where the routine's own code goes (one function per ROUTINE_PART nests) */
   int nparts = 0;
   for (int i = 0; i < c->asgns.len;) {
-    int callee = -1, len = 0;
-    for (int t = 0; t < l->g->tensors.len && callee < 0; t++) {
-      Tensor *u = VEC_AT(l->g->tensors, Tensor, t);
-      if (fwd[t] >= 0 && starts_with(c, i, &u->fwd)) callee = fwd[t], len = u->fwd.asgns.len;
-      else if (bwd[t] >= 0 && starts_with(c, i, &u->bwd)) callee = bwd[t], len = u->bwd.asgns.len;
-    }
+    const CodeFn *run = code_at(x, c, i);
+    int callee = run ? run->fn : -1, len = run ? run->code->asgns.len : 0;
     if (callee >= 0) {
       add_call(l, f, callee);
       part = NULL;
@@ -562,10 +602,7 @@ static void lower_routine(L *l, IrFunc *f, const Code *c, const int *fwd, const 
 }
 
 static void add_call(L *l, IrFunc *f, int callee) {
-  if (callee < 0) return;
-  Stmt *s = new_stmt(l, S_CALL);
-  s->callee = callee;
-  vec_push(l->a, &f->body, s);
+  if (callee >= 0) ir_add_call(l->a, &f->body, callee);
 }
 
 IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
@@ -603,7 +640,9 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     is->range = s->range;
     vec_push(a, &l.m->syms, is);
   }
-  /* Each tensor's own code once, so that T.forward functions share it. */
+  /* Each tensor's own code once, so that T.forward functions share it; in execution
+   * order (forward code in creation order, then backprop code in reverse), so that a
+   * subgraph's code is a few runs of consecutive functions (ir.h, S_CALL). */
   int *fwd = ANEWN(a, int, nt + 1), *bwd = ANEWN(a, int, nt + 1);
   for (int i = 0; i < nt; i++) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
@@ -613,16 +652,20 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
       lower_code(&l, f, &t->fwd);
       fwd[i] = f->id;
     }
+  }
+  for (int i = nt - 1; i >= 0; i--) {
+    Tensor *t = VEC_AT(g->tensors, Tensor, i);
     if (t->kind == TK_OP && t->diff && t->bwd.asgns.len) {
       IrFunc *f = new_func(&l, arena_printf(a, "%s.bwd", tensor_name(&l, t)), false);
       lower_code(&l, f, &t->bwd);
       bwd[i] = f->id;
     }
   }
+  CodeIndex x = code_index(&l, fwd, bwd);
   for (int i = 0; i < g->routines.len; i++) {
     Routine *r = VEC_AT(g->routines, Routine, i);
     IrFunc *f = new_func(&l, r->name, true);
-    lower_routine(&l, f, &r->code, fwd, bwd);
+    lower_routine(&l, f, &r->code, &x);
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);

@@ -10,6 +10,18 @@ enum { FUSE_PART = 8 };
  * is more for gcc to compile (a 50-layer MLP's -O2 build took 60% longer with no limit;
  * the moons step copies about 50). */
 enum { FUSE_COPY_BUDGET = 128 };
+/* Stores per fused nest: checking a fusion scans both nests, so without a bound a run of
+ * same-shape nests (a deep model's gradient zeroings) fused in time quadratic in its
+ * length (800 layers: 20 s); the moons and bench models' nests hold at most 8. */
+enum { FUSE_MAX_STORES = 64 };
+
+/* A map over the routine's loop variables, kept in its resting state (identity, or all
+ * -1) between uses: a routine makes thousands of rewrites, and a map as large as the
+ * routine for each was most of the compiler's memory on a deep model. */
+typedef struct VarMap {
+  int *map;
+  int cap;
+} VarMap;
 
 typedef struct Fuse {
   Arena *a;
@@ -19,7 +31,19 @@ typedef struct Fuse {
   int *cost;    /* per function: its statements when other functions call it too, else 0 */
   bool *copied; /* per function: this routine's rewrites already copy it */
   int *budget;  /* FUSE_COPY_BUDGET less what the module's routines copied so far */
+  VarMap ren;   /* identity at rest (fuse_pair) */
+  VarMap num;   /* -1 at rest (compact_vars) */
 } Fuse;
+
+/* vm's map, covering every loop variable so far: identity or all -1 (at rest). */
+static int *var_map(Fuse *f, VarMap *vm, bool ident) {
+  if (vm->cap <= f->nvars) {
+    vm->cap = 2 * f->nvars + 64;
+    vm->map = ANEWN(f->a, int, vm->cap);
+    for (int v = 0; v < vm->cap; v++) vm->map[v] = ident ? v : -1;
+  }
+  return vm->map;
+}
 
 /* ---- copies with renamed loop variables (map: old variable -> new) ---- */
 
@@ -201,6 +225,13 @@ static int nest_depth(const Stmt *s) {
   return 1;
 }
 
+/* Does s hold at least n stores? (Stops counting there.) */
+static bool has_stores(const Stmt *s, int *n) {
+  if (s->kind == S_STORE) --*n;
+  for (int i = 0; i < s->body.len && *n > 0; i++) has_stores(s->body.items[i], n);
+  return *n <= 0;
+}
+
 static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts);
 
 /* p and s (the later nest, after its comments) as one nest, or NULL. `plan`: the
@@ -208,16 +239,18 @@ static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts);
 static Stmt *fuse_pair(Fuse *f, Stmt *p, Stmt *s, const PtrVec *comments, int plan) {
   int pv[64], sv[64];
   if (p->kind != S_LOOP || s->kind != S_LOOP || has_tiles(p) || has_tiles(s) || (plan & SCHED_APART)) return NULL;
+  int room = FUSE_MAX_STORES;
+  if (has_stores(p, &room) || has_stores(s, &room)) return NULL;
   int d = common_depth(p, s, pv, sv);
   if (!d) return NULL;
   /* Only nests of the same shape: fusing under common outer loops only (a reduction
    * nest followed by pointwise code, or a fill before a reduction) gave loops of
    * several inner loops that gcc vectorized worse (the batch-10 MLP step 15% slower). */
   if (d != nest_depth(p) || d != nest_depth(s)) return NULL;
-  int *map = ANEWN(f->a, int, f->nvars + 1);
-  for (int v = 0; v < f->nvars; v++) map[v] = v;
+  int *map = var_map(f, &f->ren, true);
   for (int k = 0; k < d; k++) map[sv[k]] = pv[k];
   Stmt *s2 = stmt_ren(f->a, s, map);
+  for (int k = 0; k < d; k++) map[sv[k]] = sv[k];
   Uses us = {0};
   if (!stmt_uses(f->a, p, 0, &us) || !stmt_uses(f->a, s2, 1, &us)) return NULL;
   bool par = plan & SCHED_PAR;
@@ -436,26 +469,20 @@ static Items flatten(Fuse *f, const IrFunc *r) {
   int n = 0;
   for (int i = 0; i < r->body.len; i++) {
     const Stmt *c = r->body.items[i];
-    if (c->kind == S_CALL) n += VEC_AT(f->m->funcs, IrFunc, c->callee)->body.len;
+    for (int k = 0; c->kind == S_CALL && k < c->ncalls; k++) n += VEC_AT(f->m->funcs, IrFunc, c->callee + k)->body.len;
   }
   Items l = {ANEWN(f->a, Item, n + 1), 0};
   for (int i = 0; i < r->body.len; i++) {
     const Stmt *c = r->body.items[i];
-    if (c->kind != S_CALL) continue;
-    const IrFunc *g = VEC_AT(f->m->funcs, IrFunc, c->callee);
-    int *map = ANEWN(f->a, int, g->nvars + 1);
-    for (int v = 0; v < g->nvars; v++) map[v] = f->nvars + v;
-    f->nvars += g->nvars;
-    for (int k = 0; k < g->body.len; k++) l.it[l.n++] = (Item){stmt_ren(f->a, g->body.items[k], map), g->id, k};
+    for (int k = 0; c->kind == S_CALL && k < c->ncalls; k++) {
+      const IrFunc *g = VEC_AT(f->m->funcs, IrFunc, c->callee + k);
+      int *map = ANEWN(f->a, int, g->nvars + 1);
+      for (int v = 0; v < g->nvars; v++) map[v] = f->nvars + v;
+      f->nvars += g->nvars;
+      for (int s = 0; s < g->body.len; s++) l.it[l.n++] = (Item){stmt_ren(f->a, g->body.items[s], map), g->id, s};
+    }
   }
   return l;
-}
-
-static Stmt *call_of(Arena *a, int callee) {
-  Stmt *s = ANEW(a, Stmt);
-  s->kind = S_CALL;
-  s->callee = callee;
-  return s;
 }
 
 /* Does l[i..] hold all of function `from`'s statements, unchanged and in order? */
@@ -474,13 +501,20 @@ static void number_loops(const Stmt *s, int *map, int *n) {
   for (int i = 0; i < s->body.len; i++) number_loops(s->body.items[i], map, n);
 }
 
+static void unnumber_loops(const Stmt *s, int *map) {
+  if (s->kind == S_LOOP) map[s->var] = -1;
+  for (int i = 0; i < s->body.len; i++) unnumber_loops(s->body.items[i], map);
+}
+
 /* The part's loop variables renumbered from 0 in order of appearance: each function
  * declares only the variables it uses. */
 static void compact_vars(Fuse *f, IrFunc *p) {
-  int *map = ANEWN(f->a, int, f->nvars + 1), n = 0;
-  for (int v = 0; v < f->nvars; v++) map[v] = -1;
-  for (int i = 0; i < p->body.len; i++) number_loops(p->body.items[i], map, &n);
-  for (int i = 0; i < p->body.len; i++) p->body.items[i] = stmt_ren(f->a, p->body.items[i], map);
+  int *map = var_map(f, &f->num, false), n = 0;
+  PtrVec old = p->body;
+  p->body = (PtrVec){0};
+  for (int i = 0; i < old.len; i++) number_loops(old.items[i], map, &n);
+  for (int i = 0; i < old.len; i++) vec_push(f->a, &p->body, stmt_ren(f->a, old.items[i], map));
+  for (int i = 0; i < old.len; i++) unnumber_loops(old.items[i], map);
   p->nvars = n;
 }
 
@@ -501,14 +535,14 @@ static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
   int nparts = 0, nests = 0;
   for (int i = 0; i < l->n;) {
     if (whole_callee(f->m, l, i)) {
-      vec_push(f->a, &nr->body, call_of(f->a, l->it[i].from));
+      ir_add_call(f->a, &nr->body, l->it[i].from);
       i += VEC_AT(f->m->funcs, IrFunc, l->it[i].from)->body.len;
       part = NULL;
       continue;
     }
     if (!part || (nests >= FUSE_PART && !item_is_comment(&l->it[i]))) {
       part = new_part(f, r, rt, &nparts);
-      vec_push(f->a, &nr->body, call_of(f->a, part->id));
+      ir_add_call(f->a, &nr->body, part->id);
       nests = 0;
     }
     vec_push(f->a, &part->body, l->it[i].s);
@@ -517,7 +551,8 @@ static IrFunc *regroup(Fuse *f, IrModule *r, const IrFunc *rt, const Items *l) {
   }
   for (int i = 0; i < nr->body.len; i++) {
     const Stmt *c = nr->body.items[i];
-    if (c->callee >= f->m->funcs.len) compact_vars(f, VEC_AT(r->funcs, IrFunc, c->callee));
+    for (int k = 0; k < c->ncalls; k++)
+      if (c->callee + k >= f->m->funcs.len) compact_vars(f, VEC_AT(r->funcs, IrFunc, c->callee + k));
   }
   return nparts ? nr : NULL;
 }
@@ -529,23 +564,37 @@ static bool is_routine(const IrModule *m, const IrFunc *fn) {
   if (!fn->seq || strchr(fn->name, '.')) return false;
   for (int i = 0; i < fn->body.len; i++) {
     const Stmt *c = fn->body.items[i];
-    if (c->kind == S_CALL && ir_stmts_dynamic(m, &VEC_AT(m->funcs, IrFunc, c->callee)->body)) return false;
+    for (int k = 0; c->kind == S_CALL && k < c->ncalls; k++)
+      if (ir_stmts_dynamic(m, &VEC_AT(m->funcs, IrFunc, c->callee + k)->body)) return false;
   }
   return true;
 }
 
-static void mark_calls(const PtrVec *body, bool *called) {
+/* Adds to calls[F] the calls of F in body: +1 at each run's first function, -1 past its
+ * last (call_counts sums them up), so counting stays linear in the runs. */
+static void count_runs(const PtrVec *body, int *calls) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
-    if (s->kind == S_CALL) called[s->callee] = true;
-    mark_calls(&s->body, called);
+    if (s->kind == S_CALL) calls[s->callee]++, calls[s->callee + s->ncalls]--;
+    count_runs(&s->body, calls);
   }
+}
+
+static void call_counts(int *calls, int n) {
+  for (int i = 1; i < n; i++) calls[i] += calls[i - 1];
+}
+
+/* Per function of m, how many calls of it the functions of m make. */
+static int *module_calls(Arena *a, const IrModule *m) {
+  int n = m->funcs.len, *calls = ANEWN(a, int, n + 1);
+  for (int i = 0; i < n; i++) count_runs(&VEC_AT(m->funcs, IrFunc, i)->body, calls);
+  call_counts(calls, n);
+  return calls;
 }
 
 /* Functions no one calls any more (a routine's old parts) lose their code. */
 static void drop_dead(Arena *a, IrModule *r) {
-  bool *called = ANEWN(a, bool, r->funcs.len + 1);
-  for (int i = 0; i < r->funcs.len; i++) mark_calls(&VEC_AT(r->funcs, IrFunc, i)->body, called);
+  int *called = module_calls(a, r);
   for (int i = 0; i < r->funcs.len; i++) {
     IrFunc *fn = VEC_AT(r->funcs, IrFunc, i);
     if (fn->exported || called[i] || !fn->body.len) continue;
@@ -556,20 +605,12 @@ static void drop_dead(Arena *a, IrModule *r) {
   }
 }
 
-static void count_calls(const PtrVec *body, int *calls) {
-  for (int i = 0; i < body->len; i++) {
-    const Stmt *s = body->items[i];
-    if (s->kind == S_CALL) calls[s->callee]++;
-    count_calls(&s->body, calls);
-  }
-}
-
 /* Per function, its top-level statements (comments aside) when a function other than
- * routine rt calls it too, else 0: what copying it costs. */
-static int *copy_costs(Arena *a, const IrModule *m, const IrFunc *rt) {
-  int n = m->funcs.len, *all = ANEWN(a, int, n + 1), *mine = ANEWN(a, int, n + 1), *cost = ANEWN(a, int, n + 1);
-  for (int i = 0; i < n; i++) count_calls(&VEC_AT(m->funcs, IrFunc, i)->body, all);
-  count_calls(&rt->body, mine);
+ * routine rt calls it too (all: module_calls), else 0: what copying it costs. */
+static int *copy_costs(Arena *a, const IrModule *m, const int *all, const IrFunc *rt) {
+  int n = m->funcs.len, *mine = ANEWN(a, int, n + 1), *cost = ANEWN(a, int, n + 1);
+  count_runs(&rt->body, mine);
+  call_counts(mine, n);
   for (int i = 0; i < n; i++) {
     const PtrVec *body = &VEC_AT(m->funcs, IrFunc, i)->body;
     for (int k = 0; all[i] > mine[i] && k < body->len; k++) cost[i] += ((Stmt *)body->items[k])->kind != S_COMMENT;
@@ -583,11 +624,12 @@ IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o) {
   r->funcs = (PtrVec){0};
   for (int i = 0; i < m->funcs.len; i++) vec_push(a, &r->funcs, m->funcs.items[i]);
   bool changed = false;
-  int budget = FUSE_COPY_BUDGET;
+  int budget = FUSE_COPY_BUDGET, *all = NULL;
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *fn = VEC_AT(m->funcs, IrFunc, i);
     if (!is_routine(m, fn)) continue;
-    Fuse f = {.a = a, .m = m, .o = o, .cost = copy_costs(a, m, fn), .copied = ANEWN(a, bool, m->funcs.len + 1),
+    if (!all) all = module_calls(a, m);
+    Fuse f = {.a = a, .m = m, .o = o, .cost = copy_costs(a, m, all, fn), .copied = ANEWN(a, bool, m->funcs.len + 1),
               .budget = &budget};
     Items l = flatten(&f, fn);
     sink_fills(&f, &l);

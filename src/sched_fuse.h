@@ -18,7 +18,8 @@
  *   dependence. A fill next to a nest joins it as a nest over B's axes. Bias + relu
  *   after a small matmul, an SGD update's passes over a parameter, a batch row's whole
  *   forward pass become one nest. Nests the schedule makes kernels or partial-sum
- *   reductions stay apart; a fusion of a parallel nest must stay parallel.
+ *   reductions stay apart; a fusion of a parallel nest must stay parallel; a fused nest
+ *   holds at most FUSE_MAX_STORES stores (checking a fusion is linear in the nests).
  * - The result is grouped back: a callee whose statements all came through unchanged
  *   and in place stays a call (its code is shared with T.forward and the like); the
  *   rest goes into new functions ROUTINE.fuseK of at most FUSE_PART top-level nests

@@ -411,17 +411,19 @@ static void plan_func(E *e, int fi) {
   PtrVec *steps = &e->p->steps[fi];
   for (int i = 0; i < f->body.len; i++) {
     const Stmt *s = f->body.items[i];
-    CudaStep *st = ANEW(e->a, CudaStep);
     int before = e->p->kernels.len;
     switch (s->kind) {
     case S_COMMENT: cr_stmt(&e->r, s, 0); continue;
-    case S_CALL: st->call = true; st->index = s->callee; break;
+    case S_CALL:
+      for (int k = 0; k < s->ncalls; k++) {
+        CudaStep *cs = ANEW(e->a, CudaStep);
+        cs->call = true;
+        cs->index = s->callee + k;
+        vec_push(e->a, steps, cs);
+      }
+      continue;
     case S_FILL: fill_kernel(e, f, s); break;
     default: nest_kernel(e, f, s); break;
-    }
-    if (st->call) {
-      vec_push(e->a, steps, st);
-      continue;
     }
     for (int k = before; k < e->p->kernels.len; k++) {
       CudaStep *ks = ANEW(e->a, CudaStep);

@@ -80,13 +80,13 @@ static bool c_hook(CRender *r, const Stmt *s, int ind) {
     c_kernel(r, s, ind);
     return true;
   }
-  if (s->kind == S_CALL && check) {
+  for (int k = 0; s->kind == S_CALL && check && k < s->ncalls; k++) {
     cr_indent(r, ind);
-    fprintf(r->o, "%s%d(self); if (self->fault) return; ", r->fn, s->callee);
-    cr_comment(r->o, VEC_AT(r->m->funcs, IrFunc, s->callee)->name);
+    fprintf(r->o, "%s%d(self); if (self->fault) return; ", r->fn, s->callee + k);
+    cr_comment(r->o, VEC_AT(r->m->funcs, IrFunc, s->callee + k)->name);
     fputc('\n', r->o);
-    return true;
   }
+  if (s->kind == S_CALL && check) return true;
   if (s->kind != S_STORE || !check) return false;
   cr_indent(r, ind);
   c_check_access(r, &s->dst, s->what, ind);
@@ -265,7 +265,9 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
       fputs("(void *inst) {\n", o);
       for (int k = 0; k < f->body.len; k++) {
         const Stmt *s = f->body.items[k];
-        if (s->kind == S_CALL) fprintf(o, "  %s_call(inst, %d);\n", name, s->callee);
+        if (s->kind == S_CALL && s->ncalls > 1)
+          fprintf(o, "  for (int k = %d; k < %d; k++) %s_call(inst, k);\n", s->callee, s->callee + s->ncalls, name);
+        else if (s->kind == S_CALL) fprintf(o, "  %s_call(inst, %d);\n", name, s->callee);
       }
       fputs("}\n", o);
       continue;

@@ -128,7 +128,7 @@ void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const 
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
     for (int k = 0; f->seq && k < f->body.len; k++) {
       const Stmt *s = f->body.items[k];
-      if (s->kind == S_CALL) listed[s->callee] = true;
+      for (int c = 0; s->kind == S_CALL && c < s->ncalls; c++) listed[s->callee + c] = true;
     }
   }
   gcc_jit_case **cases = ANEWN(a, gcc_jit_case *, m->funcs.len + 1);

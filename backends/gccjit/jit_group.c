@@ -186,7 +186,7 @@ static void stmts_uses(const PtrVec *body, Uses *u, FILE *what) {
       if (what && st->what) fprintf(what, "what %s\n", st->what); /* --check-bounds messages */
     }
     if (s->kind == S_FILL) u->buf[s->buf] = true;
-    if (s->kind == S_CALL) u->fn[s->callee] = true;
+    for (int c = 0; s->kind == S_CALL && c < s->ncalls; c++) u->fn[s->callee + c] = true;
     for (int g = 0; g < s->nguards; g++) aff_syms(&s->guards[g].aff, u);
     stmts_uses(&s->body, u, what);
   }
@@ -229,8 +229,10 @@ static const char *glue_key(Arena *a, const JitPlan *p, const JitOpts *o, int g,
   } else
     for (int i = 0; i < m->funcs.len; i++) {
       const IrFunc *fn = VEC_AT(m->funcs, IrFunc, i);
-      if (fn->seq) /* the dispatcher's cases: the callees of the seq routines */
-        for (int k = 0; k < fn->body.len; k++) fprintf(f, "case %d\n", ((const Stmt *)fn->body.items[k])->callee);
+      for (int k = 0; fn->seq && k < fn->body.len; k++) { /* the dispatcher's cases: the seq routines' callees */
+        const Stmt *s = fn->body.items[k];
+        fprintf(f, "case %d-%d\n", s->callee, s->callee + s->ncalls - 1);
+      }
     }
   fclose(f);
   char *key = arena_strdup(a, buf);

@@ -373,6 +373,18 @@ static void emit_store(J *j, const Stmt *s) {
   gcc_jit_block_add_assignment(j->blk, NULL, dst, v);
 }
 
+static void emit_call(J *j, int callee) {
+  gcc_jit_block_add_eval(j->blk, NULL, jm_call(j, callee));
+  if (j->o->check_bounds) { /* the callee faulted: stop here too */
+    gcc_jit_block *out = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
+    gcc_jit_block_end_with_conditional(
+        j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_NE, gcc_jit_lvalue_as_rvalue(jm_fault(j)), gcc_jit_context_zero(j->c, j->t_int)), out,
+        go);
+    gcc_jit_block_end_with_void_return(out, NULL);
+    j->blk = go;
+  }
+}
+
 void js_emit_stmts(J *j, const PtrVec *body) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
@@ -412,15 +424,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
       break;
     }
     case S_CALL:
-      gcc_jit_block_add_eval(j->blk, NULL, jm_call(j, s->callee));
-      if (j->o->check_bounds) { /* the callee faulted: stop here too */
-        gcc_jit_block *out = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
-        gcc_jit_block_end_with_conditional(
-            j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_NE, gcc_jit_lvalue_as_rvalue(jm_fault(j)), gcc_jit_context_zero(j->c, j->t_int)),
-            out, go);
-        gcc_jit_block_end_with_void_return(out, NULL);
-        j->blk = go;
-      }
+      for (int k = 0; k < s->ncalls; k++) emit_call(j, s->callee + k);
       break;
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
     case S_KERNEL: js_kernel(j, s); break;

@@ -11,7 +11,12 @@
 static const char *meta_text;
 static const char *meta(void) { return meta_text; }
 static void fn(void *inst) { (void)inst; }
-static void call(void *inst, int k) { (void)inst, (void)k; }
+/* What t_call ran, in order (a seq routine's runs, walked by the runtime). */
+static int called[64], ncalled;
+static void call(void *inst, int k) {
+  (void)inst;
+  if (ncalled < 64) called[ncalled++] = k;
+}
 
 static void *resolve(void *h, const char *name) {
   (void)h;
@@ -98,6 +103,26 @@ int main(void) {
   refused("tdsl 3\nmodel t 2048\nfn 3\n", "(line 3): bad routine line");
   refused("tdsl 3\nmodel t 2048\nthreads 4\n", "(line 3): bad threads line");
   refused("tdsl 3\nmodel t 2048\ntdsl 2\n", "(line 3): a second version line");
+  /* A seq routine is runs of function numbers (K, A-B, A-B/S), walked in turn. */
+  m = open_text("tdsl 3\nmodel t 2048\nseq 9 s 3 5-7 20-14/-3 2-2 0-4/2\nseq 10 e\n", err, sizeof err);
+  CHECK(m != NULL, "%s", err);
+  if (m) {
+    const int want[] = {3, 5, 6, 7, 20, 17, 14, 2, 0, 2, 4};
+    ncalled = 0;
+    CHECK(tdsl_call(m, "s") == 0 && ncalled == 11);
+    for (int i = 0; i < 11 && i < ncalled; i++) CHECK(called[i] == want[i], "call %d: %d, want %d", i, called[i], want[i]);
+    ncalled = 0;
+    CHECK(tdsl_call(m, "e") == 0 && ncalled == 0);
+    tdsl_close(m);
+  }
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 7-3\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 1-6/2\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 1-6/0\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nseq 5 n -3\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 3-\n", "seq n");
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 3x\n", "seq n");
+  /* at most 2^22 calls per routine, over all its runs */
+  refused("tdsl 3\nmodel t 2048\nseq 5 n 0-4000000 0-4000000\n", "seq n");
   /* found by the metadata fuzzer: a seq range at LONG_MAX overflowed; an f64 buffer at a
    * multiple of 4 only gave misaligned doubles */
   refused("tdsl 3\nmodel t 2048\nseq 5 n 0-333333333333333333333333333\n", "seq n");
