@@ -28,9 +28,11 @@ static void *resolve(void *h, const char *name) {
 static int huge_instance(const char *t) {
   for (const char *p = t; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
     if (strncmp(p, "model ", 6)) continue;
+    /* the name and the size, as the runtime splits them: at runs of spaces */
     const char *q = p + 6;
-    while (*q && *q != ' ' && *q != '\n') q++;
-    if (*q == ' ' && strtod(q + 1, NULL) > (double)(1 << 24)) return 1;
+    q += strspn(q, " ");
+    q += strcspn(q, " \n");
+    if (*q == ' ' && strtod(q + strspn(q, " "), NULL) > (double)(1 << 24)) return 1;
   }
   return 0;
 }
