@@ -6,6 +6,7 @@
  * defines it, imported by the groups that call it), so the groups link by name and the
  * link then hides all but the model's interface. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -339,8 +340,11 @@ static void group(J *j, const JitPlan *p, int g, const Uses *up) {
     if (p->group[i] == g) jit_define_func(j, i);
 }
 
-bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object, const char *path) {
-  J *j = jit_begin(a, p->m, o, p->with_arch, p->level[g], false);
+/* Group g for the host's -march (with_arch) or the generic target; report: print
+ * libgccjit's error. */
+static bool compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object, const char *path, bool with_arch,
+                          bool report) {
+  J *j = jit_begin(a, p->m, o, with_arch, p->level[g], false);
   /* glue below the configured level keeps the vectorizer: -O1 alone made the small
    * pointwise nests scalar and a 50-layer MLP's step 2x slower */
   if (p->level[g] == 1 && o->opt_level > 1) gcc_jit_context_add_command_line_option(j->c, "-ftree-vectorize");
@@ -351,9 +355,28 @@ bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool
     group(j, p, g, &u);
   }
   gcc_jit_context_compile_to_file(j->c, GCC_JIT_OUTPUT_KIND_OBJECT_FILE, path);
-  bool ok = !gcc_jit_context_get_first_error(j->c) || jit_report_failure(j->c, "code generation");
+  bool ok = !gcc_jit_context_get_first_error(j->c) || (report && jit_report_failure(j->c, "code generation"));
   gcc_jit_context_release(j->c);
   return ok;
+}
+
+/* An -march the embedded gcc does not know (a host newer than libgccjit) fails the
+ * group: it is compiled again for the generic target, as jit_compile_file does (its IR,
+ * scheduled for the host's vector width, is correct on any x86-64). The cache key names
+ * the -march, and the outcome is the same every time for it. The first attempt's
+ * messages (gcc's own diagnostics and the assembler's, on stderr) are dropped: a real
+ * error shows in the second. (A worker process runs this: its stderr is its own.) */
+bool jit_compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, bool object, const char *path) {
+  if (!p->with_arch) return compile_group(a, p, o, g, object, path, false, true);
+  fflush(stderr);
+  int saved = dup(2), null = open("/dev/null", O_WRONLY);
+  if (saved >= 0 && null >= 0) dup2(null, 2);
+  bool ok = compile_group(a, p, o, g, object, path, true, false);
+  fflush(stderr);
+  if (saved >= 0 && null >= 0) dup2(saved, 2);
+  if (saved >= 0) close(saved);
+  if (null >= 0) close(null);
+  return ok || compile_group(a, p, o, g, object, path, false, true);
 }
 
 const char **jit_exports(Arena *a, const JitPlan *p, const JitOpts *o, bool object) {
