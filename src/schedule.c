@@ -435,12 +435,18 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   return n;
 }
 
-/* A kernel outside any loop splits its rows among threads instead: distinct rows write
- * distinct cells when every M variable owns an axis of the target. */
+/* A kernel outside any loop is split among threads instead: by row tiles when every M
+ * variable owns an axis of the target (distinct rows write distinct cells), by column
+ * panels when j does and there are more panels than row tiles (a small m: each thread
+ * packs all of A then, which is the small operand). */
 static void kernel_parallel(Kernel *k) {
-  bool own = true;
-  for (int t = 0; t < k->nm; t++) own &= owns_axis(&k->store->dst, k->mvar[t]);
-  k->parallel = own && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
+  bool rows = true;
+  for (int t = 0; t < k->nm; t++) rows &= owns_axis(&k->store->dst, k->mvar[t]);
+  long mt = (k->ext[0] + k->mr - 1) / k->mr, nt = ((k->ext[1] < k->nc ? k->ext[1] : k->nc) + k->nr - 1) / k->nr;
+  bool cols = owns_axis(&k->store->dst, k->var[1]) && nt >= 2 && (!rows || mt < nt);
+  rows &= mt >= 2 && !cols;
+  k->parallel = (rows || cols) && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
+  k->split_cols = k->parallel && cols;
 }
 
 /* The nest as a kernel inside its outer loops, or NULL when it is no contraction worth
