@@ -6,8 +6,11 @@ With --emit-c as the flag, the --emit-c rendering is compiled by cc and run thro
 libtdslrt (its parallel loops go to the runtime's pool like the gccjit model's).
 usage: fusion_numpy.py TDSLC WORKDIR BATCH HIDDEN [FLAGS...]
 prints "N results checked, M mismatches" (and the threads the model ran with)."""
-import ctypes, json, os, subprocess, sys
+import json, os, subprocess, sys
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_compare import open_model, runtime  # noqa: E402
 
 tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 os.makedirs(work, exist_ok=True)
@@ -62,20 +65,8 @@ def run_emit_c():
     with open(c, "w") as f:
         subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
     subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
-    # next to the tdslc in use, or the plain build's (the sanitized build has none)
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
-    libs = [os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"), os.path.join(root, "build", "libtdslrt.so")]
-    rt = ctypes.CDLL(next((p for p in libs if os.path.exists(p)), libs[0]))
-    rt.tdsl_open.restype = ctypes.c_void_p
-    rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-    for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_close"):
-        getattr(rt, fn).argtypes = [ctypes.c_void_p] + {"tdsl_init": [ctypes.c_uint64], "tdsl_call": [ctypes.c_char_p],
-                                                        "tdsl_write": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long],
-                                                        "tdsl_read": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]}.get(fn, [])
-    err = ctypes.create_string_buffer(512)
-    m = rt.tdsl_open(so.encode(), err, 512)
-    if not m:
-        sys.exit("tdsl_open: " + err.value.decode())
+    rt = runtime(tdslc)
+    m = open_model(rt, so)
     ok = rt.tdsl_init(m, 1) == 0
     for k, v in ins.items():
         ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
