@@ -182,23 +182,40 @@ static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
   return add(j, add(j, base, mul(j, width, lv(x->kk))), lv(x->e));
 }
 
+static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
+  gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
+  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
+}
+
 /* Packs the panels from column jr_lo to jr_hi of B's block into
- * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block are 0. */
-static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi) {
+ * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block are 0. With
+ * a staging panel `pan` (a local array), each panel goes there first and is then
+ * copied to bp in vectors: bp is then a pointer gcc cannot tell from the operands' (a
+ * parallel kernel's shared block), and packing through it directly stayed scalar,
+ * reloading everything after each store. */
+static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi, gcc_jit_lvalue *pan) {
   const Kernel *k = x->k;
   Loop l1 = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
-  gcc_jit_rvalue *pi = panel_at(j, x, x->jr, k->nr);
+  gcc_jit_rvalue *pi = pan ? add(j, mul(j, k->nr, lv(x->kk)), lv(x->e)) : panel_at(j, x, x->jr, k->nr);
+  gcc_jit_lvalue *to = pan ? pan : x->bp;
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
   Branch b = branch(j, less(j, off, lv(x->nb)));
   gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, x->bp, pi), lv(cell(j, k, acc, val)));
+  set(j, at(j, to, pi), lv(cell(j, k, acc, val)));
   branch_else(j, &b);
-  set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
+  set(j, at(j, to, pi), gcc_jit_context_zero(j->c, x->t));
   branch_end(j, &b);
   loop_end(j, &l3);
   loop_end(j, &l2);
+  if (pan) { /* bp[jr*kb + i] = pan[i], vw lanes at a time (kb*nr is a multiple of vw) */
+    gcc_jit_rvalue *n = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->kb), num(j, k->nr));
+    gcc_jit_rvalue *base = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb));
+    Loop lc = loop_begin(j, x->e, num(j, 0), n, k->vw);
+    set(j, vec_at(j, x, x->bp, add(j, base, lv(x->e))), lv(vec_at(j, x, pan, lv(x->e))));
+    loop_end(j, &lc);
+  }
   loop_end(j, &l1);
 }
 
@@ -264,11 +281,6 @@ static void pack_a(J *j, K *x, const Access *acc) {
   branch_end(j, &in);
   loop_end(j, &l2);
   loop_end(j, &l1);
-}
-
-static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
-  gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
-  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
 }
 
 /* Direct A: arow[r] = &A(row ic + ir + r, pc), or the zero row past the block and
@@ -437,7 +449,7 @@ static void kernel_blocks(J *j, K *x, void (*body)(J *, K *, void *), void *arg)
 }
 
 static void serial_block(J *j, K *x, void *arg) {
-  pack_b(j, x, &x->k->store->val->a[1 - x->k->a_arg]->acc, num(j, 0), lv(x->nb));
+  pack_b(j, x, &x->k->store->val->a[1 - x->k->a_arg]->acc, num(j, 0), lv(x->nb), NULL);
   kernel_block(j, x, num(j, 0), num(j, x->k->ext[0]), num(j, 0), lv(x->nb));
 }
 
@@ -519,13 +531,17 @@ static Outlined outline_begin(J *j, int nvars, gcc_jit_struct *argt) {
                                      arena_printf(j->a, "tdsl_par_%d", j->nblocks++), 3, ps, 0);
   if (argt) {
     o.arg = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), gcc_jit_type_get_pointer(gcc_jit_struct_as_type(argt)));
-    gcc_jit_rvalue *inst = lv(gcc_jit_rvalue_dereference_field(o.arg, NULL, gcc_jit_struct_get_field(argt, 0)));
-    j->self = gcc_jit_context_new_cast(j->c, NULL, inst, j->inst.ptr);
   } else j->self = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), j->inst.ptr);
   o.lo = gcc_jit_param_as_rvalue(ps[1]);
   o.hi = gcc_jit_param_as_rvalue(ps[2]);
   j->fn = o.fn;
   j->blk = js_new_block(j, o.fn);
+  if (argt) { /* a local: a store through a pointer from the struct cannot change it */
+    gcc_jit_lvalue *self = local(j, j->inst.ptr, "self");
+    gcc_jit_rvalue *inst = lv(gcc_jit_rvalue_dereference_field(o.arg, NULL, gcc_jit_struct_get_field(argt, 0)));
+    set(j, self, gcc_jit_context_new_cast(j->c, NULL, inst, j->inst.ptr));
+    j->self = lv(self);
+  }
   j->vars = ANEWN(j->a, gcc_jit_lvalue *, nvars + 1);
   for (int v = 0; v < nvars; v++) j->vars[v] = local(j, j->t_long, "i");
   return o;
@@ -601,10 +617,11 @@ static void parallel_block(J *j, K *x, void *arg) {
   gcc_jit_rvalue *argp = gcc_jit_lvalue_get_address(p->args, NULL);
   /* pack: panels [lo, hi) */
   Outlined o = outline_begin(j, max_var(p->s) + 1, p->argt);
-  K y = {.k = k, .t = x->t};
+  K y = {.k = k, .t = x->t, .vptr = gcc_jit_type_get_pointer(gcc_jit_type_get_vector(x->t, (size_t)k->vw))};
   y.jr = local(j, j->t_long, "k"), y.kk = local(j, j->t_long, "k"), y.e = local(j, j->t_long, "k");
   block_from_args(j, &y, p, o.arg);
-  pack_b(j, &y, &k->store->val->a[1 - k->a_arg]->acc, mul(j, k->nr, o.lo), range_end(j, o.hi, k->nr, lv(y.nb)));
+  pack_b(j, &y, &k->store->val->a[1 - k->a_arg]->acc, mul(j, k->nr, o.lo), range_end(j, o.hi, k->nr, lv(y.nb)),
+         scratch(j, x->t, (long)k->kc * k->nr, "pan"));
   outline_end(j, &o);
   call_parallel(j, o.fn, argp, tiles(j, lv(x->nb), k->nr));
   /* the product: row tiles or panels [lo, hi) */
