@@ -10,19 +10,13 @@ import json, os, subprocess, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import open_model, runtime  # noqa: E402
+from numpy_compare import mlp_src, open_model, runtime  # noqa: E402
 
 tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 os.makedirs(work, exist_ok=True)
 src = os.path.join(work, "mlp_%d_%d.tdsl" % (B, H))
 with open(src, "w") as f:
-    f.write("""let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
-let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
-let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
-let%%op margin_loss = relu (1 - (ys *. mlp xs))
-let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
-let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
-""" % (B, B, H, H, B))
+    f.write(mlp_src(B, H))
 rng = np.random.default_rng(13)
 x = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
 ins = {"xs": x, "ys": np.where(x[:, :1] * x[:, 1:] > 0, 1, -1).astype(np.float32),

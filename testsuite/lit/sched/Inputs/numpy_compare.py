@@ -6,6 +6,18 @@ import ctypes, json, os, subprocess, sys
 import numpy as np
 
 
+def mlp_src(B, H):
+    """The moons MLP training step (2-H-H-1, relu, hinge loss, SGD with weight decay) at
+    batch B: the model of bench/train_b*_h*.tdsl."""
+    return """let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
+let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
+let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
+let%%op margin_loss = relu (1 - (ys *. mlp xs))
+let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
+let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
+""" % (B, B, H, H, B)
+
+
 def runtime(tdslc):
     """libtdslrt next to the tdslc in use, or the plain build's (the sanitized build has
     none), with the argument types of the functions the scripts call."""

@@ -11,27 +11,21 @@ import os, subprocess, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import open_model, runtime  # noqa: E402
+from numpy_compare import mlp_src, open_model, runtime  # noqa: E402
 
 tdslc, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 B, H = 600, 128
 src = os.path.join(work, "threads.tdsl")
 with open(src, "w") as f:
-    f.write("""let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
-let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
-let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
-let%%op margin_loss = relu (1 - (ys *. mlp xs))
-let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
-let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
-let%%op a = { a = uniform (); o = [ 8 ]; i = [ 512 ] }
-let%%op bm = { bm = uniform (); o = [ 512 ]; i = [ 1024 ] }
-let%%op c = a * bm
-let%%op cl = c ++ "...|...->... => 0"
-let%%cd cstep = grad_update cl
-let%%op x = { x = uniform (); b = [ 600 ]; o = [ 128 ] }
-let%%op cs = x ++ "b|o => o"
-""" % (B, B, H, H, B))
+    f.write(mlp_src(B, H) + """let%op a = { a = uniform (); o = [ 8 ]; i = [ 512 ] }
+let%op bm = { bm = uniform (); o = [ 512 ]; i = [ 1024 ] }
+let%op c = a * bm
+let%op cl = c ++ "...|...->... => 0"
+let%cd cstep = grad_update cl
+let%op x = { x = uniform (); b = [ 600 ]; o = [ 128 ] }
+let%op cs = x ++ "b|o => o"
+""")
 rng = np.random.default_rng(7)
 xs = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
 ys = np.where(xs[:, :1] * xs[:, 1:] > 0, 1, -1).astype(np.float32)
