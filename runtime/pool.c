@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "pool.h"
@@ -51,8 +52,10 @@ struct tdsl_pool {
   Range *range;           /* n home ranges */
   pthread_mutex_t mu;     /* sleeping and waking only */
   pthread_cond_t go, fin;
-  atomic_ulong gen;       /* bumped for every loop */
-  atomic_long done;       /* units of the current loop finished */
+  /* gen is what idle workers spin on, done what every chunk updates: apart, so that
+   * the spinning does not take the line from the threads that count */
+  _Alignas(64) atomic_ulong gen; /* bumped for every loop */
+  _Alignas(64) atomic_long done; /* units of the current loop finished */
   atomic_int sleepers;    /* workers blocked (or about to block) on go */
   atomic_bool quit;
   /* the published loop; atomic because a late worker may read them while the next
@@ -161,8 +164,10 @@ static void *worker(void *v) {
 }
 
 tdsl_pool *tdsl_pool_new(int nthreads) {
-  tdsl_pool *p = calloc(1, sizeof *p);
+  size_t size = (sizeof(tdsl_pool) + _Alignof(tdsl_pool) - 1) / _Alignof(tdsl_pool) * _Alignof(tdsl_pool);
+  tdsl_pool *p = aligned_alloc(_Alignof(tdsl_pool), size); /* its counters on lines of their own */
   if (!p) return NULL;
+  memset(p, 0, sizeof *p);
   p->n = nthreads < 1 ? 1 : nthreads;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
