@@ -448,7 +448,7 @@ static Stmt *split_inner(Arena *a, const IrModule *m, Stmt *nest, int *nvars) {
   long points = 1;
   int l = -1;
   for (int i = 0; i < nl; i++) {
-    if (loops[i]->tile_var >= 0 || is_tile_controller(loops, nl, loops[i]->var) || loops[i]->accs > 1) return NULL;
+    if (loops[i]->tile_var >= 0 || is_tile_controller(loops, nl, loops[i]->var) || loops[i]->accs > 1 || loops[i]->dext) return NULL;
     points *= loops[i]->ext;
     if (l < 0 && owns_axis(&st->dst, loops[i]->var)) l = i;
   }
