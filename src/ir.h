@@ -224,6 +224,10 @@ typedef struct IrFunc {
                       * through NAME_call, so no code re-lists them (ir_mark_seqs) */
   int nvars;         /* loop variables v0..v(nvars-1) */
   PtrVec body;       /* Stmt* */
+  /* 1 + the index of the function holding the other half of this one's tensor code (a
+   * tensor's .fwd and .bwd: far apart in the sequence, changed together by an edit of
+   * the tensor; the split compile groups them together); 0: none. */
+  int twin;
 } IrFunc;
 
 typedef struct IrAlias {

@@ -661,6 +661,11 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
       bwd[i] = f->id;
     }
   }
+  for (int i = 0; i < nt; i++)
+    if (fwd[i] >= 0 && bwd[i] >= 0) {
+      VEC_AT(l.m->funcs, IrFunc, fwd[i])->twin = bwd[i] + 1;
+      VEC_AT(l.m->funcs, IrFunc, bwd[i])->twin = fwd[i] + 1;
+    }
   CodeIndex x = code_index(&l, fwd, bwd);
   for (int i = 0; i < g->routines.len; i++) {
     Routine *r = VEC_AT(g->routines, Routine, i);

@@ -144,9 +144,11 @@ static bool compile_and_link(Split *s, const char *key_head, int jobs, const cha
   int *todo = ANEWN(&c->arena, int, ng + 1);
   int bad;
   int n = lookup(s, key_head, todo, &bad);
+  long redo = 0; /* statements of the code groups compiled */
+  for (int k = 0; k < n; k++) redo += todo[k] >= JIT_GLUE_GROUPS ? s->p->size[todo[k]] : 0;
   if (c->opt.phase_times)
-    fprintf(stderr, "tdslc: %d groups (%ld statements): %d compiled, %d from cache, %d bad entries rebuilt, %d jobs\n", ng,
-            s->p->total, n, ng - n, bad, jobs < n ? jobs : n);
+    fprintf(stderr, "tdslc: %d groups (%ld statements): %d compiled, %d from cache, %d bad entries rebuilt, %d jobs (%ld statements compiled)\n",
+            ng, s->p->total, n, ng - n, bad, jobs < n ? jobs : n, redo);
   timing_mark(c, "cache lookup");
   TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d, %d groups)", c->opt.input, c->opt.opt_level, n));
   bool ok = run_workers(s, todo, n, jobs);

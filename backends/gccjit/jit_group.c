@@ -17,12 +17,19 @@
 /* Group sizes in IR statements. A group is cut after function f with probability
  * size(f) / GROUP_TARGET, decided by a hash of f's name: the decision depends on f
  * alone, so after an edit the cuts fall where they fell before from the first cut past
- * the edit on. Also: no cut below GROUP_MIN, always one at GROUP_MAX. Each group costs
- * a process, gcc's start-up and an assembler run (~20 ms), hence not much smaller. */
-enum { GROUP_TARGET = 120, GROUP_MIN = 40, GROUP_MAX = 400 };
+ * the edit on. Also: no cut below GROUP_MIN, always one at GROUP_MAX (past a twin, see
+ * plan_order). Each group costs a process, gcc's start-up and an assembler run (~10
+ * ms): at 120 the 50-layer MLP's cold compile took 8% less CPU, and editing one layer's
+ * width recompiled 27% of it instead of 11% (with the twins and one class, below). */
+enum { GROUP_TARGET = 60, GROUP_MIN = 20, GROUP_MAX = 200 };
 /* A store running fewer times than this per call is glue, unless it reduces. (At 64
  * instead, a 50-layer width-16 MLP compiled 12% more slowly and stepped 2% faster.) */
 enum { GLUE_ITERS = 4096 };
+/* Glue is compiled at -O2 at most (-O3's unrolling and versioning of its many small
+ * loops cost compile time for nothing); below -O3 nothing is set apart as glue. At -O1
+ * (with -ftree-vectorize) the glue made a 50-layer MLP's step 7% slower than the one-
+ * context compile, for 2% less compile time (bench/split_speed.py). */
+enum { GLUE_MAX_O = 2 };
 
 static long stmts_size(const PtrVec *body) {
   long n = 0;
@@ -66,13 +73,30 @@ static unsigned name_hash(const char *s) {
   return h;
 }
 
-/* Cuts the functions of one class (hot or not), in IR order, into groups. */
-static void cut_groups(JitPlan *p, const long *fsize, const bool *hot, bool want_hot, int level) {
+/* The functions in IR order, each twin (IrFunc.twin) right after the first of the two:
+ * a tensor's forward and backprop code, which an edit of it changes together, end up in
+ * one group. */
+static int *plan_order(Arena *a, const IrModule *m) {
+  int n = 0, *order = ANEWN(a, int, m->funcs.len + 1);
+  bool *placed = ANEWN(a, bool, m->funcs.len + 1);
+  for (int i = 0; i < m->funcs.len; i++) {
+    if (placed[i]) continue;
+    placed[order[n++] = i] = true;
+    int t = VEC_AT(m->funcs, IrFunc, i)->twin - 1;
+    if (t >= 0 && t < m->funcs.len && !placed[t]) placed[order[n++] = t] = true;
+  }
+  return order;
+}
+
+/* Cuts the functions of one class (want: hot or not; hot NULL: all), in plan order,
+ * into groups. */
+static void cut_groups(JitPlan *p, const int *order, const long *fsize, const bool *hot, bool want, int level) {
   const IrModule *m = p->m;
   int open = -1;
-  for (int i = 0; i < m->funcs.len; i++) {
+  for (int k = 0; k < m->funcs.len; k++) {
+    int i = order[k];
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);
-    if (f->seq || hot[i] != want_hot) continue;
+    if (f->seq || (hot && hot[i] != want)) continue;
     if (open < 0) {
       open = p->ngroups++;
       p->size[open] = 0;
@@ -81,6 +105,7 @@ static void cut_groups(JitPlan *p, const long *fsize, const bool *hot, bool want
     }
     p->group[i] = open;
     p->size[open] += fsize[i];
+    if (k + 1 < m->funcs.len && order[k + 1] == f->twin - 1) continue; /* never between twins */
     bool cut = (long)(name_hash(f->name) % 1024) * GROUP_TARGET < fsize[i] * 1024;
     if (p->size[open] >= GROUP_MAX || (p->size[open] >= GROUP_MIN && cut)) open = -1;
   }
@@ -92,8 +117,14 @@ typedef struct Uses {
 static Uses group_uses(Arena *a, const JitPlan *p, int g);
 
 /* Buffers further apart than this (in IR order, which is the layout's) go to different
- * clusters of a group's storage: whatever lies between them may change size. */
-enum { CLUSTER_GAP = 8 };
+ * clusters of a group's storage: whatever lies between them may change size. A group's
+ * functions touch a few layers' buffers and, in an optimizer step, their update
+ * temporaries far away: large enough to keep the first together, as gcc cannot tell
+ * clusters apart (a loop across two vectorizes behind a run-time alias check), small
+ * enough that a cluster rarely spans an edited layer. The 200-layer MLP's step ran at
+ * 0.935 of one context's speed with 8, 0.967 with 64, 0.986 with 256; but with 256
+ * editing one layer of a 30-layer MLP recompiled 559 of 2207 statements, with 64 372. */
+enum { CLUSTER_GAP = 64 };
 
 /* Group g's storage in clusters of nearby buffers (and one of the symbols), each at a
  * base offset of its own: the offset of its first buffer (a multiple of 64). */
@@ -146,13 +177,17 @@ JitPlan *jit_plan(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch)
     if (!f->seq) p->total += fsize[i];
     hot[i] = is_hot(&f->body, 1, vars, 0);
   }
-  int cheap = o->opt_level < 1 ? o->opt_level : 1;
   p->ngroups = JIT_GLUE_GROUPS;
-  p->level[JIT_GROUP_META] = p->level[JIT_GROUP_CALL] = cheap;
+  p->level[JIT_GROUP_META] = p->level[JIT_GROUP_CALL] = o->opt_level < 1 ? o->opt_level : 1;
   p->size[JIT_GROUP_META] = 1;
   p->size[JIT_GROUP_CALL] = nf; /* a switch case per function */
-  cut_groups(p, fsize, hot, true, o->opt_level);
-  cut_groups(p, fsize, hot, false, cheap);
+  int *order = plan_order(a, m);
+  int glue = o->opt_level < GLUE_MAX_O ? o->opt_level : GLUE_MAX_O;
+  if (glue == o->opt_level) cut_groups(p, order, fsize, NULL, true, glue);
+  else {
+    cut_groups(p, order, fsize, hot, true, o->opt_level);
+    cut_groups(p, order, fsize, hot, false, glue);
+  }
   set_stores(a, p);
   return p;
 }
@@ -347,7 +382,6 @@ static bool compile_group(Arena *a, const JitPlan *p, const JitOpts *o, int g, b
   J *j = jit_begin(a, p->m, o, with_arch, p->level[g], false);
   /* glue below the configured level keeps the vectorizer: -O1 alone made the small
    * pointwise nests scalar and a 50-layer MLP's step 2x slower */
-  if (p->level[g] == 1 && o->opt_level > 1) gcc_jit_context_add_command_line_option(j->c, "-ftree-vectorize");
   if (g == JIT_GROUP_META) meta(j, p, object);
   else if (g == JIT_GROUP_CALL) dispatch(j, p);
   else {
