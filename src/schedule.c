@@ -119,11 +119,71 @@ static void pick_m(Contraction *c, Stmt **loops, int nl, const Access *d, const 
   c->i = c->nm ? c->mvar[c->nm - 1] : -1;
 }
 
+/* Inserts loop s into v (n entries) sorted by decreasing key. */
+static void insert_desc(Stmt **v, long *key, int *n, Stmt *s, long k) {
+  int at = (*n)++;
+  while (at > 0 && key[at - 1] < k) v[at] = v[at - 1], key[at] = key[at - 1], at--;
+  v[at] = s, key[at] = k;
+}
+
+/* The fastest KERN_MAX_M of the loops v (slowest first) as a dimension; the others stay
+ * outer loops. Returns the product of their extents. */
+static long take_fastest(KDim *d, Stmt **v, int n) {
+  long ext = 1;
+  d->n = 0;
+  for (int t = n > KERN_MAX_M ? n - KERN_MAX_M : 0; t < n; t++) {
+    d->var[d->n] = v[t]->var, d->ext[d->n++] = v[t]->ext;
+    ext *= v[t]->ext;
+  }
+  return ext;
+}
+
+/* Composite n and k: every target variable only B uses (slowest in the target first)
+ * and every variable both operands use and the target does not (slowest in the
+ * operands first). */
+static bool pick_composite(Contraction *c, Stmt **loops, int nl, const Access *d, const Access *A, const Access *B) {
+  Stmt *nv[64], *kv[64];
+  long nkey[64], kkey[64];
+  int nn = 0, nk = 0;
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    long cd = labs(aff_coef(&d->flat, v)), ca = labs(aff_coef(&A->flat, v)), cb = labs(aff_coef(&B->flat, v));
+    if (cd && cb && !ca) insert_desc(nv, nkey, &nn, loops[l], cd);
+    if (!cd && ca && cb) insert_desc(kv, kkey, &nk, loops[l], ca + cb);
+  }
+  if (!nn || !nk) return false;
+  c->n = take_fastest(&c->nd, nv, nn);
+  c->kext = take_fastest(&c->kd, kv, nk);
+  c->j = c->nd.var[c->nd.n - 1], c->k = c->kd.var[c->kd.n - 1];
+  return true;
+}
+
+static bool in_dim(const KDim *d, int v) {
+  for (int t = 0; t < d->n; t++)
+    if (d->var[t] == v) return true;
+  return false;
+}
+
+static bool aff_uses(const Aff *f, const int *vars, int n) {
+  for (int t = 0; t < n; t++)
+    if (aff_coef(f, vars[t])) return true;
+  return false;
+}
+
+/* A guard the kernel can test: on M and outer variables (per row, or around the
+ * kernel), or, with composite n and k, on k variables and those of one operand (its
+ * packed cells). */
+static bool guard_ok(const Contraction *c, const Guard *g, bool composite) {
+  bool on_m = aff_uses(&g->aff, c->mvar, c->nm), on_n = aff_uses(&g->aff, c->nd.var, c->nd.n), on_k = aff_uses(&g->aff, c->kd.var, c->kd.n);
+  if (!composite) return !on_n && !on_k;
+  return on_k ? !(on_m && on_n) : !on_n;
+}
+
 /* Picks the role variables: j is the variable of the target with the smallest stride
  * there that only one operand uses (that operand is B), the M variables (pick_m) those
  * of the target only A uses, k the longest variable both operands use and the target
- * does not. */
-static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3]) {
+ * does not; composite: several n and k variables (pick_composite). */
+static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3], bool composite) {
   const Access *d = acc[0];
   long best = -1;
   c->j = c->i = c->k = -1;
@@ -136,13 +196,24 @@ static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3
   if (c->j < 0) return false;
   const Access *A = acc[1 + c->a_arg], *B = acc[2 - c->a_arg];
   pick_m(c, loops, nl, d, A, B);
+  if (composite) return c->i >= 0 && pick_composite(c, loops, nl, d, A, B);
   for (int l = 0; l < nl; l++) {
     int v = loops[l]->var;
     bool ind = aff_coef(&d->flat, v) != 0, ina = aff_coef(&A->flat, v) != 0, inb = aff_coef(&B->flat, v) != 0;
     if (!ind && ina && inb && (c->k < 0 || loops[l]->ext > c->kext)) c->k = v, c->kext = loops[l]->ext;
     if (v == c->j) c->n = loops[l]->ext;
   }
+  c->nd = (KDim){.n = 1, .var = {c->j}, .ext = {c->n}};
+  c->kd = (KDim){.n = 1, .var = {c->k}, .ext = {c->kext}};
   return c->i >= 0 && c->k >= 0;
+}
+
+/* Roles whose guards the kernel can test (guard_ok). */
+static bool pick_testable(Contraction *c, Stmt **loops, int nl, const Access *acc[3], bool composite) {
+  if (!pick_roles(c, loops, nl, acc, composite)) return false;
+  for (int g = 0; g < c->nguards; g++)
+    if (!guard_ok(c, &c->guards[g], composite)) return false;
+  return true;
 }
 
 bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
@@ -178,13 +249,12 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   int nr = 0;
   for (int l = 0; l < nl; l++)
     if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
-  if (!pick_roles(c, real, nr, acc)) return false;
-  for (int g = 0; g < c->nguards; g++) /* on j or k: not a test per row */
-    if (aff_coef(&c->guards[g].aff, c->j) || aff_coef(&c->guards[g].aff, c->k)) return false;
+  /* one n and one k variable unless a guard needs several */
+  if (!pick_testable(c, real, nr, acc, false) && !pick_testable(c, real, nr, acc, true)) return false;
   c->store = st;
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
-    if (!is_m_var(c, var) && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
+    if (!is_m_var(c, var) && !in_dim(&c->nd, var) && !in_dim(&c->kd, var)) c->outer[c->nouter++] = real[l];
   }
   return true;
 }
@@ -224,8 +294,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->nc = nt < NC_ ? (int)nt : NC_;
   /* A read in place: its packed panel would be read once (one column tile), or A fits
    * in L1 (the small matrices where packing costs as much as the product). */
-  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) &&
-                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
+  k->nd = c->nd, k->kd = c->kd;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;
@@ -233,13 +302,26 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   Stmt *inner = s;
   int nif = 0;
   k->row_guards = ANEWN(a, Guard, c->nguards + 1);
+  k->a_guards = ANEWN(a, Guard, c->nguards + 1);
+  k->b_guards = ANEWN(a, Guard, c->nguards + 1);
   Guard *ifg = ANEWN(a, Guard, c->nguards + 1);
   for (int g = 0; g < c->nguards; g++) {
-    bool on_rows = false;
-    for (int t = 0; t < c->nm; t++) on_rows |= aff_coef(&c->guards[g].aff, c->mvar[t]) != 0;
-    if (on_rows) k->row_guards[k->nrow_guards++] = c->guards[g];
+    const Aff *f = &c->guards[g].aff;
+    bool on_m = aff_uses(f, c->mvar, c->nm), on_n = aff_uses(f, c->nd.var, c->nd.n), on_k = aff_uses(f, c->kd.var, c->kd.n);
+    if (on_k) { /* bounds A (with m), B (with n), or either (k alone: both read 0) */
+      if (!on_n) k->a_guards[k->na_guards++] = c->guards[g];
+      if (!on_m) k->b_guards[k->nb_guards++] = c->guards[g];
+    } else if (on_m) k->row_guards[k->nrow_guards++] = c->guards[g];
     else ifg[nif++] = c->guards[g];
   }
+  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) && c->kd.n == 1 && !k->na_guards &&
+                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
+  /* composite n whose fastest variable has stride 1: whole tiles never cross its digit */
+  bool whole = c->nd.n > 1 && c->nd.ext[c->nd.n - 1] % k->nr == 0;
+  bool b_guard_j = false;
+  for (int g = 0; g < k->nb_guards; g++) b_guard_j |= aff_coef(&k->b_guards[g].aff, c->j) != 0;
+  k->b_runs = whole && !b_guard_j && aff_coef(&c->store->val->a[1 - c->a_arg]->acc.flat, c->j) == 1;
+  k->c_runs = whole && aff_coef(&c->store->dst.flat, c->j) == 1;
   if (nif) { /* the guards on outer variables only: around the kernel */
     Stmt *g = ANEW(a, Stmt);
     g->kind = S_IF;
@@ -464,27 +546,33 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   return mark_parallel(a, r ? r : s);
 }
 
-/* A contraction without guards whose target axes are its outer, M and j variables, one
- * each, over their whole extents: the kernel calls together write each cell of the
- * target in exactly one call, once per k block. */
+/* A contraction without guards (but on k) whose target axes are its outer, M and N
+ * variables, one each, over their whole extents: the kernel calls together write each
+ * cell of the target in exactly one call, once per k block. */
 static bool kernel_covers_target(const Contraction *c, const IrModule *m) {
   const Access *d = &c->store->dst;
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, d->buf);
-  if (c->nguards || d->rank != c->nouter + c->nm + 1) return false;
+  for (int g = 0; g < c->nguards; g++) /* a guard on k only zeroes products */
+    if (!aff_uses(&c->guards[g].aff, c->kd.var, c->kd.n)) return false;
+  int naxes = 0; /* axes a loop runs over (an axis of size 1 has index 0, no loop) */
   for (int ax = 0; ax < d->rank; ax++) {
     const Aff *f = &d->axis[ax];
+    if (b->dims[ax] == 1 && !f->n && !f->off) continue;
+    naxes++;
     if (f->off || f->n != 1 || f->t[0].coef != 1) return false;
     int v = f->t[0].var;
-    long ext = v == c->j ? c->n : -1;
+    long ext = -1;
+    for (int t = 0; t < c->nd.n; t++)
+      if (c->nd.var[t] == v) ext = c->nd.ext[t];
     for (int t = 0; t < c->nm; t++)
       if (c->mvar[t] == v) ext = c->mext[t];
     for (int l = 0; l < c->nouter; l++)
       if (c->outer[l]->var == v) ext = c->outer[l]->ext;
     if (ext != b->dims[ax]) return false;
     for (int k = 0; k < ax; k++)
-      if (d->axis[k].t[0].var == v) return false;
+      if (d->axis[k].n && d->axis[k].t[0].var == v) return false;
   }
-  return true;
+  return naxes == c->nouter + c->nm + c->nd.n;
 }
 
 /* `fill B v` then a contraction into every cell of B: a kernel whose first k block

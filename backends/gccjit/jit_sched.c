@@ -112,43 +112,59 @@ static gcc_jit_rvalue *binop(J *j, enum gcc_jit_binary_op op, gcc_jit_rvalue *a,
   return gcc_jit_context_new_binary_op(j->c, NULL, op, j->t_long, a, num(j, c));
 }
 
-/* The M variables (j->vars) = the digits of row number row (Kernel.mvar). */
-static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) {
-  if (k->nm == 1) {
-    set(j, j->vars[k->mvar[0]], row);
+/* The variables vars (j->vars) = the digits of x in mixed radix over ext (KDim). */
+static void set_digits(J *j, const int *vars, const long *ext, int n, gcc_jit_rvalue *x) {
+  if (n == 1) {
+    set(j, j->vars[vars[0]], x);
     return;
   }
-  gcc_jit_lvalue *x = local(j, j->t_long, "row");
-  set(j, x, row);
+  gcc_jit_lvalue *v = local(j, j->t_long, "digits");
+  set(j, v, x);
   long stride = 1;
-  for (int t = k->nm - 1; t >= 0; t--) {
-    gcc_jit_rvalue *q = stride == 1 ? lv(x) : binop(j, GCC_JIT_BINARY_OP_DIVIDE, lv(x), stride);
-    set(j, j->vars[k->mvar[t]], t ? binop(j, GCC_JIT_BINARY_OP_MODULO, q, k->mext[t]) : q);
-    stride *= k->mext[t];
+  for (int t = n - 1; t >= 0; t--) {
+    gcc_jit_rvalue *q = stride == 1 ? lv(v) : binop(j, GCC_JIT_BINARY_OP_DIVIDE, lv(v), stride);
+    set(j, j->vars[vars[t]], t ? binop(j, GCC_JIT_BINARY_OP_MODULO, q, ext[t]) : q);
+    stride *= ext[t];
   }
 }
 
-/* Every row guard holds at the current M variables (NULL: there are none). */
-static gcc_jit_rvalue *rows_ok(J *j, const Kernel *k) {
+/* The M variables = the digits of row number row (Kernel.mvar). */
+static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) { set_digits(j, k->mvar, k->mext, k->nm, row); }
+
+/* Every guard 0 <= aff < ext holds at the current variables (NULL: there are none). */
+static gcc_jit_rvalue *guards_ok(J *j, const Guard *gs, int n) {
   gcc_jit_rvalue *ok = NULL;
   gcc_jit_type *b = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL);
-  for (int g = 0; g < k->nrow_guards; g++) {
-    gcc_jit_rvalue *v = js_aff(j, &k->row_guards[g].aff);
+  for (int g = 0; g < n; g++) {
+    gcc_jit_rvalue *v = js_aff(j, &gs[g].aff);
     gcc_jit_rvalue *in = gcc_jit_context_new_binary_op(
         j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_GE, v, num(j, 0)),
-        less(j, js_aff(j, &k->row_guards[g].aff), num(j, k->row_guards[g].ext)));
+        less(j, js_aff(j, &gs[g].aff), num(j, gs[g].ext)));
     ok = ok ? gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, ok, in) : in;
   }
   return ok;
 }
 
-/* An operand's cell at role values: val[0] a row number, val[1] the n and val[2] the k
- * variable's value (NULL: left as they are). */
-static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
+static gcc_jit_rvalue *rows_ok(J *j, const Kernel *k) { return guards_ok(j, k->row_guards, k->nrow_guards); }
+
+/* a && b, either may be NULL (true) */
+static gcc_jit_rvalue *both(J *j, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (!a || !b) return a ? a : b;
+  return gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL), a, b);
+}
+
+/* An operand's cell at role values: val[0] a row number, val[1] a column (n) and val[2]
+ * a k number (NULL: left as they are), plus `plus` (NULL: 0) in its flat index. */
+static gcc_jit_lvalue *cell_at(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3], gcc_jit_rvalue *plus) {
   if (val[0]) set_rows(j, k, val[0]);
-  for (int d = 1; d < 3; d++)
-    if (val[d]) set(j, j->vars[k->var[d]], val[d]);
-  return at(j, jm_buf(j, acc->buf), js_aff(j, &acc->flat));
+  if (val[1]) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, val[1]);
+  if (val[2]) set_digits(j, k->kd.var, k->kd.ext, k->kd.n, val[2]);
+  gcc_jit_rvalue *i = js_aff(j, &acc->flat);
+  return at(j, jm_buf(j, acc->buf), plus ? add(j, i, plus) : i);
+}
+
+static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
+  return cell_at(j, k, acc, val, NULL);
 }
 
 /* if (cond) { then } else { other }: branch leaves j->blk in `then`; branch_else moves
@@ -175,6 +191,13 @@ static void branch_end(J *j, Branch *b) {
   j->blk = b->after;
 }
 
+/* A long local holding v: a value hoisted out of a loop. */
+static gcc_jit_rvalue *hoist_long(J *j, gcc_jit_rvalue *v) {
+  gcc_jit_lvalue *l = local(j, j->t_long, "base");
+  set(j, l, v);
+  return lv(l);
+}
+
 /* The packed panels' cell of tile row (or column) `tile`, step kk, lane e:
  * tile*kb + kk*width + e (a tile of `width` lanes holds kb steps contiguously). */
 static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
@@ -182,33 +205,83 @@ static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
   return add(j, add(j, base, mul(j, width, lv(x->kk))), lv(x->e));
 }
 
-/* Packs B into bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block
- * are 0. */
-static void pack_b(J *j, K *x, const Access *acc) {
+
+/* pack_b with column runs (Kernel.b_runs): the n digits once per panel, the k digits
+ * and B's guards once per step, then a run of nr lanes at +e (panels are always whole:
+ * nr divides the fastest n extent and nc). */
+static void pack_b_runs(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
   Loop l1 = loop_begin(j, x->jr, num(j, 0), lv(x->nb), k->nr);
+  set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), lv(x->jr)));
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+  gcc_jit_rvalue *ok = guards_ok(j, k->b_guards, k->nb_guards);
+  Branch b = branch(j, ok ? ok : gcc_jit_context_one(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL)));
+  gcc_jit_rvalue *base = hoist_long(j, js_aff(j, &acc->flat));
+  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
+  set(j, at(j, x->bp, panel_at(j, x, x->jr, k->nr)), lv(at(j, jm_buf(j, acc->buf), add(j, base, lv(x->e)))));
+  loop_end(j, &l3);
+  branch_else(j, &b);
+  l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
+  set(j, at(j, x->bp, panel_at(j, x, x->jr, k->nr)), gcc_jit_context_zero(j->c, x->t));
+  loop_end(j, &l3);
+  branch_end(j, &b);
+  loop_end(j, &l2);
+  loop_end(j, &l1);
+}
+
+/* Packs B into bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block
+ * and cells outside B's guards are 0. The k digits are set once per step. */
+static void pack_b(J *j, K *x, const Access *acc) {
+  const Kernel *k = x->k;
+  if (k->b_runs) {
+    pack_b_runs(j, x, acc);
+    return;
+  }
+  Loop l1 = loop_begin(j, x->jr, num(j, 0), lv(x->nb), k->nr);
+  Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->jr, k->nr);
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
-  Branch b = branch(j, less(j, off, lv(x->nb)));
-  gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
+  Branch in = branch(j, less(j, off, lv(x->nb)));
+  set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), off));
+  gcc_jit_rvalue *ok = guards_ok(j, k->b_guards, k->nb_guards);
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
   set(j, at(j, x->bp, pi), lv(cell(j, k, acc, val)));
-  branch_else(j, &b);
+  if (ok) {
+    branch_else(j, &g);
+    set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
+    branch_end(j, &g);
+  }
+  branch_else(j, &in);
   set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
-  branch_end(j, &b);
+  branch_end(j, &in);
   loop_end(j, &l3);
   loop_end(j, &l2);
   loop_end(j, &l1);
 }
 
-/* ap[ir*kb + kk*mr + e] over kk: A(row, pc + kk) with the M variables set, or 0. */
+/* ap[ir*kb + kk*mr + e] over kk: A(row, pc + kk) with the M variables set, or 0 (zero,
+ * or outside A's guards). */
 static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
   const Kernel *k = x->k;
   Loop l = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
-  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, x->ap, pi), zero ? gcc_jit_context_zero(j->c, x->t) : lv(cell(j, k, acc, val)));
+  if (zero) set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+  else {
+    set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+    gcc_jit_rvalue *ok = guards_ok(j, k->a_guards, k->na_guards);
+    Branch g = ok ? branch(j, ok) : (Branch){0};
+    gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
+    set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
+    if (ok) {
+      branch_else(j, &g);
+      set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+      branch_end(j, &g);
+    }
+  }
   loop_end(j, &l);
 }
 
@@ -220,14 +293,15 @@ static void pack_a_kmajor(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
   Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
   Branch in = branch(j, less(j, off, lv(x->mb)));
   set_rows(j, k, add(j, lv(x->ic), off));
-  gcc_jit_rvalue *ok = rows_ok(j, k);
+  gcc_jit_rvalue *ok = both(j, rows_ok(j, k), guards_ok(j, k->a_guards, k->na_guards));
   Branch g = ok ? branch(j, ok) : (Branch){0};
-  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
   set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
   if (ok) {
     branch_else(j, &g);
@@ -328,14 +402,17 @@ static void update_cells(J *j, K *x, const Access *dst, bool first) {
   set_rows(j, k, add(j, add(j, lv(x->ic), lv(x->ir)), lv(x->r)));
   gcc_jit_rvalue *ok = rows_ok(j, k);
   Branch g = ok ? branch(j, ok) : (Branch){0};
+  /* column runs (Kernel.c_runs): the n digits once per tile row, the cells at +c */
+  if (k->c_runs) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), lv(x->jr)));
   Loop l2 = loop_begin(j, x->c, num(j, 0), lv(x->nrr), 1);
-  gcc_jit_rvalue *val[3] = {NULL, add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
+  gcc_jit_rvalue *val[3] = {NULL, k->c_runs ? NULL : add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
   gcc_jit_rvalue *t = lv(at(j, x->ct, add(j, mul(j, k->nr, lv(x->r)), lv(x->c))));
+  gcc_jit_lvalue *d = cell_at(j, k, dst, val, k->c_runs ? lv(x->c) : NULL);
   if (first)
-    set(j, cell(j, k, dst, val),
+    set(j, d,
         gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_PLUS, x->t,
                                       gcc_jit_context_new_rvalue_from_double(j->c, x->t, k->init), t));
-  else gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
+  else gcc_jit_block_add_assignment_op(j->blk, NULL, d, GCC_JIT_BINARY_OP_PLUS, t);
   loop_end(j, &l2);
   if (ok) {
     branch_else(j, &g);
