@@ -115,7 +115,7 @@ struct IrExpr {
   IrExpr *a[3];
 };
 
-typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL } StmtKind;
+typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL, S_PREFETCH } StmtKind;
 
 typedef struct Stmt Stmt;
 
@@ -208,7 +208,9 @@ struct Stmt {
   /* S_IF: all guards hold */
   int nguards;
   Guard *guards;
-  /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites */
+  /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites.
+   * S_PREFETCH (schedule pass only): a hint that the `ext` cells from dst on (flat index
+   * only) will be written soon; it never faults and changes no result. */
   Access dst;
   PrimOp accum;
   IrExpr *val;

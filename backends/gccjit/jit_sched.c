@@ -615,3 +615,19 @@ void js_kernel(J *j, const Stmt *s) {
   outline_end(j, &o);
   call_parallel(j, o.fn, (k->ext[0] + k->mr - 1) / k->mr);
 }
+
+/* ---- prefetches ---- */
+
+void js_prefetch(J *j, const Stmt *s) {
+  gcc_jit_function *pf = gcc_jit_context_get_builtin_function(j->c, "__builtin_prefetch");
+  int esize = VEC_AT(j->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F64 ? 8 : 4;
+  gcc_jit_type *vp = gcc_jit_type_get_const(gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID));
+  vp = gcc_jit_type_get_pointer(vp);
+  for (long c = 0; c < s->ext; c += 64 / esize) {
+    gcc_jit_lvalue *cellv = at(j, jm_buf(j, s->dst.buf), add(j, js_aff(j, &s->dst.flat), num(j, c)));
+    gcc_jit_rvalue *args[3] = {gcc_jit_context_new_cast(j->c, NULL, gcc_jit_lvalue_get_address(cellv, NULL), vp),
+                               gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 1),
+                               gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 3)};
+    gcc_jit_block_add_eval(j->blk, NULL, gcc_jit_context_new_call(j->c, NULL, pf, 3, args));
+  }
+}

@@ -12,6 +12,7 @@
 typedef struct Count {
   int kernels, reductions, parallel, overwrites, composite, direct, retiled;
   int nk_composite, runs, pack_guards; /* several n and k variables; column runs; a/b guards */
+  int prefetches;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
@@ -22,6 +23,7 @@ static void count_stmts(const PtrVec *body, Count *c) {
                                 c->runs += s->kern->b_runs + s->kern->c_runs,
                                 c->pack_guards += s->kern->na_guards + s->kern->nb_guards;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    c->prefetches += s->kind == S_PREFETCH;
     if (s->kind == S_LOOP && s->tile == 32) c->retiled++;
     if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
@@ -348,6 +350,26 @@ static void test_k_guard(int Y, int C, int O) {
   gb_free(&b);
 }
 
+/* y[q,m,p] = 2 x[p,m,q]: a retiled transpose whose target rows are prefetched one
+ * iteration of m ahead (when whole tiles cover p); the last m iteration prefetches
+ * nothing. */
+static void test_transpose3(int P, int M, int Q, int prefetches) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 2, (int[]){P, M, Q});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 2, (int[]){Q, M, P});
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 3, (int[]){P, M, Q}); /* p m q */
+  gb_it(s, 0, 0, 2), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 0);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_const(&b.a, 2), NULL), s);
+  char what[64];
+  snprintf(what, sizeof what, "transpose %dx%dx%d", P, M, Q);
+  Count cnt = run_pair(&b, "y.forward", false, what);
+  CHECK(cnt.retiled == 2 && cnt.prefetches == prefetches, "%s: %d retiled, %d prefetches", what, cnt.retiled, cnt.prefetches);
+  emit_c_agrees(&b, "y.forward", what);
+  gb_free(&b);
+}
+
 /* s[i] += x[i,k] for k < n: partial sums from 32 on; 1 x n and the remainder loop. */
 static void test_rowsum(int rows, int n, bool dbl) {
   GB b;
@@ -480,6 +502,8 @@ int main(void) {
     test_weight_grad(w[0], w[1], w[2], w[3], w[4], 1 + i % 2, i % 3 == 0, i % 2 == 0);
   }
   test_k_guard(65, 7, 17);
+  test_transpose3(64, 5, 96, 1);
+  test_transpose3(65, 3, 70, 0); /* p not whole tiles */
   test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
