@@ -184,6 +184,9 @@ typedef struct Kernel {
    * (c_runs) and an extent that whole register tiles divide: a tile's columns are one
    * contiguous run there (one decode per tile row, not per cell) */
   bool b_runs, c_runs;
+  /* Stmt*: a pointwise nest over the target's cells fused in (sched_epi.c): run for each
+   * cell once it is final (after the last k block), with the m and n variables set */
+  PtrVec epilogue;
 } Kernel;
 
 

@@ -151,6 +151,10 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);
+      if (k->epilogue.len) {
+        fprintf(out, "%*sthen per final cell\n", (ind + 1) * 2, "");
+        stmts_print(out, &k->epilogue, ind + 2, m);
+      }
       break;
     }
     }

@@ -656,6 +656,12 @@ int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest)
 
 bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }
 
+bool sched_epilogue_ok(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, const Stmt *next) {
+  if (o->check_bounds || ir_stmt_dynamic(m, nest) || ir_stmt_dynamic(m, next)) return false;
+  Stmt *k = sched_stmt(a, m, o, nest); /* a throwaway copy */
+  return k->kind == S_KERNEL && sched_fuse_epilogue(a, k, NULL, next);
+}
+
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return writes_each_cell_once(nest, m, store); }
 
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
@@ -682,12 +688,18 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
         fused = fuse_fill(a, m, s, f->body.items[k + 2]);
         if (!fused) fused = fuse_fill_kernel(a, m, o, s, f->body.items[k + 2]);
       }
+      Stmt *out;
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
         Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
-        vec_push(a, &nf->body, t ? prefetch_rows(a, m, mark_parallel(a, t)) : mark_parallel(a, fused));
+        out = t ? prefetch_rows(a, m, mark_parallel(a, t)) : mark_parallel(a, fused);
         k += 2;
-      } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
+      } else out = sched_stmt(a, m, o, s);
+      vec_push(a, &nf->body, out);
+      /* kernel, # comment, pointwise nest on its result: the nest in the epilogue */
+      if (out->kind == S_KERNEL && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT &&
+          !ir_stmt_dynamic(m, f->body.items[k + 2]) && sched_fuse_epilogue(a, out, f->body.items[k + 1], f->body.items[k + 2]))
+        k += 2;
     }
     vec_push(a, &r->funcs, nf);
   }

@@ -26,6 +26,11 @@
  *   guards on n without k or on m, n and k together, index symbols (bounds not static),
  *   an operand that is also the target, mixed
  *   element types, and small problems (packing would cost more than it saves).
+ * - Epilogues: a kernel outside any loop followed by a pointwise nest on its result (bias
+ *   + activation: each store writes the kernel's cell of another buffer, reading that cell
+ *   of the result or of a buffer the nest writes) takes the nest into Kernel.epilogue,
+ *   run per row block on its final cells after the last k block, while they are in L2
+ *   (sched_epi.c; routine fusion moves the two next to each other).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.

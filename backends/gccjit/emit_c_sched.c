@@ -279,6 +279,14 @@ void c_kernel(CRender *r, const Stmt *s, int ind) {
   line(o, ind + 7, "}\n");
   line(o, ind + 6, "}\n");
   line(o, ind + 5, "}\n");
+  if (k->epilogue.len) { /* the pointwise nest fused in, on the row block's final cells */
+    line(o, ind + 4, "if (pc + kb == %ld)\n", k->ext[2]);
+    line(o, ind + 5, "for (long r = 0; r < mb; r++)\n");
+    line(o, ind + 6, "for (long c = 0; c < nb; c++) {\n");
+    line(o, ind + 7, "const long i%d = ic + r, i%d = jc + c;\n", k->var[0], k->var[1]);
+    cr_stmts(r, &k->epilogue, ind + 7);
+    line(o, ind + 6, "}\n");
+  }
   line(o, ind + 3, "}\n");
   line(o, ind + 2, "}\n");
   line(o, ind + 1, "}\n");

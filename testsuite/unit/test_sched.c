@@ -12,7 +12,7 @@
 typedef struct Count {
   int kernels, reductions, parallel, overwrites, composite, direct, retiled;
   int nk_composite, runs, pack_guards; /* several n and k variables; column runs; a/b guards */
-  int prefetches;
+  int prefetches, epilogues;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
@@ -21,7 +21,8 @@ static void count_stmts(const PtrVec *body, Count *c) {
     if (s->kind == S_KERNEL) c->kernels++, c->overwrites += s->kern->overwrite, c->composite += s->kern->nm > 1,
                                 c->direct += s->kern->direct_a, c->nk_composite += s->kern->nd.n > 1 || s->kern->kd.n > 1,
                                 c->runs += s->kern->b_runs + s->kern->c_runs,
-                                c->pack_guards += s->kern->na_guards + s->kern->nb_guards;
+                                c->pack_guards += s->kern->na_guards + s->kern->nb_guards,
+                                c->epilogues += s->kern->epilogue.len > 0;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
     c->prefetches += s->kind == S_PREFETCH;
     if (s->kind == S_LOOP && s->tile == 32) c->retiled++;
@@ -370,6 +371,44 @@ static void test_transpose3(int P, int M, int Q, int prefetches) {
   gb_free(&b);
 }
 
+/* A routine computing h = relu(bias + a * b) (the kernel's epilogue takes both pointwise
+ * stores); with `other`, a nest the epilogue must not take instead of the bias: one
+ * reading c at another cell (d[i,j] = bias[j] + c[i,0]: c's column 0 is final only
+ * after the first column tile), or one writing the operand a. */
+static void test_epilogue(int M, int N, int K, int other) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = uniform(&b, "a", 0, 1, 1, (int[]){M, K});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, (int[]){K, N});
+  Tensor *bias = uniform(&b, "bias", 0, 1, 0, (int[]){N});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, (int[]){M, N});
+  Tensor *d = gb_tensor(&b, "d", TK_OP, 0, 1, 1, (int[]){M, N});
+  Tensor *h = gb_tensor(&b, "h", TK_OP, 0, 1, 1, (int[]){M, N});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 2), gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  UpdateStep *s2 = gb_step(&b, other == 2 ? a : d, 2, (Tensor *[]){bias, c}, 2, (int[]){M, N});
+  gb_it(s2, 0, 0, 0), gb_it(s2, 0, 1, 1), gb_it(s2, 1, 0, 1);
+  gb_it(s2, 2, 0, 0);
+  if (other == 1) gb_ax(s2, 2, 1, 0, 0);
+  else gb_it(s2, 2, 1, 1);
+  gb_asgn(&b, &d->fwd, (Buf){other == 2 ? a : d, false}, 0, OP_ARG2, false,
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, bias, false, 1), ae_buf(&b.a, c, false, 2), NULL), s2);
+  UpdateStep *s3 = gb_step(&b, h, 1, (Tensor *[]){d}, 2, (int[]){M, N});
+  gb_it(s3, 0, 0, 0), gb_it(s3, 0, 1, 1), gb_it(s3, 1, 0, 0), gb_it(s3, 1, 1, 1);
+  gb_asgn(&b, &h->fwd, (Buf){h, false}, 0, OP_ARG2, false, ae_op(&b.a, OP_RELU, ae_buf(&b.a, d, false, 1), NULL, NULL), s3);
+  Routine *rt = gb_routine(&b, "infer");
+  Tensor *ts[3] = {c, d, h};
+  for (int t = 0; t < 3; t++)
+    for (int i = 0; i < ts[t]->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, ts[t]->fwd.asgns.items[i]);
+  char what[64];
+  snprintf(what, sizeof what, "epilogue %dx%dx%d%s", M, N, K, other == 1 ? ", c[i,0]" : other == 2 ? ", writes a" : "");
+  Count cnt = run_pair(&b, "infer", false, what);
+  CHECK(cnt.kernels >= 1 && cnt.epilogues == !other, "%s: %d epilogues", what, cnt.epilogues);
+  if (!other) emit_c_agrees(&b, "infer", what);
+  gb_free(&b);
+}
+
 /* s[i] += x[i,k] for k < n: partial sums from 32 on; 1 x n and the remainder loop. */
 static void test_rowsum(int rows, int n, bool dbl) {
   GB b;
@@ -503,6 +542,11 @@ int main(void) {
   }
   test_k_guard(65, 7, 17);
   test_transpose3(64, 5, 96, 1);
+  test_epilogue(67, 65, 63, 0);
+  test_epilogue(130, 37, 300, 0); /* two k blocks, two row blocks */
+  test_epilogue(7, 100, 17, 0);
+  test_epilogue(40, 70, 30, 1);
+  test_epilogue(40, 33, 30, 2);
   test_transpose3(65, 3, 70, 0); /* p not whole tiles */
   test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
