@@ -112,6 +112,14 @@ static void c_guards(CRender *cr, const Guard *g, int n) {
   }
 }
 
+/* The rest of `X = COND`: the guards, then ` ? <acc> : 0;`. */
+static void c_guarded_load(CRender *cr, const Guard *g, int n, const Access *acc, const char *T) {
+  c_guards(cr, g, n);
+  fputs(" ? ", cr->o);
+  cr_access(cr, acc);
+  fprintf(cr->o, " : (%s)0;\n", T);
+}
+
 /* 1 when every row guard holds at the M variables. */
 static void c_rows_ok(CRender *cr, const Kernel *k) {
   fputs("1", cr->o);
@@ -155,10 +163,7 @@ static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char
     c_digits(o, k->nd.var, k->nd.ext, k->nd.n, "cw");
     fputc('\n', o);
     line(o, ind + 3, "Bp[jr*kb + kk*%d + e] = jr + e < nb", k->nr);
-    c_guards(cr, k->b_guards, k->nb_guards);
-    fputs(" ? ", o);
-    cr_access(cr, acc);
-    fprintf(o, " : (%s)0;\n", T);
+    c_guarded_load(cr, k->b_guards, k->nb_guards, acc, T);
     line(o, ind + 2, "}\n");
   }
   line(o, ind + 1, "}\n");
@@ -182,10 +187,7 @@ static void c_pack_a(CRender *cr, const Kernel *k, const Access *acc, const char
     c_ks(o, k, ind + 3);
   }
   line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok", k->mr);
-  c_guards(cr, k->a_guards, k->na_guards);
-  fputs(" ? ", o);
-  cr_access(cr, acc);
-  fprintf(o, " : (%s)0;\n", T);
+  c_guarded_load(cr, k->a_guards, k->na_guards, acc, T);
   line(o, ind + 2, "}\n");
   line(o, ind + 1, "}\n");
 }

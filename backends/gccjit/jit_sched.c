@@ -206,6 +206,19 @@ static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
 }
 
 
+/* panel[pi] = the operand's cell at the current variables where ok holds (NULL:
+ * always), else 0. */
+static void pack_cell(J *j, K *x, gcc_jit_lvalue *panel, gcc_jit_rvalue *pi, const Access *acc, gcc_jit_rvalue *ok) {
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
+  set(j, at(j, panel, pi), lv(cell(j, x->k, acc, val)));
+  if (ok) {
+    branch_else(j, &g);
+    set(j, at(j, panel, pi), gcc_jit_context_zero(j->c, x->t));
+    branch_end(j, &g);
+  }
+}
+
 /* pack_b with column runs (Kernel.b_runs): the n digits once per panel, the k digits
  * and B's guards once per step, then a run of nr lanes at +e (panels are always whole:
  * nr divides the fastest n extent and nc). */
@@ -246,15 +259,7 @@ static void pack_b(J *j, K *x, const Access *acc) {
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
   Branch in = branch(j, less(j, off, lv(x->nb)));
   set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), off));
-  gcc_jit_rvalue *ok = guards_ok(j, k->b_guards, k->nb_guards);
-  Branch g = ok ? branch(j, ok) : (Branch){0};
-  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
-  set(j, at(j, x->bp, pi), lv(cell(j, k, acc, val)));
-  if (ok) {
-    branch_else(j, &g);
-    set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
-    branch_end(j, &g);
-  }
+  pack_cell(j, x, x->bp, pi, acc, guards_ok(j, k->b_guards, k->nb_guards));
   branch_else(j, &in);
   set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
   branch_end(j, &in);
@@ -272,15 +277,7 @@ static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
   if (zero) set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
   else {
     set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
-    gcc_jit_rvalue *ok = guards_ok(j, k->a_guards, k->na_guards);
-    Branch g = ok ? branch(j, ok) : (Branch){0};
-    gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
-    set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
-    if (ok) {
-      branch_else(j, &g);
-      set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
-      branch_end(j, &g);
-    }
+    pack_cell(j, x, x->ap, pi, acc, guards_ok(j, k->a_guards, k->na_guards));
   }
   loop_end(j, &l);
 }
@@ -299,15 +296,7 @@ static void pack_a_kmajor(J *j, K *x, const Access *acc) {
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
   Branch in = branch(j, less(j, off, lv(x->mb)));
   set_rows(j, k, add(j, lv(x->ic), off));
-  gcc_jit_rvalue *ok = both(j, rows_ok(j, k), guards_ok(j, k->a_guards, k->na_guards));
-  Branch g = ok ? branch(j, ok) : (Branch){0};
-  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
-  set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
-  if (ok) {
-    branch_else(j, &g);
-    set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
-    branch_end(j, &g);
-  }
+  pack_cell(j, x, x->ap, pi, acc, both(j, rows_ok(j, k), guards_ok(j, k->a_guards, k->na_guards)));
   branch_else(j, &in);
   set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
   branch_end(j, &in);

@@ -5,19 +5,14 @@ import os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import run_and_compare  # noqa: E402
+from numpy_compare import load_args, run_and_compare  # noqa: E402
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
-os.makedirs(work, exist_ok=True)
 src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conv_grad.tdsl")
 rng = np.random.default_rng(11)
 shapes = {"img": (2, 9, 7, 32), "kern": (5, 3, 3, 32), "r": (2, 9, 7, 5)}
 ins = {k: rng.uniform(-1, 1, s).astype(np.float32) for k, s in shapes.items()}
-loads = []
-for k, v in ins.items():
-    path = os.path.join(work, k + ".bin")
-    v.tofile(path)
-    loads += ["--load", "%s=%s" % (k, path)]
+loads = load_args(work, ins)
 x, w, g = (ins[k].astype(np.float64) for k in ("img", "kern", "r"))
 xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))  # padding 1: out[b,h,w] reads x[b,h+kh-1,w+kw-1]
 H, W = x.shape[1], x.shape[2]

@@ -4,17 +4,12 @@ import os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import run_and_compare  # noqa: E402
+from numpy_compare import load_args, run_and_compare  # noqa: E402
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
-os.makedirs(work, exist_ok=True)
 src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "permute.tdsl")
 rng = np.random.default_rng(5)
 ins = {"x": rng.uniform(-1, 1, (64, 3, 2, 64)).astype(np.float32), "z": rng.uniform(-1, 1, (64, 3, 128)).astype(np.float32)}
-loads = []
-for k, v in ins.items():
-    path = os.path.join(work, k + ".bin")
-    v.tofile(path)
-    loads += ["--load", "%s=%s" % (k, path)]
+loads = load_args(work, ins)
 want = {"w": ins["x"].transpose(3, 2, 1, 0), "v": ins["z"].transpose(2, 1, 0)}
 run_and_compare([tdslc, "--run", "--json", src] + flags + loads, want, 1e-6)
