@@ -144,7 +144,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       if (k->direct_a) fputs(", a in place", out);
       if (k->b_runs || k->c_runs) fprintf(out, ", column runs in%s%s", k->b_runs ? " b" : "", k->c_runs ? " dst" : "");
       if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
-      if (k->parallel) fputs(" parallel", out);
+      if (k->parallel) fputs(k->split_cols ? " parallel cols" : " parallel rows", out);
       guards_print(out, ", rows where ", k->row_guards, k->nrow_guards, m);
       guards_print(out, ", a reads 0 unless ", k->a_guards, k->na_guards, m);
       guards_print(out, ", b reads 0 unless ", k->b_guards, k->nb_guards, m);
