@@ -670,7 +670,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   return rc;
 }
 
-/* The cuda part's view of the model: tdsl_buf_N and tdsl_sym_N are this instance's
+/* The cuda part's view of the model: tdsl_buf_N, tdsl_sym_N and tdsl_dim_N (the
+ * dynamic dimensions, then the flags, numbered as in the metadata) are this instance's
  * storage, tdsl_cuda_ctx / tdsl_cuda_launch its header slots, and any other tdsl_X the
  * model's NAME_X. */
 static void *inst_resolve(void *h, const char *name) {
@@ -679,6 +680,8 @@ static void *inst_resolve(void *h, const char *name) {
   char c;
   if (sscanf(name, "tdsl_buf_%d%c", &i, &c) == 1) return i >= 0 && i < m->nbufs ? m->bufs[i].data : NULL;
   if (sscanf(name, "tdsl_sym_%d%c", &i, &c) == 1) return i >= 0 && i < m->nsyms ? m->syms[i].ptr : NULL;
+  if (sscanf(name, "tdsl_dim_%d%c", &i, &c) == 1)
+    return i >= 0 && i < m->ndims ? m->dims[i].ptr : i >= m->ndims && i < m->ndims + m->nflags ? m->flags[i - m->ndims].ptr : NULL;
   if (!strcmp(name, "tdsl_cuda_ctx")) return (void **)m->inst;
   if (!strcmp(name, "tdsl_cuda_launch")) return (void **)m->inst + 1;
   if (strncmp(name, "tdsl_", 5)) return NULL;
@@ -1252,6 +1255,9 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
     b->size = size;
   }
   *b->slot = b->data;
+  if (m->cuda && tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4),
+                                  m->err, sizeof m->err))
+    return -1;
   return init_buf(m, b, m->seed);
 }
 
