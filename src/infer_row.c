@@ -929,16 +929,70 @@ static bool force_conflicting_bounds(Solver *s) {
   return progress;
 }
 
+/* The dims a dynamic size stands for: a join's parts, else itself (ids, into out). */
+static int join_parts(const Solver *s, int d, int *out) {
+  const DimSym *ds = VEC_AT(s->g->dimsyms, DimSym, DIM_DYN_ID(d));
+  if (!ds->njoin) {
+    out[0] = DIM_DYN_ID(d);
+    return 1;
+  }
+  memcpy(out, ds->join, sizeof(int) * (size_t)ds->njoin);
+  return ds->njoin;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The size of a result over the different dynamic sizes a and b (the seed's `? vs ?`):
+ * their join, the largest of their parts at run time, made once per set of parts (so
+ * the projections' second solve finds the first's). loc: the operation. */
+static int dyn_join(Solver *s, int a, int b, Loc loc) {
+  int *parts = ANEWN(s->a, int, 2 * s->g->dimsyms.len + 2);
+  int n = join_parts(s, a, parts);
+  n += join_parts(s, b, parts + n);
+  qsort(parts, (size_t)n, sizeof(int), cmp_int);
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (!k || parts[k - 1] != parts[i]) parts[k++] = parts[i];
+  if (k == 1) return DIM_DYN(parts[0]);
+  for (int i = 0; i < s->g->dimsyms.len; i++) {
+    const DimSym *o = VEC_AT(s->g->dimsyms, DimSym, i);
+    if (o->njoin == k && !memcmp(o->join, parts, sizeof(int) * (size_t)k)) return DIM_DYN(i);
+  }
+  DimSym *j = ANEW(s->a, DimSym);
+  j->id = s->g->dimsyms.len;
+  j->loc = loc;
+  j->njoin = k;
+  j->join = parts;
+  const char *name = "max(";
+  for (int i = 0; i < k; i++) name = arena_printf(s->a, "%s%s%s", name, i ? "," : "", dim_str(s, DIM_DYN(parts[i])));
+  j->name = arena_printf(s->a, "%s)", name);
+  vec_push(s->a, &s->g->dimsyms, j);
+  return DIM_DYN(j->id);
+}
+
 /* An unknown dimension above a dynamic one and nothing static (doc/inference.md,
  * "Dynamic dimensions"): at the fixpoint, when every static bound has been applied, it
- * takes the dynamic size (the first such constraint's); the others become checks. */
+ * takes the dynamic size, or the join of the different dynamic sizes pending below it
+ * there; each of those becomes a check (1 or that size). */
 static bool dyn_lower_bounds(Solver *s) {
   bool progress = false;
   for (int i = 0; i < s->dyn_lower.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
     DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
     if (c->done || cur->d || !DIM_IS_DYN(sub->d)) continue;
-    unify_dim(s, c, cur, sub);
+    int size = sub->d;
+    for (int j = i + 1; j < s->dyn_lower.len && s->g; j++) {
+      Constraint *o = VEC_AT(s->dyn_lower, Constraint, j);
+      DimNode *os = dim_find(o->d2);
+      if (!o->done && dim_find(o->d1) == cur && DIM_IS_DYN(os->d) && os->d != size)
+        size = dyn_join(s, size, os->d, c->step ? c->step->loc : (Loc){0});
+    }
+    DimNode *k = sub;
+    if (size != sub->d) {
+      k = dim_known(s, size, NULL);
+      k->origin = sub->origin;
+    }
+    unify_dim(s, c, cur, k);
     progress = true;
   }
   s->dyn_lower.len = 0;

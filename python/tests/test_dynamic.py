@@ -131,3 +131,34 @@ def test_runtime_broadcast_and_check(build):
     m["a"] = np.ones((2, 3))  # n = 2: neither 4 nor 1
     with pytest.raises(tdsl.TdslError, match="n = 2, expected 4 or 1"):
         m.call("c.forward")
+
+
+JOIN = """
+let n = dim ()
+let m = dim ()
+let%cd a = { a; b = [ n ]; o = [ 3 ] }
+let%cd b = { b; b = [ m ]; o = [ 3 ] }
+let%op c = a + b
+"""
+
+
+@pytest.mark.parametrize("n,m", [(1, 4), (4, 1), (4, 4), (3, 4)])
+def test_two_dynamic_sizes_broadcast(build, n, m):
+    """`? vs ?`: c's size is the join of n and m, computed by the runtime; numpy's
+    broadcasting is the oracle, and sizes it refuses fail the call."""
+    mod = build(JOIN)
+    mod.init()
+    assert mod.dims == ("n", "m")
+    a, b = np.arange(3.0 * n).reshape(n, 3), np.cos(np.arange(3.0 * m)).reshape(m, 3)
+    mod["a"], mod["b"] = a, b
+    assert (mod.n, mod.m) == (n, m) and mod.get_dim("max(n,m)") == max(n, m)
+    try:
+        want = a + b
+    except ValueError:
+        with pytest.raises(tdsl.TdslError, match=r"n = 3, max\(n,m\) = 4"):
+            mod.call("c.forward")
+        return
+    mod.call("c.forward")
+    np.testing.assert_allclose(mod["c"], want, rtol=1e-6)
+    with pytest.raises(tdsl.TdslError, match="computed from the dimensions it joins"):
+        mod.set_dim("max(n,m)", 4)
