@@ -1399,6 +1399,45 @@ static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) 
   return 0;
 }
 
+long *tdsl_rt_want_new(tdsl_model *m) {
+  long *w = malloc(sizeof(long) * (size_t)(m->ndims + 1));
+  if (!w) fail(m, "out of memory");
+  for (int i = 0; w && i <= m->ndims; i++) w[i] = -1;
+  return w;
+}
+
+int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims) {
+  int i = tdsl_find_tensor(m, name);
+  const RtBuf *b = i >= 0 ? &m->bufs[i] : NULL;
+  for (int k = 0; b && b->decl && rank == b->rank && k < rank; k++) {
+    int id = -1 - b->decl[k];
+    if (b->decl[k] >= 0 || want[id] == dims[k]) continue;
+    if (want[id] >= 0)
+      return fail(m, "%s: tensor '%s' has %s = %ld where an earlier tensor has %s = %ld", where, name, m->dims[id].name,
+                  dims[k], m->dims[id].name, want[id]);
+    want[id] = dims[k];
+  }
+  return 0;
+}
+
+int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
+  for (int id = 0; id < m->nset; id++) {
+    long cur = dim_value(m, id);
+    if (want[id] < 0 || want[id] == cur) continue;
+    if (!want[id]) return fail(m, "%s: its tensors were saved while %s was unset, but it is set to %ld", where, m->dims[id].name, cur);
+    if (cur)
+      return fail(m, "%s: its tensors have %s = %ld, but %s is set to %ld (set it to %ld first, or load into a model where it is unset)",
+                  where, m->dims[id].name, want[id], m->dims[id].name, cur, want[id]);
+  }
+  for (int id = 0; id < m->nset; id++)
+    if (want[id] > 0 && !dim_value(m, id) && tdsl_set_dim(m, m->dims[id].name, want[id])) return -1;
+  for (int id = m->nset; id < m->ndims; id++)
+    if (want[id] >= 0 && want[id] != dim_value(m, id))
+      return fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %d", where, m->dims[id].name,
+                  want[id], dim_value(m, id));
+  return 0;
+}
+
 int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {
   RtBuf *b = lookup(m, name);
   if (!b) return -1;

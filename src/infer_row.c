@@ -970,31 +970,62 @@ static int dyn_join(Solver *s, int a, int b, Loc loc) {
   return DIM_DYN(j->id);
 }
 
+static void bounds_index(Solver *s);
+
 /* An unknown dimension above a dynamic one and nothing static (doc/inference.md,
- * "Dynamic dimensions"): at the fixpoint, when every static bound has been applied, it
- * takes the dynamic size, or the join of the different dynamic sizes pending below it
- * there; each of those becomes a check (1 or that size). */
+ * "Dynamic dimensions"): decided when stage 1 has seen every operation (so a later
+ * operation's static bound still wins) and at each closing stage's fixpoint: it takes
+ * the dynamic size, or the join of the different dynamic sizes below it, directly or
+ * through other such dimensions, which are decided first (in topological order of the
+ * pending bounds between them); each lower bound becomes a check (1 or that size). */
 static bool dyn_lower_bounds(Solver *s) {
-  bool progress = false;
-  for (int i = 0; i < s->dyn_lower.len && !s->failed; i++) {
+  if (s->online || !s->dyn_lower.len) return false;
+  bounds_index(s);
+  int n = s->dims.len, *size = calloc((size_t)n + 1, sizeof(int)), *wait = calloc((size_t)n + 1, sizeof(int));
+  int *order = malloc(sizeof(int) * ((size_t)n + 1)), norder = 0;
+  DimNode **from = malloc(sizeof(DimNode *) * ((size_t)n + 1)); /* a dynamic size below: its origin */
+  if (!size || !wait || !order || !from) {
+    free(size), free(wait), free(order), free(from);
+    return false;
+  }
+  Loc nowhere = {0};
+  for (int i = 0; i < s->dyn_lower.len; i++) { /* the candidates, with the join of their sizes */
     Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
     DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
     if (c->done || cur->d || !DIM_IS_DYN(sub->d)) continue;
-    int size = sub->d;
-    for (int j = i + 1; j < s->dyn_lower.len && s->g; j++) {
-      Constraint *o = VEC_AT(s->dyn_lower, Constraint, j);
-      DimNode *os = dim_find(o->d2);
-      if (!o->done && dim_find(o->d1) == cur && DIM_IS_DYN(os->d) && os->d != size)
-        size = dyn_join(s, size, os->d, c->step ? c->step->loc : (Loc){0});
-    }
-    DimNode *k = sub;
-    if (size != sub->d) {
-      k = dim_known(s, size, NULL);
-      k->origin = sub->origin;
-    }
-    unify_dim(s, c, cur, k);
-    progress = true;
+    int *k = &size[cur->id];
+    if (!*k) order[norder++] = cur->id, from[cur->id] = sub;
+    if (!*k) *k = sub->d;
+    else if (*k != sub->d && s->g) *k = dyn_join(s, *k, sub->d, c->step ? c->step->loc : nowhere);
   }
+  for (int i = 0; i < norder; i++) /* a candidate above another waits for it */
+    for (int e = s->up_head[order[i]]; e >= 0; e = s->up_next[e]) {
+      DimNode *up = dim_find(s->up_to[e]);
+      if (!up->d && up->id < n && size[up->id] && up->id != order[i]) wait[up->id]++;
+    }
+  int *ready = malloc(sizeof(int) * ((size_t)norder + 1)), nready = 0, head = 0; /* a queue: operation order */
+  for (int i = 0; ready && i < norder; i++)
+    if (!wait[order[i]]) ready[nready++] = order[i];
+  while (ready && !s->failed) { /* each round decides one candidate */
+    int id = -1;
+    while (head < nready && id < 0)
+      if (!dim_find(VEC_AT(s->dims, DimNode, ready[head++]))->d) id = ready[head - 1];
+    for (int i = 0; i < norder && id < 0; i++) /* a cycle of pending bounds: the first one left */
+      if (!dim_find(VEC_AT(s->dims, DimNode, order[i]))->d) id = order[i];
+    if (id < 0) break;
+    DimNode *d = VEC_AT(s->dims, DimNode, id);
+    DimNode *k = dim_known(s, size[id], NULL);
+    k->origin = from[id]->origin;
+    unify_dim(s, NULL, d, k);
+    for (int e = s->up_head[id]; e >= 0; e = s->up_next[e]) {
+      DimNode *up = dim_find(s->up_to[e]);
+      if (up->d || up->id >= n || !size[up->id]) continue;
+      if (size[up->id] != size[id] && s->g) size[up->id] = dyn_join(s, size[up->id], size[id], nowhere);
+      if (--wait[up->id] == 0) ready[nready++] = up->id;
+    }
+  }
+  bool progress = norder > 0;
+  free(size), free(wait), free(order), free(ready), free(from);
   s->dyn_lower.len = 0;
   return progress;
 }

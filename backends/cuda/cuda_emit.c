@@ -238,7 +238,7 @@ static void threads_times(E *e, CudaKernel *k, int p) {
   const IrProd *x = ir_prod_at(e->m, p);
   if (!x) return;
   int *d = ANEWN(e->a, int, k->ntdims + x->n);
-  memcpy(d, k->tdims, sizeof(int) * (size_t)k->ntdims);
+  if (k->ntdims) memcpy(d, k->tdims, sizeof(int) * (size_t)k->ntdims);
   memcpy(d + k->ntdims, x->dims, sizeof(int) * (size_t)x->n);
   k->tdims = d;
   k->ntdims += x->n;

@@ -23,7 +23,7 @@ for n, m in pairs:
     try:
         c = a + 10 * b
     except ValueError:
-        print("n=%d m=%d: numpy cannot broadcast; tdslc exit %d: %s" % (n, m, out.returncode, out.stderr.strip()))
+        print("n=%d m=%d: numpy cannot broadcast; tdslc exit %d: %s" % (n, m, out.returncode, next((l for l in out.stderr.splitlines() if "error:" in l), out.stderr.strip())))
         continue
     if out.returncode:
         sys.exit("n=%d m=%d: tdslc failed: %s" % (n, m, out.stderr))
