@@ -154,7 +154,12 @@ typedef struct Kernel {
   long mext[KERN_MAX_M];
   int mr, nr, vw;
   int kc, mc, nc;
-  bool parallel; /* rows (whole mr tiles) may be split among threads */
+  /* Split among threads: each block of B is packed once (split by panels), then the
+   * product is split by whole mr row tiles, or with split_cols by nr-column panels
+   * (fewer row tiles than panels: each thread then packs all of A's block, the smaller
+   * operand). Every cell is still computed by one thread in the serial order. */
+  bool parallel;
+  bool split_cols;
   /* A contiguous along k, and one column tile (n <= nr: a packed A panel would be read
    * once) or a small A (in L1): the register tile reads A's rows in place (a row
    * outside the row guards reads a zero row instead). */

@@ -119,7 +119,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
               k->ext[1], k->var[2], k->ext[2], k->a_arg + 1);
       if (k->direct_a) fputs(", a in place", out);
       if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
-      if (k->parallel) fputs(" parallel", out);
+      if (k->parallel) fputs(k->split_cols ? " parallel cols" : " parallel rows", out);
       for (int g = 0; g < k->nrow_guards; g++) {
         fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
         aff_print(out, &k->row_guards[g].aff, m);
