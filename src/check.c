@@ -75,8 +75,12 @@ static void walk_stmts(const IrModule *m, Order *o, const PtrVec *body, const ch
     case S_CALL:
       for (int k = 0; k < s->ncalls; k++) walk_func(m, o, s->callee + k);
       break;
-    case S_KERNEL: note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn); break;
-    case S_COMMENT: break;
+    case S_KERNEL:
+      note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn);
+      walk_stmts(m, o, &s->kern->epilogue, fn);
+      break;
+    case S_COMMENT:
+    case S_PREFETCH: break;
     }
   }
 }
