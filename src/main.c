@@ -405,11 +405,19 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   return out_commit(&of) ? 0 : 2;
 }
 
+/* The header describes the module as the back end compiles it: the CPU one compiles the
+ * scheduled module, whose routines fusion rewrote (their lowered parts have no code
+ * left), so the header's inline routines must list its calls; the CUDA one compiles m. */
 static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   if (!out_begin(&c->arena, hdr, c->opt.emit_header)) return 2;
   FILE *f = out_fopen(hdr);
   if (!f) return 2;
-  emit_header(f, m, ctx_model_name(c), NULL);
+  const IrModule *shown = m;
+  if (c->opt.backend != BACKEND_CUDA) {
+    JitOpts jo = jit_opts(c);
+    shown = jit_prepare(&c->arena, m, &jo, jo.native);
+  }
+  emit_header(f, shown, ctx_model_name(c), NULL);
   if (fclose(f)) {
     fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
     return 2;

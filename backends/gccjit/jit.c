@@ -251,7 +251,9 @@ void jit_define_func(J *j, int i) {
 /* The whole module in one context (the seq routines are lists the runtime walks through
  * NAME_call, not code). */
 static gcc_jit_context *build(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, bool object) {
-  m = jit_prepare(a, m, o, with_arch);
+  /* scheduled for the host's vectors even when retried without its -march (correct on
+   * any x86-64): the module --emit-header and the split compile describe */
+  m = jit_prepare(a, m, o, o->native);
   J *j = jit_begin(a, m, o, with_arch, o->opt_level, true);
   const char *name = jit_name(o->name);
   jit_export_meta(a, j->c, name, ir_metadata(a, m, name), object);
