@@ -575,6 +575,10 @@ bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return 
 
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
 
+bool sched_fill_into_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest) {
+  return fuse_fill_kernel(a, m, o, fill, nest) != NULL;
+}
+
 IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
   if (!o->check_bounds) m = sched_fuse_routines(a, m, o);
   IrModule *r = ANEW(a, IrModule);
