@@ -216,7 +216,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   int NC_ = (int)(NC_BYTES / ((long)KC_ * esize)) / (2 * (vb / esize)) * (2 * (vb / esize));
   k->vw = vb / esize;
   k->mr = MR_;
-  k->nr = 2 * k->vw;
+  k->nr = c->n <= k->vw ? k->vw : 2 * k->vw; /* one vector of columns when that is all there is */
   /* Blocks no larger than the problem (rounded up to whole tiles): less scratch. */
   k->kc = c->kext < KC_ ? (int)c->kext : KC_;
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
