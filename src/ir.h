@@ -68,14 +68,18 @@ typedef struct IrSym {
 } IrSym;
 
 /* A dynamic dimension (graph.h DimSym): its value is set at run time (tdsl_set_dim).
- * A flag (after every size) is no size but what the runtime derives from size `of`:
- * 1 when it is not 1, else 0. A dynamic axis that broadcasts when its run-time size is
- * 1 (graph.h AxisIndex.dyn_bcast) has its index scaled by that flag. */
+ * A join (njoin > 0, after the dims it joins) is the largest of dims join[], which
+ * the runtime computes. A flag (after every size) is no size but what the runtime
+ * derives from size `of`: 1 when it is not 1, else 0. A dynamic axis that broadcasts
+ * when its run-time size is 1 (graph.h AxisIndex.dyn_bcast) has its index scaled by
+ * that flag. */
 typedef struct IrDim {
   int id;
   const char *name;   /* NULL for an anonymous `?` */
   bool flag;
   int of;             /* flag: the size it is derived from */
+  int njoin;          /* a join: the ids of the dims it is the largest of */
+  const int *join;
 } IrDim;
 
 /* A run-time check of dynamic sizes (graph.h DimCheck): every call fails with msg

@@ -266,7 +266,9 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
   for (int i = 0; i < m->dims.len; i++) {
     fprintf(o, "#define %s_dim_", name);
     cname(o, ir_dim_name(&a, m, i));
-    fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld)) /* set it with tdsl_set_dim */\n", l.dim_off[i]);
+    const IrDim *d = VEC_AT(m->dims, IrDim, i);
+    fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld)) /* %s */\n", l.dim_off[i],
+            d->flag || d->njoin ? "the runtime computes it" : "set it with tdsl_set_dim");
   }
   for (int i = 0; i < m->syms.len; i++) {
     fprintf(o, "#define %s_sym_", name);
