@@ -434,6 +434,16 @@ static void sink_fills(Fuse *f, Items *l) {
     else if (i > 0 && item_is_comment(&l->it[i - 1])) i--; /* its comment went too */
 }
 
+/* A fill the next nest's kernel takes (sched_fill_into_kernel): left for it, not fused
+ * into the nest before (a fused fill is one more pass over B, and the kernel then
+ * reads B back). */
+static bool kernel_takes(Fuse *f, const Items *l, int i) {
+  if (l->it[i].s->kind != S_FILL) return false;
+  int j = i + 1;
+  while (j < l->n && item_is_comment(&l->it[j])) j++;
+  return j < l->n && l->it[j].s->kind == S_LOOP && sched_fill_into_kernel(f->a, f->m, f->o, l->it[i].s, l->it[j].s);
+}
+
 /* Fuses each nest (or fill) with the previous one where legal; comments between them go
  * into the fused nest. */
 static void fuse_items(Fuse *f, Items *l) {
@@ -441,7 +451,7 @@ static void fuse_items(Fuse *f, Items *l) {
   for (int i = 0; i < l->n; i++) {
     Item it = l->it[i];
     Stmt *fused = NULL;
-    if (!item_is_comment(&it) && last >= 0) {
+    if (!item_is_comment(&it) && last >= 0 && !kernel_takes(f, l, i)) {
       Stmt *p = l->it[last].s, *s = it.s;
       Stmt *pn = p->kind == S_FILL ? fill_nest(f, p) : p, *sn = s->kind == S_FILL ? fill_nest(f, s) : s;
       if (pn && sn) {

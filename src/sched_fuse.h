@@ -49,6 +49,9 @@ bool sched_reads_buf(const IrExpr *e, int buf);
 /* `fill B v` then a nest accumulating into every cell of B once, as one overwriting
  * nest (NULL when it is not that). */
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest);
+/* Will the schedule fuse `fill` into the contraction kernel of nest (which then stores
+ * its first k block instead of adding: no pass over B, no read of it)? */
+bool sched_fill_into_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest);
 
 /* A copy of s with loop variable v renamed map[v] (every variable s uses). */
 Stmt *sched_stmt_renamed(Arena *a, const Stmt *s, const int *map);

@@ -19,6 +19,10 @@ enum { REDUCE_MIN = 32 };
 /* Points (multiply-adds for a kernel) below which waking threads costs more than
  * splitting saves. */
 enum { PAR_MIN_POINTS = 1 << 16, PAR_MIN_WORK = 1 << 18 };
+/* What a dynamic extent counts for in those sums (a batch, typically): enough for a
+ * reduction's partial sums; a parallel loop needs at least this many iterations per
+ * dynamic factor in its nest to reach PAR_MIN_POINTS. */
+enum { DYN_EXT_GUESS = 256 };
 
 long aff_coef(const Aff *f, int var) {
   for (int i = 0; i < f->n; i++)
@@ -39,9 +43,12 @@ Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n) {
 static bool aff_same(const Aff *a, const Aff *b) {
   if (a->off != b->off || a->n != b->n) return false;
   for (int i = 0; i < a->n; i++)
-    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef) return false;
+    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef || a->t[i].dyn != b->t[i].dyn) return false;
   return true;
 }
+
+/* A loop's extent for the thresholds: a dynamic one counts as DYN_EXT_GUESS. */
+static long ext_guess(const Stmt *lp) { return lp->dext ? lp->ext * DYN_EXT_GUESS : lp->ext; }
 
 static bool has_symbol(const Access *acc) {
   for (int i = 0; i < acc->flat.n; i++)
@@ -286,7 +293,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   int NC_ = (int)(NC_BYTES / ((long)KC_ * esize)) / (2 * (vb / esize)) * (2 * (vb / esize));
   k->vw = vb / esize;
   k->mr = MR_;
-  k->nr = 2 * k->vw;
+  k->nr = c->n <= k->vw ? k->vw : 2 * k->vw; /* one vector of columns when that is all there is */
   /* Blocks no larger than the problem (rounded up to whole tiles): less scratch. */
   k->kc = c->kext < KC_ ? (int)c->kext : KC_;
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
@@ -352,7 +359,7 @@ static Stmt *make_reduction(Arena *a, const IrModule *m, Stmt *nest) {
   Stmt *st = perfect_nest(nest, loops, &nl);
   if (!st || !nl || st->kind != S_STORE || st->accum != OP_ADD) return NULL;
   Stmt *in = loops[nl - 1];
-  if (in->tile_var >= 0 || in->ext < REDUCE_MIN || aff_coef(&st->dst.flat, in->var) || reads_buf(st->val, st->dst.buf))
+  if (in->tile_var >= 0 || ext_guess(in) < REDUCE_MIN || aff_coef(&st->dst.flat, in->var) || reads_buf(st->val, st->dst.buf))
     return NULL;
   Stmt *r = copy_loop(a, in, st);
   r->accs = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 16;
@@ -508,14 +515,15 @@ static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
 /* ---- parallel loops ---- */
 
 /* var indexes an axis of acc alone (plus symbols and an offset): distinct values of var
- * write distinct cells. */
+ * write distinct cells. Not through a broadcast flag (a term scaled by a dynamic
+ * product): every value of var hits index 0 while the flag is 0. */
 static bool owns_axis(const Access *acc, int var) {
   for (int ax = 0; ax < acc->rank; ax++) {
     const Aff *f = &acc->axis[ax];
     bool has = false, other = false;
     for (int i = 0; i < f->n; i++) {
-      if (f->t[i].var == var) has = true;
-      else if (f->t[i].var >= 0) other = true;
+      if (f->t[i].var == var && !f->t[i].dyn) has = true;
+      else if (f->t[i].var >= 0 || f->t[i].var == AFF_ONE) other = true;
     }
     if (has && !other) return true;
   }
@@ -538,13 +546,13 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   Stmt *loops[64];
   int nl;
   Stmt *in = perfect_nest(nest, loops, &nl);
-  if (!in || !nl || loops[0]->ext < 2) return nest;
+  if (!in || !nl || ext_guess(loops[0]) < 2) return nest;
   /* A tile loop splits the range of the loop it controls: disjoint tiles of that one. */
   int var = loops[0]->var;
   for (int l = 1; l < nl; l++)
     if (loops[l]->tile_var == loops[0]->var) var = loops[l]->var;
   long points = 1;
-  for (int l = 0; l < nl; l++) points *= loops[l]->ext;
+  for (int l = 0; l < nl; l++) points *= ext_guess(loops[l]);
   const Stmt *st = in->kind == S_IF && in->body.len == 1 ? in->body.items[0] : in; /* padding guards */
   if (st->kind == S_KERNEL) {
     points *= st->kern->ext[0] * st->kern->ext[1] * st->kern->ext[2];
@@ -631,6 +639,15 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   return t ? t : r;
 }
 
+/* A nest over dynamic sizes: kernels, retiled transposes and fused fills are planned
+ * from static sizes, so it keeps its loops; its innermost reduction may get partial
+ * sums and its outer loop threads (the renderers read the extents at run time). */
+static Stmt *sched_dyn_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
+  if (s->kind != S_LOOP || o->check_bounds) return s;
+  Stmt *r = o->strict_fp ? NULL : make_reduction(a, m, s);
+  return mark_parallel(a, r ? r : s);
+}
+
 /* A contraction without guards (but on k) whose target axes are its outer, M and N
  * variables, one each, over their whole extents: the kernel calls together write each
  * cell of the target in exactly one call, once per k block. */
@@ -712,6 +729,10 @@ bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return 
 
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
 
+bool sched_fill_into_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest) {
+  return fuse_fill_kernel(a, m, o, fill, nest) != NULL;
+}
+
 IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
   if (!o->check_bounds) m = sched_fuse_routines(a, m, o);
   IrModule *r = ANEW(a, IrModule);
@@ -724,8 +745,8 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
     nf->body = (PtrVec){0};
     for (int k = 0; k < f->body.len; k++) {
       Stmt *s = f->body.items[k], *fused = NULL;
-      if (ir_stmt_dynamic(m, s)) { /* dynamic sizes: the plain loops */
-        vec_push(a, &nf->body, s);
+      if (ir_stmt_dynamic(m, s)) {
+        vec_push(a, &nf->body, sched_dyn_stmt(a, m, o, s));
         continue;
       }
       /* fill, # comment, nest */

@@ -49,6 +49,9 @@
  *   by column panels when it has fewer row tiles than panels. Each cell is still
  *   computed by one thread in the serial order, so results do not depend on the thread
  *   count. Reductions into one cell stay on one thread.
+ * A nest over dynamic sizes (ir.h) gets only partial sums and threads (a dynamic extent
+ * counts as DYN_EXT_GUESS in the thresholds, and an axis indexed through a broadcast
+ * flag makes no loop parallel); the rest is planned from static sizes.
  * Kernels and partial sums reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps
  * source order: only the exact rewrites (fills, threads) remain. --check-bounds keeps
  * every nest as lowered. The CUDA back end is not scheduled here (it maps nests

@@ -42,6 +42,12 @@ static void c_tree(FILE *o, int lo, int n) {
   fputc(')', o);
 }
 
+/* A loop's extent: the constant, or the product over dynamic dimensions. */
+static void c_ext(CRender *r, const Stmt *lp) {
+  if (lp->dext) cr_ext(r, lp->ext, lp->dext);
+  else fprintf(r->o, "%ld", lp->ext);
+}
+
 void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
   FILE *o = r->o;
   const IrModule *m = r->m;
@@ -53,14 +59,18 @@ void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
   for (int u = 1; u < U; u++) fprintf(o, ", sum%d = 0", u);
   fputs(";\n", o);
   line(o, ind + 1, "long base%d = 0;\n", v);
-  line(o, ind + 1, "for (; base%d + %d <= %ld; base%d += %d) {\n", v, U, lp->ext, v, U);
+  line(o, ind + 1, "for (; base%d + %d <= ", v, U);
+  c_ext(r, lp);
+  fprintf(o, "; base%d += %d) {\n", v, U);
   for (int u = 0; u < U; u++) {
     char at[48];
     snprintf(at, sizeof at, "base%d + %d", v, u);
     c_partial(r, st, v, at, u, ind + 2, check);
   }
   line(o, ind + 1, "}\n");
-  line(o, ind + 1, "for (; base%d < %ld; base%d++) ", v, lp->ext, v);
+  line(o, ind + 1, "for (; base%d < ", v);
+  c_ext(r, lp);
+  fprintf(o, "; base%d++) ", v);
   char at[48];
   snprintf(at, sizeof at, "base%d", v);
   c_partial(r, st, v, at, 0, 0, check);

@@ -81,14 +81,19 @@ void js_reduce_loop(J *j, const Stmt *lp) {
     set(j, sum[u], gcc_jit_context_zero(j->c, t));
   }
   gcc_jit_lvalue *base = local(j, j->t_long, "base"), *var = j->vars[lp->var];
-  long full = lp->ext / U * U;
-  Loop l = loop_begin(j, base, num(j, 0), num(j, full), U);
+  gcc_jit_rvalue *ext = js_ext(j, lp->ext, lp->dext), *full = num(j, lp->ext / U * U);
+  if (lp->dext) { /* the whole rounds of U, at run time */
+    gcc_jit_lvalue *f = local(j, j->t_long, "full");
+    set(j, f, mul(j, U, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_DIVIDE, j->t_long, ext, num(j, U))));
+    full = lv(f);
+  }
+  Loop l = loop_begin(j, base, num(j, 0), full, U);
   for (int u = 0; u < U; u++) {
     set(j, var, add(j, lv(base), num(j, u)));
     partial(j, st, sum[u], el);
   }
   loop_end(j, &l);
-  l = loop_begin(j, var, num(j, full), num(j, lp->ext), 1);
+  l = loop_begin(j, var, full, ext, 1);
   partial(j, st, sum[0], el);
   loop_end(j, &l);
   if (j->o->check_bounds) js_check_access(j, &st->dst, st->what);
@@ -648,7 +653,7 @@ void js_parallel_loop(J *j, const Stmt *lp) {
   js_emit_stmts(j, &lp->body);
   loop_end(j, &l);
   outline_end(j, &o);
-  call_parallel(j, o.fn, j->self, num(j, lp->ext));
+  call_parallel(j, o.fn, j->self, js_ext(j, lp->ext, lp->dext));
 }
 
 /* ---- parallel kernels ---- */
