@@ -54,8 +54,7 @@ typedef struct CudaPlan {
 } CudaPlan;
 
 /* What the kernels may use: tf32: fp32 contractions on TF32 mma (needs sm >= 80);
- * sm: the target (--arch=sm_NN); from 80 on, tiles are staged with cp.async, double
- * buffered. */
+ * sm: the target (--arch=sm_NN). */
 typedef struct CudaPlanOpts {
   bool tf32;
   int sm;

@@ -439,6 +439,7 @@ static const char *prelude =
     "#define TDSL_NAN __int_as_float(0x7fc00000)\n"
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
     "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
+    "#define TDSL_ALIGN16 __align__(16)\n"
     "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
@@ -480,22 +481,6 @@ static const char *tf32_prelude =
     "}\n"
     "#endif\n";
 
-/* cp.async (sm_80+): a 4- or 8-byte copy from global to shared memory that reads
- * src_bytes (0: fills zeros), grouped by commit, awaited by wait_group. */
-static const char *async_prelude =
-    "#ifndef TDSL_EMULATE\n"
-    "TDSL_DEV void tdsl_cp_async4(void *dst, const void *src, int src_bytes) {\n"
-    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
-    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
-    "}\n"
-    "TDSL_DEV void tdsl_cp_async8(void *dst, const void *src, int src_bytes) {\n"
-    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
-    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
-    "}\n"
-    "#define TDSL_CP_COMMIT() asm volatile(\"cp.async.commit_group;\")\n"
-    "#define TDSL_CP_WAIT1() asm volatile(\"cp.async.wait_group 1;\")\n"
-    "#endif\n";
-
 CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
@@ -504,13 +489,11 @@ CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
   E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
   e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
   e.tf32 = opts->tf32;
-  e.async = opts->sm >= 80;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   fputs(prelude, e.o);
   fputs(cr_helpers, e.o);
   if (e.tf32) fputs(tf32_prelude, e.o);
-  if (e.async) fputs(async_prelude, e.o);
   fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
   fclose(e.o);

@@ -20,7 +20,6 @@ typedef struct E {
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */
   bool tf32;          /* fp32 contractions on TF32 tensor cores */
-  bool async;         /* contraction tiles staged by cp.async, double buffered (sm_80+) */
 } E;
 
 static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
