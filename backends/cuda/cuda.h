@@ -36,6 +36,7 @@ typedef struct CudaKernel {
   long threads;       /* total threads; one per point of the parallel loops, or a
                          multiple of CUDA_BLOCK when coop */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
+  int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
   int nargs;
   CudaArg *args;
 } CudaKernel;

@@ -20,6 +20,7 @@ typedef struct E {
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */
   bool tf32;          /* fp32 contractions on TF32 tensor cores */
+  const Stmt *pending_fill; /* a fill of 0 not yet planned: the next nest may take it */
 } E;
 
 static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }

@@ -44,6 +44,7 @@ typedef struct Ct {
   bool b_nfast;       /* b's contiguous axis is N (else K) */
   long splits, kc;    /* split-K: splits blocks per tile, each over kc reduced points */
   const Stmt *guard;  /* the padding guards around the store (S_IF), or NULL */
+  bool fresh;         /* the cells start from 0 (the fill before was taken), not read */
   char gside[32];     /* per guard: 'A' or 'B', the operand whose staging tests it */
 } Ct;
 
@@ -147,16 +148,19 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
 }
 
 /* Tile shape. 128 x 128 tiles (8 x 8 cells per thread) when they still give every SM of
- * a large GPU two blocks, else 64 x 64 (4 x 4): a 1024^3 product has 64 big tiles but 256
- * small ones. BK reduced points per step: 16 (a multiple of the mma's k8). */
-enum { BIG_TILE_MIN_BLOCKS = 264 };
+ * a large GPU two blocks, or when the reduction is long enough for split-K to make the
+ * blocks; else 64 x 64 (4 x 4): a 1024^3 product has 64 big tiles but 256 small ones.
+ * BK reduced points per step: 8 for big tiles (registers), 16 for small (a multiple of
+ * the mma's k8). */
+enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
 
 static void shape(E *e, Ct *c) {
   long big_blocks = c->ext[R_BATCH] * ((c->ext[R_M] + 127) / 128) * ((c->ext[R_N] + 127) / 128);
-  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256 && big_blocks >= BIG_TILE_MIN_BLOCKS;
+  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256 &&
+             (big_blocks >= BIG_TILE_MIN_BLOCKS || c->ext[R_K] >= BIG_TILE_SPLIT_K);
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
-  c->bk = 16;
+  c->bk = big && !(e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32) ? 8 : 16;
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
   c->a_kfast = labs(coef_of(&c->a->flat, km)) <= labs(coef_of(&c->a->flat, mm)) || !coef_of(&c->a->flat, mm);
   c->b_nfast = labs(coef_of(&c->b->flat, nn)) <= labs(coef_of(&c->b->flat, km)) || !coef_of(&c->b->flat, km);
@@ -351,7 +355,8 @@ static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *
   decomp(e, c, R_M, "m", 1);
   decomp(e, c, R_N, "n", 1);
   fprintf(o, "  %s v = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
-  cr_access(&e->r, &st->dst);
+  if (c->fresh) fputc('0', o);
+  else cr_access(&e->r, &st->dst);
   fprintf(o, ";\n  for (long s = 0; s < %ldL; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ", c->splits, B, M, N);
   cr_access(&e->r, &st->dst);
   fputs(" = v;\n", o);
@@ -381,9 +386,13 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   CudaKernel *k = cu_finish_kernel(e, split);
   k->coop = true;
   k->threads = c->ext[R_BATCH] * nbm * nbn * c->splits * CUDA_BLOCK;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s", what, c->ext[R_M],
+  /* Two blocks per SM hide the shared-memory latency better than the registers a
+   * 128 x 128 fp32 tile could use beyond 128 per thread. */
+  if (f32 && c->bm == 128) k->min_blocks = 2;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s%s", what, c->ext[R_M],
                                     c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : "",
-                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : ""));
+                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : "",
+                                    c->fresh ? ", from 0 (fill taken)" : ""));
   const char *I = e->r.idx32 ? "int" : "long";
   /* Two buffers of each tile. Rows of BM + 4 (BN + 8) keep 128-bit reads aligned and
    * the mma fragment reads of a warp on 32 distinct banks. */
@@ -401,7 +410,7 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   tile_index(e, c, nbm, nbn);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
-  if (split) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
+  if (split || c->fresh) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
   else {
     cell_open(e, c, mma);
     fputs("      acc[q] = ", o);
@@ -462,10 +471,45 @@ static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   if (bytes > e->scratch) e->scratch = bytes;
 }
 
+/* The destination's cells over the parallel loops are exactly the buffer's, each once:
+ * sorted by coefficient, each loop's coefficient is the extent below it. */
+static bool covers_buffer(const E *e, const Ct *c, const Access *dst) {
+  long coef[64], ext[64];
+  int k = 0;
+  if (dst->flat.off) return false;
+  for (int i = 0; i < c->n; i++) {
+    if (c->role[i] == R_K || c->role[i] == R_NONE) continue;
+    long cf = coef_of(&dst->flat, c->chain[i]->var);
+    if (cf <= 0) return false;
+    int j = k++;
+    for (; j > 0 && coef[j - 1] > cf; j--) coef[j] = coef[j - 1], ext[j] = ext[j - 1];
+    coef[j] = cf;
+    ext[j] = c->chain[i]->ext;
+  }
+  for (int t = 0; t < dst->flat.n; t++)
+    if (dst->flat.t[t].var < 0) return false;
+  long span = 1;
+  for (int j = 0; j < k; j++) {
+    if (coef[j] != span) return false;
+    span *= ext[j];
+  }
+  return span == cu_buf(e, dst->buf)->size;
+}
+
+/* The pending fill of 0 is this contraction's destination, which it writes whole and
+ * does not read otherwise: the cells start from 0 and the fill goes. */
+static void take_fill(E *e, Ct *c, const Stmt *st) {
+  const Stmt *f = e->pending_fill;
+  if (!f || f->buf != st->dst.buf || c->a->buf == f->buf || c->b->buf == f->buf || !covers_buffer(e, c, &st->dst)) return;
+  c->fresh = true;
+  e->pending_fill = NULL;
+}
+
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st) {
   Ct c = {0};
   if (!recognize(e, &c, chain, n, par, st)) return false;
   shape(e, &c);
+  take_fill(e, &c, st);
   long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
   if (blocks > 0x7fffffffL) return false;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;

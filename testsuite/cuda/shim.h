@@ -25,6 +25,7 @@ static tdsl_dim3 blockIdx, threadIdx, blockDim, gridDim;
 typedef struct { float x, y, z, w; } float4;
 
 #define TDSL_KERNEL static void
+#define TDSL_KERNEL_MB(n) static void
 #define TDSL_DEV static inline __attribute__((unused))
 #define TDSL_NAN NAN
 #define TDSL_INF INFINITY

@@ -261,6 +261,40 @@ static void test_staging(void) {
   gb_free(&b);
 }
 
+/* A fill of 0 before a contraction that writes every cell of its destination goes: the
+ * cells start from 0. When the contraction writes only some cells (c[b] for b < 2 of 3),
+ * the fill stays and is launched first. */
+static void fill_taken(int cover_b) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){3, 20, 24});
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){3, 24, 18});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){3, 20, 18});
+  a->init.kind = w->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){cover_b, 20, 18, 24});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_it(s, 1, 2, 3);
+  gb_it(s, 2, 0, 0);
+  gb_it(s, 2, 1, 3);
+  gb_it(s, 2, 2, 2);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK((strstr(src, "from 0 (fill taken)") != NULL) == (cover_b == 3));
+  CHECK((strstr(src, ": fill c") != NULL) == (cover_b != 3));
+  gb_free(&b);
+}
+
+static void test_fill_taken(void) {
+  fill_taken(3);
+  fill_taken(2);
+}
+
 /* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
  * and 540 points into scratch memory, a second kernel adds them to the cells. */
 static void test_split_k(void) {
@@ -528,6 +562,7 @@ int main(void) {
   test_bmm(1, 16, 8, 17);
   test_block_reductions();
   test_staging();
+  test_fill_taken();
   test_split_k();
   test_tf32();
   test_reductions();
