@@ -37,6 +37,8 @@ typedef struct CudaKernel {
                          multiple of CUDA_BLOCK when coop */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
   int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
+  const char *body;   /* one thread per point (not coop): the code of point t, which a
+                         fused routine kernel runs too (cuda_fuse.c) */
   int nargs;
   CudaArg *args;
 } CudaKernel;

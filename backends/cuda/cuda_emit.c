@@ -194,11 +194,18 @@ void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
   cu_kernel_sig(e, k, what);
   fprintf(e->o, "  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
                 "  if (t >= %ldL) return;\n", k->threads);
+  fflush(e->o);
+  e->body_at = *e->len;
 }
 
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
 void cu_kernel_tail(E *e, const CudaKernel *k) {
   FILE *o = e->o;
+  if (!k->coop && e->body_at != (size_t)-1) {
+    fflush(o);
+    ((CudaKernel *)k)->body = arena_strndup(e->a, *e->txt + e->body_at, *e->len - e->body_at);
+  }
+  e->body_at = (size_t)-1;
   fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_%sENTRY(%s, %s(", k->coop ? "BLOCK_" : "", k->name, k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
@@ -333,33 +340,51 @@ void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt
 /* Below this many threads a long reduction is split across more threads. */
 enum { SPLIT_MAX_POINTS = 4096, SPLIT_MIN_RED = 2048, SPLIT_TARGET_THREADS = 65536, SPLIT_MIN_CHUNK = 64 };
 
-static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
-  /* The chain of perfectly nested loops. */
+/* A nest as its chain of perfectly nested loops, their roles, its stores and its
+ * register store (the one cell the parallel loops pick), before any kernel is chosen. */
+typedef struct Nest {
   const Stmt *chain[64];
-  int n = 0;
+  int n;
+  int par[64];
+  PtrVec stores;
+  const Stmt *reg;
+} Nest;
+
+/* False for an empty nest (it does nothing). */
+static bool nest_shape(E *e, const Stmt *s, Nest *x) {
+  memset(x, 0, sizeof *x);
   const Stmt *cur = s;
-  while (cur->kind == S_LOOP && n < 64) {
-    chain[n++] = cur;
-    if (cur->ext <= 0) return; /* an empty nest does nothing */
+  while (cur->kind == S_LOOP && x->n < 64) {
+    x->chain[x->n++] = cur;
+    if (cur->ext <= 0) return false;
     if (cur->body.len != 1) break;
     cur = cur->body.items[0];
   }
-  PtrVec stores = {0};
-  collect_stores(s, &stores, e->a);
+  collect_stores(s, &x->stores, e->a);
   /* A tiled chain loop runs over its whole extent (tiles are for CPU caches): its tile
    * loop, further out in the chain, goes. */
-  int par[64] = {SEQ};
+  int n = x->n;
   for (int j = 0; j < n; j++)
-    for (int i = 0; i < j && tiled(chain[j]); i++)
-      if (chain[i]->var == chain[j]->tile_var) par[i] = DROP;
-  if (n && nest_parallelizable(&stores))
+    for (int i = 0; i < j && tiled(x->chain[j]); i++)
+      if (x->chain[i]->var == x->chain[j]->tile_var) x->par[i] = DROP;
+  if (n && nest_parallelizable(&x->stores))
     for (int i = 0; i < n; i++)
-      if (par[i] != DROP && var_parallel(&stores, chain[i]->var)) par[i] = PAR;
+      if (x->par[i] != DROP && var_parallel(&x->stores, x->chain[i]->var)) x->par[i] = PAR;
+  x->reg = n ? register_store(&x->stores, x->chain, n, x->par) : NULL;
+  return true;
+}
+
+static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
+  Nest x;
+  if (!nest_shape(e, s, &x)) return;
+  const Stmt **chain = x.chain;
+  int n = x.n, *par = x.par;
+  PtrVec stores = x.stores;
   long points = 1, red = 0;
   for (int i = 0; i < n; i++)
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
-  const Stmt *reg = n ? register_store(&stores, chain, n, par) : NULL;
+  const Stmt *reg = x.reg;
   if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
   const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
   if (st && cu_block_reduction(e, what, chain, n, par, st, points, red)) return;
@@ -416,15 +441,14 @@ static void push_kernels(E *e, PtrVec *steps, int lo, int hi) {
   }
 }
 
-/* A fill of 0 waits for the statement after it: a contraction that writes every cell
- * of the buffer starts from 0 instead (cuda_tile.c takes e->pending_fill), which saves
- * the fill's pass over memory and the contraction's reads of the cells. */
-static void flush_fill(E *e, const IrFunc *f, PtrVec *steps) {
-  if (!e->pending_fill) return;
-  int before = e->p->kernels.len;
-  fill_kernel(e, f, e->pending_fill);
-  e->pending_fill = NULL;
-  push_kernels(e, steps, before, e->p->kernels.len);
+/* A fill of 0 whose next statement is a contraction that writes every cell of the
+ * buffer goes: the contraction starts its cells from 0 (cuda_tile.c takes
+ * e->pending_fill), which saves the fill's pass over memory and the cells' reads. */
+static bool next_takes_fill(E *e, const IrFunc *f, int i, const Stmt *fill) {
+  while (++i < f->body.len && ((const Stmt *)f->body.items[i])->kind == S_COMMENT) {}
+  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP) return false;
+  Nest x;
+  return nest_shape(e, f->body.items[i], &x) && x.reg && cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill);
 }
 
 static void plan_func(E *e, int fi) {
@@ -436,7 +460,6 @@ static void plan_func(E *e, int fi) {
       cr_stmt(&e->r, s, 0);
       continue;
     }
-    if (s->kind != S_LOOP) flush_fill(e, f, steps);
     int before = e->p->kernels.len;
     switch (s->kind) {
     case S_CALL: {
@@ -447,7 +470,7 @@ static void plan_func(E *e, int fi) {
       continue;
     }
     case S_FILL:
-      if (s->value == 0 && !cu_buf(e, s->buf)->dsize) {
+      if (s->value == 0 && !cu_buf(e, s->buf)->dsize && next_takes_fill(e, f, i, s)) {
         e->pending_fill = s;
         continue;
       }
@@ -455,7 +478,7 @@ static void plan_func(E *e, int fi) {
       break;
     default:
       nest_kernel(e, f, s);
-      if (e->pending_fill) { /* not taken: the fill is launched first */
+      if (e->pending_fill) { /* not taken after all: the fill is launched first */
         int nest_end = e->p->kernels.len;
         fill_kernel(e, f, e->pending_fill);
         e->pending_fill = NULL;
@@ -467,7 +490,6 @@ static void plan_func(E *e, int fi) {
     }
     push_kernels(e, steps, before, e->p->kernels.len);
   }
-  flush_fill(e, f, steps);
 }
 
 static const char *prelude =
@@ -531,11 +553,15 @@ CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
   e.tf32 = opts->tf32;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
+  e.txt = &txt;
+  e.len = &len;
+  e.body_at = (size_t)-1;
   fputs(prelude, e.o);
   fputs(cr_helpers, e.o);
   if (e.tf32) fputs(tf32_prelude, e.o);
   fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
+  cu_fuse_routines(&e);
   fclose(e.o);
   p->src = arena_strdup(a, txt);
   free(txt);

@@ -21,6 +21,9 @@ typedef struct E {
   Elem scratch_elem;  /* of the kernel being emitted */
   bool tf32;          /* fp32 contractions on TF32 tensor cores */
   const Stmt *pending_fill; /* a fill of 0 not yet planned: the next nest may take it */
+  char **txt;         /* the memstream behind o, and its length */
+  size_t *len;
+  size_t body_at;     /* where the current one-thread-per-point kernel's body begins */
 } E;
 
 static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
@@ -52,9 +55,16 @@ void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt
 /* The shared C rendering, with the to_acc store into the local acc. */
 void cu_stmts(E *e, const PtrVec *body, int ind);
 
+/* cuda_fuse.c: each routine whose kernels are all small, one thread per point, becomes
+ * one single-block kernel (one launch instead of one per nest). */
+void cu_fuse_routines(E *e);
+
 /* cuda_tile.c. Each returns false, emitting nothing, when the nest is not of its kind.
  * st is the nest's register store (its cell depends on the PAR loops alone). */
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st);
+/* Whether cu_contraction would start the cells of st's destination from 0 in place of
+ * the fill before it (it writes every cell and reads none). */
+bool cu_contraction_takes(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const Stmt *fill);
 bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
                         long points, long red);
 

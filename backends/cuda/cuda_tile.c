@@ -31,6 +31,7 @@
 #include "cuda_kern.h"
 
 enum { R_BATCH, R_M, R_N, R_K, R_NONE };
+enum { TILE_MIN_CELLS = 1024, TILE_MIN_CELLS_K = 256 };
 
 typedef struct Ct {
   const Stmt **chain;
@@ -144,6 +145,9 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
     c->ext[c->role[i]] *= chain[i]->ext;
   }
   if (c->guard && !guard_sides(c)) return false;
+  /* Fewer cells than one small tile over a short reduction: a thread per cell does it,
+   * and leaves the nest to a fused routine (cuda_fuse.c). */
+  if (c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] < TILE_MIN_CELLS && c->ext[R_K] < TILE_MIN_CELLS_K) return false;
   return c->ext[R_M] >= 16 && c->ext[R_N] >= 16 && c->ext[R_K] >= 8;
 }
 
@@ -496,22 +500,27 @@ static bool covers_buffer(const E *e, const Ct *c, const Access *dst) {
   return span == cu_buf(e, dst->buf)->size;
 }
 
-/* The pending fill of 0 is this contraction's destination, which it writes whole and
- * does not read otherwise: the cells start from 0 and the fill goes. */
-static void take_fill(E *e, Ct *c, const Stmt *st) {
-  const Stmt *f = e->pending_fill;
-  if (!f || f->buf != st->dst.buf || c->a->buf == f->buf || c->b->buf == f->buf || !covers_buffer(e, c, &st->dst)) return;
-  c->fresh = true;
-  e->pending_fill = NULL;
+/* The fill of 0 is this contraction's destination, which it writes whole and does not
+ * read otherwise: the cells can start from 0 and the fill go. */
+static bool can_take(const E *e, const Ct *c, const Stmt *st, const Stmt *f) {
+  return f && f->buf == st->dst.buf && c->a->buf != f->buf && c->b->buf != f->buf && covers_buffer(e, c, &st->dst);
+}
+
+bool cu_contraction_takes(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const Stmt *fill) {
+  Ct c = {0};
+  return recognize(e, &c, chain, n, par, st) && can_take(e, &c, st, fill);
 }
 
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st) {
   Ct c = {0};
   if (!recognize(e, &c, chain, n, par, st)) return false;
   shape(e, &c);
-  take_fill(e, &c, st);
   long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
   if (blocks > 0x7fffffffL) return false;
+  if (can_take(e, &c, st, e->pending_fill)) { /* planned by cu_contraction_takes */
+    c.fresh = true;
+    e->pending_fill = NULL;
+  }
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
   choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
   blocks *= c.splits;

@@ -295,6 +295,32 @@ static void test_fill_taken(void) {
   fill_taken(2);
 }
 
+/* Routines whose kernels are all small and one thread per point run as one kernel of one
+ * block (cuda_fuse.c), their buffers in shared memory when they fit (a 8x5x6 matmul's),
+ * else in global memory (a 30x250x30 one's 60 KB); the numbers are the CPU's. A nest of
+ * more points keeps its routine launch by launch. */
+static void fused(int M, int K, int N, const char *want, bool fused) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, M, K, N);
+  Routine *r = gb_routine(&b, "seed");
+  UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
+  run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK((strstr(src, want) != NULL) == fused);
+  gb_free(&b);
+}
+
+static void test_fused_routines(void) {
+  fused(8, 5, 6, "nests in one block, buffers in shared memory", true);
+  fused(30, 250, 30, "nests in one block */", true);
+  fused(30, 250, 30, "buffers in shared memory", false);
+  fused(70, 20, 70, "nests in one block", false);
+}
+
 /* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
  * and 540 points into scratch memory, a second kernel adds them to the cells. */
 static void test_split_k(void) {
@@ -559,10 +585,11 @@ int main(void) {
   test_matmul(37, 53, 29);
   test_matmul(264, 36, 260); /* 128 x 128 tiles, float4 loads of both operands */
   test_bmm(3, 70, 45, 130);
-  test_bmm(1, 16, 8, 17);
+  test_bmm(1, 16, 8, 65);
   test_block_reductions();
   test_staging();
   test_fill_taken();
+  test_fused_routines();
   test_split_k();
   test_tf32();
   test_reductions();
