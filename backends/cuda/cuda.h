@@ -63,8 +63,9 @@ typedef struct CudaPlanOpts {
   int sm;
 } CudaPlanOpts;
 
-/* backends/cuda/cuda_emit.c */
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *o);
+/* backends/cuda/cuda_emit.c. A routine the plan runs as one kernel (cuda_fuse.c) is no
+ * longer a list the runtime walks: the plan clears its IrFunc.seq. */
+CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *o);
 
 /* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
  * log as an internal error (or that the toolkit is missing). */

@@ -543,12 +543,12 @@ static const char *tf32_prelude =
     "}\n"
     "#endif\n";
 
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
+CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
   char *txt = NULL;
   size_t len = 0;
-  E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
+  E e = {.a = a, .m = m, .mm = m, .p = p, .o = open_memstream(&txt, &len)};
   e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
   e.tf32 = opts->tf32;
   e.arg = ANEWN(a, char, m->bufs.len + 1);

@@ -141,5 +141,7 @@ void cu_fuse_routines(E *e) {
     st->index = k->id;
     e->p->steps[fi] = (PtrVec){0};
     vec_push(e->a, &e->p->steps[fi], st);
+    /* One launch: the host code runs it, not the runtime's walk of the callees. */
+    VEC_AT(e->mm->funcs, IrFunc, fi)->seq = false;
   }
 }

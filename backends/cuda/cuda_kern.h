@@ -12,6 +12,7 @@ typedef struct E {
   CRender r;  /* renders into o */
   Arena *a;
   const IrModule *m;
+  IrModule *mm;       /* the same, to clear the seq of fused routines */
   FILE *o;
   CudaPlan *p;
   char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
