@@ -6,7 +6,8 @@
  * it calls) runs one thread per point over few points, the routine becomes one kernel of
  * one block: each nest's per-point code runs over its points strided by the block's
  * threads, and a __syncthreads between nests orders them as the launches did (a block
- * barrier makes the block's global-memory writes visible to the block). When the buffers
+ * barrier makes the block's global-memory writes visible to the block); consecutive
+ * nests that share no buffer one of them writes run in one phase, without a barrier. When the buffers
  * it uses fit in shared memory, they are copied there first and the written ones back at
  * the end, so the nests' loads and stores stay on the SM.
  *
@@ -71,6 +72,31 @@ static CudaKernel *fused_kernel(E *e, const Fuse *f) {
   return k;
 }
 
+/* Slot of an argument in the since-the-last-barrier table (the scratch after the buffers). */
+static int slot(const E *e, const CudaArg *a) { return a->kind == 'x' ? e->m->bufs.len : a->index; }
+
+/* Nest c may run in the same phase as the nests since the last barrier when it neither
+ * touches what they wrote nor writes what they read (a written argument may be read too). */
+static bool needs_barrier(const E *e, const CudaKernel *c, const char *since) {
+  for (int j = 0; j < c->nargs; j++) {
+    const CudaArg *a = &c->args[j];
+    if (a->kind == 's') continue;
+    char was = since[slot(e, a)];
+    if (was == 'w' || (was && (a->kind == 'w' || a->kind == 'x'))) return true;
+  }
+  return false;
+}
+
+static void mark_since(const E *e, const CudaKernel *c, char *since) {
+  for (int j = 0; j < c->nargs; j++) {
+    const CudaArg *a = &c->args[j];
+    if (a->kind == 's') continue;
+    char *x = &since[slot(e, a)];
+    if (a->kind == 'w' || a->kind == 'x') *x = 'w';
+    else if (!*x) *x = 'b';
+  }
+}
+
 static void emit_fused(E *e, const IrFunc *fn, const Fuse *f, CudaKernel *k) {
   FILE *o = e->o;
   long bytes = 0;
@@ -108,11 +134,18 @@ static void emit_fused(E *e, const IrFunc *fn, const Fuse *f, CudaKernel *k) {
     off += (n * (T[0] == 'd' ? 8 : 4) + 15) / 16 * 16;
   }
   if (shared) fputs("  __syncthreads();\n", o);
+  char *since = ANEWN(e->a, char, e->m->bufs.len + 2); /* since the last barrier: 'b' read, 'w' written */
   for (int i = 0; i < f->n; i++) {
     const CudaKernel *c = VEC_AT(e->p->kernels, CudaKernel, f->kernels[i]);
-    fprintf(o, "  /* %s */\n  for (long tt = threadIdx.x; tt < %ldL; tt += %d) {\n  long t = tt;\n%s  }\n  __syncthreads();\n",
-            c->name, c->threads, CUDA_BLOCK, c->body);
+    if (i && needs_barrier(e, c, since)) {
+      fputs("  __syncthreads();\n", o);
+      memset(since, 0, (size_t)e->m->bufs.len + 2);
+    }
+    mark_since(e, c, since);
+    fprintf(o, "  /* %s */\n  for (long tt = threadIdx.x; tt < %ldL; tt += %d) {\n  long t = tt;\n%s  }\n", c->name, c->threads,
+            CUDA_BLOCK, c->body);
   }
+  fputs("  __syncthreads();\n", o);
   for (int j = 0; shared && j < k->nargs; j++) {
     const CudaArg *a = &k->args[j];
     if (a->kind == 'w')

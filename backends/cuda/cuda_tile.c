@@ -8,9 +8,19 @@
  * work. A block of 256 threads computes a BM x BN tile of one batch entry: per step of BK
  * reduced points it stages A and B tiles in shared memory (out-of-range cells as 0, read
  * with 128-bit loads when aligned), then each thread updates its TM x TN register tile.
- * Each cell starts from its current value and adds the products in the CPU's order (K
- * linearized in loop order, the tail step shortened rather than padded), so the result
+ * The next step's tiles are loaded into registers while this step's products run and
+ * stored into the other of two shared buffers after them (one barrier per step); a
+ * thread's cells are 4 neighbouring rows (columns) at a time, read by 128-bit shared
+ * loads. Blocks walk the tiles in groups of 8 rows of tiles, for L2 reuse.
+ * Each cell starts from its current value (or from 0 when the fill of 0 before the nest
+ * is taken: the contraction writes every cell) and adds the products in the CPU's order
+ * (K linearized in loop order, the tail step shortened rather than padded), so the result
  * is the CPU backend's up to contraction of a*b+c into fma.
+ *
+ * Padding. A store under padding guards (a zero-padded convolution) is a contraction
+ * too when each guard reads the loops of one operand's staging (batch, K and M, or N):
+ * out of range, the staged value is 0, as the CPU kernels pack it (so a padded cell
+ * times an infinite weight is NaN, as in PyTorch's zero padding).
  *
  * Reductions. A long reduction whose points are many enough to fill the GPU (but not so
  * many short ones that a thread per point does), read contiguously along the reduced

@@ -311,6 +311,14 @@ static void fused(int M, int K, int N, const char *want, bool fused) {
   run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK((strstr(src, want) != NULL) == fused);
+  if (M == 8) {
+    /* c = a * b: the fill, then the products (a barrier between); c.backprop: the two
+     * gradients read c.grad and write a.grad and b.grad, one phase. */
+    CHECK(strstr(src, "  /* k0 */") != NULL && strstr(src, "  __syncthreads();\n  /* k1 */") != NULL);
+    const char *bp = strstr(src, "c.backprop: 2 nests in one block");
+    CHECK(bp && strstr(bp, "  /* k2 */") && strstr(bp, "  /* k3 */"));
+    if (bp && strstr(bp, "  /* k3 */")) CHECK(memmem(bp, (size_t)(strstr(bp, "  /* k3 */") - bp), "}\n  __syncthreads();", 20) == NULL);
+  }
   gb_free(&b);
 }
 
