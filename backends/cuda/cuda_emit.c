@@ -300,7 +300,15 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = points * chunks;
   cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
-  fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
+  /* Neighbouring threads read neighbouring cells: neighbouring chunks of one point when
+   * the loads are contiguous along the reduction (row sums), else neighbouring points of
+   * one chunk (column sums, as a bias gradient over a batch). xs[point * chunks + chunk]. */
+  int inner = -1;
+  for (int i = 0; i < n; i++)
+    if (par[i] == SEQ) inner = chain[i]->var;
+  if (inner >= 0 && cu_loads_along(st->val, inner) == 1)
+    fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
+  else fprintf(o, "  long c = t / %ldL;\n  t %%= %ldL;\n  long slot = t * %ldL + c;\n", points, points, chunks);
   cu_decompose(e, chain, n, par, PAR, "t", 1);
   cu_strided_fold(e, chain, n, par, st, red, "c", arena_printf(e->a, "%ldL", chunks));
   fputs("  xs[slot] = acc;\n", o);

@@ -60,6 +60,10 @@ void cu_stmts(E *e, const PtrVec *body, int ind);
  * one single-block kernel (one launch instead of one per nest). */
 void cu_fuse_routines(E *e);
 
+/* Every load moves by 0 or 1 cell along var, and some load moves: 1; none moves: 0;
+ * a load strides: -1. */
+int cu_loads_along(const IrExpr *x, int var);
+
 /* cuda_tile.c. Each returns false, emitting nothing, when the nest is not of its kind.
  * st is the nest's register store (its cell depends on the PAR loops alone). */
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st);

@@ -546,7 +546,7 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
 
 /* Every load moves by 0 or 1 cell along var, and some load moves: the threads of a
  * block striding over var read neighbouring cells. -1 when a load strides. */
-static int loads_along(const IrExpr *x, int var) {
+int cu_loads_along(const IrExpr *x, int var) {
   if (x->kind == X_LOAD) {
     long c = labs(coef_of(&x->acc.flat, var));
     return c > 1 ? -1 : (int)c;
@@ -554,7 +554,7 @@ static int loads_along(const IrExpr *x, int var) {
   if (x->kind != X_OP) return 0;
   int any = 0;
   for (int i = 0; i < op_info[x->op].arity; i++) {
-    int r = loads_along(x->a[i], var);
+    int r = cu_loads_along(x->a[i], var);
     if (r < 0) return -1;
     any |= r;
   }
@@ -572,7 +572,7 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
     if (par[i] == SEQ) inner = chain[i]->var;
   if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
       (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
-      loads_along(st->val, inner) != 1)
+      cu_loads_along(st->val, inner) != 1)
     return false;
   FILE *o = e->o;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;

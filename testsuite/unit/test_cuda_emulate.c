@@ -417,6 +417,10 @@ static void test_reductions(void) {
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
+  /* Neighbouring threads read neighbouring cells: chunks of total's contiguous run,
+   * columns of tall (a column sum). */
+  CHECK(strstr(src, "long c = t % 328L;") != NULL);
+  CHECK(strstr(src, "long c = t / 3L;\n  t %= 3L;\n  long slot = t * 78L + c;") != NULL);
   gb_free(&b);
 }
 
