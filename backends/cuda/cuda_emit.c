@@ -272,6 +272,40 @@ static const Stmt *register_store(const PtrVec *stores, const Stmt **chain, int 
   return s;
 }
 
+bool cu_covers(const E *e, const Stmt **chain, int n, const bool *in_cell, const Access *dst) {
+  long coef[64], ext[64];
+  int k = 0;
+  if (dst->flat.off || cu_buf(e, dst->buf)->dsize) return false;
+  for (int t = 0; t < dst->flat.n; t++)
+    if (dst->flat.t[t].var < 0) return false;
+  for (int i = 0; i < n; i++) {
+    if (!in_cell[i]) continue;
+    long cf = 0;
+    for (int t = 0; t < dst->flat.n; t++)
+      if (dst->flat.t[t].var == chain[i]->var) cf += dst->flat.t[t].coef;
+    if (cf <= 0) return false;
+    int j = k++;
+    for (; j > 0 && coef[j - 1] > cf; j--) coef[j] = coef[j - 1], ext[j] = ext[j - 1];
+    coef[j] = cf;
+    ext[j] = chain[i]->ext;
+  }
+  long span = 1;
+  for (int j = 0; j < k; j++) {
+    if (coef[j] != span) return false;
+    span *= ext[j];
+  }
+  return span == cu_buf(e, dst->buf)->size;
+}
+
+/* The register store of a nest takes the fill of 0 before it when it writes every cell
+ * of the buffer (its value reads none: register_store). */
+static bool reg_takes_fill(const E *e, const Stmt **chain, int n, const int *par, const Stmt *reg, const Stmt *fill) {
+  if (!fill || !reg || reg->dst.buf != fill->buf) return false;
+  bool in_cell[64];
+  for (int i = 0; i < n; i++) in_cell[i] = par[i] == PAR;
+  return cu_covers(e, chain, n, in_cell, &reg->dst);
+}
+
 /* A reduction that may be split across threads: a register store accumulated by add,
  * max or min. Sets *red to the number of reduced points. */
 static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
@@ -411,12 +445,21 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   cu_decompose(e, chain, n, par, PAR, "t", 1);
   bool seq = false;
   for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
-  /* A reduction in the thread: the cell stays in a register across the loops. */
-  if (!seq) reg = NULL;
+  /* A reduction in the thread: the cell stays in a register across the loops. A cell
+   * whose fill of 0 this nest takes starts from 0 (then accumulates as after the fill). */
+  bool fresh = reg_takes_fill(e, chain, n, par, reg, e->pending_fill);
+  if (!seq && !fresh) reg = NULL;
   if (reg) {
-    fprintf(o, "  %s acc = b%d[", cu_ctype(cu_buf(e, reg->dst.buf)->elem), reg->dst.buf);
-    cr_aff(&e->r, &reg->dst.flat);
-    fputs("];\n", o);
+    fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, reg->dst.buf)->elem));
+    if (fresh) {
+      cr_const(o, 0, cu_buf(e, reg->dst.buf)->elem == ELEM_F32);
+      e->pending_fill = NULL;
+    } else {
+      fprintf(o, "b%d[", reg->dst.buf);
+      cr_aff(&e->r, &reg->dst.flat);
+      fputc(']', o);
+    }
+    fputs(";\n", o);
     e->to_acc = reg;
   }
   int ind = 1;
@@ -449,14 +492,16 @@ static void push_kernels(E *e, PtrVec *steps, int lo, int hi) {
   }
 }
 
-/* A fill of 0 whose next statement is a contraction that writes every cell of the
- * buffer goes: the contraction starts its cells from 0 (cuda_tile.c takes
- * e->pending_fill), which saves the fill's pass over memory and the cells' reads. */
+/* A fill of 0 whose next statement writes every cell of the buffer through one register
+ * store (a contraction, a thread's reduction, a pointwise accumulation) goes: the cells
+ * start from 0 there (cu_contraction or nest_kernel takes e->pending_fill), which saves
+ * the fill's pass over memory and the cells' reads. */
 static bool next_takes_fill(E *e, const IrFunc *f, int i, const Stmt *fill) {
   while (++i < f->body.len && ((const Stmt *)f->body.items[i])->kind == S_COMMENT) {}
   if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP) return false;
   Nest x;
-  return nest_shape(e, f->body.items[i], &x) && x.reg && cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill);
+  return nest_shape(e, f->body.items[i], &x) && x.reg &&
+         (cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill) || reg_takes_fill(e, x.chain, x.n, x.par, x.reg, fill));
 }
 
 static void plan_func(E *e, int fi) {

@@ -60,6 +60,9 @@ void cu_stmts(E *e, const PtrVec *body, int ind);
  * one single-block kernel (one launch instead of one per nest). */
 void cu_fuse_routines(E *e);
 
+/* The destination's cells over the chain loops in_cell are exactly its buffer's, each
+ * once: sorted by coefficient, each loop's coefficient is the extent below it. */
+bool cu_covers(const E *e, const Stmt **chain, int n, const bool *in_cell, const Access *dst);
 /* Every load moves by 0 or 1 cell along var, and some load moves: 1; none moves: 0;
  * a load strides: -1. */
 int cu_loads_along(const IrExpr *x, int var);

@@ -485,29 +485,10 @@ static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   if (bytes > e->scratch) e->scratch = bytes;
 }
 
-/* The destination's cells over the parallel loops are exactly the buffer's, each once:
- * sorted by coefficient, each loop's coefficient is the extent below it. */
 static bool covers_buffer(const E *e, const Ct *c, const Access *dst) {
-  long coef[64], ext[64];
-  int k = 0;
-  if (dst->flat.off) return false;
-  for (int i = 0; i < c->n; i++) {
-    if (c->role[i] == R_K || c->role[i] == R_NONE) continue;
-    long cf = coef_of(&dst->flat, c->chain[i]->var);
-    if (cf <= 0) return false;
-    int j = k++;
-    for (; j > 0 && coef[j - 1] > cf; j--) coef[j] = coef[j - 1], ext[j] = ext[j - 1];
-    coef[j] = cf;
-    ext[j] = c->chain[i]->ext;
-  }
-  for (int t = 0; t < dst->flat.n; t++)
-    if (dst->flat.t[t].var < 0) return false;
-  long span = 1;
-  for (int j = 0; j < k; j++) {
-    if (coef[j] != span) return false;
-    span *= ext[j];
-  }
-  return span == cu_buf(e, dst->buf)->size;
+  bool in_cell[64];
+  for (int i = 0; i < c->n; i++) in_cell[i] = c->role[i] != R_K && c->role[i] != R_NONE;
+  return cu_covers(e, c->chain, c->n, in_cell, dst);
 }
 
 /* The fill of 0 is this contraction's destination, which it writes whole and does not

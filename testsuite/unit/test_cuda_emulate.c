@@ -296,9 +296,9 @@ static void test_fill_taken(void) {
 }
 
 /* Routines whose kernels are all small and one thread per point run as one kernel of one
- * block (cuda_fuse.c), their buffers in shared memory when they fit (a 8x5x6 matmul's),
- * else in global memory (a 30x250x30 one's 60 KB); the numbers are the CPU's. A nest of
- * more points keeps its routine launch by launch. */
+ * block (cuda_fuse.c), their buffers in shared memory when they fit (a 8x5x6 matmul's
+ * backprop), else in global memory (a 100x10x100 one's 56 KB); the numbers are the
+ * CPU's. A tiled contraction (70x20x70's gradients) keeps its routine launch by launch. */
 static void fused(int M, int K, int N, const char *want, bool fused) {
   GB b;
   gb_init(&b);
@@ -308,24 +308,26 @@ static void fused(int M, int K, int N, const char *want, bool fused) {
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
   gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
-  run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+  run_both(&b, 5, (const char *[]){"c.forward", "c.forward", "seed", "c.backprop", "c.backprop"});
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK((strstr(src, want) != NULL) == fused);
   if (M == 8) {
-    /* c = a * b: the fill, then the products (a barrier between); c.backprop: the two
-     * gradients read c.grad and write a.grad and b.grad, one phase. */
-    CHECK(strstr(src, "  /* k0 */") != NULL && strstr(src, "  __syncthreads();\n  /* k1 */") != NULL);
+    /* c.forward's nest takes the fill of c: its cells start from 0 in the register. */
+    CHECK(strstr(src, ": fill c") == NULL && strstr(src, "float acc = ((float)0") != NULL);
+    /* c.backprop: the two gradients read c.grad and write a.grad and b.grad: one phase,
+     * no barrier between their nests. */
     const char *bp = strstr(src, "c.backprop: 2 nests in one block");
-    CHECK(bp && strstr(bp, "  /* k2 */") && strstr(bp, "  /* k3 */"));
-    if (bp && strstr(bp, "  /* k3 */")) CHECK(memmem(bp, (size_t)(strstr(bp, "  /* k3 */") - bp), "}\n  __syncthreads();", 20) == NULL);
+    const char *k1 = bp ? strstr(bp, "  /* k") : NULL, *k2 = k1 ? strstr(k1 + 1, "  /* k") : NULL;
+    CHECK(k1 && k2);
+    if (k1 && k2) CHECK(memmem(k1, (size_t)(k2 - k1), "__syncthreads", 13) == NULL);
   }
   gb_free(&b);
 }
 
 static void test_fused_routines(void) {
-  fused(8, 5, 6, "nests in one block, buffers in shared memory", true);
-  fused(30, 250, 30, "nests in one block */", true);
-  fused(30, 250, 30, "buffers in shared memory", false);
+  fused(8, 5, 6, "c.backprop: 2 nests in one block, buffers in shared memory", true);
+  fused(100, 10, 100, "c.backprop: 2 nests in one block */", true);
+  fused(100, 10, 100, "buffers in shared memory", false);
   fused(70, 20, 70, "nests in one block", false);
 }
 
