@@ -5,8 +5,11 @@ alternative, side by side in one process. Each row compiles a small .tdsl with t
 and the reference (numpy/OpenBLAS, torch, memcpy, or tdslc itself on one thread);
 prints the median over the rounds of the per-round ratio (reference time / tdslc time:
 > 1 means tdslc is faster) with min-max, from thread CPU time (single-thread rows,
-pinned to CPU 0) or wall time (thread-count rows).
-usage: bench/cpu.py [TDSLC] [ROUNDS]   (make bench: build/tdslc, 7 rounds)"""
+pinned to CPU 0) or wall time (thread-count rows: 2 threads against 1, which also
+print the ratio of process CPU time, 1 thread / 2 threads: 1.0 when the second thread
+adds no work, what a loaded machine's wall clock cannot show).
+usage: bench/cpu.py [TDSLC] [ROUNDS] [threads]   (make bench: build/tdslc, 7 rounds;
+"threads": only the rows of 2 threads against 1)"""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -23,6 +26,7 @@ except Exception:  # torch rows are skipped without it
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TDSLC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tdslc")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+THREAD_ROWS_ONLY = len(sys.argv) > 3 and sys.argv[3] == "threads"
 rt = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(TDSLC)), "libtdslrt.so"))
 rt.tdsl_open.restype = ctypes.c_void_p
 rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
@@ -64,23 +68,31 @@ def timed(f, clock, reps):
 
 
 def compare(f_tdsl, f_ref, wall=False):
-    """Per-round ratios t_ref / t_tdsl, rounds interleaved; also the tdslc median time."""
+    """Per-round ratios t_ref / t_tdsl, rounds interleaved; also the tdslc median time and,
+    for wall-clock rows (thread counts), the median of the per-round ratios of process
+    CPU time (all threads: ref / tdslc), which a loaded machine disturbs less."""
     clock = time.perf_counter if wall else time.thread_time
     f_tdsl(), f_ref()
     one = max(timed(f_tdsl, time.perf_counter, 1), 1e-6)
     reps = max(1, int(0.05 / one))
-    ratios, ts = [], []
+    ratios, ts, cpu = [], [], []
     for _ in range(ROUNDS):
+        c0 = time.process_time()
         a = timed(f_tdsl, clock, reps)
+        c1 = time.process_time()
         b = timed(f_ref, clock, reps)
+        c2 = time.process_time()
         ratios.append(b / a if a > 0 else float("inf"))
+        cpu.append((c2 - c1) / (c1 - c0) if c1 > c0 else float("inf"))
         ts.append(a)
-    return statistics.median(ratios), min(ratios), max(ratios), statistics.median(ts)
+    return statistics.median(ratios), min(ratios), max(ratios), statistics.median(ts), statistics.median(cpu) if wall else None
 
 
 def row(name, against, res, work=None, unit="GFLOP/s"):
-    med, lo, hi, t = res
+    med, lo, hi, t, cpu = res
     extra = "  tdslc %.1f %s" % (work / t / 1e9, unit) if work else ""
+    if cpu is not None:
+        extra += "  cpu-time efficiency %.2f" % cpu
     print("%-34s %-14s %6.2fx  (%.2f-%.2f)%s" % (name, against, med, lo, hi, extra), flush=True)
 
 
@@ -102,7 +114,15 @@ def sgemm_src(n):
 
 def main():
     print("tdslc CPU benchmark: ratio = reference time / tdslc time (> 1: tdslc faster), median of %d "
-          "interleaved rounds (min-max)" % ROUNDS)
+          "interleaved rounds (min-max); load average %.1f" % (ROUNDS, os.getloadavg()[0]))
+    if not THREAD_ROWS_ONLY:
+        single_thread_rows()
+    thread_rows()
+    print("load average %.1f at the end" % os.getloadavg()[0])
+    print("(training steps against PyTorch and hand-written C: the table of bench/train.sh below)")
+
+
+def single_thread_rows():
     pin({0})
     for n in (64, 256, 512, 1024, 2048):
         m = model("sgemm%d" % n, sgemm_src(n))
@@ -149,6 +169,9 @@ def main():
         row("conv 3x3 8x32->32x56x56 fwd", "torch conv2d", compare(caller(m, "out.forward"), fw), flops)
         row("conv 3x3 fwd+bwd (step)", "torch", compare(caller(m, "step"), bw), 3 * flops)
         rt.tdsl_close(m)
+
+
+def thread_rows():
     pin({0, 1})
     m1, m2 = model("sgemm1024t1", sgemm_src(1024), 1), model("sgemm1024t2", sgemm_src(1024), 2)
     row("sgemm N=1024, 2 threads", "1 thread", compare(caller(m2, "c.forward"), caller(m1, "c.forward"), wall=True))
@@ -157,7 +180,6 @@ def main():
     m1, m2 = model("mlp1", mlp, 1), model("mlp2", mlp, 2)
     row("MLP step b1000 h256, 2 threads", "1 thread", compare(caller(m2, "train_step"), caller(m1, "train_step"), wall=True))
     rt.tdsl_close(m1), rt.tdsl_close(m2)
-    print("(training steps against PyTorch and hand-written C: the table of bench/train.sh below)")
 
 
 main()

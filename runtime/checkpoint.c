@@ -3,7 +3,8 @@
  *   {"w1":{"dtype":"F32","shape":[16,2],"data_offsets":[0,128]}, ..., "__metadata__":{...}}
  * (space-padded to a multiple of 8), then the tensors' bytes, each entry's offsets
  * relative to the end of the header. The JSON goes through cJSON both ways; the data
- * through the public tensor API, so it works for every model kind (cuda included). */
+ * through the public tensor API, so it works for every model kind (cuda included).
+ * Loading takes a model's dynamic dimensions from the saved shapes (load_dims). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -199,7 +200,40 @@ static cJSON *read_header(tdsl_model *m, FILE *f, const char *path, long *data_a
   return root;
 }
 
+/* The shape of an entry as sizes (false when it is not an array of at most 64 whole
+ * numbers from 0 to 2^31 - 1: the shape check reports it). */
+static bool shape_sizes(const cJSON *shape, long *dims, int *rank) {
+  const cJSON *d;
+  *rank = 0;
+  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > 64) return false;
+  cJSON_ArrayForEach(d, shape) {
+    if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 2147483647.0 || d->valuedouble != (double)(long)d->valuedouble)
+      return false;
+    dims[(*rank)++] = (long)d->valuedouble;
+  }
+  return true;
+}
+
+/* Dynamic dimensions from the saved shapes, before any entry is checked against the
+ * model's: unset ones are set (their tensors had no storage: nothing is lost when a
+ * later check fails), set ones must agree. */
+static int load_dims(tdsl_model *m, const char *path, const cJSON *root) {
+  long *want = tdsl_rt_want_new(m), dims[64];
+  int rc = want ? 0 : -1, rank;
+  char where[320];
+  snprintf(where, sizeof where, "'%.300s'", path);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, root) {
+    if (!rc && cJSON_IsObject(e) && shape_sizes(cJSON_GetObjectItemCaseSensitive(e, "shape"), dims, &rank))
+      rc = tdsl_rt_want_shape(m, want, where, e->string, rank, dims);
+  }
+  if (!rc) rc = tdsl_rt_want_apply(m, want, where);
+  free(want);
+  return rc;
+}
+
 static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
+  if (load_dims(m, path, root)) return -1;
   int nt = tdsl_num_tensors(m), count = 0;
   char *seen = calloc((size_t)nt + 1, 1);
   size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "pool.h"
@@ -20,53 +21,92 @@ enum { SPIN_NS = 200 * 1000 };
 
 typedef struct Worker {
   tdsl_pool *p;
+  int id;   /* its home range (the caller's is 0) */
   pthread_t th;
 } Worker;
 
-/* A loop is published as fn, arg, count and grain, then gen is bumped. Threads take
- * chunks by advancing `claim`, which holds the loop's generation (high 32 bits) with
- * its next iteration, so a thread that saw an older loop can claim nothing of a newer
- * one; the caller returns when `done` reaches count, not waiting for threads that took
- * no chunk (on a busy machine a worker may get no core for milliseconds). */
+/* One thread's range of the current loop, in units: generation (high 32 bits), then the
+ * first and the end unit (16 bits each). Its owner takes chunks from the front, the
+ * others steal chunks from the back; a compare-and-swap on the whole word orders them,
+ * and a thread that saw an older loop can take nothing of a newer one (the generation
+ * differs). One cache line each, so owners do not contend. */
+typedef struct Range {
+  _Alignas(64) atomic_ullong r;
+} Range;
+
+/* Units of a loop: at most this many, so a range fits 16 bits (a longer loop's unit is
+ * several iterations). */
+enum { MAX_UNITS = 65535 };
+
+/* A loop is published as fn, arg, count, unit and grain plus every thread's range,
+ * then gen is bumped. Thread t's home range is the t-th of T equal parts: at the same
+ * extent, consecutive loops give each thread the same iterations, so what one loop
+ * wrote (a kernel's rows) is still in that core's cache when the next loop reads it,
+ * and a kernel packs its operands once per thread and not once per small chunk. A
+ * thread that finished its range steals from the others' (on a busy machine a worker
+ * may get no core for milliseconds); the caller returns when every unit is done, not
+ * waiting for workers that took none. */
 struct tdsl_pool {
   int n;                  /* threads, the caller included */
-  Worker *w;              /* n - 1 workers */
+  Worker *w;              /* n - 1 workers (w[1..n-1]) */
+  Range *range;           /* n home ranges */
   pthread_mutex_t mu;     /* sleeping and waking only */
   pthread_cond_t go, fin;
-  atomic_ulong gen;       /* bumped for every loop */
-  atomic_ullong claim;    /* generation << 32 | the first iteration not taken */
-  atomic_long done;       /* iterations of the current loop finished */
+  /* gen is what idle workers spin on, done what every chunk updates: apart, so that
+   * the spinning does not take the line from the threads that count */
+  _Alignas(64) atomic_ulong gen; /* bumped for every loop */
+  _Alignas(64) atomic_long done; /* units of the current loop finished */
   atomic_int sleepers;    /* workers blocked (or about to block) on go */
   atomic_bool quit;
   /* the published loop; atomic because a late worker may read them while the next
-   * loop is published (its claim then fails) */
+   * loop is published (its claims then fail) */
   _Atomic(tdsl_par_fn) fn;
   _Atomic(void *) arg;
-  atomic_long count, grain;
+  atomic_long count, unit, units, grain;
 };
 
 typedef struct Loop {
   tdsl_par_fn fn;
   void *arg;
-  long count, grain;
+  long count, unit, units, grain;
   uint64_t tag;
 } Loop;
 
-/* Runs chunks of loop l until none is left or a newer loop was published. */
-static void run_chunks(tdsl_pool *p, const Loop *l) {
+static unsigned long long pack_range(uint64_t tag, long lo, long hi) {
+  return tag << 32 | (unsigned long long)lo << 16 | (unsigned long long)hi;
+}
+
+/* Takes up to grain units of range t (from the front when t is the caller's own
+ * range); false when it holds none of loop l. */
+static bool take(tdsl_pool *p, const Loop *l, int t, bool front, long *lo, long *hi) {
   for (;;) {
-    unsigned long long c = atomic_load(&p->claim);
-    if (c >> 32 != l->tag) return;
-    long lo = (long)(c & 0xffffffffu);
-    if (lo >= l->count) return;
-    long hi = lo + l->grain < l->count ? lo + l->grain : l->count;
-    if (!atomic_compare_exchange_weak(&p->claim, &c, l->tag << 32 | (unsigned long long)hi)) continue;
-    l->fn(l->arg, lo, hi);
-    if (atomic_fetch_add(&p->done, hi - lo) + (hi - lo) == l->count) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_broadcast(&p->fin);
-      pthread_mutex_unlock(&p->mu);
-    }
+    unsigned long long c = atomic_load(&p->range[t].r);
+    long a = (long)(c >> 16 & 0xffff), b = (long)(c & 0xffff);
+    if (c >> 32 != l->tag || a >= b) return false;
+    long g = b - a < l->grain ? b - a : l->grain;
+    *lo = front ? a : b - g, *hi = front ? a + g : b;
+    unsigned long long nc = front ? pack_range(l->tag, a + g, b) : pack_range(l->tag, a, b - g);
+    if (atomic_compare_exchange_weak(&p->range[t].r, &c, nc)) return true;
+  }
+}
+
+static void run_units(tdsl_pool *p, const Loop *l, long lo, long hi) {
+  long end = hi * l->unit < l->count ? hi * l->unit : l->count;
+  l->fn(l->arg, lo * l->unit, end);
+  if (atomic_fetch_add(&p->done, hi - lo) + (hi - lo) == l->units) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->fin);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* Thread self's part of loop l: its own range, then what is left of the others'. */
+static void run_chunks(tdsl_pool *p, const Loop *l, int self) {
+  long lo, hi;
+  while (take(p, l, self, true, &lo, &hi)) run_units(p, l, lo, hi);
+  for (int k = 1; k < p->n; k++) {
+    int t = (self + k) % p->n;
+    while (take(p, l, t, false, &lo, &hi)) run_units(p, l, lo, hi);
   }
 }
 
@@ -98,7 +138,7 @@ static bool spin_until(tdsl_pool *p, bool (*done)(tdsl_pool *, long), long v) {
 }
 
 static bool new_loop(tdsl_pool *p, long seen) { return (long)atomic_load(&p->gen) != seen || atomic_load(&p->quit); }
-static bool all_done(tdsl_pool *p, long count) { return atomic_load(&p->done) == count; }
+static bool all_done(tdsl_pool *p, long units) { return atomic_load(&p->done) == units; }
 
 static void *worker(void *v) {
   Worker *w = v;
@@ -117,30 +157,34 @@ static void *worker(void *v) {
     if (atomic_load(&p->quit)) break;
     seen = (long)atomic_load(&p->gen);
     /* the fields may already belong to a newer loop: then its claim tag differs */
-    Loop l = {p->fn, p->arg, p->count, p->grain, (uint64_t)seen & 0xffffffffu};
-    run_chunks(p, &l);
+    Loop l = {p->fn, p->arg, p->count, p->unit, p->units, p->grain, (uint64_t)seen & 0xffffffffu};
+    run_chunks(p, &l, w->id);
   }
   return NULL;
 }
 
 tdsl_pool *tdsl_pool_new(int nthreads) {
-  tdsl_pool *p = calloc(1, sizeof *p);
+  size_t size = (sizeof(tdsl_pool) + _Alignof(tdsl_pool) - 1) / _Alignof(tdsl_pool) * _Alignof(tdsl_pool);
+  tdsl_pool *p = aligned_alloc(_Alignof(tdsl_pool), size); /* its counters on lines of their own */
   if (!p) return NULL;
+  memset(p, 0, sizeof *p);
   p->n = nthreads < 1 ? 1 : nthreads;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->fin, NULL);
   p->w = calloc((size_t)p->n, sizeof *p->w);
+  p->range = aligned_alloc(_Alignof(Range), (size_t)p->n * sizeof(Range));
+  for (int i = 0; p->range && i < p->n; i++) atomic_init(&p->range[i].r, 0);
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, WORKER_STACK);
   int made = 0;
-  for (int i = 1; p->w && i < p->n; i++, made++) {
-    p->w[i] = (Worker){.p = p};
+  for (int i = 1; p->w && p->range && i < p->n; i++, made++) {
+    p->w[i] = (Worker){.p = p, .id = i};
     if (pthread_create(&p->w[i].th, &at, worker, &p->w[i])) break;
   }
   pthread_attr_destroy(&at);
-  if (!p->w || made != p->n - 1) {
+  if (!p->w || !p->range || made != p->n - 1) {
     p->n = made + 1; /* join what was started */
     tdsl_pool_free(p);
     return NULL;
@@ -163,30 +207,34 @@ void tdsl_pool_free(tdsl_pool *p) {
   pthread_cond_destroy(&p->go);
   pthread_cond_destroy(&p->fin);
   free(p->w);
+  free(p->range);
   free(p);
 }
 
 int tdsl_pool_threads(const tdsl_pool *p) { return p ? p->n : 1; }
 
 void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n) {
-  if (!p || p->n == 1 || n < 2 || n > INT32_MAX) {
+  if (!p || p->n == 1 || n < 2) {
     if (n > 0) fn(arg, 0, n);
     return;
   }
-  /* The previous loop is done: no thread runs its chunks, a late one can claim none
-   * of this one (the claim's tag changes first). */
-  Loop l = {fn, arg, n, n / (4 * p->n) > 0 ? n / (4 * p->n) : 1, (atomic_load(&p->gen) + 1) & 0xffffffffu};
-  atomic_store(&p->claim, l.tag << 32);
+  long unit = (n + MAX_UNITS - 1) / MAX_UNITS, units = (n + unit - 1) / unit, per = units / (4 * p->n);
+  Loop l = {fn, arg, n, unit, units, per > 0 ? per : 1, (atomic_load(&p->gen) + 1) & 0xffffffffu};
+  /* The previous loop is done: no thread runs its chunks, and a late one can take none
+   * of this one (the ranges' generation changes first). */
+  for (int t = 0; t < p->n; t++) atomic_store(&p->range[t].r, pack_range(l.tag, units * t / p->n, units * (t + 1) / p->n));
   atomic_store(&p->done, 0);
   atomic_store(&p->fn, fn);
   atomic_store(&p->arg, arg);
   atomic_store(&p->count, n);
+  atomic_store(&p->unit, unit);
+  atomic_store(&p->units, units);
   atomic_store(&p->grain, l.grain);
   atomic_fetch_add(&p->gen, 1); /* publishes the fields */
   if (atomic_load(&p->sleepers)) wake_all(p);
-  run_chunks(p, &l);
-  if (spin_until(p, all_done, n)) return;
+  run_chunks(p, &l, 0);
+  if (spin_until(p, all_done, units)) return;
   pthread_mutex_lock(&p->mu);
-  while (!all_done(p, n)) pthread_cond_wait(&p->fin, &p->mu);
+  while (!all_done(p, units)) pthread_cond_wait(&p->fin, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }

@@ -2,9 +2,9 @@
  *
  * A compiled model runs its parallel loops through the hook in its instance header
  * (slots 2 and 3, set by tdsl_open; see jit_sched.c): fn(arg, lo, hi) over a split of
- * [0, n). The threads (the caller among them) take contiguous chunks of about
- * n / (4 T) iterations from a shared counter, so which thread runs which chunk varies
- * from call to call. Every parallel loop writes each cell from exactly one iteration,
+ * [0, n). Thread t (the caller is 0) runs chunks of the t-th of T equal ranges, then
+ * steals chunks from the others' (which thread runs which chunk varies on a busy
+ * machine). Every parallel loop writes each cell from exactly one iteration,
  * in the same order as serially, so results depend neither on the thread count nor on
  * the split. */
 #ifndef TDSL_POOL_H

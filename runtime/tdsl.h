@@ -96,9 +96,12 @@ enum {
 };
 int tdsl_save(tdsl_model *m, const char *path, unsigned which);
 /* Loads every tensor of a safetensors file into the model's tensor of the same name;
- * tensors absent from the file keep their values. Every entry is checked first (the
- * name exists, same element type, same dims, offsets within the file): on the first
- * mismatch nothing is loaded and the error names it. */
+ * tensors absent from the file keep their values. Dynamic dimensions come from the
+ * saved shapes: unset ones are set (allocating their tensors); one already set to
+ * another size, or two tensors giving one dimension different sizes, is an error.
+ * Every entry is checked first (the name exists, same element type, same dims, offsets
+ * within the file): on the first mismatch nothing is loaded (only unset dimensions may
+ * have been set) and the error names it. */
 int tdsl_load(tdsl_model *m, const char *path);
 
 int tdsl_num_routines(const tdsl_model *m);

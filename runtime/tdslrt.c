@@ -56,6 +56,7 @@ typedef struct RtNamed {
   int index;
   void *ptr;
   int *seq, nseq; /* a "seq" routine: NAME_call of each in turn */
+  int *parts, nparts; /* a join of dynamic dimensions: the largest of these */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -79,8 +80,9 @@ struct tdsl_model {
   RtNamed *syms, *fns, *aliases;
   int *sym_range;
   int nsyms, nfns, naliases;
-  RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance */
-  int ndims;
+  RtNamed *dims;       /* dynamic dimensions: ptr is the int in the instance; the
+                        * first nset are set by the host, the joins after them are not */
+  int ndims, nset;
   struct RtFlag { int of; int *ptr; } *flags; /* 1 while dim `of` is not 1 (code reads it) */
   int nflags;
   struct RtCheck { int size, expect; bool or_one; char *msg; } *checks; /* before every call */
@@ -199,6 +201,16 @@ static char *tok_str(char **p) {
   }
   *w = 0;
   return t;
+}
+
+static int count_fields(const char *p) {
+  int n = 0;
+  for (;;) {
+    while (*p == ' ') p++;
+    if (!*p) return n;
+    n++;
+    while (*p && *p != ' ') p++;
+  }
 }
 
 static void *grow(void *arr, int n, size_t elsz) {
@@ -453,25 +465,66 @@ static int meta_check(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h
   return 0;
 }
 
-/* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
- * the instance) stays 0 until tdsl_set_dim. */
-static int meta_dim(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+/* The fields common to dim and join lines: ID NAME OFFSET, in order (dims before joins,
+ * both before buffers and flags). NULL after reporting. */
+static RtNamed *meta_dim_head(tdsl_model *m, char **p, int ln, bool join) {
   long id, off;
   char *name;
-  if (m->nbufs || m->nflags || !tok_int(&p, 0, INT_MAX, &id) || id != m->ndims) return bad_meta(m, ln, "dimensions out of order");
-  if (!(name = tok_str(&p)) || !*name || !tok_int(&p, 0, LONG_MAX, &off) || next_tok(&p)) return bad_meta(m, ln, "bad dim line");
-  if (!in_instance(m, off, 4)) return bad_meta(m, ln, "dimension outside the instance");
+  if (m->nbufs || m->nflags || (!join && m->nset != m->ndims) || !tok_int(p, 0, INT_MAX, &id) || id != m->ndims) {
+    bad_meta(m, ln, "dimensions out of order");
+    return NULL;
+  }
+  if (!(name = tok_str(p)) || !*name || !tok_int(p, 0, LONG_MAX, &off)) {
+    bad_meta(m, ln, join ? "bad join line" : "bad dim line");
+    return NULL;
+  }
+  if (!in_instance(m, off, 4)) {
+    bad_meta(m, ln, "dimension outside the instance");
+    return NULL;
+  }
   for (int i = 0; i < m->ndims; i++)
-    if (!strcmp(m->dims[i].name, name)) return bad_meta(m, ln, "two dimensions of one name");
+    if (!strcmp(m->dims[i].name, name)) {
+      bad_meta(m, ln, "two dimensions of one name");
+      return NULL;
+    }
   RtNamed *grown = grow(m->dims, m->ndims, sizeof(RtNamed));
-  if (!grown) return fail(m, "out of memory");
+  if (!grown) {
+    fail(m, "out of memory");
+    return NULL;
+  }
   m->dims = grown;
   RtNamed *d = &m->dims[m->ndims];
   memset(d, 0, sizeof *d);
-  if (!(d->name = xstrdup(name))) return fail(m, "out of memory");
+  if (!(d->name = xstrdup(name))) {
+    fail(m, "out of memory");
+    return NULL;
+  }
   d->index = (int)id;
   d->ptr = m->inst + off;
   m->ndims++;
+  return d;
+}
+
+/* dim ID NAME OFFSET: a dynamic dimension, before every buffer; its value (an int in
+ * the instance) stays 0 until tdsl_set_dim. */
+static int meta_dim(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  if (!meta_dim_head(m, &p, ln, false)) return -1;
+  m->nset++;
+  return next_tok(&p) ? bad_meta(m, ln, "bad dim line") : 0;
+}
+
+/* join ID NAME OFFSET DIM...: the largest of these (two or more, increasing) dims,
+ * which the runtime keeps up to date; after the dims. */
+static int meta_join(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
+  RtNamed *d = meta_dim_head(m, &p, ln, true);
+  if (!d) return -1;
+  int n = count_fields(p);
+  if (n < 2 || n > m->nset) return bad_meta(m, ln, "bad join line");
+  if (!(d->parts = calloc((size_t)n, sizeof(int)))) return fail(m, "out of memory");
+  for (long k = 0, v; k < n; k++) {
+    if (!tok_int(&p, k ? d->parts[k - 1] + 1 : 0, m->nset - 1, &v)) return bad_meta(m, ln, "bad join line");
+    d->parts[d->nparts++] = (int)v;
+  }
   return 0;
 }
 
@@ -609,6 +662,7 @@ static const struct MetaKind {
     {"buf", meta_buf, -1, NULL},
     {"at", meta_at, 2, "bad at line"},
     {"dim", meta_dim, 3, "bad dim line"},
+    {"join", meta_join, -1, NULL},
     {"flag", meta_flag, 3, "bad flag line"},
     {"check", meta_check, 4, "bad check line"},
     {"role", meta_role, 2, "bad role line"},
@@ -620,16 +674,6 @@ static const struct MetaKind {
     {"threads", meta_threads, 0, "bad threads line"},
     {"cuda", meta_cuda, 0, "bad cuda line"},
 };
-
-static int count_fields(const char *p) {
-  int n = 0;
-  for (;;) {
-    while (*p == ' ') p++;
-    if (!*p) return n;
-    n++;
-    while (*p && *p != ' ') p++;
-  }
-}
 
 /* An unknown keyword is refused (a model from a newer tdslc, or damaged), named with
  * its non-printable bytes as '?': the message may reach a terminal. */
@@ -670,7 +714,8 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   return rc;
 }
 
-/* The cuda part's view of the model: tdsl_buf_N and tdsl_sym_N are this instance's
+/* The cuda part's view of the model: tdsl_buf_N, tdsl_sym_N and tdsl_dim_N (the
+ * dynamic dimensions, then the flags, numbered as in the metadata) are this instance's
  * storage, tdsl_cuda_ctx / tdsl_cuda_launch its header slots, and any other tdsl_X the
  * model's NAME_X. */
 static void *inst_resolve(void *h, const char *name) {
@@ -679,6 +724,8 @@ static void *inst_resolve(void *h, const char *name) {
   char c;
   if (sscanf(name, "tdsl_buf_%d%c", &i, &c) == 1) return i >= 0 && i < m->nbufs ? m->bufs[i].data : NULL;
   if (sscanf(name, "tdsl_sym_%d%c", &i, &c) == 1) return i >= 0 && i < m->nsyms ? m->syms[i].ptr : NULL;
+  if (sscanf(name, "tdsl_dim_%d%c", &i, &c) == 1)
+    return i >= 0 && i < m->ndims ? m->dims[i].ptr : i >= m->ndims && i < m->ndims + m->nflags ? m->flags[i - m->ndims].ptr : NULL;
   if (!strcmp(name, "tdsl_cuda_ctx")) return (void **)m->inst;
   if (!strcmp(name, "tdsl_cuda_launch")) return (void **)m->inst + 1;
   if (strncmp(name, "tdsl_", 5)) return NULL;
@@ -817,7 +864,10 @@ void tdsl_close(tdsl_model *m) {
     if (b->decl) free(b->data);
     free(b->decl);
   }
-  for (int i = 0; i < m->ndims; i++) free(m->dims[i].name);
+  for (int i = 0; i < m->ndims; i++) {
+    free(m->dims[i].name);
+    free(m->dims[i].parts);
+  }
   free(m->dims);
   free(m->flags);
   for (int i = 0; i < m->nchecks; i++) free(m->checks[i].msg);
@@ -1207,8 +1257,8 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
 
 /* ---- dynamic dimensions ---- */
 
-int tdsl_num_dims(const tdsl_model *m) { return live(m) ? m->ndims : -1; }
-const char *tdsl_dim_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->ndims ? m->dims[i].name : NULL; }
+int tdsl_num_dims(const tdsl_model *m) { return live(m) ? m->nset : -1; }
+const char *tdsl_dim_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nset ? m->dims[i].name : NULL; }
 
 static int find_dim(const tdsl_model *m, const char *name) {
   for (int i = 0; i < m->ndims; i++)
@@ -1252,32 +1302,57 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
     b->size = size;
   }
   *b->slot = b->data;
+  if (m->cuda && tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4),
+                                  m->err, sizeof m->err))
+    return -1;
   return init_buf(m, b, m->seed);
 }
 
-static bool uses_dim(const RtBuf *b, int id) {
+/* Some dim of b changed value (before: every dim's value before the change). */
+static bool dims_changed(const tdsl_model *m, const RtBuf *b, const int *before) {
   for (int k = 0; b->decl && k < b->rank; k++)
-    if (b->decl[k] == -1 - id) return true;
+    if (b->decl[k] < 0 && dim_value(m, -1 - b->decl[k]) != before[-1 - b->decl[k]]) return true;
   return false;
+}
+
+/* Dim id = v (0: unset), then the joins and flags that follow from the dims. */
+static void put_dim(tdsl_model *m, int id, int v) {
+  *(int *)m->dims[id].ptr = v;
+  for (int i = m->nset; i < m->ndims; i++) {
+    const RtNamed *j = &m->dims[i];
+    int big = 0;
+    for (int k = 0; k < j->nparts && (!k || big); k++) {
+      int d = dim_value(m, j->parts[k]);
+      big = !d ? 0 : d > big ? d : big;
+    }
+    *(int *)j->ptr = big;
+  }
+  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
 }
 
 int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
   if (!live(m) || need(m, "tdsl_set_dim", "name", name)) return -1;
   int id = find_dim(m, name);
   if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
+  if (id >= m->nset) return fail(m, "dimension %s is computed from the dimensions it joins: set those", name);
   if (v < 1 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 1..%d", name, v, INT_MAX);
   int old = dim_value(m, id);
   if (old == v) return 0; /* the tensors keep their values */
-  *(int *)m->dims[id].ptr = (int)v;
+  int *before = malloc(sizeof(int) * (size_t)m->ndims);
+  if (!before) return fail(m, "out of memory");
+  for (int i = 0; i < m->ndims; i++) before[i] = dim_value(m, i);
+  put_dim(m, id, (int)v);
   for (int i = 0; i < m->nbufs; i++)
-    if (uses_dim(&m->bufs[i], id) && dyn_size(m, &m->bufs[i]) < 0) {
-      *(int *)m->dims[id].ptr = old;
+    if (dims_changed(m, &m->bufs[i], before) && dyn_size(m, &m->bufs[i]) < 0) {
+      put_dim(m, id, old);
+      free(before);
       return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
     }
-  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
-  for (int i = 0; i < m->nbufs; i++)
-    if (uses_dim(&m->bufs[i], id) && dyn_realloc(m, &m->bufs[i])) return -1;
-  return 0;
+  int rc = 0;
+  for (int i = 0; i < m->nbufs && !rc; i++)
+    if (dims_changed(m, &m->bufs[i], before)) rc = dyn_realloc(m, &m->bufs[i]);
+  free(before);
+  return rc;
 }
 
 static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m, -1 - d) : d; }
@@ -1315,7 +1390,51 @@ static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) 
                     m->dims[-1 - decl].name, dims[j], dims[k]);
   }
   for (int k = 0; k < rank; k++)
-    if (b->decl && b->decl[k] < 0 && tdsl_set_dim(m, m->dims[-1 - b->decl[k]].name, dims[k])) return -1;
+    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] < m->nset && tdsl_set_dim(m, m->dims[-1 - b->decl[k]].name, dims[k]))
+      return -1;
+  for (int k = 0; k < rank; k++) /* a join follows the dims it joins: it must agree */
+    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] >= m->nset && dims[k] != dim_value(m, -1 - b->decl[k]))
+      return fail(m, "tensor %s: axis %d is dimension %s = %d, not %ld (set the dimensions it joins)", b->name, k,
+                  m->dims[-1 - b->decl[k]].name, dim_value(m, -1 - b->decl[k]), dims[k]);
+  return 0;
+}
+
+long *tdsl_rt_want_new(tdsl_model *m) {
+  long *w = malloc(sizeof(long) * (size_t)(m->ndims + 1));
+  if (!w) fail(m, "out of memory");
+  for (int i = 0; w && i <= m->ndims; i++) w[i] = -1;
+  return w;
+}
+
+int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims) {
+  int i = tdsl_find_tensor(m, name);
+  const RtBuf *b = i >= 0 ? &m->bufs[i] : NULL;
+  for (int k = 0; b && b->decl && rank == b->rank && k < rank; k++) {
+    int id = -1 - b->decl[k];
+    if (b->decl[k] >= 0 || want[id] == dims[k]) continue;
+    if (want[id] >= 0)
+      return fail(m, "%s: tensor '%s' has %s = %ld where an earlier tensor has %s = %ld", where, name, m->dims[id].name,
+                  dims[k], m->dims[id].name, want[id]);
+    want[id] = dims[k];
+  }
+  return 0;
+}
+
+int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
+  for (int id = 0; id < m->nset; id++) {
+    long cur = dim_value(m, id);
+    if (want[id] < 0 || want[id] == cur) continue;
+    if (!want[id]) return fail(m, "%s: its tensors were saved while %s was unset, but it is set to %ld", where, m->dims[id].name, cur);
+    if (cur)
+      return fail(m, "%s: its tensors have %s = %ld, but %s is set to %ld (set it to %ld first, or load into a model where it is unset)",
+                  where, m->dims[id].name, want[id], m->dims[id].name, cur, want[id]);
+  }
+  for (int id = 0; id < m->nset; id++)
+    if (want[id] > 0 && !dim_value(m, id) && tdsl_set_dim(m, m->dims[id].name, want[id])) return -1;
+  for (int id = m->nset; id < m->ndims; id++)
+    if (want[id] >= 0 && want[id] != dim_value(m, id))
+      return fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %d", where, m->dims[id].name,
+                  want[id], dim_value(m, id));
   return 0;
 }
 

@@ -66,31 +66,35 @@ typedef struct CBuf {
   size_t bytes;
   CUdeviceptr dev;
   int state;
+  bool dyn;  /* over dynamic dimensions: host and bytes come from tdsl_cuda_resize */
 } CBuf;
 
 typedef struct CArg {
-  char kind; /* 'b', 'w', 's' */
+  char kind; /* 'b', 'w', 's', 'd', 'x' */
   int index;
 } CArg;
 
 typedef struct CKernel {
   CUfunction fn;
-  long threads;
-  int nargs;
+  long threads;  /* times the values of the dims tdims */
+  int nargs, ntdims;
   CArg *args;
+  int *tdims;
 } CKernel;
 
 /* A routine replayed as one CUDA graph. Its first call runs launch by launch and
  * records which buffers its kernels use; the next call is captured into a graph (the
  * launches go into it instead of running), instantiated and launched; later calls
  * launch the graph, after copying to the device the buffers the host changed. Kernel
- * arguments are captured by value, so a call with other index symbol values captures
- * again; a routine captured too often runs launch by launch for good. */
+ * arguments and grid sizes are captured by value, so a call with other index symbol
+ * or dynamic dimension values captures again, and so does one after a buffer it uses
+ * was reallocated for new dimensions; a routine captured too often runs launch by
+ * launch for good. */
 typedef struct CRoutine {
   int calls, captures;
   bool no_graph;
   char *uses;  /* per buffer: 0, 'b' (read) or 'w' (written) by the routine's kernels */
-  int *syms;   /* the symbol values the graph was captured with */
+  int *syms;   /* the symbol values, then the dim values, the graph was captured with */
   CUgraph graph;
   CUgraphExec exec;
 } CRoutine;
@@ -104,10 +108,11 @@ struct tdsl_cuda {
   CUcontext ctx;
   CUmodule mod;
   bool have_ctx;
-  int nbufs, nsyms, nkernels;
+  int nbufs, nsyms, ndims, nkernels;
   CBuf *bufs;
   CUdeviceptr scratch; /* for split reductions (the 'x' argument) */
   int **syms;
+  int **dims;      /* the instance's dynamic dimensions and flags (the 'd' arguments) */
   CKernel *kernels;
   void **ctx_slot; /* the model's tdsl_cuda_ctx */
   DrvGraph g;
@@ -315,17 +320,38 @@ static int start(tdsl_cuda *cu, const char *ptx, char *err, size_t n) {
 
 /* ---- the kernel table (tdsl_cuda_meta) ---- */
 
+/* More than any model has: bounds what a kernel table can make the runtime allocate. */
+enum { MAX_DIMS = 1 << 20 };
+
+/* "tdims K N DIM...": kernel K (the last one read, nk kernels so far) has its thread
+ * count times the values of these dims; each also is one of its 'd' arguments. */
+static int parse_tdims(tdsl_cuda *cu, int nk, int k, int nd, const char *q) {
+  if (k != nk - 1 || nd < 1 || nd > 64 || cu->kernels[k].tdims) return -1;
+  CKernel *kn = &cu->kernels[k];
+  if (!(kn->tdims = calloc((size_t)nd, sizeof(int)))) return -1;
+  kn->ntdims = nd;
+  for (int i = 0; i < nd; i++) {
+    int len = 0;
+    if (sscanf(q, " %d%n", &kn->tdims[i], &len) != 1) return -1;
+    q += len;
+    bool arg = false;
+    for (int j = 0; j < kn->nargs; j++) arg |= kn->args[j].kind == 'd' && kn->args[j].index == kn->tdims[i];
+    if (!arg) return -1;
+  }
+  return 0;
+}
+
 static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void *h, char *err, size_t n) {
   if (strncmp(text, "tdslcuda 1\n", 11)) return say(err, n, "cuda model: bad kernel table");
   for (const char *p = text; (p = strchr(p, '\n')); p++) {
-    cu->nbufs += !strncmp(p + 1, "buf ", 4);
+    cu->nbufs += !strncmp(p + 1, "buf ", 4) || !strncmp(p + 1, "dbuf ", 5);
     cu->nkernels += !strncmp(p + 1, "kernel ", 7);
   }
   cu->bufs = calloc((size_t)cu->nbufs + 1, sizeof *cu->bufs);
   cu->kernels = calloc((size_t)cu->nkernels + 1, sizeof *cu->kernels);
   if (!cu->bufs || !cu->kernels) return say(err, n, "out of memory");
   char sym[64], name[64];
-  int nb = 0, nk = 0;
+  int nb = 0, nk = 0, v32;
   for (const char *p = text; (p = strchr(p, '\n')); ) {
     p++;
     int id, used = 0;
@@ -339,6 +365,10 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
       b->state = HOST_NEWER;
       snprintf(sym, sizeof sym, "tdsl_buf_%d", id);
       if (!(b->host = res(h, sym))) return say(err, n, "cuda model: no symbol %s", sym);
+    } else if (sscanf(p, "dbuf %d", &id) == 1 && nb < cu->nbufs) {
+      cu->bufs[nb++].dyn = true; /* no storage until its dims are set (tdsl_cuda_resize) */
+    } else if (sscanf(p, "tdims %d %d%n", &id, &v32, &used) == 2) {
+      if (parse_tdims(cu, nk, id, v32, p + used)) return say(err, n, "cuda model: bad kernel table");
     } else if (sscanf(p, "kernel %d %63s %ld %d%n", &id, name, &v, &id, &used) == 4 && nk < cu->nkernels) {
       CKernel *k = &cu->kernels[nk++];
       k->threads = v;
@@ -352,6 +382,8 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
         q += len;
         int idx = k->args[i].index;
         if (k->args[i].kind == 's' && idx >= cu->nsyms) cu->nsyms = idx + 1;
+        if (k->args[i].kind == 'd' && (idx < 0 || idx >= MAX_DIMS)) return say(err, n, "cuda model: bad kernel table");
+        if (k->args[i].kind == 'd' && idx >= cu->ndims) cu->ndims = idx + 1;
         if ((k->args[i].kind == 'b' || k->args[i].kind == 'w') && (idx < 0 || idx >= cu->nbufs))
           return say(err, n, "cuda model: bad kernel table");
       }
@@ -365,7 +397,13 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
     snprintf(sym, sizeof sym, "tdsl_sym_%d", i);
     if (!(cu->syms[i] = res(h, sym))) return say(err, n, "cuda model: no symbol %s", sym);
   }
+  if (!(cu->dims = calloc((size_t)cu->ndims + 1, sizeof *cu->dims))) return say(err, n, "out of memory");
+  for (int i = 0; i < cu->ndims; i++) {
+    snprintf(sym, sizeof sym, "tdsl_dim_%d", i);
+    if (!(cu->dims[i] = res(h, sym))) return say(err, n, "cuda model: no symbol %s", sym);
+  }
   for (int i = 0; i < cu->nbufs; i++) {
+    if (cu->bufs[i].dyn) continue;
     CUresult r = cu->d.MemAlloc(&cu->bufs[i].dev, cu->bufs[i].bytes ? cu->bufs[i].bytes : 4);
     if (r) return say(err, n, "cuda model: cannot allocate %zu bytes of device memory: %s", cu->bufs[i].bytes, cu_str(cu, r));
   }
@@ -385,7 +423,12 @@ static int sticky(tdsl_cuda *cu, char *err, size_t n) {
 
 static int to_device(tdsl_cuda *cu, CBuf *b) {
   if (b->state != HOST_NEWER || !b->bytes) return 0;
-  CUresult r = cu->d.MemcpyHtoD(b->dev, b->host, b->bytes);
+  CUresult r = b->dev ? 0 : cu->d.MemAlloc(&b->dev, b->bytes); /* tdsl_cuda_resize could not */
+  if (r) {
+    launch_error(cu, "device memory for a tensor", r);
+    return -1;
+  }
+  r = cu->d.MemcpyHtoD(b->dev, b->host, b->bytes);
   if (r) {
     launch_error(cu, "copy to the device", r);
     return -1;
@@ -393,6 +436,9 @@ static int to_device(tdsl_cuda *cu, CBuf *b) {
   b->state = SYNCED;
   return 0;
 }
+
+/* A grid of at most 2^31 - 1 blocks of 256 threads (cuLaunchKernel's limit). */
+#define MAX_THREADS (2147483647L * 256)
 
 /* tdsl_cuda_launch of a model: kernel k with its buffers and the current symbols. Each
  * argument is an 8-byte slot (an int symbol in its low bytes) and the list ends with
@@ -408,8 +454,8 @@ static void launch(void *ctx, int k) {
     CArg *a = &kn->args[i];
     params[i] = &vals[i];
     vals[i] = 0;
-    if (a->kind == 's') {
-      memcpy(&vals[i], cu->syms[a->index], sizeof(int));
+    if (a->kind == 's' || a->kind == 'd') {
+      memcpy(&vals[i], a->kind == 's' ? cu->syms[a->index] : cu->dims[a->index], sizeof(int));
       continue;
     }
     if (a->kind == 'x') {
@@ -422,6 +468,14 @@ static void launch(void *ctx, int k) {
   }
   params[kn->nargs] = NULL;
   long threads = kn->threads > 0 ? kn->threads : 1;
+  for (int i = 0; i < kn->ntdims; i++) {
+    long d = *cu->dims[kn->tdims[i]];
+    if (d < 1 || threads > MAX_THREADS / d) {
+      launch_error(cu, "kernel launch", 1); /* CUDA_ERROR_INVALID_VALUE */
+      return;
+    }
+    threads *= d;
+  }
   unsigned block = threads < 256 ? (unsigned)threads : 256;
   unsigned grid = (unsigned)((threads + block - 1) / block);
   CUresult r = cu->fault_at && ++cu->launches == cu->fault_at
@@ -449,7 +503,7 @@ static CRoutine *routine(tdsl_cuda *cu, int r) {
   CRoutine *R = &cu->routines[r];
   if (!R->uses) {
     R->uses = calloc((size_t)cu->nbufs + 1, 1);
-    R->syms = calloc((size_t)cu->nsyms + 1, sizeof(int));
+    R->syms = calloc((size_t)(cu->nsyms + cu->ndims) + 1, sizeof(int));
     if (!R->uses || !R->syms) return NULL;
   }
   return R;
@@ -465,6 +519,8 @@ static void drop_graph(tdsl_cuda *cu, CRoutine *R) {
 static bool same_syms(const tdsl_cuda *cu, const CRoutine *R) {
   for (int i = 0; i < cu->nsyms; i++)
     if (*cu->syms[i] != R->syms[i]) return false;
+  for (int i = 0; i < cu->ndims; i++)
+    if (*cu->dims[i] != R->syms[cu->nsyms + i]) return false;
   return true;
 }
 
@@ -522,6 +578,7 @@ void tdsl_cuda_call_end(tdsl_cuda *cu, int r) {
     return;
   }
   for (int i = 0; i < cu->nsyms; i++) R->syms[i] = *cu->syms[i];
+  for (int i = 0; i < cu->ndims; i++) R->syms[cu->nsyms + i] = *cu->dims[i];
   e = cu->g.GraphLaunch(R->exec, cu->stream);
   if (e) launch_error(cu, "graph launch", e);
   trace(cu, r, "graph captured and launched");
@@ -545,6 +602,21 @@ int tdsl_cuda_host_access(tdsl_cuda *cu, int bi, int mode, char *err, size_t n) 
 }
 
 int tdsl_cuda_error(tdsl_cuda *cu, char *err, size_t n) { return cu->err[0] ? sticky(cu, err, n) : 0; }
+
+int tdsl_cuda_resize(tdsl_cuda *cu, int bi, void *host, size_t bytes, char *err, size_t n) {
+  if (cu->err[0]) return sticky(cu, err, n);
+  if (bi < 0 || bi >= cu->nbufs || !cu->bufs[bi].dyn) return 0;
+  CBuf *b = &cu->bufs[bi];
+  cu->d.CtxSetCurrent(cu->ctx);
+  /* Graphs hold the old device pointer: the routines that use b capture again. */
+  for (int r = 0; r < cu->nroutines; r++)
+    if (cu->routines[r].uses && cu->routines[r].uses[bi]) drop_graph(cu, &cu->routines[r]);
+  if (b->dev) cu->d.MemFree(b->dev);
+  *b = (CBuf){.host = host, .bytes = bytes, .state = HOST_NEWER, .dyn = true};
+  CUresult r = bytes ? cu->d.MemAlloc(&b->dev, bytes) : 0;
+  if (r) return say(err, n, "cuda model: cannot allocate %zu bytes of device memory: %s", bytes, cu_str(cu, r));
+  return 0;
+}
 
 /* ---- open and close ---- */
 
@@ -584,7 +656,10 @@ void tdsl_cuda_close(tdsl_cuda *cu) {
   for (int i = 0; i < cu->nbufs; i++)
     if (cu->bufs[i].dev) cu->d.MemFree(cu->bufs[i].dev);
   if (cu->scratch) cu->d.MemFree(cu->scratch);
-  for (int i = 0; i < cu->nkernels; i++) free(cu->kernels[i].args);
+  for (int i = 0; i < cu->nkernels; i++) {
+    free(cu->kernels[i].args);
+    free(cu->kernels[i].tdims);
+  }
   for (int i = 0; i < cu->nroutines; i++) {
     drop_graph(cu, &cu->routines[i]);
     free(cu->routines[i].uses);
@@ -598,5 +673,6 @@ void tdsl_cuda_close(tdsl_cuda *cu) {
   free(cu->bufs);
   free(cu->kernels);
   free(cu->syms);
+  free(cu->dims);
   free(cu);
 }

@@ -2,7 +2,8 @@
  *
  * A cuda model's host code keeps every tensor in a host mirror (in its instance) and
  * launches kernels through the launch function in the instance header; this part loads libcuda.so.1 with dlopen,
- * loads the PTX, keeps one device buffer per tensor and copies lazily: a buffer goes to
+ * loads the PTX, keeps one device buffer per tensor (one over dynamic dimensions is
+ * reallocated when they change) and copies lazily: a buffer goes to
  * the device before a kernel that uses it when the host copy is newer, and comes back
  * when the host reads it after a kernel wrote it.
  *
@@ -35,6 +36,11 @@ int tdsl_cuda_host_access(tdsl_cuda *cu, int b, int mode, char *err, size_t errl
  * end always follows. See CRoutine in tdslrt_cuda.c. */
 int tdsl_cuda_call_begin(tdsl_cuda *cu, int r);
 void tdsl_cuda_call_end(tdsl_cuda *cu, int r);
+/* A buffer over dynamic dimensions got new host storage of bytes (the runtime's, for
+ * the dims just set; its contents are newer than the device's): the device buffer is
+ * reallocated to match, and graphs that used the old one are dropped. -1 with err set
+ * when the device memory cannot be had (a launch then tries again). */
+int tdsl_cuda_resize(tdsl_cuda *cu, int b, void *host, size_t bytes, char *err, size_t errlen);
 /* -1 with the message once a launch or copy has failed (0 if none). Sticky: a failed
  * model stays failed (host_access fails too), since its device state is lost. */
 int tdsl_cuda_error(tdsl_cuda *cu, char *err, size_t errlen);

@@ -19,6 +19,17 @@ TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__(
  * tdsl_set_dim; static dims must match); a static tensor: nothing to do. */
 TDSL_HIDDEN int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims);
 
+/* Checkpoint loads: the sizes of dynamic dimensions the saved shapes imply. want
+ * (tdsl_rt_want_new: one slot per dimension, -1 while no shape says) gathers them
+ * from each entry (tdsl_rt_want_shape; a tensor without dynamic axes, or a shape of
+ * another rank, adds nothing: the shape check reports it), refusing two different
+ * sizes of one dimension; tdsl_rt_want_apply refuses sizes that contradict dimensions
+ * already set, then sets the unset ones (allocating their tensors). where prefixes
+ * messages. Each returns -1 with the message (NULL from want_new). */
+TDSL_HIDDEN long *tdsl_rt_want_new(tdsl_model *m);
+TDSL_HIDDEN int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims);
+TDSL_HIDDEN int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where);
+
 /* Whether path starts with the .npy magic (false when unreadable: the raw reader then
  * reports the error). */
 TDSL_HIDDEN bool tdsl_rt_is_npy(const char *path);

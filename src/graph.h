@@ -37,8 +37,14 @@ typedef struct IndexSym {
  * names one; each `?` in a shape is an anonymous one (name NULL). */
 typedef struct DimSym {
   int id;
-  const char *name; /* NULL for `?` */
+  const char *name; /* NULL for `?`; "max(n,m)" for a join */
   Loc loc;
+  /* A join (made by shape inference where two different dynamic sizes broadcast into
+   * one result, the seed's `? vs ?`): the size is the largest of dims join[0..njoin)
+   * (ids of dims that are no joins, sorted), each of which the run-time checks make 1
+   * or that size. Nobody sets it: the runtime computes it. njoin 0: a dimension. */
+  int njoin;
+  int *join;
 } DimSym;
 
 /* A run-time check of dynamic dimensions, recorded by shape inference where

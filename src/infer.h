@@ -133,7 +133,8 @@ typedef struct Solver {
   bool failed;
   long long work; /* simplification count: a guard against divergence */
   long long made; /* constraints created so far (the guard's limit grows with them) */
-  const Graph *g; /* names of dynamic dimensions in messages (NULL in unit tests: `?ID`) */
+  Graph *g;       /* names of dynamic dimensions in messages, and where joins of them go
+                     (NULL in unit tests: `?ID`, and no joins) */
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved
                        at the fixpoint (dyn_lower_bounds, doc/inference.md) */
   PtrVec checks;  /* DimCheck*: run-time checks the rules recorded (unique) */

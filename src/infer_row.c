@@ -929,18 +929,103 @@ static bool force_conflicting_bounds(Solver *s) {
   return progress;
 }
 
+/* The dims a dynamic size stands for: a join's parts, else itself (ids, into out). */
+static int join_parts(const Solver *s, int d, int *out) {
+  const DimSym *ds = VEC_AT(s->g->dimsyms, DimSym, DIM_DYN_ID(d));
+  if (!ds->njoin) {
+    out[0] = DIM_DYN_ID(d);
+    return 1;
+  }
+  memcpy(out, ds->join, sizeof(int) * (size_t)ds->njoin);
+  return ds->njoin;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The size of a result over the different dynamic sizes a and b (the seed's `? vs ?`):
+ * their join, the largest of their parts at run time, made once per set of parts (so
+ * the projections' second solve finds the first's). loc: the operation. */
+static int dyn_join(Solver *s, int a, int b, Loc loc) {
+  int *parts = ANEWN(s->a, int, 2 * s->g->dimsyms.len + 2);
+  int n = join_parts(s, a, parts);
+  n += join_parts(s, b, parts + n);
+  qsort(parts, (size_t)n, sizeof(int), cmp_int);
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (!k || parts[k - 1] != parts[i]) parts[k++] = parts[i];
+  if (k == 1) return DIM_DYN(parts[0]);
+  for (int i = 0; i < s->g->dimsyms.len; i++) {
+    const DimSym *o = VEC_AT(s->g->dimsyms, DimSym, i);
+    if (o->njoin == k && !memcmp(o->join, parts, sizeof(int) * (size_t)k)) return DIM_DYN(i);
+  }
+  DimSym *j = ANEW(s->a, DimSym);
+  j->id = s->g->dimsyms.len;
+  j->loc = loc;
+  j->njoin = k;
+  j->join = parts;
+  const char *name = "max(";
+  for (int i = 0; i < k; i++) name = arena_printf(s->a, "%s%s%s", name, i ? "," : "", dim_str(s, DIM_DYN(parts[i])));
+  j->name = arena_printf(s->a, "%s)", name);
+  vec_push(s->a, &s->g->dimsyms, j);
+  return DIM_DYN(j->id);
+}
+
+static void bounds_index(Solver *s);
+
 /* An unknown dimension above a dynamic one and nothing static (doc/inference.md,
- * "Dynamic dimensions"): at the fixpoint, when every static bound has been applied, it
- * takes the dynamic size (the first such constraint's); the others become checks. */
+ * "Dynamic dimensions"): decided when stage 1 has seen every operation (so a later
+ * operation's static bound still wins) and at each closing stage's fixpoint: it takes
+ * the dynamic size, or the join of the different dynamic sizes below it, directly or
+ * through other such dimensions, which are decided first (in topological order of the
+ * pending bounds between them); each lower bound becomes a check (1 or that size). */
 static bool dyn_lower_bounds(Solver *s) {
-  bool progress = false;
-  for (int i = 0; i < s->dyn_lower.len && !s->failed; i++) {
+  if (s->online || !s->dyn_lower.len) return false;
+  bounds_index(s);
+  int n = s->dims.len, *size = calloc((size_t)n + 1, sizeof(int)), *wait = calloc((size_t)n + 1, sizeof(int));
+  int *order = malloc(sizeof(int) * ((size_t)n + 1)), norder = 0;
+  DimNode **from = malloc(sizeof(DimNode *) * ((size_t)n + 1)); /* a dynamic size below: its origin */
+  if (!size || !wait || !order || !from) {
+    free(size), free(wait), free(order), free(from);
+    return false;
+  }
+  Loc nowhere = {0};
+  for (int i = 0; i < s->dyn_lower.len; i++) { /* the candidates, with the join of their sizes */
     Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
     DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
     if (c->done || cur->d || !DIM_IS_DYN(sub->d)) continue;
-    unify_dim(s, c, cur, sub);
-    progress = true;
+    int *k = &size[cur->id];
+    if (!*k) order[norder++] = cur->id, from[cur->id] = sub;
+    if (!*k) *k = sub->d;
+    else if (*k != sub->d && s->g) *k = dyn_join(s, *k, sub->d, c->step ? c->step->loc : nowhere);
   }
+  for (int i = 0; i < norder; i++) /* a candidate above another waits for it */
+    for (int e = s->up_head[order[i]]; e >= 0; e = s->up_next[e]) {
+      DimNode *up = dim_find(s->up_to[e]);
+      if (!up->d && up->id < n && size[up->id] && up->id != order[i]) wait[up->id]++;
+    }
+  int *ready = malloc(sizeof(int) * ((size_t)norder + 1)), nready = 0, head = 0; /* a queue: operation order */
+  for (int i = 0; ready && i < norder; i++)
+    if (!wait[order[i]]) ready[nready++] = order[i];
+  while (ready && !s->failed) { /* each round decides one candidate */
+    int id = -1;
+    while (head < nready && id < 0)
+      if (!dim_find(VEC_AT(s->dims, DimNode, ready[head++]))->d) id = ready[head - 1];
+    for (int i = 0; i < norder && id < 0; i++) /* a cycle of pending bounds: the first one left */
+      if (!dim_find(VEC_AT(s->dims, DimNode, order[i]))->d) id = order[i];
+    if (id < 0) break;
+    DimNode *d = VEC_AT(s->dims, DimNode, id);
+    DimNode *k = dim_known(s, size[id], NULL);
+    k->origin = from[id]->origin;
+    unify_dim(s, NULL, d, k);
+    for (int e = s->up_head[id]; e >= 0; e = s->up_next[e]) {
+      DimNode *up = dim_find(s->up_to[e]);
+      if (up->d || up->id >= n || !size[up->id]) continue;
+      if (size[up->id] != size[id] && s->g) size[up->id] = dyn_join(s, size[up->id], size[id], nowhere);
+      if (--wait[up->id] == 0) ready[nready++] = up->id;
+    }
+  }
+  bool progress = norder > 0;
+  free(size), free(wait), free(order), free(ready), free(from);
   s->dyn_lower.len = 0;
   return progress;
 }

@@ -68,14 +68,18 @@ typedef struct IrSym {
 } IrSym;
 
 /* A dynamic dimension (graph.h DimSym): its value is set at run time (tdsl_set_dim).
- * A flag (after every size) is no size but what the runtime derives from size `of`:
- * 1 when it is not 1, else 0. A dynamic axis that broadcasts when its run-time size is
- * 1 (graph.h AxisIndex.dyn_bcast) has its index scaled by that flag. */
+ * A join (njoin > 0, after the dims it joins) is the largest of dims join[], which
+ * the runtime computes. A flag (after every size) is no size but what the runtime
+ * derives from size `of`: 1 when it is not 1, else 0. A dynamic axis that broadcasts
+ * when its run-time size is 1 (graph.h AxisIndex.dyn_bcast) has its index scaled by
+ * that flag. */
 typedef struct IrDim {
   int id;
   const char *name;   /* NULL for an anonymous `?` */
   bool flag;
   int of;             /* flag: the size it is derived from */
+  int njoin;          /* a join: the ids of the dims it is the largest of */
+  const int *join;
 } IrDim;
 
 /* A run-time check of dynamic sizes (graph.h DimCheck): every call fails with msg
@@ -150,7 +154,12 @@ typedef struct Kernel {
   long mext[KERN_MAX_M];
   int mr, nr, vw;
   int kc, mc, nc;
-  bool parallel; /* rows (whole mr tiles) may be split among threads */
+  /* Split among threads: each block of B is packed once (split by panels), then the
+   * product is split by whole mr row tiles, or with split_cols by nr-column panels
+   * (fewer row tiles than panels: each thread then packs all of A's block, the smaller
+   * operand). Every cell is still computed by one thread in the serial order. */
+  bool parallel;
+  bool split_cols;
   /* A contiguous along k, and one column tile (n <= nr: a packed A panel would be read
    * once) or a small A (in L1): the register tile reads A's rows in place (a row
    * outside the row guards reads a zero row instead). */

@@ -119,7 +119,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
               k->ext[1], k->var[2], k->ext[2], k->a_arg + 1);
       if (k->direct_a) fputs(", a in place", out);
       if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
-      if (k->parallel) fputs(" parallel", out);
+      if (k->parallel) fputs(k->split_cols ? " parallel cols" : " parallel rows", out);
       for (int g = 0; g < k->nrow_guards; g++) {
         fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
         aff_print(out, &k->row_guards[g].aff, m);
@@ -162,7 +162,7 @@ void ir_print(FILE *out, const IrModule *m) {
       fprintf(out, "flag ?%d = ", i);
       ir_dim_print(out, m, i);
       fputc('\n', out);
-    } else fprintf(out, "dim ?%d %s\n", i, d->name ? d->name : "?");
+    } else fprintf(out, "%s ?%d %s\n", d->njoin ? "join" : "dim", i, d->name ? d->name : "?");
   }
   for (int i = 0; i < m->checks.len; i++) {
     const IrCheck *c = VEC_AT(m->checks, IrCheck, i);
@@ -305,6 +305,8 @@ static bool has_parallel(const IrModule *m) {
  *   model NAME SIZE                  symbol prefix, instance bytes
  *   dim ID NAME OFFSET               a dynamic dimension: its int value in the instance
  *                                    (0 until set); NAME ?ID for an anonymous one
+ *   join ID NAME OFFSET DIM...       an int the runtime keeps: the largest of these dims
+ *                                    (after them; 0 while one is unset)
  *   flag ID OF OFFSET                an int the runtime keeps: 1 when dim OF is not 1
  *                                    (flags follow every dim)
  *   check SIZE EXPECT ORONE MSG      each call fails with MSG unless SIZE == EXPECT (or
@@ -350,9 +352,11 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
       fprintf(o, "flag %d %d %ld\n", i, d->of, l.dim_off[i]);
       continue;
     }
-    fprintf(o, "dim %d ", i);
+    fprintf(o, "%s %d ", d->njoin ? "join" : "dim", i);
     meta_str(o, ir_dim_name(a, m, i));
-    fprintf(o, " %ld\n", l.dim_off[i]);
+    fprintf(o, " %ld", l.dim_off[i]);
+    for (int k = 0; k < d->njoin; k++) fprintf(o, " %d", d->join[k]);
+    fputc('\n', o);
   }
   for (int i = 0; i < m->checks.len; i++) {
     const IrCheck *c = VEC_AT(m->checks, IrCheck, i);

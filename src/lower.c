@@ -582,6 +582,8 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     IrDim *d = ANEW(a, IrDim);
     d->id = i;
     d->name = s->name;
+    d->njoin = s->njoin;
+    d->join = s->join;
     vec_push(a, &l.m->dims, d);
   }
   for (int i = 0; i < nt; i++) {

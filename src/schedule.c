@@ -435,12 +435,52 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   return n;
 }
 
-/* A kernel outside any loop splits its rows among threads instead: distinct rows write
- * distinct cells when every M variable owns an axis of the target. */
+/* A nest whose outer loop adds into cells that an inner loop's variable picks (a column
+ * sum b[j] += x[i, j] with i outer: the outer loop is a reduction) runs in parallel over
+ * tiles of that inner variable instead, the tile loop outermost: whole cache lines of
+ * the target per tile (no false sharing), at most 64 tiles. Each cell is still summed
+ * by one thread in source order. NULL: not such a nest, or too small. */
+static Stmt *split_inner(Arena *a, const IrModule *m, Stmt *nest, int *nvars) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || nl < 2 || st->kind != S_STORE || owns_axis(&st->dst, loops[0]->var) || reads_other_cell(st->val, &st->dst)) return NULL;
+  long points = 1;
+  int l = -1;
+  for (int i = 0; i < nl; i++) {
+    if (loops[i]->tile_var >= 0 || is_tile_controller(loops, nl, loops[i]->var) || loops[i]->accs > 1 || loops[i]->dext) return NULL;
+    points *= loops[i]->ext;
+    if (l < 0 && owns_axis(&st->dst, loops[i]->var)) l = i;
+  }
+  long line = 64 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);
+  if (l < 0 || points < PAR_MIN_POINTS || loops[l]->ext < 2 * line) return NULL;
+  long w = (loops[l]->ext + 63) / 64;
+  w = (w + line - 1) / line * line;
+  Stmt *r = st;
+  for (int d = nl - 1; d >= 0; d--) {
+    r = copy_loop(a, loops[d], r);
+    if (d == l) r->tile_var = *nvars, r->tile = (int)w;
+  }
+  Stmt *t = copy_loop(a, loops[l], r);
+  t->var = (*nvars)++;
+  t->ext = (loops[l]->ext + w - 1) / w;
+  t->tile_var = -1, t->tile = 0;
+  t->parallel = true;
+  return t;
+}
+
+/* A kernel outside any loop is split among threads instead: by row tiles when every M
+ * variable owns an axis of the target (distinct rows write distinct cells), by column
+ * panels when j does and there are more panels than row tiles (a small m: each thread
+ * packs all of A then, which is the small operand). */
 static void kernel_parallel(Kernel *k) {
-  bool own = true;
-  for (int t = 0; t < k->nm; t++) own &= owns_axis(&k->store->dst, k->mvar[t]);
-  k->parallel = own && k->ext[0] >= 2 * k->mr && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
+  bool rows = true;
+  for (int t = 0; t < k->nm; t++) rows &= owns_axis(&k->store->dst, k->mvar[t]);
+  long mt = (k->ext[0] + k->mr - 1) / k->mr, nt = ((k->ext[1] < k->nc ? k->ext[1] : k->nc) + k->nr - 1) / k->nr;
+  bool cols = owns_axis(&k->store->dst, k->var[1]) && nt >= 2 && (!rows || mt < nt);
+  rows &= mt >= 2 && !cols;
+  k->parallel = (rows || cols) && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
+  k->split_cols = k->parallel && cols;
 }
 
 /* The nest as a kernel inside its outer loops, or NULL when it is no contraction worth
@@ -453,15 +493,18 @@ static Stmt *kernel_nest(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *
   return r;
 }
 
-static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
+/* The schedule of top-level statement s; a new loop variable (a tile loop) is numbered
+ * from *nvars. */
+static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s, int *nvars) {
   /* Threads and fused fills change no result; kernels and partial sums reassociate. */
   if (s->kind != S_LOOP || o->check_bounds) return s;
-  if (o->strict_fp) return mark_parallel(a, s);
-  Contraction c;
-  Stmt *r = kernel_nest(a, m, o, s, &c);
-  if (!r) r = make_reduction(a, m, s);
-  if (!r) r = retile_transpose(a, m, s);
-  return mark_parallel(a, r ? r : s);
+  Stmt *r = o->strict_fp ? NULL : kernel_nest(a, m, o, s, &(Contraction){0});
+  if (!r && !o->strict_fp) r = make_reduction(a, m, s);
+  if (!r && !o->strict_fp) r = retile_transpose(a, m, s);
+  if (r) return mark_parallel(a, r);
+  r = mark_parallel(a, s);
+  Stmt *t = r->parallel ? NULL : split_inner(a, m, s, nvars);
+  return t ? t : r;
 }
 
 /* A contraction without guards whose target axes are its outer, M and j variables, one
@@ -520,7 +563,9 @@ static bool reshaped(const Stmt *s) {
 }
 
 int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest) {
-  Stmt *r = sched_stmt(a, m, o, nest);
+  int nvars = 0;
+  Stmt *r = sched_stmt(a, m, o, nest, &nvars);
+  if (nvars) return SCHED_APART; /* split over an inner loop's tiles */
   return (reshaped(r) ? SCHED_APART : 0) | (r->kind == S_LOOP && r->parallel ? SCHED_PAR : 0);
 }
 
@@ -557,7 +602,7 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
         Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
         vec_push(a, &nf->body, mark_parallel(a, t ? t : fused));
         k += 2;
-      } else vec_push(a, &nf->body, sched_stmt(a, m, o, s));
+      } else vec_push(a, &nf->body, sched_stmt(a, m, o, s, &nf->nvars));
     }
     vec_push(a, &r->funcs, nf);
   }

@@ -30,9 +30,12 @@
  * - Threads: the outer loop of a top-level nest is `parallel` when each iteration
  *   writes its own cells (its variable alone indexes an axis of the target) and reads
  *   no cell another iteration writes, and the nest has at least PAR_MIN_POINTS points;
- *   a kernel outside any loop splits its rows among threads (Kernel.parallel). Each cell
- *   is still computed by one thread in the serial order, so results do not depend on
- *   the thread count. Reductions into one cell stay on one thread.
+ *   when the outer loop is a reduction into cells an inner loop picks (a column sum),
+ *   a tile loop over that inner variable goes outermost and is parallel instead. A
+ *   kernel outside any loop is split among threads (Kernel.parallel): by row tiles, or
+ *   by column panels when it has fewer row tiles than panels. Each cell is still
+ *   computed by one thread in the serial order, so results do not depend on the thread
+ *   count. Reductions into one cell stay on one thread.
  * Kernels and partial sums reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps
  * source order: only the exact rewrites (fills, threads) remain. --check-bounds keeps
  * every nest as lowered. The CUDA back end is not scheduled here (it maps nests

@@ -62,21 +62,12 @@ static bool check_arch(const CudaOpts *o) {
   return true;
 }
 
-/* Dynamic dimensions are the gccjit backend's only, for now: say so. */
-static bool check_static(Arena *a, const IrModule *m) {
-  if (!m->dims.len) return true;
-  fprintf(stderr, "tdslc: error: the cuda backend does not support dynamic dimensions yet (%s); use the cpu backend\n",
-          ir_dim_name(a, m, 0));
-  return false;
-}
-
 static CudaPlan *plan(Arena *a, IrModule *m, const CudaOpts *o) {
   return cuda_plan(a, m, &(CudaPlanOpts){.tf32 = o->tf32, .sm = atoi(arch_of(o) + 3)});
 }
 
 int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
   if (!check_arch(o)) return 2;
-  if (!check_static(a, m)) return 1;
   CudaPlan *p = plan(a, m, o);
   if (o->header) {
     int rc = cuda_header(m, o);
@@ -101,7 +92,7 @@ bool cuda_can_run(void) {
 gcc_jit_result *cuda_compile_mem(Arena *a, IrModule *m, const CudaOpts *o, gcc_jit_context **ctx_out) {
   /* The runtime's emulation (TDSL_CUDA_EMULATE) runs host-compiled kernels: it needs no
    * PTX, so it works in a build without the toolkit too. */
-  if (!check_arch(o) || !check_static(a, m)) return NULL;
+  if (!check_arch(o)) return NULL;
   const char *emu = getenv("TDSL_CUDA_EMULATE");
   bool emulated = emu && *emu && !cuda_available();
   if (!emulated && !toolkit()) return NULL;

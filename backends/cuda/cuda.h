@@ -7,10 +7,14 @@
  * instance's buffers are host mirrors of the device buffers) plus
  *   char NAME_cuda_ptx[]     the PTX text
  *   char NAME_cuda_meta[]    "tdslcuda 1", "scratch BYTES" when split reductions need
- *                            scratch memory, per buffer "buf ID BYTES" and per kernel
+ *                            scratch memory, per buffer "buf ID BYTES" ("dbuf ID" for
+ *                            a buffer over dynamic dimensions: the runtime sizes it
+ *                            when the dims are set) and per kernel
  *                            "kernel ID NAME THREADS NARGS ARG..." where ARG is bN (a
- *                            buffer read), wN (a buffer written), sN (index symbol) or
- *                            x0 (the scratch buffer)
+ *                            buffer read), wN (a buffer written), sN (index symbol),
+ *                            dN (dynamic dimension or flag N of the IR, an int) or x0
+ *                            (the scratch buffer), followed, when the thread count
+ *                            is THREADS times dynamic dimensions, by "tdims ID N DIM..."
  * and reads from slots 0 and 1 of its instance header (set by the runtime at open, per
  * instance) the runtime's context and void (*launch)(void *ctx, int kernel).
  * A routine is a sequence of launch calls and calls of other routines. */
@@ -26,7 +30,8 @@
 enum { CUDA_BLOCK = 256 };
 
 typedef struct CudaArg {
-  char kind;  /* 'b' buffer read only, 'w' buffer written, 's' index symbol, 'x' scratch */
+  char kind;  /* 'b' buffer read only, 'w' buffer written, 's' index symbol, 'd' dynamic
+               * dimension (IrModule.dims: a size or a flag), 'x' scratch */
   int index;
 } CudaArg;
 
@@ -34,7 +39,9 @@ typedef struct CudaKernel {
   int id;
   const char *name;   /* "k12" */
   long threads;       /* total threads; one per point of the parallel loops, or a
-                         multiple of CUDA_BLOCK when coop */
+                         multiple of CUDA_BLOCK when coop; times the tdims below */
+  int ntdims;         /* the thread count is threads times these dynamic dimensions' */
+  int *tdims;         /* values at launch (IrModule.dims ids; a dynamic nest's) */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
   int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
   const char *body;   /* one thread per point (not coop): the code of point t, which a

@@ -11,6 +11,13 @@
  * other than the one being written, runs in a single thread: parallel threads could
  * see each other's writes.
  *
+ * A nest with a dynamic size (a loop bound, stride or buffer over dynamic dimensions,
+ * ir.h) is always such a one-thread-per-point kernel, never tiled or split: its
+ * dimensions (and broadcast flags) are int arguments read from the instance at each
+ * launch, and its thread count is a static factor times some of them (CudaKernel.tdims).
+ * A flag-scaled axis index is 0 for every value of its loop when the flag is 0, so it
+ * does not make a loop parallel.
+ *
  * The source compiles as CUDA (NVRTC) and, with TDSL_EMULATE and a shim defining the
  * TDSL_* macros and blockIdx/threadIdx (testsuite/cuda/shim.h), as host C: the
  * TDSL_EMU_ENTRY after each kernel runs its whole grid, so tests check the indexing and
@@ -22,9 +29,16 @@
 
 /* ---- which buffers and symbols a kernel uses ---- */
 
+static void use_prod(E *e, int p) {
+  const IrProd *x = ir_prod_at(e->m, p);
+  for (int i = 0; x && i < x->n; i++) e->dim[x->dims[i]] = true;
+}
+
 static void use_aff(E *e, const Aff *f) {
-  for (int i = 0; i < f->n; i++)
-    if (f->t[i].var < 0) e->sym[-1 - f->t[i].var] = true;
+  for (int i = 0; i < f->n; i++) {
+    if (f->t[i].var < 0 && f->t[i].var != AFF_ONE) e->sym[-1 - f->t[i].var] = true;
+    use_prod(e, f->t[i].dyn);
+  }
 }
 
 void cu_use_access(E *e, const Access *acc, bool write) {
@@ -44,14 +58,21 @@ void cu_use_stmt(E *e, const Stmt *s) {
   switch (s->kind) {
   case S_LOOP:
   case S_IF:
-    for (int k = 0; k < s->nguards; k++) use_aff(e, &s->guards[k].aff);
+    use_prod(e, s->dext);
+    for (int k = 0; k < s->nguards; k++) {
+      use_aff(e, &s->guards[k].aff);
+      use_prod(e, s->guards[k].dext);
+    }
     for (int i = 0; i < s->body.len; i++) cu_use_stmt(e, s->body.items[i]);
     break;
   case S_STORE:
     cu_use_access(e, &s->dst, true);
     use_expr(e, s->val);
     break;
-  case S_FILL: e->arg[s->buf] = 'w'; break;
+  case S_FILL:
+    e->arg[s->buf] = 'w';
+    use_prod(e, cu_buf(e, s->buf)->dsize);
+    break;
   default: break;
   }
 }
@@ -70,16 +91,17 @@ static void collect_stores(const Stmt *s, PtrVec *out, Arena *a) {
 static bool aff_eq(const Aff *x, const Aff *y) {
   if (x->off != y->off || x->n != y->n) return false;
   for (int i = 0; i < x->n; i++)
-    if (x->t[i].var != y->t[i].var || x->t[i].coef != y->t[i].coef) return false;
+    if (x->t[i].var != y->t[i].var || x->t[i].coef != y->t[i].coef || x->t[i].dyn != y->t[i].dyn) return false;
   return true;
 }
 
-/* The axis index depends on no loop variable but var (and does on var). */
+/* The axis index depends on no loop variable but var (and does on var, by a static
+ * coefficient: a flag-scaled one is 0 for every var while the flag is). */
 static bool axis_only(const Aff *f, int var) {
   bool has = false;
   for (int i = 0; i < f->n; i++) {
-    if (f->t[i].var < 0) continue;
-    if (f->t[i].var != var || f->t[i].coef == 0) return false;
+    if (f->t[i].var < 0 && f->t[i].var != AFF_ONE) continue;
+    if (f->t[i].var != var || f->t[i].coef == 0 || f->t[i].dyn) return false;
     has = true;
   }
   return has;
@@ -151,6 +173,7 @@ void cu_stmts(E *e, const PtrVec *body, int ind) { cr_stmts(&e->r, body, ind); }
 void cu_begin_args(E *e) {
   memset(e->arg, 0, (size_t)e->m->bufs.len);
   memset(e->sym, 0, sizeof(bool) * (size_t)e->m->syms.len);
+  memset(e->dim, 0, sizeof(bool) * (size_t)e->m->dims.len);
 }
 
 /* A kernel whose arguments are the buffers and symbols marked since cu_begin_args, then
@@ -159,11 +182,13 @@ CudaKernel *cu_finish_kernel(E *e, bool scratch) {
   CudaKernel *k = ANEW(e->a, CudaKernel);
   k->id = e->p->kernels.len;
   k->name = arena_printf(e->a, "k%d", k->id);
-  k->args = ANEWN(e->a, CudaArg, e->m->bufs.len + e->m->syms.len + 2);
+  k->args = ANEWN(e->a, CudaArg, e->m->bufs.len + e->m->syms.len + e->m->dims.len + 2);
   for (int b = 0; b < e->m->bufs.len; b++)
     if (e->arg[b]) k->args[k->nargs++] = (CudaArg){e->arg[b], b};
   for (int i = 0; i < e->m->syms.len; i++)
     if (e->sym[i]) k->args[k->nargs++] = (CudaArg){'s', i};
+  for (int i = 0; i < e->m->dims.len; i++)
+    if (e->dim[i]) k->args[k->nargs++] = (CudaArg){'d', i};
   if (scratch) k->args[k->nargs++] = (CudaArg){'x', 0};
   vec_push(e->a, &e->p->kernels, k);
   return k;
@@ -184,18 +209,42 @@ void cu_kernel_sig(E *e, const CudaKernel *k, const char *what) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
     if (a->kind == 's') fprintf(o, "int s%d", a->index);
+    else if (a->kind == 'd') fprintf(o, "int dim%d", a->index);
     else if (a->kind == 'x') fprintf(o, "%s *__restrict__ xs", cu_ctype(e->scratch_elem));
     else fprintf(o, "%s *__restrict__ b%d", cu_ctype(cu_buf(e, a->index)->elem), a->index);
   }
   fputs(") {\n", o);
 }
 
+/* The thread count: a constant, or (static factor times the kernel's dims). */
+static void put_threads(E *e, const CudaKernel *k) {
+  if (!k->ntdims) {
+    fprintf(e->o, "%ldL", k->threads);
+    return;
+  }
+  fprintf(e->o, "(%ldL", k->threads);
+  for (int i = 0; i < k->ntdims; i++) fprintf(e->o, "*(long)dim%d", k->tdims[i]);
+  fputc(')', e->o);
+}
+
 void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
   cu_kernel_sig(e, k, what);
-  fprintf(e->o, "  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n"
-                "  if (t >= %ldL) return;\n", k->threads);
+  fputs("  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n  if (t >= ", e->o);
+  put_threads(e, k);
+  fputs(") return;\n", e->o);
   fflush(e->o);
   e->body_at = *e->len;
+}
+
+/* The kernel's thread count is also times product p of dynamic dimensions. */
+static void threads_times(E *e, CudaKernel *k, int p) {
+  const IrProd *x = ir_prod_at(e->m, p);
+  if (!x) return;
+  int *d = ANEWN(e->a, int, k->ntdims + x->n);
+  if (k->ntdims) memcpy(d, k->tdims, sizeof(int) * (size_t)k->ntdims);
+  memcpy(d + k->ntdims, x->dims, sizeof(int) * (size_t)x->n);
+  k->tdims = d;
+  k->ntdims += x->n;
 }
 
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
@@ -210,7 +259,7 @@ void cu_kernel_tail(E *e, const CudaKernel *k) {
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
-    if (a->kind == 's') fprintf(o, "*(int *)p[%d]", i);
+    if (a->kind == 's' || a->kind == 'd') fprintf(o, "*(int *)p[%d]", i);
     else if (a->kind == 'x') fprintf(o, "*(%s **)p[%d]", cu_ctype(e->scratch_elem), i);
     else fprintf(o, "*(%s **)p[%d]", cu_ctype(cu_buf(e, a->index)->elem), i);
   }
@@ -227,11 +276,18 @@ static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
   if (cu_buf(e, s->buf)->size <= 0) return;
   CudaKernel *k = new_kernel(e, s);
   k->threads = cu_buf(e, s->buf)->size;
+  threads_times(e, k, cu_buf(e, s->buf)->dsize);
   cu_kernel_head(e, k, func_what(e, f, s));
   fprintf(e->o, "  b%d[t] = ", s->buf);
   cr_const(e->o, s->value, cu_buf(e, s->buf)->elem == ELEM_F32);
   fputs(";\n", e->o);
   cu_kernel_tail(e, k);
+}
+
+/* A loop's extent: its constant (with suffix L), or cr_ext's product when dynamic. */
+static void put_ext(E *e, const Stmt *s, const char *L) {
+  if (s->dext) cr_ext(&e->r, s->ext, s->dext);
+  else fprintf(e->o, "%ld%s", s->ext, L);
 }
 
 void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind) {
@@ -242,9 +298,15 @@ void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, con
   for (int i = n - 1; i >= 0; i--) {
     if (par[i] != want) continue;
     cu_indent(e, ind);
-    if (i == first) fprintf(e->o, "%s i%d = %s;\n", T, chain[i]->var, v);
-    else fprintf(e->o, "%s i%d = %s %% %ld%s;\n%*s%s /= %ld%s;\n", T, chain[i]->var, v, chain[i]->ext, L, ind * 2, "", v,
-                 chain[i]->ext, L);
+    if (i == first) {
+      fprintf(e->o, "%s i%d = %s;\n", T, chain[i]->var, v);
+      continue;
+    }
+    fprintf(e->o, "%s i%d = %s %% ", T, chain[i]->var, v);
+    put_ext(e, chain[i], L);
+    fprintf(e->o, ";\n%*s%s /= ", ind * 2, "", v);
+    put_ext(e, chain[i], L);
+    fputs(";\n", e->o);
   }
 }
 
@@ -427,8 +489,10 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
   const Stmt *reg = x.reg;
-  if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
-  const Stmt *st = n ? split_store(&stores, chain, n, par, &red) : NULL;
+  /* Tiles, block reductions and splits are planned from static sizes. */
+  bool dyn = ir_stmt_dynamic(e->m, s);
+  if (reg && !dyn && cu_contraction(e, what, chain, n, par, reg)) return;
+  const Stmt *st = n && !dyn ? split_store(&stores, chain, n, par, &red) : NULL;
   if (st && cu_block_reduction(e, what, chain, n, par, st, points, red)) return;
   if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
     long chunks = SPLIT_TARGET_THREADS / points;
@@ -440,6 +504,8 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   }
   CudaKernel *k = new_kernel(e, s);
   k->threads = points;
+  for (int i = 0; i < n; i++)
+    if (par[i] == PAR) threads_times(e, k, chain[i]->dext);
   cu_kernel_head(e, k, what);
   FILE *o = e->o;
   cu_decompose(e, chain, n, par, PAR, "t", 1);
@@ -447,7 +513,7 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
   /* A reduction in the thread: the cell stays in a register across the loops. A cell
    * whose fill of 0 this nest takes starts from 0 (then accumulates as after the fill). */
-  bool fresh = reg_takes_fill(e, chain, n, par, reg, e->pending_fill);
+  bool fresh = !dyn && reg_takes_fill(e, chain, n, par, reg, e->pending_fill);
   if (!seq && !fresh) reg = NULL;
   if (reg) {
     fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, reg->dst.buf)->elem));
@@ -466,7 +532,9 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   for (int i = 0; i < n; i++) {
     if (par[i] != SEQ) continue;
     cu_indent(e, ind++);
-    fprintf(o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", chain[i]->var, chain[i]->var, chain[i]->ext, chain[i]->var);
+    fprintf(o, "for (long i%d = 0; i%d < ", chain[i]->var, chain[i]->var);
+    put_ext(e, chain[i], "L");
+    fprintf(o, "; i%d++) {\n", chain[i]->var);
   }
   if (n) cu_stmts(e, &chain[n - 1]->body, ind);
   else cr_stmt(&e->r, s, ind);
@@ -498,7 +566,8 @@ static void push_kernels(E *e, PtrVec *steps, int lo, int hi) {
  * the fill's pass over memory and the cells' reads. */
 static bool next_takes_fill(E *e, const IrFunc *f, int i, const Stmt *fill) {
   while (++i < f->body.len && ((const Stmt *)f->body.items[i])->kind == S_COMMENT) {}
-  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP) return false;
+  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP || ir_stmt_dynamic(e->m, f->body.items[i]))
+    return false;
   Nest x;
   return nest_shape(e, f->body.items[i], &x) && x.reg &&
          (cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill) || reg_takes_fill(e, x.chain, x.n, x.par, x.reg, fill));
@@ -565,12 +634,17 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
   if (scratch) fprintf(o, "scratch %ld\n", scratch);
   for (int i = 0; i < m->bufs.len; i++) {
     const IrBuf *b = VEC_AT(m->bufs, IrBuf, i);
-    fprintf(o, "buf %d %ld\n", i, b->size * (b->elem == ELEM_F64 ? 8 : 4));
+    if (b->dsize) fprintf(o, "dbuf %d\n", i);
+    else fprintf(o, "buf %d %ld\n", i, b->size * (b->elem == ELEM_F64 ? 8 : 4));
   }
   for (int i = 0; i < p->kernels.len; i++) {
     const CudaKernel *k = VEC_AT(p->kernels, CudaKernel, i);
     fprintf(o, "kernel %d %s %ld %d", k->id, k->name, k->threads, k->nargs);
     for (int j = 0; j < k->nargs; j++) fprintf(o, " %c%d", k->args[j].kind, k->args[j].index);
+    fputc('\n', o);
+    if (!k->ntdims) continue;
+    fprintf(o, "tdims %d %d", k->id, k->ntdims);
+    for (int j = 0; j < k->ntdims; j++) fprintf(o, " %d", k->tdims[j]);
     fputc('\n', o);
   }
   fclose(o);
@@ -602,10 +676,11 @@ CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   char *txt = NULL;
   size_t len = 0;
   E e = {.a = a, .m = m, .mm = m, .p = p, .o = open_memstream(&txt, &len)};
-  e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .stmt = acc_hook, .user = &e};
+  e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .dim = "dim", .stmt = acc_hook, .user = &e};
   e.tf32 = opts->tf32;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
+  e.dim = ANEWN(a, bool, m->dims.len + 1);
   e.txt = &txt;
   e.len = &len;
   e.body_at = (size_t)-1;

@@ -29,6 +29,15 @@ typedef struct Fuse {
   bool ok;
 } Fuse;
 
+/* Dynamic sizes are read at each launch: such kernels stay launches of their own. */
+static bool dynamic_args(const E *e, const CudaKernel *k) {
+  for (int j = 0; j < k->nargs; j++) {
+    const CudaArg *a = &k->args[j];
+    if (a->kind == 'd' || ((a->kind == 'b' || a->kind == 'w') && cu_buf(e, a->index)->dsize)) return true;
+  }
+  return false;
+}
+
 static void flatten(E *e, int fi, Fuse *f, int depth) {
   const PtrVec *steps = &e->p->steps[fi];
   if (depth > 64) f->ok = false;
@@ -39,7 +48,8 @@ static void flatten(E *e, int fi, Fuse *f, int depth) {
       continue;
     }
     const CudaKernel *k = VEC_AT(e->p->kernels, CudaKernel, st->index);
-    if (k->coop || !k->body || k->threads > FUSE_MAX_POINTS || strstr(k->body, "return") || f->n == FUSE_MAX_KERNELS) {
+    if (k->coop || !k->body || k->threads > FUSE_MAX_POINTS || k->ntdims || dynamic_args(e, k) || strstr(k->body, "return") ||
+        f->n == FUSE_MAX_KERNELS) {
       f->ok = false;
       return;
     }

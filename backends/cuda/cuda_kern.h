@@ -17,6 +17,7 @@ typedef struct E {
   CudaPlan *p;
   char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
   bool *sym;  /* per kernel: symbol used */
+  bool *dim;  /* per kernel: dynamic dimension (or flag) used */
   const Stmt *to_acc; /* a reduction in a register: this store accumulates into the local acc */
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */

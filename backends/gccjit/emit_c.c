@@ -56,6 +56,7 @@ typedef struct CEmit {
   const char *name;
   int fn, npar;
   bool in_outline; /* rendering a parallel loop's body: its loops run serially */
+  Arena *a;
 } CEmit;
 
 /* What the C rendering adds to the shared one: the schedule's statements (reduction
@@ -73,6 +74,12 @@ static bool c_hook(CRender *r, const Stmt *s, int ind) {
   if (s->kind == S_LOOP && s->accs > 1) {
     cr_indent(r, ind);
     c_reduce_loop(r, s, ind, check);
+    return true;
+  }
+  if (s->kind == S_KERNEL && s->kern->parallel && !e->in_outline) {
+    cr_indent(r, ind);
+    c_kernel_parallel(r, s, ind, arena_printf(e->a, "%s_par_%d", e->name, e->fn), e->npar);
+    e->npar += 2;
     return true;
   }
   if (s->kind == S_KERNEL) {
@@ -148,6 +155,11 @@ static void c_outline_parallel(CRender *r, const PtrVec *body, int *k) {
   CEmit *e = r->user;
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
+    if (s->kind == S_KERNEL && s->kern->parallel) { /* two functions */
+      c_kernel_outline(r, s, arena_printf(e->a, "%s_par_%d", e->name, e->fn), *k);
+      *k += 2;
+      continue;
+    }
     if (s->kind == S_KERNEL) continue;
     if (!(s->kind == S_LOOP && s->parallel)) {
       c_outline_parallel(r, &s->body, k);
@@ -173,6 +185,12 @@ static const char c_parallel_run[] =
     "  memcpy(&hook, &self->rt[2], sizeof hook);\n"
     "  if (hook) hook(self->rt[3], fn, self, n);\n"
     "  else fn(self, 0, n);\n"
+    "}\n"
+    "static __attribute__((unused)) void tdsl_parallel_call(struct tdsl_instance *self, tdsl_par_fn fn, void *arg, long n) {\n"
+    "  tdsl_par_hook hook;\n"
+    "  memcpy(&hook, &self->rt[2], sizeof hook);\n"
+    "  if (hook) hook(self->rt[3], fn, arg, n);\n"
+    "  else fn(arg, 0, n);\n"
     "}\n\n";
 
 void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
@@ -186,7 +204,7 @@ void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
   c_meta(o, m, name);
   fputs(c_parallel_run, o);
   Arena a = {0};
-  CEmit e = {.check = check, .name = name};
+  CEmit e = {.check = check, .name = name, .a = &a};
   CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .fn = arena_printf(&a, "%s_fn_", name),
                .call_args = "self", .stmt = c_hook, .user = &e};
   for (int i = 0; i < m->funcs.len; i++) {
@@ -248,7 +266,9 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
   for (int i = 0; i < m->dims.len; i++) {
     fprintf(o, "#define %s_dim_", name);
     cname(o, ir_dim_name(&a, m, i));
-    fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld)) /* set it with tdsl_set_dim */\n", l.dim_off[i]);
+    const IrDim *d = VEC_AT(m->dims, IrDim, i);
+    fprintf(o, "(inst) (*(int *)((char *)(inst) + %ld)) /* %s */\n", l.dim_off[i],
+            d->flag || d->njoin ? "the runtime computes it" : "set it with tdsl_set_dim");
   }
   for (int i = 0; i < m->syms.len; i++) {
     fprintf(o, "#define %s_sym_", name);

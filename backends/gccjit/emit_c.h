@@ -14,5 +14,9 @@ void c_check_expr(CRender *r, const IrExpr *e, const char *what, int ind);
 /* emit_c_sched.c: an S_LOOP with accs > 1 and an S_KERNEL (ir.h) as C. */
 void c_reduce_loop(CRender *r, const Stmt *loop, int ind, bool check);
 void c_kernel(CRender *r, const Stmt *s, int ind);
+/* A parallel S_KERNEL: its two outlined functions PREFIX_K and PREFIX_{K+1} (and their
+ * argument struct) at file scope, and the code that runs them through the pool. */
+void c_kernel_outline(CRender *r, const Stmt *s, const char *prefix, int k);
+void c_kernel_parallel(CRender *r, const Stmt *s, int ind, const char *prefix, int k);
 
 #endif

@@ -115,10 +115,11 @@ static void c_row_head(CRender *cr, const Kernel *k, int ind, const char *R, con
   fprintf(cr->o, ")%s\n", tail);
 }
 
-/* Bp[jr*kb + kk*NR + e] = B(pc + kk, jc + jr + e), 0 past the block. */
-static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
+/* Bp[jr*kb + kk*NR + e] = B(pc + kk, jc + jr + e) for the panels from column jr_lo to
+ * jr_hi (C expressions), 0 past the block. */
+static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind, const char *jr_lo, const char *jr_hi) {
   FILE *o = cr->o;
-  line(o, ind, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
+  line(o, ind, "for (long jr = %s; jr < %s; jr += %d)\n", jr_lo, jr_hi, k->nr);
   line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
   line(o, ind + 2, "for (long e = 0; e < %d; e++) {\n", k->nr);
   line(o, ind + 3, "const long i%d = jc + jr + e, i%d = pc + kk;\n", k->var[1], k->var[2]);
@@ -182,49 +183,128 @@ static void c_micro(FILE *o, const Kernel *k, const char *T, int ind) {
     for (int v = 0; v < nv; v++) line(o, ind, "*(tdsl_vec *)(ct + %d) = c%d_%d;\n", r * k->nr + v * k->vw, r, v);
 }
 
-void c_kernel(CRender *r, const Stmt *s, int ind) {
+/* The scratch of the product: the vector type, A's packed block (or the zero row of a
+ * direct A) and the register tile's spill. */
+static void c_kernel_scratch(CRender *r, const Kernel *k, int ind) {
+  const char *T = ctype_of(r->m, k->store->dst.buf);
+  line(r->o, ind, "typedef %s tdsl_vec __attribute__((vector_size(%d)));\n", T, k->vw * (T[0] == 'd' ? 8 : 4));
+  if (k->direct_a) line(r->o, ind, "static const %s zrow[%d];\n", T, k->kc);
+  else line(r->o, ind, "%s Ap[%d] __attribute__((aligned(64)));\n", T, k->mc * k->kc);
+  line(r->o, ind, "%s ct[%d] __attribute__((aligned(64)));\n", T, k->mr * k->nr);
+}
+
+/* Rows [row_lo, row_hi) times the panels from column jr_lo to jr_hi of the packed B
+ * block (C expressions; jc, pc, nb, kb and Bp in scope): row blocks (pack A), then
+ * register tiles. */
+static void c_kernel_block(CRender *r, const Kernel *k, int ind, const char *row_lo, const char *row_hi, const char *jr_lo,
+                           const char *jr_hi) {
   FILE *o = r->o;
-  const IrModule *m = r->m;
-  const Kernel *k = s->kern;
   const Stmt *st = k->store;
-  const Access *A = &st->val->a[k->a_arg]->acc, *B = &st->val->a[1 - k->a_arg]->acc;
-  const char *T = ctype_of(m, st->dst.buf);
-  fputs("{ /* kernel */ ", o);
-  cr_comment(o, st->what);
-  fputc('\n', o);
-  line(o, ind + 1, "typedef %s tdsl_vec __attribute__((vector_size(%d)));\n", T, k->vw * (T[0] == 'd' ? 8 : 4));
-  if (k->direct_a) line(o, ind + 1, "static const %s zrow[%d];\n", T, k->kc);
-  else line(o, ind + 1, "%s Ap[%d] __attribute__((aligned(64)));\n", T, k->mc * k->kc);
-  line(o, ind + 1, "%s Bp[%d] __attribute__((aligned(64)));\n", T, k->kc * k->nc);
-  line(o, ind + 1, "%s ct[%d] __attribute__((aligned(64)));\n", T, k->mr * k->nr);
-  line(o, ind + 1, "for (long jc = 0; jc < %ld; jc += %d) {\n", k->ext[1], k->nc);
-  line(o, ind + 2, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
-  line(o, ind + 2, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
-  line(o, ind + 3, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
-  c_pack_b(r, k, B, T, ind + 3);
-  line(o, ind + 3, "for (long ic = 0; ic < %ldL; ic += %d) {\n", k->ext[0], k->mc);
-  line(o, ind + 4, "long mb = %ldL - ic < %d ? %ldL - ic : %d;\n", k->ext[0], k->mc, k->ext[0], k->mc);
-  if (!k->direct_a) c_pack_a(r, k, A, T, ind + 4);
-  line(o, ind + 4, "for (long jr = 0; jr < nb; jr += %d)\n", k->nr);
-  line(o, ind + 5, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);
-  if (k->direct_a) c_a_rows(r, k, A, T, ind + 6);
-  c_micro(o, k, T, ind + 6);
-  line(o, ind + 6, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
-  line(o, ind + 6, "for (long r = 0; r < mr; r++) {\n");
-  c_row_head(r, k, ind + 7, "r", "if (!", ") continue;");
-  line(o, ind + 7, "for (long c = 0; c < nr; c++) {\n");
-  line(o, ind + 8, "const long i%d = jc + jr + c;\n", k->var[1]);
-  line(o, ind + 8, "%s *d = &", T);
+  const Access *A = &st->val->a[k->a_arg]->acc;
+  const char *T = ctype_of(r->m, st->dst.buf);
+  line(o, ind, "for (long ic = %s; ic < %s; ic += %d) {\n", row_lo, row_hi, k->mc);
+  line(o, ind + 1, "long mb = %s - ic < %d ? %s - ic : %d;\n", row_hi, k->mc, row_hi, k->mc);
+  if (!k->direct_a) c_pack_a(r, k, A, T, ind + 1);
+  line(o, ind + 1, "for (long jr = %s; jr < %s; jr += %d)\n", jr_lo, jr_hi, k->nr);
+  line(o, ind + 2, "for (long ir = 0; ir < mb; ir += %d) {\n", k->mr);
+  if (k->direct_a) c_a_rows(r, k, A, T, ind + 3);
+  c_micro(o, k, T, ind + 3);
+  line(o, ind + 3, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
+  line(o, ind + 3, "for (long r = 0; r < mr; r++) {\n");
+  c_row_head(r, k, ind + 4, "r", "if (!", ") continue;");
+  line(o, ind + 4, "for (long c = 0; c < nr; c++) {\n");
+  line(o, ind + 5, "const long i%d = jc + jr + c;\n", k->var[1]);
+  line(o, ind + 5, "%s *d = &", T);
   cr_access(r, &st->dst);
   fputs(";\n", o);
   if (k->overwrite) /* the first k block stores (a fused fill) */
-    line(o, ind + 8, "*d = (pc == 0 ? (%s)%.17g : *d) + ct[r*%d + c];\n", T, k->init, k->nr);
-  else line(o, ind + 8, "*d += ct[r*%d + c];\n", k->nr);
-  line(o, ind + 7, "}\n");
-  line(o, ind + 6, "}\n");
-  line(o, ind + 5, "}\n");
+    line(o, ind + 5, "*d = (pc == 0 ? (%s)%.17g : *d) + ct[r*%d + c];\n", T, k->init, k->nr);
+  else line(o, ind + 5, "*d += ct[r*%d + c];\n", k->nr);
+  line(o, ind + 4, "}\n");
   line(o, ind + 3, "}\n");
   line(o, ind + 2, "}\n");
-  line(o, ind + 1, "}\n");
+  line(o, ind, "}\n");
+}
+
+/* The column and k blocks (BLIS order) around BODY, which gets nb, kb and Bp. */
+static void c_blocks_begin(CRender *r, const Kernel *k, int ind) {
+  const char *T = ctype_of(r->m, k->store->dst.buf);
+  line(r->o, ind, "%s Bp[%d] __attribute__((aligned(64)));\n", T, k->kc * k->nc);
+  line(r->o, ind, "for (long jc = 0; jc < %ld; jc += %d) {\n", k->ext[1], k->nc);
+  line(r->o, ind + 1, "long nb = %ld - jc < %d ? %ld - jc : %d;\n", k->ext[1], k->nc, k->ext[1], k->nc);
+  line(r->o, ind + 1, "for (long pc = 0; pc < %ld; pc += %d) {\n", k->ext[2], k->kc);
+  line(r->o, ind + 2, "long kb = %ld - pc < %d ? %ld - pc : %d;\n", k->ext[2], k->kc, k->ext[2], k->kc);
+}
+
+static void c_blocks_end(CRender *r, int ind) {
+  line(r->o, ind + 1, "}\n");
+  line(r->o, ind, "}\n");
+}
+
+void c_kernel(CRender *r, const Stmt *s, int ind) {
+  const Kernel *k = s->kern;
+  char mext[32];
+  snprintf(mext, sizeof mext, "%ldL", k->ext[0]);
+  fputs("{ /* kernel */ ", r->o);
+  cr_comment(r->o, k->store->what);
+  fputc('\n', r->o);
+  c_kernel_scratch(r, k, ind + 1);
+  c_blocks_begin(r, k, ind + 1);
+  c_pack_b(r, k, &k->store->val->a[1 - k->a_arg]->acc, ctype_of(r->m, k->store->dst.buf), ind + 3, "0", "nb");
+  c_kernel_block(r, k, ind + 3, "0", mext, "0", "nb");
+  c_blocks_end(r, ind + 1);
+  line(r->o, ind, "}\n");
+}
+
+/* ---- parallel kernels (the gccjit rendering's protocol, jit_sched.c) ---- */
+
+/* Each block of B is packed once, split among the threads by panels (PREFIX_K), then
+ * the product runs split by row tiles or by panels (PREFIX_{K+1}); the two share the
+ * block through struct PREFIX_K_args on the caller's stack. */
+static void c_kargs_prologue(FILE *o, const char *prefix, int kk, const char *T) {
+  fprintf(o, "  const struct %s_%d_args *ka = arg;\n  struct tdsl_instance *self = ka->inst;\n", prefix, kk);
+  /* restrict: the shared block is no operand (gcc then vectorizes the packing) */
+  fprintf(o, "  %s *restrict Bp = ka->bp;\n  const long jc = ka->jc, pc = ka->pc, nb = ka->nb, kb = ka->kb;\n", T);
+  fputs("  (void)self, (void)jc, (void)pc, (void)kb;\n", o);
+}
+
+void c_kernel_outline(CRender *r, const Stmt *s, const char *prefix, int kk) {
+  FILE *o = r->o;
+  const Kernel *k = s->kern;
+  const char *T = ctype_of(r->m, k->store->dst.buf);
+  fprintf(o, "struct %s_%d_args { struct tdsl_instance *inst; %s *bp; long jc, pc, nb, kb; };\n", prefix, kk, T);
+  fprintf(o, "static void %s_%d(void *arg, long lo, long hi) { /* packs B's panels [lo, hi) */\n", prefix, kk);
+  c_kargs_prologue(o, prefix, kk, T);
+  fprintf(o, "  const long jr_lo = lo * %d, jr_hi = hi * %d < nb ? hi * %d : nb;\n", k->nr, k->nr, k->nr);
+  c_pack_b(r, k, &k->store->val->a[1 - k->a_arg]->acc, T, 1, "jr_lo", "jr_hi");
+  fputs("}\n", o);
+  fprintf(o, "static void %s_%d(void *arg, long lo, long hi) { /* the product: %s [lo, hi) */\n", prefix, kk + 1,
+          k->split_cols ? "panels" : "row tiles");
+  c_kargs_prologue(o, prefix, kk, T);
+  c_kernel_scratch(r, k, 1);
+  if (k->split_cols) {
+    fprintf(o, "  const long row_lo = 0, row_hi = %ldL;\n", k->ext[0]);
+    fprintf(o, "  const long jr_lo = lo * %d, jr_hi = hi * %d < nb ? hi * %d : nb;\n", k->nr, k->nr, k->nr);
+  } else {
+    fprintf(o, "  const long row_lo = lo * %d, row_hi = hi * %d < %ldL ? hi * %d : %ldL;\n", k->mr, k->mr, k->ext[0], k->mr, k->ext[0]);
+    fputs("  const long jr_lo = 0, jr_hi = nb;\n", o);
+  }
+  c_kernel_block(r, k, 1, "row_lo", "row_hi", "jr_lo", "jr_hi");
+  fputs("}\n\n", o);
+}
+
+void c_kernel_parallel(CRender *r, const Stmt *s, int ind, const char *prefix, int kk) {
+  FILE *o = r->o;
+  const Kernel *k = s->kern;
+  fprintf(o, "{ /* kernel, %s split among threads */ ", k->split_cols ? "panels" : "row tiles");
+  cr_comment(o, k->store->what);
+  fputc('\n', o);
+  line(o, ind + 1, "struct %s_%d_args ka;\n", prefix, kk);
+  c_blocks_begin(r, k, ind + 1);
+  line(o, ind + 3, "ka.inst = self, ka.bp = Bp, ka.jc = jc, ka.pc = pc, ka.nb = nb, ka.kb = kb;\n");
+  line(o, ind + 3, "tdsl_parallel_call(self, %s_%d, &ka, (nb + %d) / %d);\n", prefix, kk, k->nr - 1, k->nr);
+  if (k->split_cols) line(o, ind + 3, "tdsl_parallel_call(self, %s_%d, &ka, (nb + %d) / %d);\n", prefix, kk + 1, k->nr - 1, k->nr);
+  else line(o, ind + 3, "tdsl_parallel_call(self, %s_%d, &ka, %ldL);\n", prefix, kk + 1, (k->ext[0] + k->mr - 1) / k->mr);
+  c_blocks_end(r, ind + 1);
   line(o, ind, "}\n");
 }

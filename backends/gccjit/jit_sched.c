@@ -182,23 +182,40 @@ static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
   return add(j, add(j, base, mul(j, width, lv(x->kk))), lv(x->e));
 }
 
-/* Packs B into bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block
- * are 0. */
-static void pack_b(J *j, K *x, const Access *acc) {
+static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
+  gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
+  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
+}
+
+/* Packs the panels from column jr_lo to jr_hi of B's block into
+ * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block are 0. With
+ * a staging panel `pan` (a local array), each panel goes there first and is then
+ * copied to bp in vectors: bp is then a pointer gcc cannot tell from the operands' (a
+ * parallel kernel's shared block), and packing through it directly stayed scalar,
+ * reloading everything after each store. */
+static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi, gcc_jit_lvalue *pan) {
   const Kernel *k = x->k;
-  Loop l1 = loop_begin(j, x->jr, num(j, 0), lv(x->nb), k->nr);
+  Loop l1 = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
-  gcc_jit_rvalue *pi = panel_at(j, x, x->jr, k->nr);
+  gcc_jit_rvalue *pi = pan ? add(j, mul(j, k->nr, lv(x->kk)), lv(x->e)) : panel_at(j, x, x->jr, k->nr);
+  gcc_jit_lvalue *to = pan ? pan : x->bp;
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
   Branch b = branch(j, less(j, off, lv(x->nb)));
   gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, x->bp, pi), lv(cell(j, k, acc, val)));
+  set(j, at(j, to, pi), lv(cell(j, k, acc, val)));
   branch_else(j, &b);
-  set(j, at(j, x->bp, pi), gcc_jit_context_zero(j->c, x->t));
+  set(j, at(j, to, pi), gcc_jit_context_zero(j->c, x->t));
   branch_end(j, &b);
   loop_end(j, &l3);
   loop_end(j, &l2);
+  if (pan) { /* bp[jr*kb + i] = pan[i], vw lanes at a time (kb*nr is a multiple of vw) */
+    gcc_jit_rvalue *n = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->kb), num(j, k->nr));
+    gcc_jit_rvalue *base = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb));
+    Loop lc = loop_begin(j, x->e, num(j, 0), n, k->vw);
+    set(j, vec_at(j, x, x->bp, add(j, base, lv(x->e))), lv(vec_at(j, x, pan, lv(x->e))));
+    loop_end(j, &lc);
+  }
   loop_end(j, &l1);
 }
 
@@ -264,11 +281,6 @@ static void pack_a(J *j, K *x, const Access *acc) {
   branch_end(j, &in);
   loop_end(j, &l2);
   loop_end(j, &l1);
-}
-
-static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
-  gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
-  return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
 }
 
 /* Direct A: arow[r] = &A(row ic + ir + r, pc), or the zero row past the block and
@@ -371,19 +383,16 @@ static gcc_jit_lvalue *scratch(J *j, gcc_jit_type *t, long n, const char *name) 
   return s;
 }
 
-/* BLIS loop order: column blocks (nc), k blocks (kc; pack B), row blocks (mc; pack A),
- * then register tiles nr x mr; rows [row_lo, row_hi). */
-static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_rvalue *row_hi) {
-  const Stmt *st = k->store;
-  const Access *A = &st->val->a[k->a_arg]->acc, *B = &st->val->a[1 - k->a_arg]->acc;
-  int el = VEC_AT(j->m->bufs, IrBuf, st->dst.buf)->elem, nv = k->nr / k->vw;
+/* The locals of the kernel's inner loops in the function being built (the block's jc,
+ * pc, nb, kb and bp are the caller's business). */
+static K kernel_locals(J *j, const Kernel *k) {
+  int el = VEC_AT(j->m->bufs, IrBuf, k->store->dst.buf)->elem, nv = k->nr / k->vw;
   K x = {.k = k, .t = j->t_el[el]};
   x.vec = gcc_jit_type_get_vector(x.t, (size_t)k->vw);
   x.vptr = gcc_jit_type_get_pointer(x.vec);
   x.ap = k->direct_a ? NULL : scratch(j, x.t, (long)k->mc * k->kc, "Ap");
-  x.bp = scratch(j, x.t, (long)k->kc * k->nc, "Bp");
   x.ct = scratch(j, x.t, (long)k->mr * k->nr, "ct");
-  gcc_jit_lvalue **lvs[] = {&x.jc, &x.pc, &x.ic, &x.jr, &x.ir, &x.kk, &x.e, &x.r, &x.c, &x.nb, &x.kb, &x.mb, &x.mrr, &x.nrr};
+  gcc_jit_lvalue **lvs[] = {&x.ic, &x.jr, &x.ir, &x.kk, &x.e, &x.r, &x.c, &x.mb, &x.mrr, &x.nrr};
   for (size_t i = 0; i < sizeof lvs / sizeof *lvs; i++) *lvs[i] = local(j, j->t_long, "k");
   x.acc = ANEWN(j->a, gcc_jit_lvalue *, k->mr * nv);
   for (int i = 0; i < k->mr * nv; i++) x.acc[i] = local(j, x.vec, "acc");
@@ -398,28 +407,50 @@ static void kernel_rows(J *j, const Kernel *k, gcc_jit_rvalue *row_lo, gcc_jit_r
     set(j, at(j, x.zrow, lv(x.kk)), gcc_jit_context_zero(j->c, x.t));
     loop_end(j, &lz);
   }
-  gcc_jit_rvalue *neg;
-  Loop ljc = loop_begin(j, x.jc, num(j, 0), num(j, k->ext[1]), k->nc);
-  neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.jc));
-  set_min(j, x.nb, add(j, num(j, k->ext[1]), neg), k->nc);
-  Loop lpc = loop_begin(j, x.pc, num(j, 0), num(j, k->ext[2]), k->kc);
-  neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.pc));
-  set_min(j, x.kb, add(j, num(j, k->ext[2]), neg), k->kc);
-  pack_b(j, &x, B);
-  Loop lic = loop_begin(j, x.ic, row_lo, row_hi, k->mc);
-  neg = gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(x.ic));
-  set_min(j, x.mb, add(j, row_hi, neg), k->mc);
-  if (!k->direct_a) pack_a(j, &x, A);
-  Loop ljr = loop_begin(j, x.jr, num(j, 0), lv(x.nb), k->nr);
-  Loop lir = loop_begin(j, x.ir, num(j, 0), lv(x.mb), k->mr);
-  if (k->direct_a) a_rows(j, &x, A);
-  micro(j, &x);
-  update(j, &x, &st->dst);
+  return x;
+}
+
+static gcc_jit_rvalue *neg(J *j, gcc_jit_lvalue *v) {
+  return gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, lv(v));
+}
+
+/* Rows [row_lo, row_hi) times the panels from column jr_lo to jr_hi of the packed B
+ * block: row blocks (mc; pack A), then register tiles nr x mr. */
+static void kernel_block(J *j, K *x, gcc_jit_rvalue *row_lo, gcc_jit_rvalue *row_hi, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi) {
+  const Kernel *k = x->k;
+  const Access *A = &k->store->val->a[k->a_arg]->acc;
+  Loop lic = loop_begin(j, x->ic, row_lo, row_hi, k->mc);
+  set_min(j, x->mb, add(j, row_hi, neg(j, x->ic)), k->mc);
+  if (!k->direct_a) pack_a(j, x, A);
+  Loop ljr = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
+  Loop lir = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
+  if (k->direct_a) a_rows(j, x, A);
+  micro(j, x);
+  update(j, x, &k->store->dst);
   loop_end(j, &lir);
   loop_end(j, &ljr);
   loop_end(j, &lic);
+}
+
+/* BLIS loop order: column blocks (nc), k blocks (kc; pack B), then kernel_block over
+ * the rows; body(j, x, arg) does one block, given jc, pc, nb, kb and bp. */
+static void kernel_blocks(J *j, K *x, void (*body)(J *, K *, void *), void *arg) {
+  const Kernel *k = x->k;
+  x->bp = scratch(j, x->t, (long)k->kc * k->nc, "Bp");
+  gcc_jit_lvalue **lvs[] = {&x->jc, &x->pc, &x->nb, &x->kb};
+  for (size_t i = 0; i < sizeof lvs / sizeof *lvs; i++) *lvs[i] = local(j, j->t_long, "k");
+  Loop ljc = loop_begin(j, x->jc, num(j, 0), num(j, k->ext[1]), k->nc);
+  set_min(j, x->nb, add(j, num(j, k->ext[1]), neg(j, x->jc)), k->nc);
+  Loop lpc = loop_begin(j, x->pc, num(j, 0), num(j, k->ext[2]), k->kc);
+  set_min(j, x->kb, add(j, num(j, k->ext[2]), neg(j, x->pc)), k->kc);
+  body(j, x, arg);
   loop_end(j, &lpc);
   loop_end(j, &ljc);
+}
+
+static void serial_block(J *j, K *x, void *arg) {
+  pack_b(j, x, &x->k->store->val->a[1 - x->k->a_arg]->acc, num(j, 0), lv(x->nb), NULL);
+  kernel_block(j, x, num(j, 0), num(j, x->k->ext[0]), num(j, 0), lv(x->nb));
 }
 
 /* ---- parallel loops ---- */
@@ -433,7 +464,8 @@ static gcc_jit_rvalue *header_slot(J *j, int k) {
   return gcc_jit_lvalue_as_rvalue(gcc_jit_context_new_array_access(j->c, NULL, hdr, gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, k)));
 }
 
-static void call_parallel(J *j, gcc_jit_function *f, long n) {
+/* Runs f(arg, lo, hi) over [0, n) through the pool hook (serially when there is none). */
+static void call_parallel(J *j, gcc_jit_function *f, gcc_jit_rvalue *arg, gcc_jit_rvalue *n) {
   gcc_jit_type *vp = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR);
   gcc_jit_type *fargs[3] = {vp, j->t_long, j->t_long};
   gcc_jit_type *fnp = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 3, fargs, 0);
@@ -441,16 +473,16 @@ static void call_parallel(J *j, gcc_jit_function *f, long n) {
   gcc_jit_type *hookt = gcc_jit_context_new_function_ptr_type(j->c, NULL, j->t_void, 4, hargs, 0);
   gcc_jit_rvalue *fp = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_function_get_address(f, NULL), fnp);
   gcc_jit_rvalue *hook = gcc_jit_context_new_bitcast(j->c, NULL, header_slot(j, 2), hookt);
-  gcc_jit_rvalue *self = gcc_jit_context_new_cast(j->c, NULL, j->self, vp);
+  arg = gcc_jit_context_new_cast(j->c, NULL, arg, vp);
   gcc_jit_block *pool = js_new_block(j, j->fn), *serial = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
   gcc_jit_block_end_with_conditional(j->blk, NULL,
                                      gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_NE, hook,
                                                                     gcc_jit_context_null(j->c, hookt)),
                                      pool, serial);
-  gcc_jit_rvalue *ha[4] = {header_slot(j, 3), fp, self, num(j, n)};
+  gcc_jit_rvalue *ha[4] = {header_slot(j, 3), fp, arg, n};
   gcc_jit_block_add_eval(pool, NULL, gcc_jit_context_new_call_through_ptr(j->c, NULL, hook, 4, ha));
   gcc_jit_block_end_with_jump(pool, NULL, after);
-  gcc_jit_rvalue *sa[3] = {self, num(j, 0), num(j, n)};
+  gcc_jit_rvalue *sa[3] = {arg, num(j, 0), n};
   gcc_jit_block_add_eval(serial, NULL, gcc_jit_context_new_call(j->c, NULL, f, 3, sa));
   gcc_jit_block_end_with_jump(serial, NULL, after);
   j->blk = after;
@@ -483,24 +515,33 @@ typedef struct Outlined {
   gcc_jit_rvalue *saved_self;
   gcc_jit_block *saved_blk;
   gcc_jit_lvalue **saved_vars;
-  gcc_jit_rvalue *lo, *hi;
+  gcc_jit_rvalue *arg, *lo, *hi;
 } Outlined;
 
 /* Starts `static void tdsl_par_N(void *arg, long lo, long hi)` with fresh loop
- * variables 0..nvars-1; outline_end returns to the function being built. */
-static Outlined outline_begin(J *j, int nvars) {
+ * variables 0..nvars-1, the instance being arg (argt NULL) or the first field of the
+ * struct *arg of type argt (o.arg: arg as an argt *); outline_end returns to the
+ * function being built. */
+static Outlined outline_begin(J *j, int nvars, gcc_jit_struct *argt) {
   Outlined o = {.saved_fn = j->fn, .saved_self = j->self, .saved_blk = j->blk, .saved_vars = j->vars};
   gcc_jit_param *ps[3] = {gcc_jit_context_new_param(j->c, NULL, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR), "arg"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_long, "lo"),
                           gcc_jit_context_new_param(j->c, NULL, j->t_long, "hi")};
   o.fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, j->t_void,
                                      arena_printf(j->a, "tdsl_par_%d", j->nblocks++), 3, ps, 0);
-  /* arg is the instance (call_parallel) */
-  j->self = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), j->inst.ptr);
+  if (argt) {
+    o.arg = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), gcc_jit_type_get_pointer(gcc_jit_struct_as_type(argt)));
+  } else j->self = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_param_as_rvalue(ps[0]), j->inst.ptr);
   o.lo = gcc_jit_param_as_rvalue(ps[1]);
   o.hi = gcc_jit_param_as_rvalue(ps[2]);
   j->fn = o.fn;
   j->blk = js_new_block(j, o.fn);
+  if (argt) { /* a local: a store through a pointer from the struct cannot change it */
+    gcc_jit_lvalue *self = local(j, j->inst.ptr, "self");
+    gcc_jit_rvalue *inst = lv(gcc_jit_rvalue_dereference_field(o.arg, NULL, gcc_jit_struct_get_field(argt, 0)));
+    set(j, self, gcc_jit_context_new_cast(j->c, NULL, inst, j->inst.ptr));
+    j->self = lv(self);
+  }
   j->vars = ANEWN(j->a, gcc_jit_lvalue *, nvars + 1);
   for (int v = 0; v < nvars; v++) j->vars[v] = local(j, j->t_long, "i");
   return o;
@@ -516,25 +557,97 @@ static void outline_end(J *j, Outlined *o) {
 
 /* A parallel loop: its body over [lo, hi) outlined, the range split by the pool. */
 void js_parallel_loop(J *j, const Stmt *lp) {
-  Outlined o = outline_begin(j, max_var(lp) + 1);
+  Outlined o = outline_begin(j, max_var(lp) + 1, NULL);
   Loop l = loop_begin(j, j->vars[lp->var], o.lo, o.hi, 1);
   js_emit_stmts(j, &lp->body);
   loop_end(j, &l);
   outline_end(j, &o);
-  call_parallel(j, o.fn, lp->ext);
+  call_parallel(j, o.fn, j->self, num(j, lp->ext));
+}
+
+/* ---- parallel kernels ---- */
+
+/* A parallel kernel packs each block of B once, split among the threads by panels, and
+ * then splits the product by row tiles (or, with fewer row tiles than panels, by
+ * panels): two pool loops per block, both outlined, which share the block through
+ * a struct on the caller's stack: the instance, the packed block, jc, pc, nb, kb. */
+enum { KA_INST, KA_BP, KA_JC, KA_PC, KA_NB, KA_KB, KA__COUNT };
+
+typedef struct KPar {
+  const Stmt *s;
+  gcc_jit_struct *argt;
+  gcc_jit_lvalue *args; /* the caller's struct */
+} KPar;
+
+static gcc_jit_field *ka_field(KPar *p, int f) { return gcc_jit_struct_get_field(p->argt, f); }
+
+/* In an outlined function: the block's variables from the struct. */
+static void block_from_args(J *j, K *x, KPar *p, gcc_jit_rvalue *arg) {
+  gcc_jit_lvalue **lvs[] = {[KA_JC] = &x->jc, [KA_PC] = &x->pc, [KA_NB] = &x->nb, [KA_KB] = &x->kb};
+  x->bp = local(j, gcc_jit_type_get_pointer(x->t), "bp");
+  set(j, x->bp, lv(gcc_jit_rvalue_dereference_field(arg, NULL, ka_field(p, KA_BP))));
+  for (int f = KA_JC; f < KA__COUNT; f++) {
+    *lvs[f] = local(j, j->t_long, "k");
+    set(j, *lvs[f], lv(gcc_jit_rvalue_dereference_field(arg, NULL, ka_field(p, f))));
+  }
+}
+
+/* ceil(v / d) */
+static gcc_jit_rvalue *tiles(J *j, gcc_jit_rvalue *v, long d) { return binop(j, GCC_JIT_BINARY_OP_DIVIDE, add(j, v, num(j, d - 1)), d); }
+
+/* hi * step, at most cap */
+static gcc_jit_rvalue *range_end(J *j, gcc_jit_rvalue *hi, long step, gcc_jit_rvalue *cap) {
+  gcc_jit_lvalue *r = local(j, j->t_long, "end");
+  set(j, r, mul(j, step, hi));
+  gcc_jit_block *clamp = js_new_block(j, j->fn), *go = js_new_block(j, j->fn);
+  gcc_jit_block_end_with_conditional(j->blk, NULL, less(j, cap, lv(r)), clamp, go);
+  gcc_jit_block_add_assignment(clamp, NULL, r, cap);
+  gcc_jit_block_end_with_jump(clamp, NULL, go);
+  j->blk = go;
+  return lv(r);
+}
+
+static void parallel_block(J *j, K *x, void *arg) {
+  KPar *p = arg;
+  const Kernel *k = x->k;
+  gcc_jit_rvalue *vals[KA__COUNT] = {gcc_jit_context_new_cast(j->c, NULL, j->self, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR)),
+                                     gcc_jit_lvalue_get_address(at(j, x->bp, num(j, 0)), NULL),
+                                     lv(x->jc), lv(x->pc), lv(x->nb), lv(x->kb)};
+  for (int f = 0; f < KA__COUNT; f++) set(j, gcc_jit_lvalue_access_field(p->args, NULL, ka_field(p, f)), vals[f]);
+  gcc_jit_rvalue *argp = gcc_jit_lvalue_get_address(p->args, NULL);
+  /* pack: panels [lo, hi) */
+  Outlined o = outline_begin(j, max_var(p->s) + 1, p->argt);
+  K y = {.k = k, .t = x->t, .vptr = gcc_jit_type_get_pointer(gcc_jit_type_get_vector(x->t, (size_t)k->vw))};
+  y.jr = local(j, j->t_long, "k"), y.kk = local(j, j->t_long, "k"), y.e = local(j, j->t_long, "k");
+  block_from_args(j, &y, p, o.arg);
+  pack_b(j, &y, &k->store->val->a[1 - k->a_arg]->acc, mul(j, k->nr, o.lo), range_end(j, o.hi, k->nr, lv(y.nb)),
+         scratch(j, x->t, (long)k->kc * k->nr, "pan"));
+  outline_end(j, &o);
+  call_parallel(j, o.fn, argp, tiles(j, lv(x->nb), k->nr));
+  /* the product: row tiles or panels [lo, hi) */
+  o = outline_begin(j, max_var(p->s) + 1, p->argt);
+  y = kernel_locals(j, k);
+  block_from_args(j, &y, p, o.arg);
+  if (k->split_cols) kernel_block(j, &y, num(j, 0), num(j, k->ext[0]), mul(j, k->nr, o.lo), range_end(j, o.hi, k->nr, lv(y.nb)));
+  else kernel_block(j, &y, mul(j, k->mr, o.lo), range_end(j, o.hi, k->mr, num(j, k->ext[0])), num(j, 0), lv(y.nb));
+  outline_end(j, &o);
+  call_parallel(j, o.fn, argp, k->split_cols ? tiles(j, lv(x->nb), k->nr) : num(j, (k->ext[0] + k->mr - 1) / k->mr));
 }
 
 void js_kernel(J *j, const Stmt *s) {
   const Kernel *k = s->kern;
   if (!k->parallel) {
-    kernel_rows(j, k, num(j, 0), num(j, k->ext[0]));
+    K x = kernel_locals(j, k);
+    kernel_blocks(j, &x, serial_block, NULL);
     return;
   }
-  /* rows split in whole register tiles: [lo*mr, min(hi*mr, m)) */
-  Outlined o = outline_begin(j, max_var(s) + 1);
-  gcc_jit_lvalue *hi = local(j, j->t_long, "rowhi");
-  set_min(j, hi, mul(j, k->mr, o.hi), k->ext[0]);
-  kernel_rows(j, k, mul(j, k->mr, o.lo), lv(hi));
-  outline_end(j, &o);
-  call_parallel(j, o.fn, (k->ext[0] + k->mr - 1) / k->mr);
+  K x = {.k = k, .t = j->t_el[VEC_AT(j->m->bufs, IrBuf, k->store->dst.buf)->elem]};
+  gcc_jit_type *vp = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID_PTR);
+  gcc_jit_type *ft[KA__COUNT] = {vp, gcc_jit_type_get_pointer(x.t), j->t_long, j->t_long, j->t_long, j->t_long};
+  static const char *const names[KA__COUNT] = {"inst", "bp", "jc", "pc", "nb", "kb"};
+  gcc_jit_field *fs[KA__COUNT];
+  for (int f = 0; f < KA__COUNT; f++) fs[f] = gcc_jit_context_new_field(j->c, NULL, ft[f], names[f]);
+  KPar p = {.s = s, .argt = gcc_jit_context_new_struct_type(j->c, NULL, arena_printf(j->a, "tdsl_kargs%d", j->nblocks++), KA__COUNT, fs)};
+  p.args = local(j, gcc_jit_struct_as_type(p.argt), "kargs");
+  kernel_blocks(j, &x, parallel_block, &p);
 }

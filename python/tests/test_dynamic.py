@@ -131,3 +131,92 @@ def test_runtime_broadcast_and_check(build):
     m["a"] = np.ones((2, 3))  # n = 2: neither 4 nor 1
     with pytest.raises(tdsl.TdslError, match="n = 2, expected 4 or 1"):
         m.call("c.forward")
+
+
+JOIN = """
+let n = dim ()
+let m = dim ()
+let%cd a = { a; b = [ n ]; o = [ 3 ] }
+let%cd b = { b; b = [ m ]; o = [ 3 ] }
+let%op c = a + b
+"""
+
+
+@pytest.mark.parametrize("n,m", [(1, 4), (4, 1), (4, 4), (3, 4)])
+def test_two_dynamic_sizes_broadcast(build, n, m):
+    """`? vs ?`: c's size is the join of n and m, computed by the runtime; numpy's
+    broadcasting is the oracle, and sizes it refuses fail the call."""
+    mod = build(JOIN)
+    mod.init()
+    assert mod.dims == ("n", "m")
+    a, b = np.arange(3.0 * n).reshape(n, 3), np.cos(np.arange(3.0 * m)).reshape(m, 3)
+    mod["a"], mod["b"] = a, b
+    assert (mod.n, mod.m) == (n, m) and mod.get_dim("max(n,m)") == max(n, m)
+    try:
+        want = a + b
+    except ValueError:
+        with pytest.raises(tdsl.TdslError, match=r"n = 3, max\(n,m\) = 4"):
+            mod.call("c.forward")
+        return
+    mod.call("c.forward")
+    np.testing.assert_allclose(mod["c"], want, rtol=1e-6)
+    with pytest.raises(tdsl.TdslError, match="computed from the dimensions it joins"):
+        mod.set_dim("max(n,m)", 4)
+
+
+CKPT = """
+let n = dim ()
+let m = dim ()
+let%op y = ({ p; b = [ n ]; o = [ 2 ] } *. 2.) + { q; b = [ m ]; o = [ 2 ] }
+"""
+
+
+def test_checkpoint_sets_dynamic_dims(build, tmp_path):
+    """tdsl_load sets unset dims from the saved shapes, refuses shapes that contradict
+    dims already set (or each other), and checks joins; the file is written by the
+    safetensors package where it must be malformed."""
+    from safetensors.numpy import save_file
+
+    src = build(CKPT, name="src")
+    src.init(1)
+    p, q = np.arange(8.0).reshape(4, 2), np.array([[10.0, 20.0]])
+    src["p"], src["q"] = p, q
+    src.call("y.forward")
+    src.save(tmp_path / "all.safetensors", "all")
+    src.save(tmp_path / "params.safetensors", "params")
+
+    dst = build(CKPT, name="dst")
+    dst.init(2)
+    assert (dst.n, dst.m) == (0, 0)
+    dst.load(tmp_path / "all.safetensors")
+    assert (dst.n, dst.m) == (4, 1) and dst.get_dim("max(n,m)") == 4
+    np.testing.assert_array_equal(dst["p"], p)
+    np.testing.assert_array_equal(dst["y"], p * 2 + q)
+
+    part = build(CKPT, name="part")
+    part.init(2)
+    part.n = 4  # agrees with the file; m is set by the load
+    part.load(tmp_path / "params.safetensors")
+    assert part.m == 1
+    part.call("y.forward")
+    np.testing.assert_allclose(part["y"], p * 2 + q)
+
+    other = build(CKPT, name="other")
+    other.init(2)
+    other.n = 2
+    with pytest.raises(tdsl.TdslError, match=r"its tensors have n = 4, but n is set to 2"):
+        other.load(tmp_path / "params.safetensors")
+    assert other.n == 2 and other.m == 0
+
+    save_file({"p": np.zeros((4, 2), np.float32), "p.grad": np.zeros((5, 2), np.float32)},
+              str(tmp_path / "two.safetensors"))
+    fresh = build(CKPT, name="fresh")
+    fresh.init(0)
+    with pytest.raises(tdsl.TdslError, match="tensor 'p.grad' has n = 5 where an earlier tensor has n = 4|"
+                                             "tensor 'p' has n = 4 where an earlier tensor has n = 5"):
+        fresh.load(tmp_path / "two.safetensors")
+    assert fresh.n == 0
+    save_file({"p": np.zeros((4, 2), np.float32), "q": np.zeros((1, 2), np.float32),
+               "y": np.zeros((3, 2), np.float32)}, str(tmp_path / "join.safetensors"))
+    with pytest.raises(tdsl.TdslError, match=r"max\(n,m\) = 3, but the dimensions it joins make it 4"):
+        fresh.load(tmp_path / "join.safetensors")

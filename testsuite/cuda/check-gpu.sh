@@ -17,6 +17,20 @@ else
 fi
 python3 testsuite/cuda/check_cases.py --gpu --tdslc "$B/tdslc" -j 4 || fail=1
 
+# Dynamic dimensions: the moons model with a dynamic batch (trained at 10, predicting at
+# 1, 800 and 10) on the GPU against the CPU model. Needs numpy.
+PY=${PYTHON:-python3}
+dyn=$(mktemp -d)
+if "$B/tdslc" -O0 testsuite/lit/cuda/Inputs/moons_dyn.tdsl -o "$dyn/mc.so" &&
+   "$B/tdslc" --backend=cuda testsuite/lit/cuda/Inputs/moons_dyn.tdsl -o "$dyn/mg.so" &&
+   "$PY" testsuite/lit/cuda/Inputs/moons_dyn_cuda.py "$PWD" "$dyn/mc.so" "$dyn/mg.so" --gpu > "$dyn/out.txt" 2>&1 &&
+   [ "$(grep -c ': same$' "$dyn/out.txt")" = 8 ]; then
+  echo "PASS dynamic batch (moons) on the GPU"
+else
+  echo "FAIL dynamic batch (moons) on the GPU:"; tail -n 20 "$dyn/out.txt"; fail=1
+fi
+rm -rf "$dyn"
+
 if [ -f samples/moons/moons.tdsl ] && [ -f samples/moons/main.c ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT

@@ -135,6 +135,36 @@ int main(void) {
           tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else tk_fail("dynamic model refused: %s", err2);
+  /* a join: the largest of its dims (0 while one is unset), kept by the runtime, never
+   * set; a buffer over it is reallocated when either dim changes it */
+  const char *joined = "tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 max(n,m) 776 0 1\nflag 3 2 780\n"
+                       "buf 0 x f32 0 1 1 0 -3 2 - -\nat 0 640\nfn 0 run\n";
+  dm = open_text(joined, err2, sizeof err2);
+  CHECK(dm != NULL);
+  if (dm) {
+    tdsl_tensor_info ti;
+    long v = -1;
+    int *jv = (int *)((char *)tdsl_instance(dm) + 776), *fl = (int *)((char *)tdsl_instance(dm) + 780);
+    CHECK(tdsl_num_dims(dm) == 2 && !tdsl_dim_name(dm, 2));
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *jv == 0 && tdsl_tensor_by_name(dm, "x", &ti) == 0 && !ti.data);
+    CHECK(tdsl_set_dim(dm, "m", 4) == 0 && *jv == 4 && *fl == 1);
+    CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 8 && ti.dims[0] == 4);
+    CHECK(tdsl_set_dim(dm, "m", 1) == 0 && *jv == 1 && *fl == 0 && tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 2);
+    CHECK(tdsl_set_dim(dm, "n", 7) == 0 && tdsl_get_dim(dm, "max(n,m)", &v) == 0 && v == 7);
+    CHECK(tdsl_set_dim(dm, "max(n,m)", 3) == -1 && strstr(tdsl_error(dm), "computed from the dimensions it joins"));
+    long shape[2] = {5, 2};
+    float data[10] = {0};
+    CHECK(tdsl_write_shaped(dm, "x", data, 2, shape) == -1 && strstr(tdsl_error(dm), "max(n,m) = 7, not 5"));
+    shape[0] = 7;
+    float big[14] = {0};
+    CHECK(tdsl_write_shaped(dm, "x", big, 2, shape) == 0);
+    tdsl_close(dm);
+  } else tk_fail("joined model refused: %s", err2);
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\njoin 1 j 772 0\n", "bad join line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 j 776 1 0\n", "bad join line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 j 776 0 2\n", "bad join line");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 j 776 0 1\ndim 3 k 780\n", "dimensions out of order");
+  refused("tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 j 2048 0 1\n", "dimension outside the instance");
   refused("tdsl 3\nmodel t 2048\ndim 1 n 768\n", "dimensions out of order");
   refused("tdsl 3\nmodel t 2048\nbuf 0 x f32 4 0 1 0 4 -\ndim 0 n 768\n", "dimensions out of order");
   refused("tdsl 3\nmodel t 2048\ndim 0 n 2048\n", "dimension outside the instance");

@@ -6,20 +6,17 @@ With --emit-c as the flag, the --emit-c rendering is compiled by cc and run thro
 libtdslrt (its parallel loops go to the runtime's pool like the gccjit model's).
 usage: fusion_numpy.py TDSLC WORKDIR BATCH HIDDEN [FLAGS...]
 prints "N results checked, M mismatches" (and the threads the model ran with)."""
-import ctypes, json, os, subprocess, sys
+import json, os, subprocess, sys
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_compare import mlp_src, open_model, runtime  # noqa: E402
 
 tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 os.makedirs(work, exist_ok=True)
 src = os.path.join(work, "mlp_%d_%d.tdsl" % (B, H))
 with open(src, "w") as f:
-    f.write("""let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
-let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
-let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
-let%%op margin_loss = relu (1 - (ys *. mlp xs))
-let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
-let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
-""" % (B, B, H, H, B))
+    f.write(mlp_src(B, H))
 rng = np.random.default_rng(13)
 x = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
 ins = {"xs": x, "ys": np.where(x[:, :1] * x[:, 1:] > 0, 1, -1).astype(np.float32),
@@ -62,20 +59,8 @@ def run_emit_c():
     with open(c, "w") as f:
         subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
     subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
-    # next to the tdslc in use, or the plain build's (the sanitized build has none)
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
-    libs = [os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"), os.path.join(root, "build", "libtdslrt.so")]
-    rt = ctypes.CDLL(next((p for p in libs if os.path.exists(p)), libs[0]))
-    rt.tdsl_open.restype = ctypes.c_void_p
-    rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-    for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_close"):
-        getattr(rt, fn).argtypes = [ctypes.c_void_p] + {"tdsl_init": [ctypes.c_uint64], "tdsl_call": [ctypes.c_char_p],
-                                                        "tdsl_write": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long],
-                                                        "tdsl_read": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]}.get(fn, [])
-    err = ctypes.create_string_buffer(512)
-    m = rt.tdsl_open(so.encode(), err, 512)
-    if not m:
-        sys.exit("tdsl_open: " + err.value.decode())
+    rt = runtime(tdslc)
+    m = open_model(rt, so)
     ok = rt.tdsl_init(m, 1) == 0
     for k, v in ins.items():
         ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0

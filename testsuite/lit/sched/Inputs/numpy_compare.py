@@ -1,8 +1,45 @@
 """Shared by the sched lit scripts: runs `tdslc --run --json` printing every tensor of
 `want`, compares each with its numpy value (max abs error <= rtol * (1 + max |want|)),
-prints "N results checked, M mismatches" and exits 1 on any mismatch."""
-import json, subprocess, sys
+prints "N results checked, M mismatches" and exits 1 on any mismatch; and libtdslrt
+through ctypes, for the scripts that open compiled models themselves."""
+import ctypes, json, os, subprocess, sys
 import numpy as np
+
+
+def mlp_src(B, H):
+    """The moons MLP training step (2-H-H-1, relu, hinge loss, SGD with weight decay) at
+    batch B: the model of bench/train_b*_h*.tdsl."""
+    return """let%%cd xs = { xs; b = [ %d ]; o = [ 2 ] }
+let%%cd ys = { ys; b = [ %d ]; o = [ 1 ] }
+let%%op mlp x = { w3 } * relu ({ b2; o = [ %d ] } + ({ w2 } * relu ({ b1; o = [ %d ] } + ({ w1 } * x))))
+let%%op margin_loss = relu (1 - (ys *. mlp xs))
+let%%op scalar_loss = (margin_loss ++ "...|... => 0") /. !..%d
+let%%cd train_step = grad_update scalar_loss; sgd_update ~learning_rate:0.1 ~weight_decay:0.0001 scalar_loss
+""" % (B, B, H, H, B)
+
+
+def runtime(tdslc):
+    """libtdslrt next to the tdslc in use, or the plain build's (the sanitized build has
+    none), with the argument types of the functions the scripts call."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+    libs = [os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so"), os.path.join(root, "build", "libtdslrt.so")]
+    rt = ctypes.CDLL(next((p for p in libs if os.path.exists(p)), libs[0]))
+    rt.tdsl_open.restype = ctypes.c_void_p
+    rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    for fn in ("tdsl_init", "tdsl_call", "tdsl_write", "tdsl_read", "tdsl_get_num_threads", "tdsl_set_num_threads", "tdsl_close"):
+        getattr(rt, fn).argtypes = [ctypes.c_void_p] + {"tdsl_init": [ctypes.c_uint64], "tdsl_call": [ctypes.c_char_p],
+                                                        "tdsl_set_num_threads": [ctypes.c_int],
+                                                        "tdsl_write": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long],
+                                                        "tdsl_read": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]}.get(fn, [])
+    return rt
+
+
+def open_model(rt, so):
+    err = ctypes.create_string_buffer(512)
+    m = rt.tdsl_open(so.encode(), err, 512)
+    if not m:
+        sys.exit("tdsl_open: " + err.value.decode())
+    return m
 
 
 def run_and_compare(cmd, want, rtol):
