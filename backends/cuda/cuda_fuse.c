@@ -185,6 +185,9 @@ void cu_fuse_routines(E *e) {
     e->p->steps[fi] = (PtrVec){0};
     vec_push(e->a, &e->p->steps[fi], st);
     /* One launch: the host code runs it, not the runtime's walk of the callees. */
-    VEC_AT(e->mm->funcs, IrFunc, fi)->seq = false;
+    IrFunc *nf = ANEW(e->a, IrFunc); /* a copy: another module may share the function */
+    *nf = *VEC_AT(e->mm->funcs, IrFunc, fi);
+    nf->seq = false;
+    e->mm->funcs.items[fi] = nf;
   }
 }
