@@ -78,8 +78,12 @@ static void walk_stmts(const IrModule *m, Order *o, const PtrVec *body, const ch
     case S_STORE: note_write(o, s->dst.buf, s->what, fn); break;
     case S_FILL: note_write(o, s->buf, NULL, fn); break;
     case S_CALL: walk_func(m, o, s->callee); break;
-    case S_KERNEL: note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn); break;
-    case S_COMMENT: break;
+    case S_KERNEL:
+      note_write(o, s->kern->store->dst.buf, s->kern->store->what, fn);
+      walk_stmts(m, o, &s->kern->epilogue, fn);
+      break;
+    case S_COMMENT:
+    case S_PREFETCH: break;
     }
   }
 }

@@ -972,60 +972,74 @@ static int dyn_join(Solver *s, int a, int b, Loc loc) {
 
 static void bounds_index(Solver *s);
 
+/* dyn_lower_bounds' work: per dim id, whether it is to be decided (from: a dynamic
+ * size below it, for messages), the join of the sizes below it so far, and how many
+ * undecided dims below it it waits for. */
+typedef struct DynPlan {
+  int n, *size, *wait, *order, norder;
+  DimNode **from;
+} DynPlan;
+
+static void dyn_below(Solver *s, DynPlan *p, int id, int d, DimNode *from, Loc loc) {
+  if (!p->from[id]) p->order[p->norder++] = id, p->from[id] = from;
+  if (!p->size[id]) p->size[id] = d;
+  else if (p->size[id] != d && s->g) p->size[id] = dyn_join(s, p->size[id], d, loc);
+}
+
+/* The dims to decide: those over a pending dynamic lower bound, and every unknown dim
+ * above one of them through pending bounds (it gets their sizes once they are decided);
+ * each counts the ones below it. */
+static void dyn_plan(Solver *s, DynPlan *p) {
+  for (int i = 0; i < s->dyn_lower.len; i++) {
+    Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
+    DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
+    if (!c->done && !cur->d && DIM_IS_DYN(sub->d)) dyn_below(s, p, cur->id, sub->d, sub, c->step ? c->step->loc : (Loc){0});
+  }
+  for (int i = 0; i < p->norder; i++) /* grows while it runs: the dims above */
+    for (int e = s->up_head[p->order[i]]; e >= 0; e = s->up_next[e]) {
+      DimNode *up = dim_find(s->up_to[e]);
+      if (up->d || up->id >= p->n || up->id == p->order[i]) continue;
+      if (!p->from[up->id]) p->order[p->norder++] = up->id, p->from[up->id] = p->from[p->order[i]];
+      p->wait[up->id]++;
+    }
+}
+
 /* An unknown dimension above a dynamic one and nothing static (doc/inference.md,
  * "Dynamic dimensions"): decided when stage 1 has seen every operation (so a later
  * operation's static bound still wins) and at each closing stage's fixpoint: it takes
  * the dynamic size, or the join of the different dynamic sizes below it, directly or
- * through other such dimensions, which are decided first (in topological order of the
- * pending bounds between them); each lower bound becomes a check (1 or that size). */
+ * through other undecided dims, which are decided first (in topological order of the
+ * pending bounds, operation order among the ready ones); each lower bound becomes a
+ * check (1 or that size). */
 static bool dyn_lower_bounds(Solver *s) {
   if (s->online || !s->dyn_lower.len) return false;
   bounds_index(s);
-  int n = s->dims.len, *size = calloc((size_t)n + 1, sizeof(int)), *wait = calloc((size_t)n + 1, sizeof(int));
-  int *order = malloc(sizeof(int) * ((size_t)n + 1)), norder = 0;
-  DimNode **from = malloc(sizeof(DimNode *) * ((size_t)n + 1)); /* a dynamic size below: its origin */
-  if (!size || !wait || !order || !from) {
-    free(size), free(wait), free(order), free(from);
-    return false;
-  }
-  Loc nowhere = {0};
-  for (int i = 0; i < s->dyn_lower.len; i++) { /* the candidates, with the join of their sizes */
-    Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
-    DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
-    if (c->done || cur->d || !DIM_IS_DYN(sub->d)) continue;
-    int *k = &size[cur->id];
-    if (!*k) order[norder++] = cur->id, from[cur->id] = sub;
-    if (!*k) *k = sub->d;
-    else if (*k != sub->d && s->g) *k = dyn_join(s, *k, sub->d, c->step ? c->step->loc : nowhere);
-  }
-  for (int i = 0; i < norder; i++) /* a candidate above another waits for it */
-    for (int e = s->up_head[order[i]]; e >= 0; e = s->up_next[e]) {
-      DimNode *up = dim_find(s->up_to[e]);
-      if (!up->d && up->id < n && size[up->id] && up->id != order[i]) wait[up->id]++;
-    }
-  int *ready = malloc(sizeof(int) * ((size_t)norder + 1)), nready = 0, head = 0; /* a queue: operation order */
-  for (int i = 0; ready && i < norder; i++)
-    if (!wait[order[i]]) ready[nready++] = order[i];
-  while (ready && !s->failed) { /* each round decides one candidate */
+  int n = s->dims.len;
+  DynPlan p = {.n = n, .size = calloc((size_t)n + 1, sizeof(int)), .wait = calloc((size_t)n + 1, sizeof(int)),
+               .order = malloc(sizeof(int) * ((size_t)n + 1)), .from = calloc((size_t)n + 1, sizeof(DimNode *))};
+  int *ready = malloc(sizeof(int) * ((size_t)n + 1)), nready = 0, head = 0;
+  if (p.size && p.wait && p.order && p.from && ready) dyn_plan(s, &p);
+  for (int i = 0; ready && i < p.norder; i++)
+    if (!p.wait[p.order[i]]) ready[nready++] = p.order[i];
+  while (ready && !s->failed) { /* each round decides one */
     int id = -1;
     while (head < nready && id < 0)
       if (!dim_find(VEC_AT(s->dims, DimNode, ready[head++]))->d) id = ready[head - 1];
-    for (int i = 0; i < norder && id < 0; i++) /* a cycle of pending bounds: the first one left */
-      if (!dim_find(VEC_AT(s->dims, DimNode, order[i]))->d) id = order[i];
+    for (int i = 0; i < p.norder && id < 0; i++) /* a cycle of pending bounds: the first one left */
+      if (!dim_find(VEC_AT(s->dims, DimNode, p.order[i]))->d && p.size[p.order[i]]) id = p.order[i];
     if (id < 0) break;
-    DimNode *d = VEC_AT(s->dims, DimNode, id);
-    DimNode *k = dim_known(s, size[id], NULL);
-    k->origin = from[id]->origin;
-    unify_dim(s, NULL, d, k);
+    DimNode *k = dim_known(s, p.size[id], NULL);
+    k->origin = p.from[id]->origin;
+    unify_dim(s, NULL, VEC_AT(s->dims, DimNode, id), k);
     for (int e = s->up_head[id]; e >= 0; e = s->up_next[e]) {
       DimNode *up = dim_find(s->up_to[e]);
-      if (up->d || up->id >= n || !size[up->id]) continue;
-      if (size[up->id] != size[id] && s->g) size[up->id] = dyn_join(s, size[up->id], size[id], nowhere);
-      if (--wait[up->id] == 0) ready[nready++] = up->id;
+      if (up->d || up->id >= n || !p.from[up->id]) continue;
+      dyn_below(s, &p, up->id, p.size[id], p.from[id], (Loc){0});
+      if (--p.wait[up->id] == 0) ready[nready++] = up->id;
     }
   }
-  bool progress = norder > 0;
-  free(size), free(wait), free(order), free(ready), free(from);
+  bool progress = p.norder > 0;
+  free(p.size), free(p.wait), free(p.order), free(p.from), free(ready);
   s->dyn_lower.len = 0;
   return progress;
 }

@@ -119,7 +119,7 @@ struct IrExpr {
   IrExpr *a[3];
 };
 
-typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL } StmtKind;
+typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL, S_PREFETCH } StmtKind;
 
 typedef struct Stmt Stmt;
 
@@ -141,6 +141,15 @@ typedef struct Guard {
  * tiles), and an mr x nr tile of the result kept in registers, nr a multiple of the
  * vector width vw (elements). */
 enum { KERN_MAX_M = 4 };
+
+/* The n or k role as several loop variables (a convolution's weight gradient: n = the
+ * filter offsets and input channels, k = the batch and spatial positions): value x is
+ * (var[0], ..., var[n-1]) in mixed radix over ext, the last fastest. */
+typedef struct KDim {
+  int n;
+  int var[KERN_MAX_M];
+  long ext[KERN_MAX_M];
+} KDim;
 
 typedef struct Kernel {
   Stmt *store;
@@ -173,6 +182,20 @@ typedef struct Kernel {
    * where one fails is packed as zeros and not updated (a padded convolution) */
   int nrow_guards;
   Guard *row_guards;
+  /* n and k as their variables (one each, unless the contraction needed several:
+   * var[1] / var[2] are then the fastest, ext[1] / ext[2] the products) */
+  KDim nd, kd;
+  /* padding guards on k variables: A (a_guards) or B (b_guards) reads 0 where one fails
+   * (its packed cell); the update is not affected (the target has no k variable) */
+  int na_guards, nb_guards;
+  Guard *a_guards, *b_guards;
+  /* n of several variables, the fastest with stride 1 in B (b_runs) or in the target
+   * (c_runs) and an extent that whole register tiles divide: a tile's columns are one
+   * contiguous run there (one decode per tile row, not per cell) */
+  bool b_runs, c_runs;
+  /* Stmt*: a pointwise nest over the target's cells fused in (sched_epi.c): run for each
+   * cell once it is final (after the last k block), with the m and n variables set */
+  PtrVec epilogue;
 } Kernel;
 
 
@@ -197,7 +220,9 @@ struct Stmt {
   /* S_IF: all guards hold */
   int nguards;
   Guard *guards;
-  /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites */
+  /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites.
+   * S_PREFETCH (schedule pass only): a hint that the `ext` cells from dst on (flat index
+   * only) will be written soon; it never faults and changes no result. */
   Access dst;
   PrimOp accum;
   IrExpr *val;

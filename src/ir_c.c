@@ -264,6 +264,16 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     cr_comment(o, s->text);
     fputc('\n', o);
     break;
+  case S_PREFETCH: { /* one per 64-byte line */
+    int esize = VEC_AT(r->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F64 ? 8 : 4;
+    for (long c = 0; c < s->ext; c += 64 / esize) {
+      fprintf(o, "%s__builtin_prefetch(&%s%d[", c ? " " : "", r->buf, s->dst.buf);
+      cr_aff(r, &s->dst.flat);
+      fprintf(o, " + %ld], 1);", c);
+    }
+    fputc('\n', o);
+    break;
+  }
   case S_KERNEL: /* the schedule pass's (src/schedule.h): a renderer that takes scheduled IR hooks it */
     fputs("\n#error tdslc: a scheduled kernel statement reached a renderer without it\n", o);
     break;

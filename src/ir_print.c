@@ -71,6 +71,22 @@ static void expr_print(FILE *out, const IrExpr *e, const IrModule *m) {
   }
 }
 
+/* A kernel dimension: "i3 < 32", or "(i0, i1) < 3136" for several variables. */
+static void kdim_print(FILE *out, const int *vars, int n, long ext) {
+  for (int t = 0; t < n; t++) fprintf(out, "%s%si%d", t ? ", " : "", !t && n > 1 ? "(" : "", vars[t]);
+  fprintf(out, "%s < %ld", n > 1 ? ")" : "", ext);
+}
+
+/* lead, then "0 <= aff < ext" per guard, joined by " && " (nothing when n is 0). */
+static void guards_print(FILE *out, const char *lead, const Guard *g, int n, const IrModule *m) {
+  for (int k = 0; k < n; k++) {
+    fputs(k ? " && 0 <= " : lead, out);
+    if (!k) fputs("0 <= ", out);
+    aff_print(out, &g[k].aff, m);
+    fprintf(out, " < %ld", g[k].ext);
+  }
+}
+
 static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *m) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
@@ -111,23 +127,34 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
     case S_FILL: fprintf(out, "fill %s %.9g\n", bname(m, s->buf), s->value); break;
     case S_CALL: fprintf(out, "call %s\n", VEC_AT(m->funcs, IrFunc, s->callee)->name); break;
     case S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case S_PREFETCH:
+      fprintf(out, "prefetch for writing %ld cells from %s[", s->ext, bname(m, s->dst.buf));
+      aff_print(out, &s->dst.flat, m);
+      fputs("]\n", out);
+      break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
       fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m ", k->mr, k->nr, k->vw, k->kc, k->mc, k->nc);
-      for (int t = 0; t < k->nm; t++) fprintf(out, "%s%si%d", t ? ", " : "", !t && k->nm > 1 ? "(" : "", k->mvar[t]);
-      fprintf(out, "%s < %ld, n i%d < %ld, k i%d < %ld, a = arg %d", k->nm > 1 ? ")" : "", k->ext[0], k->var[1],
-              k->ext[1], k->var[2], k->ext[2], k->a_arg + 1);
+      kdim_print(out, k->mvar, k->nm, k->ext[0]);
+      fputs(", n ", out);
+      kdim_print(out, k->nd.n ? k->nd.var : &k->var[1], k->nd.n ? k->nd.n : 1, k->ext[1]);
+      fputs(", k ", out);
+      kdim_print(out, k->kd.n ? k->kd.var : &k->var[2], k->kd.n ? k->kd.n : 1, k->ext[2]);
+      fprintf(out, ", a = arg %d", k->a_arg + 1);
       if (k->direct_a) fputs(", a in place", out);
+      if (k->b_runs || k->c_runs) fprintf(out, ", column runs in%s%s", k->b_runs ? " b" : "", k->c_runs ? " dst" : "");
       if (k->overwrite) fprintf(out, ", overwrites from %.9g", k->init);
       if (k->parallel) fputs(k->split_cols ? " parallel cols" : " parallel rows", out);
-      for (int g = 0; g < k->nrow_guards; g++) {
-        fputs(g ? " && 0 <= " : ", rows where 0 <= ", out);
-        aff_print(out, &k->row_guards[g].aff, m);
-        fprintf(out, " < %ld", k->row_guards[g].ext);
-      }
+      guards_print(out, ", rows where ", k->row_guards, k->nrow_guards, m);
+      guards_print(out, ", a reads 0 unless ", k->a_guards, k->na_guards, m);
+      guards_print(out, ", b reads 0 unless ", k->b_guards, k->nb_guards, m);
       fputc('\n', out);
       PtrVec one = {.items = (void **)&k->store, .len = 1, .cap = 1};
       stmts_print(out, &one, ind + 1, m);
+      if (k->epilogue.len) {
+        fprintf(out, "%*sthen per final cell\n", (ind + 1) * 2, "");
+        stmts_print(out, &k->epilogue, ind + 2, m);
+      }
       break;
     }
     }

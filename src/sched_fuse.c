@@ -50,7 +50,7 @@ static IrExpr *expr_ren(Arena *a, const IrExpr *e, const int *map) {
   return r;
 }
 
-static Stmt *stmt_ren(Arena *a, const Stmt *s, const int *map) {
+Stmt *sched_stmt_renamed(Arena *a, const Stmt *s, const int *map) {
   Stmt *r = ANEW(a, Stmt);
   *r = *s;
   if (s->kind == S_LOOP) {
@@ -69,7 +69,7 @@ static Stmt *stmt_ren(Arena *a, const Stmt *s, const int *map) {
     r->val = expr_ren(a, s->val, map);
   }
   r->body = (PtrVec){0};
-  for (int i = 0; i < s->body.len; i++) vec_push(a, &r->body, stmt_ren(a, s->body.items[i], map));
+  for (int i = 0; i < s->body.len; i++) vec_push(a, &r->body, sched_stmt_renamed(a, s->body.items[i], map));
   return r;
 }
 
@@ -217,7 +217,7 @@ static Stmt *fuse_pair(Fuse *f, Stmt *p, Stmt *s, const PtrVec *comments, int pl
   int *map = ANEWN(f->a, int, f->nvars + 1);
   for (int v = 0; v < f->nvars; v++) map[v] = v;
   for (int k = 0; k < d; k++) map[sv[k]] = pv[k];
-  Stmt *s2 = stmt_ren(f->a, s, map);
+  Stmt *s2 = sched_stmt_renamed(f->a, s, map);
   Uses us = {0};
   if (!stmt_uses(f->a, p, 0, &us) || !stmt_uses(f->a, s2, 1, &us)) return NULL;
   bool par = plan & SCHED_PAR;
@@ -333,6 +333,7 @@ static bool touches(const Stmt *s, int buf) {
   case S_FILL: return s->buf == buf;
   case S_CALL:
   case S_KERNEL: return true;
+  case S_PREFETCH: return false;
   default:
     for (int i = 0; i < s->body.len; i++)
       if (touches(s->body.items[i], buf)) return true;
@@ -400,6 +401,16 @@ static void sink_fills(Fuse *f, Items *l) {
     else if (i > 0 && item_is_comment(&l->it[i - 1])) i--; /* its comment went too */
 }
 
+/* A fill the next nest's kernel takes (sched_fill_into_kernel): left for it, not fused
+ * into the nest before (a fused fill is one more pass over B, and the kernel then
+ * reads B back). */
+static bool kernel_takes(Fuse *f, const Items *l, int i) {
+  if (l->it[i].s->kind != S_FILL) return false;
+  int j = i + 1;
+  while (j < l->n && item_is_comment(&l->it[j])) j++;
+  return j < l->n && l->it[j].s->kind == S_LOOP && sched_fill_into_kernel(f->a, f->m, f->o, l->it[i].s, l->it[j].s);
+}
+
 /* Fuses each nest (or fill) with the previous one where legal; comments between them go
  * into the fused nest. */
 static void fuse_items(Fuse *f, Items *l) {
@@ -407,7 +418,7 @@ static void fuse_items(Fuse *f, Items *l) {
   for (int i = 0; i < l->n; i++) {
     Item it = l->it[i];
     Stmt *fused = NULL;
-    if (!item_is_comment(&it) && last >= 0) {
+    if (!item_is_comment(&it) && last >= 0 && !kernel_takes(f, l, i)) {
       Stmt *p = l->it[last].s, *s = it.s;
       Stmt *pn = p->kind == S_FILL ? fill_nest(f, p) : p, *sn = s->kind == S_FILL ? fill_nest(f, s) : s;
       if (pn && sn) {
@@ -429,6 +440,20 @@ static void fuse_items(Fuse *f, Items *l) {
   l->n = out;
 }
 
+/* A nest the schedule makes a kernel, then a comment and a pointwise nest on its result
+ * (bias + activation): both leave their callees, so that they end up next to each other
+ * in one new function, where the schedule fuses the second into the kernel's epilogue
+ * (sched_fuse_epilogue). */
+static void mark_epilogues(Fuse *f, Items *l) {
+  for (int i = 0; i + 2 < l->n; i++) {
+    Item *k = &l->it[i], *c = &l->it[i + 1], *n = &l->it[i + 2];
+    if (k->s->kind != S_LOOP || !item_is_comment(c) || n->s->kind != S_LOOP) continue;
+    if (!sched_epilogue_ok(f->a, f->m, f->o, k->s, n->s) || !claim(f, k, n)) continue;
+    k->from = n->from = -1;
+    i += 2;
+  }
+}
+
 /* ---- the routine, rebuilt ---- */
 
 /* The routine's callees' statements in call order, loop variables renumbered apart. */
@@ -446,7 +471,7 @@ static Items flatten(Fuse *f, const IrFunc *r) {
     int *map = ANEWN(f->a, int, g->nvars + 1);
     for (int v = 0; v < g->nvars; v++) map[v] = f->nvars + v;
     f->nvars += g->nvars;
-    for (int k = 0; k < g->body.len; k++) l.it[l.n++] = (Item){stmt_ren(f->a, g->body.items[k], map), g->id, k};
+    for (int k = 0; k < g->body.len; k++) l.it[l.n++] = (Item){sched_stmt_renamed(f->a, g->body.items[k], map), g->id, k};
   }
   return l;
 }
@@ -480,7 +505,7 @@ static void compact_vars(Fuse *f, IrFunc *p) {
   int *map = ANEWN(f->a, int, f->nvars + 1), n = 0;
   for (int v = 0; v < f->nvars; v++) map[v] = -1;
   for (int i = 0; i < p->body.len; i++) number_loops(p->body.items[i], map, &n);
-  for (int i = 0; i < p->body.len; i++) p->body.items[i] = stmt_ren(f->a, p->body.items[i], map);
+  for (int i = 0; i < p->body.len; i++) p->body.items[i] = sched_stmt_renamed(f->a, p->body.items[i], map);
   p->nvars = n;
 }
 
@@ -592,6 +617,7 @@ IrModule *sched_fuse_routines(Arena *a, const IrModule *m, const SchedOpts *o) {
     Items l = flatten(&f, fn);
     sink_fills(&f, &l);
     fuse_items(&f, &l);
+    mark_epilogues(&f, &l);
     IrFunc *nr = regroup(&f, r, fn, &l);
     if (nr) r->funcs.items[i] = nr, changed = true;
   }

@@ -19,6 +19,9 @@
  *   after a small matmul, an SGD update's passes over a parameter, a batch row's whole
  *   forward pass become one nest. Nests the schedule makes kernels or partial-sum
  *   reductions stay apart; a fusion of a parallel nest must stay parallel.
+ * - A nest the schedule makes a kernel followed by a pointwise nest on its result both
+ *   leave their callees (sched_epilogue_ok), so that they are adjacent in a new function
+ *   and the schedule fuses the second into the kernel's epilogue.
  * - The result is grouped back: a callee whose statements all came through unchanged
  *   and in place stays a call (its code is shared with T.forward and the like); the
  *   rest goes into new functions ROUTINE.fuseK of at most FUSE_PART top-level nests
@@ -45,6 +48,22 @@ bool sched_reads_buf(const IrExpr *e, int buf);
 /* `fill B v` then a nest accumulating into every cell of B once, as one overwriting
  * nest (NULL when it is not that). */
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest);
+/* Will the schedule fuse `fill` into the contraction kernel of nest (which then stores
+ * its first k block instead of adding: no pass over B, no read of it)? */
+bool sched_fill_into_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest);
+
+/* A copy of s with loop variable v renamed map[v] (every variable s uses). */
+Stmt *sched_stmt_renamed(Arena *a, const Stmt *s, const int *map);
+/* Would the nest become a top-level kernel that the pointwise nest `next` can be fused
+ * into as its epilogue (schedule.c)? */
+bool sched_epilogue_ok(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, const Stmt *next);
+/* Fuses `comment` (may be NULL) and the pointwise nest after the top-level kernel `kern`
+ * into its epilogue (Kernel.epilogue: bias + activation after a matmul): the nest runs a
+ * loop over the kernel's rows around one over its columns, and each of its stores writes
+ * the kernel's target cell of another buffer (not the operands), reading that cell of
+ * the target or of a buffer it writes, and any other buffer anywhere. False when it is
+ * not that (kern unchanged). */
+bool sched_fuse_epilogue(Arena *a, Stmt *kern, const Stmt *comment, const Stmt *nest);
 
 /* m with its routines fused (a new module sharing m's buffers and unchanged
  * functions; m is not modified). */

@@ -19,6 +19,10 @@ enum { REDUCE_MIN = 32 };
 /* Points (multiply-adds for a kernel) below which waking threads costs more than
  * splitting saves. */
 enum { PAR_MIN_POINTS = 1 << 16, PAR_MIN_WORK = 1 << 18 };
+/* What a dynamic extent counts for in those sums (a batch, typically): enough for a
+ * reduction's partial sums; a parallel loop needs at least this many iterations per
+ * dynamic factor in its nest to reach PAR_MIN_POINTS. */
+enum { DYN_EXT_GUESS = 256 };
 
 long aff_coef(const Aff *f, int var) {
   for (int i = 0; i < f->n; i++)
@@ -39,9 +43,12 @@ Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n) {
 static bool aff_same(const Aff *a, const Aff *b) {
   if (a->off != b->off || a->n != b->n) return false;
   for (int i = 0; i < a->n; i++)
-    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef) return false;
+    if (a->t[i].var != b->t[i].var || a->t[i].coef != b->t[i].coef || a->t[i].dyn != b->t[i].dyn) return false;
   return true;
 }
+
+/* A loop's extent for the thresholds: a dynamic one counts as DYN_EXT_GUESS. */
+static long ext_guess(const Stmt *lp) { return lp->dext ? lp->ext * DYN_EXT_GUESS : lp->ext; }
 
 static bool has_symbol(const Access *acc) {
   for (int i = 0; i < acc->flat.n; i++)
@@ -119,11 +126,71 @@ static void pick_m(Contraction *c, Stmt **loops, int nl, const Access *d, const 
   c->i = c->nm ? c->mvar[c->nm - 1] : -1;
 }
 
+/* Inserts loop s into v (n entries) sorted by decreasing key. */
+static void insert_desc(Stmt **v, long *key, int *n, Stmt *s, long k) {
+  int at = (*n)++;
+  while (at > 0 && key[at - 1] < k) v[at] = v[at - 1], key[at] = key[at - 1], at--;
+  v[at] = s, key[at] = k;
+}
+
+/* The fastest KERN_MAX_M of the loops v (slowest first) as a dimension; the others stay
+ * outer loops. Returns the product of their extents. */
+static long take_fastest(KDim *d, Stmt **v, int n) {
+  long ext = 1;
+  d->n = 0;
+  for (int t = n > KERN_MAX_M ? n - KERN_MAX_M : 0; t < n; t++) {
+    d->var[d->n] = v[t]->var, d->ext[d->n++] = v[t]->ext;
+    ext *= v[t]->ext;
+  }
+  return ext;
+}
+
+/* Composite n and k: every target variable only B uses (slowest in the target first)
+ * and every variable both operands use and the target does not (slowest in the
+ * operands first). */
+static bool pick_composite(Contraction *c, Stmt **loops, int nl, const Access *d, const Access *A, const Access *B) {
+  Stmt *nv[64], *kv[64];
+  long nkey[64], kkey[64];
+  int nn = 0, nk = 0;
+  for (int l = 0; l < nl; l++) {
+    int v = loops[l]->var;
+    long cd = labs(aff_coef(&d->flat, v)), ca = labs(aff_coef(&A->flat, v)), cb = labs(aff_coef(&B->flat, v));
+    if (cd && cb && !ca) insert_desc(nv, nkey, &nn, loops[l], cd);
+    if (!cd && ca && cb) insert_desc(kv, kkey, &nk, loops[l], ca + cb);
+  }
+  if (!nn || !nk) return false;
+  c->n = take_fastest(&c->nd, nv, nn);
+  c->kext = take_fastest(&c->kd, kv, nk);
+  c->j = c->nd.var[c->nd.n - 1], c->k = c->kd.var[c->kd.n - 1];
+  return true;
+}
+
+static bool in_dim(const KDim *d, int v) {
+  for (int t = 0; t < d->n; t++)
+    if (d->var[t] == v) return true;
+  return false;
+}
+
+static bool aff_uses(const Aff *f, const int *vars, int n) {
+  for (int t = 0; t < n; t++)
+    if (aff_coef(f, vars[t])) return true;
+  return false;
+}
+
+/* A guard the kernel can test: on M and outer variables (per row, or around the
+ * kernel), or, with composite n and k, on k variables and those of one operand (its
+ * packed cells). */
+static bool guard_ok(const Contraction *c, const Guard *g, bool composite) {
+  bool on_m = aff_uses(&g->aff, c->mvar, c->nm), on_n = aff_uses(&g->aff, c->nd.var, c->nd.n), on_k = aff_uses(&g->aff, c->kd.var, c->kd.n);
+  if (!composite) return !on_n && !on_k;
+  return on_k ? !(on_m && on_n) : !on_n;
+}
+
 /* Picks the role variables: j is the variable of the target with the smallest stride
  * there that only one operand uses (that operand is B), the M variables (pick_m) those
  * of the target only A uses, k the longest variable both operands use and the target
- * does not. */
-static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3]) {
+ * does not; composite: several n and k variables (pick_composite). */
+static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3], bool composite) {
   const Access *d = acc[0];
   long best = -1;
   c->j = c->i = c->k = -1;
@@ -136,13 +203,24 @@ static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3
   if (c->j < 0) return false;
   const Access *A = acc[1 + c->a_arg], *B = acc[2 - c->a_arg];
   pick_m(c, loops, nl, d, A, B);
+  if (composite) return c->i >= 0 && pick_composite(c, loops, nl, d, A, B);
   for (int l = 0; l < nl; l++) {
     int v = loops[l]->var;
     bool ind = aff_coef(&d->flat, v) != 0, ina = aff_coef(&A->flat, v) != 0, inb = aff_coef(&B->flat, v) != 0;
     if (!ind && ina && inb && (c->k < 0 || loops[l]->ext > c->kext)) c->k = v, c->kext = loops[l]->ext;
     if (v == c->j) c->n = loops[l]->ext;
   }
+  c->nd = (KDim){.n = 1, .var = {c->j}, .ext = {c->n}};
+  c->kd = (KDim){.n = 1, .var = {c->k}, .ext = {c->kext}};
   return c->i >= 0 && c->k >= 0;
+}
+
+/* Roles whose guards the kernel can test (guard_ok). */
+static bool pick_testable(Contraction *c, Stmt **loops, int nl, const Access *acc[3], bool composite) {
+  if (!pick_roles(c, loops, nl, acc, composite)) return false;
+  for (int g = 0; g < c->nguards; g++)
+    if (!guard_ok(c, &c->guards[g], composite)) return false;
+  return true;
 }
 
 bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
@@ -178,13 +256,12 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   int nr = 0;
   for (int l = 0; l < nl; l++)
     if (!is_tile_controller(loops, nl, loops[l]->var)) real[nr++] = loops[l];
-  if (!pick_roles(c, real, nr, acc)) return false;
-  for (int g = 0; g < c->nguards; g++) /* on j or k: not a test per row */
-    if (aff_coef(&c->guards[g].aff, c->j) || aff_coef(&c->guards[g].aff, c->k)) return false;
+  /* one n and one k variable unless a guard needs several */
+  if (!pick_testable(c, real, nr, acc, false) && !pick_testable(c, real, nr, acc, true)) return false;
   c->store = st;
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
-    if (!is_m_var(c, var) && var != c->j && var != c->k) c->outer[c->nouter++] = real[l];
+    if (!is_m_var(c, var) && !in_dim(&c->nd, var) && !in_dim(&c->kd, var)) c->outer[c->nouter++] = real[l];
   }
   return true;
 }
@@ -216,7 +293,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   int NC_ = (int)(NC_BYTES / ((long)KC_ * esize)) / (2 * (vb / esize)) * (2 * (vb / esize));
   k->vw = vb / esize;
   k->mr = MR_;
-  k->nr = 2 * k->vw;
+  k->nr = c->n <= k->vw ? k->vw : 2 * k->vw; /* one vector of columns when that is all there is */
   /* Blocks no larger than the problem (rounded up to whole tiles): less scratch. */
   k->kc = c->kext < KC_ ? (int)c->kext : KC_;
   long mt = (c->m + MR_ - 1) / MR_ * MR_, nt = (c->n + k->nr - 1) / k->nr * k->nr;
@@ -224,8 +301,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   k->nc = nt < NC_ ? (int)nt : NC_;
   /* A read in place: its packed panel would be read once (one column tile), or A fits
    * in L1 (the small matrices where packing costs as much as the product). */
-  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) &&
-                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
+  k->nd = c->nd, k->kd = c->kd;
   Stmt *s = ANEW(a, Stmt);
   s->kind = S_KERNEL;
   s->kern = k;
@@ -233,13 +309,26 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
   Stmt *inner = s;
   int nif = 0;
   k->row_guards = ANEWN(a, Guard, c->nguards + 1);
+  k->a_guards = ANEWN(a, Guard, c->nguards + 1);
+  k->b_guards = ANEWN(a, Guard, c->nguards + 1);
   Guard *ifg = ANEWN(a, Guard, c->nguards + 1);
   for (int g = 0; g < c->nguards; g++) {
-    bool on_rows = false;
-    for (int t = 0; t < c->nm; t++) on_rows |= aff_coef(&c->guards[g].aff, c->mvar[t]) != 0;
-    if (on_rows) k->row_guards[k->nrow_guards++] = c->guards[g];
+    const Aff *f = &c->guards[g].aff;
+    bool on_m = aff_uses(f, c->mvar, c->nm), on_n = aff_uses(f, c->nd.var, c->nd.n), on_k = aff_uses(f, c->kd.var, c->kd.n);
+    if (on_k) { /* bounds A (with m), B (with n), or either (k alone: both read 0) */
+      if (!on_n) k->a_guards[k->na_guards++] = c->guards[g];
+      if (!on_m) k->b_guards[k->nb_guards++] = c->guards[g];
+    } else if (on_m) k->row_guards[k->nrow_guards++] = c->guards[g];
     else ifg[nif++] = c->guards[g];
   }
+  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) && c->kd.n == 1 && !k->na_guards &&
+                aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
+  /* composite n whose fastest variable has stride 1: whole tiles never cross its digit */
+  bool whole = c->nd.n > 1 && c->nd.ext[c->nd.n - 1] % k->nr == 0;
+  bool b_guard_j = false;
+  for (int g = 0; g < k->nb_guards; g++) b_guard_j |= aff_coef(&k->b_guards[g].aff, c->j) != 0;
+  k->b_runs = whole && !b_guard_j && aff_coef(&c->store->val->a[1 - c->a_arg]->acc.flat, c->j) == 1;
+  k->c_runs = whole && aff_coef(&c->store->dst.flat, c->j) == 1;
   if (nif) { /* the guards on outer variables only: around the kernel */
     Stmt *g = ANEW(a, Stmt);
     g->kind = S_IF;
@@ -270,7 +359,7 @@ static Stmt *make_reduction(Arena *a, const IrModule *m, Stmt *nest) {
   Stmt *st = perfect_nest(nest, loops, &nl);
   if (!st || !nl || st->kind != S_STORE || st->accum != OP_ADD) return NULL;
   Stmt *in = loops[nl - 1];
-  if (in->tile_var >= 0 || in->ext < REDUCE_MIN || aff_coef(&st->dst.flat, in->var) || reads_buf(st->val, st->dst.buf))
+  if (in->tile_var >= 0 || ext_guess(in) < REDUCE_MIN || aff_coef(&st->dst.flat, in->var) || reads_buf(st->val, st->dst.buf))
     return NULL;
   Stmt *r = copy_loop(a, in, st);
   r->accs = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 16;
@@ -360,6 +449,10 @@ static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
   if (!st || st->kind != S_STORE || nl < 4 || reads_buf(st->val, st->dst.buf)) return NULL;
   Stmt *cq = loops[nl - 4], *cp = loops[nl - 3], *q = loops[nl - 2], *p = loops[nl - 1];
   if (q->tile_var != cq->var || p->tile_var != cp->var) return NULL;
+  if (!contiguous_load(st->val, q->var) && aff_coef(&st->dst.flat, q->var) == 1) { /* lowering put the source's first */
+    Stmt *t = q;
+    q = p, p = t, t = cq, cq = cp, cp = t;
+  }
   const Access *src = contiguous_load(st->val, q->var);
   int T = 128 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);
   if (!src || q->ext < 2 * T || p->ext < 2 * T) return NULL;
@@ -382,17 +475,55 @@ static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
   return r;
 }
 
+/* A retiled transpose (retile_transpose, perhaps marked parallel) with a prefetch, per
+ * source row q, of the target row the next iteration of the innermost middle loop writes:
+ * the target rows of a tile lie far apart (a stride per q), so the hardware prefetcher
+ * does not see them, and writing them waits for each line (a 4-D permute dcba 64^4:
+ * 15-20% faster). The nest as it is when it has no middle loop. */
+static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (!st || nl < 5) return nest;
+  Stmt *cp = loops[0], *mid = loops[nl - 4], *q = loops[nl - 2], *p = loops[nl - 1];
+  /* whole tiles only: every prefetched cell is a cell of the target */
+  if (p->tile_var != cp->var || p->ext % p->tile || aff_coef(&st->dst.flat, p->var) != 1 || mid->tile_var >= 0 || mid->ext < 2)
+    return nest;
+  Stmt *pf = ANEW(a, Stmt);
+  pf->kind = S_PREFETCH;
+  pf->dst.buf = st->dst.buf;
+  pf->ext = p->tile;
+  /* the target cell at (mid + 1, p = the tile's first) */
+  Aff f = aff_drop(a, &st->dst.flat, &p->var, 1);
+  f.off += aff_coef(&st->dst.flat, mid->var);
+  f.t[f.n++] = (Term){.var = cp->var, .coef = p->tile};
+  pf->dst.flat = f;
+  Stmt *g = ANEW(a, Stmt);
+  g->kind = S_IF;
+  g->nguards = 1;
+  g->guards = ANEW(a, Guard);
+  g->guards->aff = (Aff){.off = 1, .n = 1, .t = ANEW(a, Term)};
+  g->guards->aff.t[0] = (Term){.var = mid->var, .coef = 1};
+  g->guards->ext = mid->ext;
+  vec_push(a, &g->body, pf);
+  Stmt *r = copy_loop(a, q, g);
+  vec_push(a, &r->body, p);
+  for (int d = nl - 3; d >= 0; d--) r = copy_loop(a, loops[d], r);
+  return r;
+}
+
 /* ---- parallel loops ---- */
 
 /* var indexes an axis of acc alone (plus symbols and an offset): distinct values of var
- * write distinct cells. */
+ * write distinct cells. Not through a broadcast flag (a term scaled by a dynamic
+ * product): every value of var hits index 0 while the flag is 0. */
 static bool owns_axis(const Access *acc, int var) {
   for (int ax = 0; ax < acc->rank; ax++) {
     const Aff *f = &acc->axis[ax];
     bool has = false, other = false;
     for (int i = 0; i < f->n; i++) {
-      if (f->t[i].var == var) has = true;
-      else if (f->t[i].var >= 0) other = true;
+      if (f->t[i].var == var && !f->t[i].dyn) has = true;
+      else if (f->t[i].var >= 0 || f->t[i].var == AFF_ONE) other = true;
     }
     if (has && !other) return true;
   }
@@ -415,13 +546,13 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   Stmt *loops[64];
   int nl;
   Stmt *in = perfect_nest(nest, loops, &nl);
-  if (!in || !nl || loops[0]->ext < 2) return nest;
+  if (!in || !nl || ext_guess(loops[0]) < 2) return nest;
   /* A tile loop splits the range of the loop it controls: disjoint tiles of that one. */
   int var = loops[0]->var;
   for (int l = 1; l < nl; l++)
     if (loops[l]->tile_var == loops[0]->var) var = loops[l]->var;
   long points = 1;
-  for (int l = 0; l < nl; l++) points *= loops[l]->ext;
+  for (int l = 0; l < nl; l++) points *= ext_guess(loops[l]);
   const Stmt *st = in->kind == S_IF && in->body.len == 1 ? in->body.items[0] : in; /* padding guards */
   if (st->kind == S_KERNEL) {
     points *= st->kern->ext[0] * st->kern->ext[1] * st->kern->ext[2];
@@ -477,7 +608,8 @@ static void kernel_parallel(Kernel *k) {
   bool rows = true;
   for (int t = 0; t < k->nm; t++) rows &= owns_axis(&k->store->dst, k->mvar[t]);
   long mt = (k->ext[0] + k->mr - 1) / k->mr, nt = ((k->ext[1] < k->nc ? k->ext[1] : k->nc) + k->nr - 1) / k->nr;
-  bool cols = owns_axis(&k->store->dst, k->var[1]) && nt >= 2 && (!rows || mt < nt);
+  bool cols = nt >= 2 && (!rows || mt < nt);
+  for (int t = 0; t < k->nd.n; t++) cols &= owns_axis(&k->store->dst, k->nd.var[t]);
   rows &= mt >= 2 && !cols;
   k->parallel = (rows || cols) && k->ext[0] * k->ext[1] * k->ext[2] >= PAR_MIN_WORK;
   k->split_cols = k->parallel && cols;
@@ -500,34 +632,49 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   if (s->kind != S_LOOP || o->check_bounds) return s;
   Stmt *r = o->strict_fp ? NULL : kernel_nest(a, m, o, s, &(Contraction){0});
   if (!r && !o->strict_fp) r = make_reduction(a, m, s);
-  if (!r && !o->strict_fp) r = retile_transpose(a, m, s);
   if (r) return mark_parallel(a, r);
+  if (!o->strict_fp && (r = retile_transpose(a, m, s))) return prefetch_rows(a, m, mark_parallel(a, r));
   r = mark_parallel(a, s);
   Stmt *t = r->parallel ? NULL : split_inner(a, m, s, nvars);
   return t ? t : r;
 }
 
-/* A contraction without guards whose target axes are its outer, M and j variables, one
- * each, over their whole extents: the kernel calls together write each cell of the
- * target in exactly one call, once per k block. */
+/* A nest over dynamic sizes: kernels, retiled transposes and fused fills are planned
+ * from static sizes, so it keeps its loops; its innermost reduction may get partial
+ * sums and its outer loop threads (the renderers read the extents at run time). */
+static Stmt *sched_dyn_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
+  if (s->kind != S_LOOP || o->check_bounds) return s;
+  Stmt *r = o->strict_fp ? NULL : make_reduction(a, m, s);
+  return mark_parallel(a, r ? r : s);
+}
+
+/* A contraction without guards (but on k) whose target axes are its outer, M and N
+ * variables, one each, over their whole extents: the kernel calls together write each
+ * cell of the target in exactly one call, once per k block. */
 static bool kernel_covers_target(const Contraction *c, const IrModule *m) {
   const Access *d = &c->store->dst;
   const IrBuf *b = VEC_AT(m->bufs, IrBuf, d->buf);
-  if (c->nguards || d->rank != c->nouter + c->nm + 1) return false;
+  for (int g = 0; g < c->nguards; g++) /* a guard on k only zeroes products */
+    if (!aff_uses(&c->guards[g].aff, c->kd.var, c->kd.n)) return false;
+  int naxes = 0; /* axes a loop runs over (an axis of size 1 has index 0, no loop) */
   for (int ax = 0; ax < d->rank; ax++) {
     const Aff *f = &d->axis[ax];
+    if (b->dims[ax] == 1 && !f->n && !f->off) continue;
+    naxes++;
     if (f->off || f->n != 1 || f->t[0].coef != 1) return false;
     int v = f->t[0].var;
-    long ext = v == c->j ? c->n : -1;
+    long ext = -1;
+    for (int t = 0; t < c->nd.n; t++)
+      if (c->nd.var[t] == v) ext = c->nd.ext[t];
     for (int t = 0; t < c->nm; t++)
       if (c->mvar[t] == v) ext = c->mext[t];
     for (int l = 0; l < c->nouter; l++)
       if (c->outer[l]->var == v) ext = c->outer[l]->ext;
     if (ext != b->dims[ax]) return false;
     for (int k = 0; k < ax; k++)
-      if (d->axis[k].t[0].var == v) return false;
+      if (d->axis[k].n && d->axis[k].t[0].var == v) return false;
   }
-  return true;
+  return naxes == c->nouter + c->nm + c->nd.n;
 }
 
 /* `fill B v` then a contraction into every cell of B: a kernel whose first k block
@@ -571,9 +718,20 @@ int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest)
 
 bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }
 
+bool sched_epilogue_ok(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, const Stmt *next) {
+  if (o->check_bounds || ir_stmt_dynamic(m, nest) || ir_stmt_dynamic(m, next)) return false;
+  int nvars = 0;
+  Stmt *k = sched_stmt(a, m, o, nest, &nvars); /* a throwaway copy */
+  return k->kind == S_KERNEL && sched_fuse_epilogue(a, k, NULL, next);
+}
+
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) { return writes_each_cell_once(nest, m, store); }
 
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) { return fuse_fill(a, m, fill, nest); }
+
+bool sched_fill_into_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const Stmt *fill, Stmt *nest) {
+  return fuse_fill_kernel(a, m, o, fill, nest) != NULL;
+}
 
 IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
   if (!o->check_bounds) m = sched_fuse_routines(a, m, o);
@@ -587,8 +745,8 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
     nf->body = (PtrVec){0};
     for (int k = 0; k < f->body.len; k++) {
       Stmt *s = f->body.items[k], *fused = NULL;
-      if (ir_stmt_dynamic(m, s)) { /* dynamic sizes: the plain loops */
-        vec_push(a, &nf->body, s);
+      if (ir_stmt_dynamic(m, s)) {
+        vec_push(a, &nf->body, sched_dyn_stmt(a, m, o, s));
         continue;
       }
       /* fill, # comment, nest */
@@ -597,12 +755,18 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
         fused = fuse_fill(a, m, s, f->body.items[k + 2]);
         if (!fused) fused = fuse_fill_kernel(a, m, o, s, f->body.items[k + 2]);
       }
+      Stmt *out;
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
         Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
-        vec_push(a, &nf->body, mark_parallel(a, t ? t : fused));
+        out = t ? prefetch_rows(a, m, mark_parallel(a, t)) : mark_parallel(a, fused);
         k += 2;
-      } else vec_push(a, &nf->body, sched_stmt(a, m, o, s, &nf->nvars));
+      } else out = sched_stmt(a, m, o, s, &nf->nvars);
+      vec_push(a, &nf->body, out);
+      /* kernel, # comment, pointwise nest on its result: the nest in the epilogue */
+      if (out->kind == S_KERNEL && k + 2 < f->body.len && ((Stmt *)f->body.items[k + 1])->kind == S_COMMENT &&
+          !ir_stmt_dynamic(m, f->body.items[k + 2]) && sched_fuse_epilogue(a, out, f->body.items[k + 1], f->body.items[k + 2]))
+        k += 2;
     }
     vec_push(a, &r->funcs, nf);
   }

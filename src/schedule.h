@@ -15,15 +15,28 @@
  *   several loop variables (every target variable only A uses: a convolution's output
  *   rows and columns), packed through their mixed-radix row number. Padding guards of a
  *   padded convolution become an `if` on the outer loops and a test per row (rows that
- *   fail are packed as zeros and not updated). With A contiguous along k and one column
+ *   fail are packed as zeros and not updated). A guard on the n or k dimension (a padded
+ *   convolution's weight gradient: the filter offsets are target variables only the input
+ *   uses, the batch and spatial positions are summed) makes n every target variable
+ *   only B uses and k every summed variable both use, several of each if need be, so the
+ *   guard bounds one operand, whose packed cells are zero where it fails (an im2col
+ *   panel, one pass over the operands instead of one per filter offset). With A
+ *   contiguous along k and one column
  *   tile (n <= NR) or A in L1, the register tile reads A in place (Kernel.direct_a). Kept naive:
- *   guards on the n or k dimension, index symbols (bounds not static), an operand that is also the target, mixed
+ *   guards on n without k or on m, n and k together, index symbols (bounds not static),
+ *   an operand that is also the target, mixed
  *   element types, and small problems (packing would cost more than it saves).
+ * - Epilogues: a kernel outside any loop followed by a pointwise nest on its result (bias
+ *   + activation: each store writes the kernel's cell of another buffer, reading that cell
+ *   of the result or of a buffer the nest writes) takes the nest into Kernel.epilogue,
+ *   run per row block on its final cells after the last k block, while they are in L2
+ *   (sched_epi.c; routine fusion moves the two next to each other).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
- * - Transposes (a nest lowering tiled: tile(q) tile(p) q p): 128-byte tiles, tile(p)
- *   outermost, the other loops by decreasing source stride.
+ * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 128-byte tiles,
+ *   tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
+ *   writing) of the target row the next iteration of the innermost of those writes.
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.
@@ -36,6 +49,9 @@
  *   by column panels when it has fewer row tiles than panels. Each cell is still
  *   computed by one thread in the serial order, so results do not depend on the thread
  *   count. Reductions into one cell stay on one thread.
+ * A nest over dynamic sizes (ir.h) gets only partial sums and threads (a dynamic extent
+ * counts as DYN_EXT_GUESS in the thresholds, and an axis indexed through a broadcast
+ * flag makes no loop parallel); the rest is planned from static sizes.
  * Kernels and partial sums reassociate sums; --strict-fp (SchedOpts.strict_fp) keeps
  * source order: only the exact rewrites (fills, threads) remain. --check-bounds keeps
  * every nest as lowered. The CUDA back end is not scheduled here (it maps nests
@@ -62,11 +78,12 @@ typedef struct SchedOpts {
 typedef struct Contraction {
   Stmt *store;      /* dst =add mul(x, y) */
   int a_arg;        /* 0 if x is A (indexed by i), 1 if y is */
-  int i, j, k;      /* loop variables of the M, N and K dimensions (i: the fastest of mvar) */
-  long m, n, kext;  /* their extents (m: the product of mext) */
+  int i, j, k;      /* loop variables of the M, N and K dimensions (the fastest of each) */
+  long m, n, kext;  /* their extents (products over the variables of each) */
   int nm;           /* the M variables, slowest first (Kernel.mvar) */
   int mvar[KERN_MAX_M];
   long mext[KERN_MAX_M];
+  KDim nd, kd;      /* the N and K variables (several only where a guard needs it) */
   int nouter;       /* the nest's other loops, outermost first (tile loops removed) */
   Stmt *outer[64];
   int nguards;      /* padding guards of the store: on M variables (and outer ones) */

@@ -68,7 +68,9 @@ static bool c_hook(CRender *r, const Stmt *s, int ind) {
   bool check = e->check;
   if (s->kind == S_LOOP && s->parallel && !e->in_outline) {
     cr_indent(r, ind);
-    fprintf(r->o, "tdsl_parallel_run(self, %s_par_%d_%d, %ldL);\n", e->name, e->fn, e->npar++, s->ext);
+    fprintf(r->o, "tdsl_parallel_run(self, %s_par_%d_%d, ", e->name, e->fn, e->npar++);
+    cr_ext(r, s->ext, s->dext);
+    fputs(");\n", r->o);
     return true;
   }
   if (s->kind == S_LOOP && s->accs > 1) {

@@ -42,6 +42,12 @@ static void c_tree(FILE *o, int lo, int n) {
   fputc(')', o);
 }
 
+/* A loop's extent: the constant, or the product over dynamic dimensions. */
+static void c_ext(CRender *r, const Stmt *lp) {
+  if (lp->dext) cr_ext(r, lp->ext, lp->dext);
+  else fprintf(r->o, "%ld", lp->ext);
+}
+
 void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
   FILE *o = r->o;
   const IrModule *m = r->m;
@@ -53,14 +59,18 @@ void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
   for (int u = 1; u < U; u++) fprintf(o, ", sum%d = 0", u);
   fputs(";\n", o);
   line(o, ind + 1, "long base%d = 0;\n", v);
-  line(o, ind + 1, "for (; base%d + %d <= %ld; base%d += %d) {\n", v, U, lp->ext, v, U);
+  line(o, ind + 1, "for (; base%d + %d <= ", v, U);
+  c_ext(r, lp);
+  fprintf(o, "; base%d += %d) {\n", v, U);
   for (int u = 0; u < U; u++) {
     char at[48];
     snprintf(at, sizeof at, "base%d + %d", v, u);
     c_partial(r, st, v, at, u, ind + 2, check);
   }
   line(o, ind + 1, "}\n");
-  line(o, ind + 1, "for (; base%d < %ld; base%d++) ", v, lp->ext, v);
+  line(o, ind + 1, "for (; base%d < ", v);
+  c_ext(r, lp);
+  fprintf(o, "; base%d++) ", v);
   char at[48];
   snprintf(at, sizeof at, "base%d", v);
   c_partial(r, st, v, at, 0, 0, check);
@@ -79,29 +89,51 @@ void c_reduce_loop(CRender *r, const Stmt *lp, int ind, bool check) {
 
 /* ---- contraction kernels ---- */
 
-/* const long declarations of the M variables: the digits of row number rw (Kernel.mvar). */
-static void c_rows(FILE *o, const Kernel *k) {
+/* `const long <vars> = the digits of x in mixed radix over ext;` (KDim). */
+static void c_digits(FILE *o, const int *vars, const long *ext, int n, const char *x) {
   long stride = 1;
   fputs("const long ", o);
-  for (int t = k->nm - 1; t >= 0; t--) {
-    fprintf(o, "%si%d = rw", t < k->nm - 1 ? ", " : "", k->mvar[t]);
+  for (int t = n - 1; t >= 0; t--) {
+    fprintf(o, "%si%d = %s", t < n - 1 ? ", " : "", vars[t], x);
     if (stride != 1) fprintf(o, " / %ldL", stride);
-    if (t) fprintf(o, " %% %ldL", k->mext[t]);
-    stride *= k->mext[t];
+    if (t) fprintf(o, " %% %ldL", ext[t]);
+    stride *= ext[t];
   }
   fputs(";", o);
+}
+
+static void c_rows(FILE *o, const Kernel *k) { c_digits(o, k->mvar, k->mext, k->nm, "rw"); }
+
+/* A line declaring the k variables at k number pc + kk. */
+static void c_ks(FILE *o, const Kernel *k, int ind) {
+  line(o, ind, "const long kw = pc + kk; ");
+  c_digits(o, k->kd.var, k->kd.ext, k->kd.n, "kw");
+  fputc('\n', o);
+}
+
+/* " && 0 <= aff && aff < ext" per guard. */
+static void c_guards(CRender *cr, const Guard *g, int n) {
+  for (int i = 0; i < n; i++) {
+    fputs(" && 0 <= ", cr->o);
+    cr_aff(cr, &g[i].aff);
+    fputs(" && ", cr->o);
+    cr_aff(cr, &g[i].aff);
+    fprintf(cr->o, " < %ld", g[i].ext);
+  }
+}
+
+/* The rest of `X = COND`: the guards, then ` ? <acc> : 0;`. */
+static void c_guarded_load(CRender *cr, const Guard *g, int n, const Access *acc, const char *T) {
+  c_guards(cr, g, n);
+  fputs(" ? ", cr->o);
+  cr_access(cr, acc);
+  fprintf(cr->o, " : (%s)0;\n", T);
 }
 
 /* 1 when every row guard holds at the M variables. */
 static void c_rows_ok(CRender *cr, const Kernel *k) {
   fputs("1", cr->o);
-  for (int g = 0; g < k->nrow_guards; g++) {
-    fputs(" && 0 <= ", cr->o);
-    cr_aff(cr, &k->row_guards[g].aff);
-    fputs(" && ", cr->o);
-    cr_aff(cr, &k->row_guards[g].aff);
-    fprintf(cr->o, " < %ld", k->row_guards[g].ext);
-  }
+  c_guards(cr, k->row_guards, k->nrow_guards);
 }
 
 /* The head of a loop body over the rows: `const long rw = ic + ir + R, <M variables>;`
@@ -116,35 +148,59 @@ static void c_row_head(CRender *cr, const Kernel *k, int ind, const char *R, con
 }
 
 /* Bp[jr*kb + kk*NR + e] = B(pc + kk, jc + jr + e) for the panels from column jr_lo to
- * jr_hi (C expressions), 0 past the block. */
+ * jr_hi (C expressions), 0 past the block and outside B's guards; with column runs
+ * (Kernel.b_runs) the n digits once per panel, lanes at +e. */
 static void c_pack_b(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind, const char *jr_lo, const char *jr_hi) {
   FILE *o = cr->o;
-  line(o, ind, "for (long jr = %s; jr < %s; jr += %d)\n", jr_lo, jr_hi, k->nr);
-  line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
-  line(o, ind + 2, "for (long e = 0; e < %d; e++) {\n", k->nr);
-  line(o, ind + 3, "const long i%d = jc + jr + e, i%d = pc + kk;\n", k->var[1], k->var[2]);
-  line(o, ind + 3, "Bp[jr*kb + kk*%d + e] = jr + e < nb ? ", k->nr);
-  cr_access(cr, acc);
-  fprintf(o, " : (%s)0;\n", T);
-  line(o, ind + 2, "}\n");
+  line(o, ind, "for (long jr = %s; jr < %s; jr += %d) {\n", jr_lo, jr_hi, k->nr);
+  if (k->b_runs) {
+    line(o, ind + 1, "const long cw = jc + jr; ");
+    c_digits(o, k->nd.var, k->nd.ext, k->nd.n, "cw");
+    fputc('\n', o);
+  }
+  line(o, ind + 1, "for (long kk = 0; kk < kb; kk++) {\n");
+  c_ks(o, k, ind + 2);
+  if (k->b_runs) {
+    line(o, ind + 2, "const int ok = 1");
+    c_guards(cr, k->b_guards, k->nb_guards);
+    fputs(";\n", o);
+    line(o, ind + 2, "const %s *src = ok ? &", T);
+    cr_access(cr, acc);
+    fputs(" : 0;\n", o);
+    line(o, ind + 2, "for (long e = 0; e < %d; e++) Bp[jr*kb + kk*%d + e] = ok ? src[e] : (%s)0;\n", k->nr, k->nr, T);
+  } else {
+    line(o, ind + 2, "for (long e = 0; e < %d; e++) {\n", k->nr);
+    line(o, ind + 3, "const long cw = jc + jr + e; ");
+    c_digits(o, k->nd.var, k->nd.ext, k->nd.n, "cw");
+    fputc('\n', o);
+    line(o, ind + 3, "Bp[jr*kb + kk*%d + e] = jr + e < nb", k->nr);
+    c_guarded_load(cr, k->b_guards, k->nb_guards, acc, T);
+    line(o, ind + 2, "}\n");
+  }
+  line(o, ind + 1, "}\n");
+  line(o, ind, "}\n");
 }
 
 /* Ap[ir*kb + kk*MR + e] = A(row ic + ir + e, pc + kk), row by row (its M variables and
- * guards once); 0 past the block and outside the row guards. */
+ * guards once); 0 past the block and outside the row guards and A's guards. */
 static void c_pack_a(CRender *cr, const Kernel *k, const Access *acc, const char *T, int ind) {
   FILE *o = cr->o;
   bool kmajor = k->nm == 1; /* one row variable: k-major, as the gccjit renderer */
   line(o, ind, "for (long ir = 0; ir < mb; ir += %d)\n", k->mr);
-  if (kmajor) line(o, ind + 1, "for (long kk = 0; kk < kb; kk++)\n");
+  if (kmajor) {
+    line(o, ind + 1, "for (long kk = 0; kk < kb; kk++) {\n");
+    c_ks(o, k, ind + 2);
+  }
   line(o, ind + 1 + kmajor, "for (long e = 0; e < %d; e++) {\n", k->mr);
   c_row_head(cr, k, ind + 2 + kmajor, "e", "const int ok = ir + e < mb && ", ";");
-  if (!kmajor) line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
-  line(o, ind + 3, "const long i%d = pc + kk;\n", k->var[2]);
-  line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok ? ", k->mr);
-  cr_access(cr, acc);
-  fprintf(o, " : (%s)0;\n", T);
+  if (!kmajor) {
+    line(o, ind + 2, "for (long kk = 0; kk < kb; kk++) {\n");
+    c_ks(o, k, ind + 3);
+  }
+  line(o, ind + 3, "Ap[ir*kb + kk*%d + e] = ok", k->mr);
+  c_guarded_load(cr, k->a_guards, k->na_guards, acc, T);
   line(o, ind + 2, "}\n");
-  if (!kmajor) line(o, ind + 1, "}\n");
+  line(o, ind + 1, "}\n");
 }
 
 /* Direct A: pr[r] = &A(row ic + ir + r, pc), or the zero row past the block and outside
@@ -212,17 +268,37 @@ static void c_kernel_block(CRender *r, const Kernel *k, int ind, const char *row
   line(o, ind + 3, "long mr = mb - ir < %d ? mb - ir : %d, nr = nb - jr < %d ? nb - jr : %d;\n", k->mr, k->mr, k->nr, k->nr);
   line(o, ind + 3, "for (long r = 0; r < mr; r++) {\n");
   c_row_head(r, k, ind + 4, "r", "if (!", ") continue;");
+  if (k->c_runs) { /* column runs: the n digits once per tile row, cells at +c */
+    line(o, ind + 4, "const long cw = jc + jr; ");
+    c_digits(o, k->nd.var, k->nd.ext, k->nd.n, "cw");
+    fputc('\n', o);
+    line(o, ind + 4, "%s *row = &", T);
+    cr_access(r, &st->dst);
+    fputs(";\n", o);
+  }
   line(o, ind + 4, "for (long c = 0; c < nr; c++) {\n");
-  line(o, ind + 5, "const long i%d = jc + jr + c;\n", k->var[1]);
-  line(o, ind + 5, "%s *d = &", T);
-  cr_access(r, &st->dst);
-  fputs(";\n", o);
+  if (k->c_runs) line(o, ind + 5, "%s *d = row + c;\n", T);
+  else {
+    line(o, ind + 5, "const long cw = jc + jr + c; ");
+    c_digits(o, k->nd.var, k->nd.ext, k->nd.n, "cw");
+    fprintf(o, " %s *d = &", T);
+    cr_access(r, &st->dst);
+    fputs(";\n", o);
+  }
   if (k->overwrite) /* the first k block stores (a fused fill) */
     line(o, ind + 5, "*d = (pc == 0 ? (%s)%.17g : *d) + ct[r*%d + c];\n", T, k->init, k->nr);
   else line(o, ind + 5, "*d += ct[r*%d + c];\n", k->nr);
   line(o, ind + 4, "}\n");
   line(o, ind + 3, "}\n");
   line(o, ind + 2, "}\n");
+  if (k->epilogue.len) { /* the pointwise nest fused in, on the row block's final cells */
+    line(o, ind + 1, "if (pc + kb == %ld)\n", k->ext[2]);
+    line(o, ind + 2, "for (long r = 0; r < mb; r++)\n");
+    line(o, ind + 3, "for (long c = %s; c < %s; c++) {\n", jr_lo, jr_hi);
+    line(o, ind + 4, "const long i%d = ic + r, i%d = jc + c;\n", k->var[0], k->var[1]);
+    cr_stmts(r, &k->epilogue, ind + 4);
+    line(o, ind + 3, "}\n");
+  }
   line(o, ind, "}\n");
 }
 

@@ -76,6 +76,8 @@ void js_reduce_loop(J *j, const Stmt *loop);
 /* An S_KERNEL: the blocked, packed, register-tiled contraction (rows split among
  * threads when the kernel is parallel). */
 void js_kernel(J *j, const Stmt *s);
+/* An S_PREFETCH: __builtin_prefetch(for writing) of each 64-byte line. */
+void js_prefetch(J *j, const Stmt *s);
 /* An S_LOOP marked parallel: the body outlined, the range split by the thread pool. */
 void js_parallel_loop(J *j, const Stmt *loop);
 

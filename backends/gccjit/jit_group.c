@@ -186,7 +186,9 @@ static void stmts_uses(const PtrVec *body, Uses *u, FILE *what) {
       if (what && st->what) fprintf(what, "what %s\n", st->what); /* --check-bounds messages */
     }
     if (s->kind == S_FILL) u->buf[s->buf] = true;
+    if (s->kind == S_PREFETCH) u->buf[s->dst.buf] = true;
     if (s->kind == S_CALL) u->fn[s->callee] = true;
+    if (s->kind == S_KERNEL) stmts_uses(&s->kern->epilogue, u, what);
     for (int g = 0; g < s->nguards; g++) aff_syms(&s->guards[g].aff, u);
     stmts_uses(&s->body, u, what);
   }

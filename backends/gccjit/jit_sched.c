@@ -81,14 +81,19 @@ void js_reduce_loop(J *j, const Stmt *lp) {
     set(j, sum[u], gcc_jit_context_zero(j->c, t));
   }
   gcc_jit_lvalue *base = local(j, j->t_long, "base"), *var = j->vars[lp->var];
-  long full = lp->ext / U * U;
-  Loop l = loop_begin(j, base, num(j, 0), num(j, full), U);
+  gcc_jit_rvalue *ext = js_ext(j, lp->ext, lp->dext), *full = num(j, lp->ext / U * U);
+  if (lp->dext) { /* the whole rounds of U, at run time */
+    gcc_jit_lvalue *f = local(j, j->t_long, "full");
+    set(j, f, mul(j, U, gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_DIVIDE, j->t_long, ext, num(j, U))));
+    full = lv(f);
+  }
+  Loop l = loop_begin(j, base, num(j, 0), full, U);
   for (int u = 0; u < U; u++) {
     set(j, var, add(j, lv(base), num(j, u)));
     partial(j, st, sum[u], el);
   }
   loop_end(j, &l);
-  l = loop_begin(j, var, num(j, full), num(j, lp->ext), 1);
+  l = loop_begin(j, var, full, ext, 1);
   partial(j, st, sum[0], el);
   loop_end(j, &l);
   if (j->o->check_bounds) js_check_access(j, &st->dst, st->what);
@@ -112,43 +117,59 @@ static gcc_jit_rvalue *binop(J *j, enum gcc_jit_binary_op op, gcc_jit_rvalue *a,
   return gcc_jit_context_new_binary_op(j->c, NULL, op, j->t_long, a, num(j, c));
 }
 
-/* The M variables (j->vars) = the digits of row number row (Kernel.mvar). */
-static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) {
-  if (k->nm == 1) {
-    set(j, j->vars[k->mvar[0]], row);
+/* The variables vars (j->vars) = the digits of x in mixed radix over ext (KDim). */
+static void set_digits(J *j, const int *vars, const long *ext, int n, gcc_jit_rvalue *x) {
+  if (n == 1) {
+    set(j, j->vars[vars[0]], x);
     return;
   }
-  gcc_jit_lvalue *x = local(j, j->t_long, "row");
-  set(j, x, row);
+  gcc_jit_lvalue *v = local(j, j->t_long, "digits");
+  set(j, v, x);
   long stride = 1;
-  for (int t = k->nm - 1; t >= 0; t--) {
-    gcc_jit_rvalue *q = stride == 1 ? lv(x) : binop(j, GCC_JIT_BINARY_OP_DIVIDE, lv(x), stride);
-    set(j, j->vars[k->mvar[t]], t ? binop(j, GCC_JIT_BINARY_OP_MODULO, q, k->mext[t]) : q);
-    stride *= k->mext[t];
+  for (int t = n - 1; t >= 0; t--) {
+    gcc_jit_rvalue *q = stride == 1 ? lv(v) : binop(j, GCC_JIT_BINARY_OP_DIVIDE, lv(v), stride);
+    set(j, j->vars[vars[t]], t ? binop(j, GCC_JIT_BINARY_OP_MODULO, q, ext[t]) : q);
+    stride *= ext[t];
   }
 }
 
-/* Every row guard holds at the current M variables (NULL: there are none). */
-static gcc_jit_rvalue *rows_ok(J *j, const Kernel *k) {
+/* The M variables = the digits of row number row (Kernel.mvar). */
+static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) { set_digits(j, k->mvar, k->mext, k->nm, row); }
+
+/* Every guard 0 <= aff < ext holds at the current variables (NULL: there are none). */
+static gcc_jit_rvalue *guards_ok(J *j, const Guard *gs, int n) {
   gcc_jit_rvalue *ok = NULL;
   gcc_jit_type *b = gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL);
-  for (int g = 0; g < k->nrow_guards; g++) {
-    gcc_jit_rvalue *v = js_aff(j, &k->row_guards[g].aff);
+  for (int g = 0; g < n; g++) {
+    gcc_jit_rvalue *v = js_aff(j, &gs[g].aff);
     gcc_jit_rvalue *in = gcc_jit_context_new_binary_op(
         j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_GE, v, num(j, 0)),
-        less(j, js_aff(j, &k->row_guards[g].aff), num(j, k->row_guards[g].ext)));
+        less(j, js_aff(j, &gs[g].aff), num(j, gs[g].ext)));
     ok = ok ? gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, b, ok, in) : in;
   }
   return ok;
 }
 
-/* An operand's cell at role values: val[0] a row number, val[1] the n and val[2] the k
- * variable's value (NULL: left as they are). */
-static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
+static gcc_jit_rvalue *rows_ok(J *j, const Kernel *k) { return guards_ok(j, k->row_guards, k->nrow_guards); }
+
+/* a && b, either may be NULL (true) */
+static gcc_jit_rvalue *both(J *j, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
+  if (!a || !b) return a ? a : b;
+  return gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_LOGICAL_AND, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL), a, b);
+}
+
+/* An operand's cell at role values: val[0] a row number, val[1] a column (n) and val[2]
+ * a k number (NULL: left as they are), plus `plus` (NULL: 0) in its flat index. */
+static gcc_jit_lvalue *cell_at(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3], gcc_jit_rvalue *plus) {
   if (val[0]) set_rows(j, k, val[0]);
-  for (int d = 1; d < 3; d++)
-    if (val[d]) set(j, j->vars[k->var[d]], val[d]);
-  return at(j, jm_buf(j, acc->buf), js_aff(j, &acc->flat));
+  if (val[1]) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, val[1]);
+  if (val[2]) set_digits(j, k->kd.var, k->kd.ext, k->kd.n, val[2]);
+  gcc_jit_rvalue *i = js_aff(j, &acc->flat);
+  return at(j, jm_buf(j, acc->buf), plus ? add(j, i, plus) : i);
+}
+
+static gcc_jit_lvalue *cell(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3]) {
+  return cell_at(j, k, acc, val, NULL);
 }
 
 /* if (cond) { then } else { other }: branch leaves j->blk in `then`; branch_else moves
@@ -175,6 +196,13 @@ static void branch_end(J *j, Branch *b) {
   j->blk = b->after;
 }
 
+/* A long local holding v: a value hoisted out of a loop. */
+static gcc_jit_rvalue *hoist_long(J *j, gcc_jit_rvalue *v) {
+  gcc_jit_lvalue *l = local(j, j->t_long, "base");
+  set(j, l, v);
+  return lv(l);
+}
+
 /* The packed panels' cell of tile row (or column) `tile`, step kk, lane e:
  * tile*kb + kk*width + e (a tile of `width` lanes holds kb steps contiguously). */
 static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
@@ -182,32 +210,81 @@ static gcc_jit_rvalue *panel_at(J *j, K *x, gcc_jit_lvalue *tile, int width) {
   return add(j, add(j, base, mul(j, width, lv(x->kk))), lv(x->e));
 }
 
+/* panel[pi] = the operand's cell at the current variables where ok holds (NULL:
+ * always), else 0. */
+static void pack_cell(J *j, K *x, gcc_jit_lvalue *panel, gcc_jit_rvalue *pi, const Access *acc, gcc_jit_rvalue *ok) {
+  Branch g = ok ? branch(j, ok) : (Branch){0};
+  gcc_jit_rvalue *val[3] = {NULL, NULL, NULL};
+  set(j, at(j, panel, pi), lv(cell(j, x->k, acc, val)));
+  if (ok) {
+    branch_else(j, &g);
+    set(j, at(j, panel, pi), gcc_jit_context_zero(j->c, x->t));
+    branch_end(j, &g);
+  }
+}
+
 static gcc_jit_lvalue *vec_at(J *j, K *x, gcc_jit_lvalue *arr, gcc_jit_rvalue *i) {
   gcc_jit_rvalue *p = gcc_jit_lvalue_get_address(at(j, arr, i), NULL);
   return gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, p, x->vptr), NULL);
 }
 
-/* Packs the panels from column jr_lo to jr_hi of B's block into
- * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block are 0. With
- * a staging panel `pan` (a local array), each panel goes there first and is then
- * copied to bp in vectors: bp is then a pointer gcc cannot tell from the operands' (a
- * parallel kernel's shared block), and packing through it directly stayed scalar,
- * reloading everything after each store. */
-static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi, gcc_jit_lvalue *pan) {
+/* B's packed cell of panel jr, step kk, lane e: in the staging panel pan[kk*nr + e]
+ * when there is one, else bp (panel_at). */
+static gcc_jit_lvalue *b_slot(J *j, K *x, gcc_jit_lvalue *pan) {
+  if (pan) return at(j, pan, add(j, mul(j, x->k->nr, lv(x->kk)), lv(x->e)));
+  return at(j, x->bp, panel_at(j, x, x->jr, x->k->nr));
+}
+
+/* One step of a panel with column runs (Kernel.b_runs; the n digits are the panel's):
+ * B's guards once, then nr lanes at +e (panels are always whole: nr divides the fastest
+ * n extent and nc). */
+static void pack_b_run(J *j, K *x, const Access *acc, gcc_jit_lvalue *pan) {
   const Kernel *k = x->k;
-  Loop l1 = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
-  Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  gcc_jit_rvalue *ok = guards_ok(j, k->b_guards, k->nb_guards);
+  Branch b = branch(j, ok ? ok : gcc_jit_context_one(j->c, gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_BOOL)));
+  gcc_jit_rvalue *base = hoist_long(j, js_aff(j, &acc->flat));
+  Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
+  set(j, b_slot(j, x, pan), lv(at(j, jm_buf(j, acc->buf), add(j, base, lv(x->e)))));
+  loop_end(j, &l3);
+  branch_else(j, &b);
+  l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
+  set(j, b_slot(j, x, pan), gcc_jit_context_zero(j->c, x->t));
+  loop_end(j, &l3);
+  branch_end(j, &b);
+}
+
+/* One step of a panel, lane by lane: columns past the block and cells outside B's
+ * guards are 0. */
+static void pack_b_lanes(J *j, K *x, const Access *acc, gcc_jit_lvalue *pan) {
+  const Kernel *k = x->k;
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->nr), 1);
   gcc_jit_rvalue *pi = pan ? add(j, mul(j, k->nr, lv(x->kk)), lv(x->e)) : panel_at(j, x, x->jr, k->nr);
   gcc_jit_lvalue *to = pan ? pan : x->bp;
   gcc_jit_rvalue *off = add(j, lv(x->jr), lv(x->e));
-  Branch b = branch(j, less(j, off, lv(x->nb)));
-  gcc_jit_rvalue *val[3] = {NULL, add(j, lv(x->jc), off), add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, to, pi), lv(cell(j, k, acc, val)));
-  branch_else(j, &b);
+  Branch in = branch(j, less(j, off, lv(x->nb)));
+  set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), off));
+  pack_cell(j, x, to, pi, acc, guards_ok(j, k->b_guards, k->nb_guards));
+  branch_else(j, &in);
   set(j, at(j, to, pi), gcc_jit_context_zero(j->c, x->t));
-  branch_end(j, &b);
+  branch_end(j, &in);
   loop_end(j, &l3);
+}
+
+/* Packs the panels from column jr_lo to jr_hi of B's block into
+ * bp[jr*kb + kk*nr + e] = B(pc + kk, jc + jr + e); columns past the block and cells
+ * outside B's guards are 0; the k digits are set once per step. With a staging panel
+ * `pan` (a local array), each panel goes there first and is then copied to bp in
+ * vectors: bp is then a pointer gcc cannot tell from the operands' (a parallel kernel's
+ * shared block), and packing through it directly stayed scalar, reloading everything
+ * after each store. */
+static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit_rvalue *jr_hi, gcc_jit_lvalue *pan) {
+  const Kernel *k = x->k;
+  Loop l1 = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
+  if (k->b_runs) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), lv(x->jr)));
+  Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+  if (k->b_runs) pack_b_run(j, x, acc, pan);
+  else pack_b_lanes(j, x, acc, pan);
   loop_end(j, &l2);
   if (pan) { /* bp[jr*kb + i] = pan[i], vw lanes at a time (kb*nr is a multiple of vw) */
     gcc_jit_rvalue *n = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->kb), num(j, k->nr));
@@ -219,13 +296,17 @@ static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit
   loop_end(j, &l1);
 }
 
-/* ap[ir*kb + kk*mr + e] over kk: A(row, pc + kk) with the M variables set, or 0. */
+/* ap[ir*kb + kk*mr + e] over kk: A(row, pc + kk) with the M variables set, or 0 (zero,
+ * or outside A's guards). */
 static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
   const Kernel *k = x->k;
   Loop l = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
-  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, x->ap, pi), zero ? gcc_jit_context_zero(j->c, x->t) : lv(cell(j, k, acc, val)));
+  if (zero) set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
+  else {
+    set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+    pack_cell(j, x, x->ap, pi, acc, guards_ok(j, k->a_guards, k->na_guards));
+  }
   loop_end(j, &l);
 }
 
@@ -237,20 +318,13 @@ static void pack_a_kmajor(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
   Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
+  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
   Branch in = branch(j, less(j, off, lv(x->mb)));
   set_rows(j, k, add(j, lv(x->ic), off));
-  gcc_jit_rvalue *ok = rows_ok(j, k);
-  Branch g = ok ? branch(j, ok) : (Branch){0};
-  gcc_jit_rvalue *val[3] = {NULL, NULL, add(j, lv(x->pc), lv(x->kk))};
-  set(j, at(j, x->ap, pi), lv(cell(j, k, acc, val)));
-  if (ok) {
-    branch_else(j, &g);
-    set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
-    branch_end(j, &g);
-  }
+  pack_cell(j, x, x->ap, pi, acc, both(j, rows_ok(j, k), guards_ok(j, k->a_guards, k->na_guards)));
   branch_else(j, &in);
   set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
   branch_end(j, &in);
@@ -340,20 +414,41 @@ static void update_cells(J *j, K *x, const Access *dst, bool first) {
   set_rows(j, k, add(j, add(j, lv(x->ic), lv(x->ir)), lv(x->r)));
   gcc_jit_rvalue *ok = rows_ok(j, k);
   Branch g = ok ? branch(j, ok) : (Branch){0};
+  /* column runs (Kernel.c_runs): the n digits once per tile row, the cells at +c */
+  if (k->c_runs) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), lv(x->jr)));
   Loop l2 = loop_begin(j, x->c, num(j, 0), lv(x->nrr), 1);
-  gcc_jit_rvalue *val[3] = {NULL, add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
+  gcc_jit_rvalue *val[3] = {NULL, k->c_runs ? NULL : add(j, add(j, lv(x->jc), lv(x->jr)), lv(x->c)), NULL};
   gcc_jit_rvalue *t = lv(at(j, x->ct, add(j, mul(j, k->nr, lv(x->r)), lv(x->c))));
+  gcc_jit_lvalue *d = cell_at(j, k, dst, val, k->c_runs ? lv(x->c) : NULL);
   if (first)
-    set(j, cell(j, k, dst, val),
+    set(j, d,
         gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_PLUS, x->t,
                                       gcc_jit_context_new_rvalue_from_double(j->c, x->t, k->init), t));
-  else gcc_jit_block_add_assignment_op(j->blk, NULL, cell(j, k, dst, val), GCC_JIT_BINARY_OP_PLUS, t);
+  else gcc_jit_block_add_assignment_op(j->blk, NULL, d, GCC_JIT_BINARY_OP_PLUS, t);
   loop_end(j, &l2);
   if (ok) {
     branch_else(j, &g);
     branch_end(j, &g);
   }
   loop_end(j, &l1);
+}
+
+/* The epilogue (Kernel.epilogue) on the row block's final cells of columns [c_lo, c_hi)
+ * (those this call computed), after the last k block (its cells are still in L2; run
+ * per register tile, its stores had evicted the packed panels: 8% slower than a pass of
+ * its own). */
+static void epilogue(J *j, K *x, gcc_jit_rvalue *c_lo, gcc_jit_rvalue *c_hi) {
+  const Kernel *k = x->k;
+  Branch b = branch(j, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_EQ, add(j, lv(x->pc), lv(x->kb)), num(j, k->ext[2])));
+  Loop l1 = loop_begin(j, x->r, num(j, 0), lv(x->mb), 1);
+  set_rows(j, k, add(j, lv(x->ic), lv(x->r)));
+  Loop l2 = loop_begin(j, x->c, c_lo, c_hi, 1);
+  set(j, j->vars[k->var[1]], add(j, lv(x->jc), lv(x->c)));
+  js_emit_stmts(j, &k->epilogue);
+  loop_end(j, &l2);
+  loop_end(j, &l1);
+  branch_else(j, &b);
+  branch_end(j, &b);
 }
 
 /* The tile into dst; an overwriting kernel (Kernel.overwrite) stores in its first k block. */
@@ -365,16 +460,11 @@ static void update(J *j, K *x, const Access *dst) {
     update_cells(j, x, dst, false);
     return;
   }
-  gcc_jit_block *first = js_new_block(j, j->fn), *rest = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
-  gcc_jit_block_end_with_conditional(j->blk, NULL, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_EQ, lv(x->pc), num(j, 0)),
-                                     first, rest);
-  j->blk = first;
+  Branch b = branch(j, gcc_jit_context_new_comparison(j->c, NULL, GCC_JIT_COMPARISON_EQ, lv(x->pc), num(j, 0)));
   update_cells(j, x, dst, true);
-  gcc_jit_block_end_with_jump(j->blk, NULL, after);
-  j->blk = rest;
+  branch_else(j, &b);
   update_cells(j, x, dst, false);
-  gcc_jit_block_end_with_jump(j->blk, NULL, after);
-  j->blk = after;
+  branch_end(j, &b);
 }
 
 static gcc_jit_lvalue *scratch(J *j, gcc_jit_type *t, long n, const char *name) {
@@ -429,6 +519,7 @@ static void kernel_block(J *j, K *x, gcc_jit_rvalue *row_lo, gcc_jit_rvalue *row
   update(j, x, &k->store->dst);
   loop_end(j, &lir);
   loop_end(j, &ljr);
+  if (k->epilogue.len) epilogue(j, x, jr_lo, jr_hi);
   loop_end(j, &lic);
 }
 
@@ -562,7 +653,7 @@ void js_parallel_loop(J *j, const Stmt *lp) {
   js_emit_stmts(j, &lp->body);
   loop_end(j, &l);
   outline_end(j, &o);
-  call_parallel(j, o.fn, j->self, num(j, lp->ext));
+  call_parallel(j, o.fn, j->self, js_ext(j, lp->ext, lp->dext));
 }
 
 /* ---- parallel kernels ---- */
@@ -650,4 +741,20 @@ void js_kernel(J *j, const Stmt *s) {
   KPar p = {.s = s, .argt = gcc_jit_context_new_struct_type(j->c, NULL, arena_printf(j->a, "tdsl_kargs%d", j->nblocks++), KA__COUNT, fs)};
   p.args = local(j, gcc_jit_struct_as_type(p.argt), "kargs");
   kernel_blocks(j, &x, parallel_block, &p);
+}
+
+/* ---- prefetches ---- */
+
+void js_prefetch(J *j, const Stmt *s) {
+  gcc_jit_function *pf = gcc_jit_context_get_builtin_function(j->c, "__builtin_prefetch");
+  int esize = VEC_AT(j->m->bufs, IrBuf, s->dst.buf)->elem == ELEM_F64 ? 8 : 4;
+  gcc_jit_type *vp = gcc_jit_type_get_const(gcc_jit_context_get_type(j->c, GCC_JIT_TYPE_VOID));
+  vp = gcc_jit_type_get_pointer(vp);
+  for (long c = 0; c < s->ext; c += 64 / esize) {
+    gcc_jit_lvalue *cellv = at(j, jm_buf(j, s->dst.buf), add(j, js_aff(j, &s->dst.flat), num(j, c)));
+    gcc_jit_rvalue *args[3] = {gcc_jit_context_new_cast(j->c, NULL, gcc_jit_lvalue_get_address(cellv, NULL), vp),
+                               gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 1),
+                               gcc_jit_context_new_rvalue_from_int(j->c, j->t_int, 3)};
+    gcc_jit_block_add_eval(j->blk, NULL, gcc_jit_context_new_call(j->c, NULL, pf, 3, args));
+  }
 }

@@ -424,6 +424,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
       break;
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
     case S_KERNEL: js_kernel(j, s); break;
+    case S_PREFETCH: js_prefetch(j, s); break;
     }
   }
 }

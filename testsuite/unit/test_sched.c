@@ -11,14 +11,20 @@
 
 typedef struct Count {
   int kernels, reductions, parallel, overwrites, composite, direct, retiled;
+  int nk_composite, runs, pack_guards; /* several n and k variables; column runs; a/b guards */
+  int prefetches, epilogues;
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
     if (s->kind == S_KERNEL) c->kernels++, c->overwrites += s->kern->overwrite, c->composite += s->kern->nm > 1,
-                                c->direct += s->kern->direct_a;
+                                c->direct += s->kern->direct_a, c->nk_composite += s->kern->nd.n > 1 || s->kern->kd.n > 1,
+                                c->runs += s->kern->b_runs + s->kern->c_runs,
+                                c->pack_guards += s->kern->na_guards + s->kern->nb_guards,
+                                c->epilogues += s->kern->epilogue.len > 0;
     if (s->kind == S_LOOP && s->accs > 1) c->reductions++;
+    c->prefetches += s->kind == S_PREFETCH;
     if (s->kind == S_LOOP && s->tile == 32) c->retiled++;
     if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
@@ -296,6 +302,113 @@ static void test_padded_conv(void) {
   gb_free(&b);
 }
 
+/* A padded convolution's weight gradient g[o,ky,kx,c] += img[p, s*y+ky-1, s*x+kx-1, c] *
+ * d[p,y,x,o] (swapped: g[ky,kx,c,o]): the guards bound img by spatial (k) and offset
+ * variables, so n is (ky, kx, c) and k (p, y, x), img's packed cells 0 outside; swapped,
+ * img is A, m (ky, kx, c) and the guards bound A. */
+static void test_weight_grad(int P, int H, int W, int C, int O, int stride, bool swapped, bool init) {
+  GB b;
+  gb_init(&b);
+  int Hi = stride * (H - 1) + 1, Wi = stride * (W - 1) + 1;
+  Tensor *img = uniform(&b, "img", 1, 3, 0, (int[]){P, Hi, Wi, C});
+  Tensor *d = uniform(&b, "d", 1, 3, 0, (int[]){P, H, W, O});
+  Tensor *g = gb_tensor(&b, "g", TK_OP, 0, 1, 3, swapped ? (int[]){3, 3, C, O} : (int[]){O, 3, 3, C});
+  if (!init) g->init.kind = INIT_UNIFORM;
+  /* iterators: p y x o ky kx c */
+  UpdateStep *s = gb_step(&b, g, 2, (Tensor *[]){img, d}, 7, (int[]){P, H, W, O, 3, 3, C});
+  static const int plain[4] = {3, 4, 5, 6}, swap[4] = {4, 5, 6, 3};
+  for (int ax = 0; ax < 4; ax++) gb_it(s, 0, ax, (swapped ? swap : plain)[ax]);
+  gb_it(s, 1, 0, 0), gb_ax(s, 1, 1, -1, 2, stride, 1, 1, 4), gb_ax(s, 1, 2, -1, 2, stride, 2, 1, 5), gb_it(s, 1, 3, 6);
+  gb_it(s, 2, 0, 0), gb_it(s, 2, 1, 1), gb_it(s, 2, 2, 2), gb_it(s, 2, 3, 3);
+  gb_asgn(&b, &g->fwd, (Buf){g, false}, 0, OP_ADD, init, product(&b, img, d), s);
+  char what[96];
+  snprintf(what, sizeof what, "weight gradient %dx%dx%dx%d -> %d, stride %d%s%s", P, H, W, C, O, stride, swapped ? ", swapped" : "",
+           init ? "" : ", accumulate");
+  Count cnt = run_pair(&b, "g.forward", false, what);
+  int nr = 2 * sched_host_vec_bytes() / 4;
+  CHECK(cnt.kernels == 1 && cnt.nk_composite == 1 && cnt.pack_guards == 2, "%s: %d kernels", what, cnt.kernels);
+  CHECK(cnt.runs == (!swapped && C % nr == 0 ? 2 : 0), "%s: %d column runs", what, cnt.runs);
+  CHECK(cnt.overwrites == init, "%s: the fill is fused", what);
+  if ((P == 2 && C == 5) || C == 64) emit_c_agrees(&b, "g.forward", what); /* C 64: column runs */
+  gb_free(&b);
+}
+
+/* g[c,o] += x[y+1,c] * d[y,o]: a guard on k alone; both operands read 0 where it fails. */
+static void test_k_guard(int Y, int C, int O) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 1, (int[]){Y, C});
+  Tensor *d = uniform(&b, "d", 0, 1, 1, (int[]){Y, O});
+  Tensor *g = gb_tensor(&b, "g", TK_OP, 0, 1, 1, (int[]){C, O});
+  UpdateStep *s = gb_step(&b, g, 2, (Tensor *[]){x, d}, 3, (int[]){C, O, Y}); /* c o y */
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1);
+  gb_ax(s, 1, 0, 1, 1, 1, 2), gb_it(s, 1, 1, 0);
+  gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &g->fwd, (Buf){g, false}, 0, OP_ADD, true, product(&b, x, d), s);
+  Count cnt = run_pair(&b, "g.forward", false, "a guard on k");
+  CHECK(cnt.kernels == 1 && cnt.pack_guards == 2, "%d kernels, %d pack guards", cnt.kernels, cnt.pack_guards);
+  emit_c_agrees(&b, "g.forward", "a guard on k, emit-c");
+  gb_free(&b);
+}
+
+/* y[q,m,p] = 2 x[p,m,q]: a retiled transpose whose target rows are prefetched one
+ * iteration of m ahead (when whole tiles cover p); the last m iteration prefetches
+ * nothing. */
+static void test_transpose3(int P, int M, int Q, int prefetches) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 2, (int[]){P, M, Q});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 2, (int[]){Q, M, P});
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 3, (int[]){P, M, Q}); /* p m q */
+  gb_it(s, 0, 0, 2), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 0);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_const(&b.a, 2), NULL), s);
+  char what[64];
+  snprintf(what, sizeof what, "transpose %dx%dx%d", P, M, Q);
+  Count cnt = run_pair(&b, "y.forward", false, what);
+  CHECK(cnt.retiled == 2 && cnt.prefetches == prefetches, "%s: %d retiled, %d prefetches", what, cnt.retiled, cnt.prefetches);
+  emit_c_agrees(&b, "y.forward", what);
+  gb_free(&b);
+}
+
+/* A routine computing h = relu(bias + a * b) (the kernel's epilogue takes both pointwise
+ * stores); with `other`, a nest the epilogue must not take instead of the bias: one
+ * reading c at another cell (d[i,j] = bias[j] + c[i,0]: c's column 0 is final only
+ * after the first column tile), or one writing the operand a. */
+static void test_epilogue(int M, int N, int K, int other) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = uniform(&b, "a", 0, 1, 1, (int[]){M, K});
+  Tensor *bb = uniform(&b, "b", 0, 1, 1, (int[]){K, N});
+  Tensor *bias = uniform(&b, "bias", 0, 1, 0, (int[]){N});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 0, 1, 1, (int[]){M, N});
+  Tensor *d = gb_tensor(&b, "d", TK_OP, 0, 1, 1, (int[]){M, N});
+  Tensor *h = gb_tensor(&b, "h", TK_OP, 0, 1, 1, (int[]){M, N});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, bb}, 3, (int[]){M, N, K});
+  gb_it(s, 0, 0, 0), gb_it(s, 0, 1, 1), gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 2), gb_it(s, 2, 0, 2), gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, product(&b, a, bb), s);
+  UpdateStep *s2 = gb_step(&b, other == 2 ? a : d, 2, (Tensor *[]){bias, c}, 2, (int[]){M, N});
+  gb_it(s2, 0, 0, 0), gb_it(s2, 0, 1, 1), gb_it(s2, 1, 0, 1);
+  gb_it(s2, 2, 0, 0);
+  if (other == 1) gb_ax(s2, 2, 1, 0, 0);
+  else gb_it(s2, 2, 1, 1);
+  gb_asgn(&b, &d->fwd, (Buf){other == 2 ? a : d, false}, 0, OP_ARG2, false,
+          ae_op(&b.a, OP_ADD, ae_buf(&b.a, bias, false, 1), ae_buf(&b.a, c, false, 2), NULL), s2);
+  UpdateStep *s3 = gb_step(&b, h, 1, (Tensor *[]){d}, 2, (int[]){M, N});
+  gb_it(s3, 0, 0, 0), gb_it(s3, 0, 1, 1), gb_it(s3, 1, 0, 0), gb_it(s3, 1, 1, 1);
+  gb_asgn(&b, &h->fwd, (Buf){h, false}, 0, OP_ARG2, false, ae_op(&b.a, OP_RELU, ae_buf(&b.a, d, false, 1), NULL, NULL), s3);
+  Routine *rt = gb_routine(&b, "infer");
+  Tensor *ts[3] = {c, d, h};
+  for (int t = 0; t < 3; t++)
+    for (int i = 0; i < ts[t]->fwd.asgns.len; i++) vec_push(&b.a, &rt->code.asgns, ts[t]->fwd.asgns.items[i]);
+  char what[64];
+  snprintf(what, sizeof what, "epilogue %dx%dx%d%s", M, N, K, other == 1 ? ", c[i,0]" : other == 2 ? ", writes a" : "");
+  Count cnt = run_pair(&b, "infer", false, what);
+  CHECK(cnt.kernels >= 1 && cnt.epilogues == !other, "%s: %d epilogues", what, cnt.epilogues);
+  if (!other) emit_c_agrees(&b, "infer", what);
+  gb_free(&b);
+}
+
 /* s[i] += x[i,k] for k < n: partial sums from 32 on; 1 x n and the remainder loop. */
 static void test_rowsum(int rows, int n, bool dbl) {
   GB b;
@@ -421,6 +534,21 @@ int main(void) {
   test_affine(1);
   test_affine(2);
   test_padded_conv();
+  static const int wg[][5] = {{2, 7, 5, 5, 3}, {1, 17, 13, 32, 7}, {3, 5, 11, 64, 17}, {2, 9, 7, 65, 2}, {1, 63, 3, 1, 5}, {2, 2, 3, 17, 13}};
+  for (int i = 0; i < 6; i++) {
+    const int *w = wg[i];
+    test_weight_grad(w[0], w[1], w[2], w[3], w[4], 1, false, true);
+    test_weight_grad(w[0], w[1], w[2], w[3], w[4], 1 + i % 2, i % 3 == 0, i % 2 == 0);
+  }
+  test_k_guard(65, 7, 17);
+  test_transpose3(64, 5, 96, 1);
+  test_epilogue(67, 65, 63, 0);
+  test_epilogue(130, 37, 300, 0); /* two k blocks, two row blocks */
+  test_epilogue(7, 100, 17, 0);
+  test_epilogue(40, 70, 30, 1);
+  test_epilogue(40, 33, 30, 2);
+  test_transpose3(65, 3, 70, 0); /* p not whole tiles */
+  test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
   test_rowsum(5, 32, false);

@@ -1,9 +1,21 @@
-"""Shared by the sched lit scripts: runs `tdslc --run --json` printing every tensor of
-`want`, compares each with its numpy value (max abs error <= rtol * (1 + max |want|)),
-prints "N results checked, M mismatches" and exits 1 on any mismatch; and libtdslrt
-through ctypes, for the scripts that open compiled models themselves."""
+"""Shared by the sched lit scripts: load_args writes the host inputs as raw float32 files
+for --load; run_and_compare runs `tdslc --run --json` printing every tensor of `want`,
+compares each with its numpy value (max abs error <= rtol * (1 + max |want|)), prints
+"N results checked, M mismatches" and exits 1 on any mismatch; and libtdslrt through
+ctypes, for the scripts that open compiled models themselves."""
 import ctypes, json, os, subprocess, sys
 import numpy as np
+
+
+def load_args(work, ins):
+    """Writes each array of ins (name -> float32 array) under work; the --load options."""
+    os.makedirs(work, exist_ok=True)
+    loads = []
+    for k, v in ins.items():
+        path = os.path.join(work, k + ".bin")
+        v.tofile(path)
+        loads += ["--load", "%s=%s" % (k, path)]
+    return loads
 
 
 def mlp_src(B, H):

@@ -5,20 +5,15 @@ import os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import run_and_compare  # noqa: E402
+from numpy_compare import load_args, run_and_compare  # noqa: E402
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
-os.makedirs(work, exist_ok=True)
 src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "contractions.tdsl")
 rng = np.random.default_rng(7)
 shapes = {"a": (67, 63), "b": (63, 65), "x": (65, 100), "w": (33, 100), "p": (8, 40, 30), "q": (8, 30, 50),
           "z": (97, 1000)}
 ins = {k: rng.uniform(-1, 1, s).astype(np.float32) for k, s in shapes.items()}
-loads = []
-for k, v in ins.items():
-    path = os.path.join(work, k + ".bin")
-    v.tofile(path)
-    loads += ["--load", "%s=%s" % (k, path)]
+loads = load_args(work, ins)
 d = {k: v.astype(np.float64) for k, v in ins.items()}
 want = {"c": d["a"] @ d["b"], "y": d["x"] @ d["w"].T, "r": d["p"] @ d["q"], "rs": d["z"].sum(axis=1),
         "fs": d["z"].sum().reshape(1)}
