@@ -9,7 +9,12 @@
 cd "$(dirname "$0")/.." || exit 2
 if [ "$1" = prepare ]; then
   make -j2 all build/unit/test_cuda_emulate || exit 1
-  exec sh ../shared/tools/gpu-bundle
+  sh ../shared/tools/gpu-bundle || exit 1
+  # libraries tdslc and libtdslrt need beyond the bundle's libgccjit (the GPU image lacks them)
+  for l in libcjson.so.1; do
+    cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/ || exit 1
+  done
+  exit 0
 fi
 [ -f .gpu/env.sh ] || { echo "gpu-run.sh: no .gpu/ (run 'sh bench/gpu-run.sh prepare' first, carry .gpu)"; exit 2; }
 . .gpu/env.sh

@@ -22,6 +22,7 @@
 #include "jit.h"
 #include "run.h"
 #include "schedule.h"
+#include "sched_fuse.h"
 
 typedef struct Built {
   gcc_jit_context *jc;
@@ -31,6 +32,10 @@ typedef struct Built {
 
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
   CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level}; /* all an in-memory build reads */
+  if (cuda) { /* as the driver gives it to the CUDA backend (main.c dispatch) */
+    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = sched_host_vec_bytes()};
+    ir = sched_fuse_routines(&c->arena, ir, &so);
+  }
   out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
   if (!out->r) return false;
   char err[512];

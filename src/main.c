@@ -18,6 +18,7 @@
 #include "pcompile.h"
 #include "run.h"
 #include "schedule.h"
+#include "sched_fuse.h"
 
 
 static void usage(FILE *out) {
@@ -456,11 +457,14 @@ static int cuda_files(Ctx *c, IrModule *m) {
 
 static int dispatch(Ctx *c, IrModule *m) {
   Options *o = &c->opt;
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
+  /* The CUDA back end renders the schedule's fusion across each routine's callees
+   * (fills sunk or gone, adjacent nests fused) and maps the nests onto threads itself;
+   * --check compares against the naive nests. */
+  if (o->backend == BACKEND_CUDA && o->action != ACT_CHECK) m = sched_fuse_routines(&c->arena, m, &so);
   if (cuda_driver_mode(o)) return cuda_files(c, m);
   if (o->backend == BACKEND_CUDA && o->action == ACT_RUN && !cuda_can_run()) return 2;
-  /* What the CPU back ends render: the scheduled IR (the CUDA back end maps the naive
-   * nests onto threads itself). */
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
+  /* What the CPU back ends render: the scheduled IR. */
   IrModule *shown = o->backend == BACKEND_CUDA ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;

@@ -68,11 +68,11 @@ static CudaPlan *plan(Arena *a, IrModule *m, const CudaOpts *o) {
 
 int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {
   if (!check_arch(o)) return 2;
+  CudaPlan *p = plan(a, m, o);
   if (o->header) {
     int rc = cuda_header(m, o);
     if (rc) return rc;
   }
-  CudaPlan *p = plan(a, m, o);
   if (o->out == CUDA_OUT_SOURCE) {
     fputs(p->src, stdout);
     return 0;

@@ -43,6 +43,9 @@ typedef struct CudaKernel {
   int ntdims;         /* the thread count is threads times these dynamic dimensions' */
   int *tdims;         /* values at launch (IrModule.dims ids; a dynamic nest's) */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
+  int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
+  const char *body;   /* one thread per point (not coop): the code of point t, which a
+                         fused routine kernel runs too (cuda_fuse.c) */
   int nargs;
   CudaArg *args;
 } CudaKernel;
@@ -61,15 +64,15 @@ typedef struct CudaPlan {
 } CudaPlan;
 
 /* What the kernels may use: tf32: fp32 contractions on TF32 mma (needs sm >= 80);
- * sm: the target (--arch=sm_NN); from 80 on, tiles are staged with cp.async, double
- * buffered. */
+ * sm: the target (--arch=sm_NN). */
 typedef struct CudaPlanOpts {
   bool tf32;
   int sm;
 } CudaPlanOpts;
 
-/* backends/cuda/cuda_emit.c */
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *o);
+/* backends/cuda/cuda_emit.c. A routine the plan runs as one kernel (cuda_fuse.c) is no
+ * longer a list the runtime walks: the plan clears its IrFunc.seq. */
+CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *o);
 
 /* backends/cuda/cuda_nvrtc.c: PTX for arch ("sm_80"), NULL after printing the NVRTC
  * log as an internal error (or that the toolkit is missing). */

@@ -203,7 +203,8 @@ static CudaKernel *new_kernel(E *e, const Stmt *s) {
 void cu_kernel_sig(E *e, const CudaKernel *k, const char *what) {
   FILE *o = e->o;
   cr_comment(o, what);
-  fprintf(o, "\nTDSL_KERNEL %s(", k->name);
+  if (k->min_blocks > 1) fprintf(o, "\nTDSL_KERNEL_MB(%d) %s(", k->min_blocks, k->name);
+  else fprintf(o, "\nTDSL_KERNEL %s(", k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
     if (i) fputs(", ", o);
@@ -231,6 +232,8 @@ void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
   fputs("  long t = (long)blockIdx.x * (long)blockDim.x + (long)threadIdx.x;\n  if (t >= ", e->o);
   put_threads(e, k);
   fputs(") return;\n", e->o);
+  fflush(e->o);
+  e->body_at = *e->len;
 }
 
 /* The kernel's thread count is also times product p of dynamic dimensions. */
@@ -247,6 +250,11 @@ static void threads_times(E *e, CudaKernel *k, int p) {
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
 void cu_kernel_tail(E *e, const CudaKernel *k) {
   FILE *o = e->o;
+  if (!k->coop && e->body_at != (size_t)-1) {
+    fflush(o);
+    ((CudaKernel *)k)->body = arena_strndup(e->a, *e->txt + e->body_at, *e->len - e->body_at);
+  }
+  e->body_at = (size_t)-1;
   fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_%sENTRY(%s, %s(", k->coop ? "BLOCK_" : "", k->name, k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
@@ -326,6 +334,40 @@ static const Stmt *register_store(const PtrVec *stores, const Stmt **chain, int 
   return s;
 }
 
+bool cu_covers(const E *e, const Stmt **chain, int n, const bool *in_cell, const Access *dst) {
+  long coef[64], ext[64];
+  int k = 0;
+  if (dst->flat.off || cu_buf(e, dst->buf)->dsize) return false;
+  for (int t = 0; t < dst->flat.n; t++)
+    if (dst->flat.t[t].var < 0) return false;
+  for (int i = 0; i < n; i++) {
+    if (!in_cell[i]) continue;
+    long cf = 0;
+    for (int t = 0; t < dst->flat.n; t++)
+      if (dst->flat.t[t].var == chain[i]->var) cf += dst->flat.t[t].coef;
+    if (cf <= 0) return false;
+    int j = k++;
+    for (; j > 0 && coef[j - 1] > cf; j--) coef[j] = coef[j - 1], ext[j] = ext[j - 1];
+    coef[j] = cf;
+    ext[j] = chain[i]->ext;
+  }
+  long span = 1;
+  for (int j = 0; j < k; j++) {
+    if (coef[j] != span) return false;
+    span *= ext[j];
+  }
+  return span == cu_buf(e, dst->buf)->size;
+}
+
+/* The register store of a nest takes the fill of 0 before it when it writes every cell
+ * of the buffer (its value reads none: register_store). */
+static bool reg_takes_fill(const E *e, const Stmt **chain, int n, const int *par, const Stmt *reg, const Stmt *fill) {
+  if (!fill || !reg || reg->dst.buf != fill->buf) return false;
+  bool in_cell[64];
+  for (int i = 0; i < n; i++) in_cell[i] = par[i] == PAR;
+  return cu_covers(e, chain, n, in_cell, &reg->dst);
+}
+
 /* A reduction that may be split across threads: a register store accumulated by add,
  * max or min. Sets *red to the number of reduced points. */
 static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
@@ -354,7 +396,15 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = points * chunks;
   cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
-  fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
+  /* Neighbouring threads read neighbouring cells: neighbouring chunks of one point when
+   * the loads are contiguous along the reduction (row sums), else neighbouring points of
+   * one chunk (column sums, as a bias gradient over a batch). xs[point * chunks + chunk]. */
+  int inner = -1;
+  for (int i = 0; i < n; i++)
+    if (par[i] == SEQ) inner = chain[i]->var;
+  if (inner >= 0 && cu_loads_along(st->val, inner) == 1)
+    fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
+  else fprintf(o, "  long c = t / %ldL;\n  t %%= %ldL;\n  long slot = t * %ldL + c;\n", points, points, chunks);
   cu_decompose(e, chain, n, par, PAR, "t", 1);
   cu_strided_fold(e, chain, n, par, st, red, "c", arena_printf(e->a, "%ldL", chunks));
   fputs("  xs[slot] = acc;\n", o);
@@ -394,33 +444,51 @@ void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt
 /* Below this many threads a long reduction is split across more threads. */
 enum { SPLIT_MAX_POINTS = 4096, SPLIT_MIN_RED = 2048, SPLIT_TARGET_THREADS = 65536, SPLIT_MIN_CHUNK = 64 };
 
-static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
-  /* The chain of perfectly nested loops. */
+/* A nest as its chain of perfectly nested loops, their roles, its stores and its
+ * register store (the one cell the parallel loops pick), before any kernel is chosen. */
+typedef struct Nest {
   const Stmt *chain[64];
-  int n = 0;
+  int n;
+  int par[64];
+  PtrVec stores;
+  const Stmt *reg;
+} Nest;
+
+/* False for an empty nest (it does nothing). */
+static bool nest_shape(E *e, const Stmt *s, Nest *x) {
+  memset(x, 0, sizeof *x);
   const Stmt *cur = s;
-  while (cur->kind == S_LOOP && n < 64) {
-    chain[n++] = cur;
-    if (cur->ext <= 0) return; /* an empty nest does nothing */
+  while (cur->kind == S_LOOP && x->n < 64) {
+    x->chain[x->n++] = cur;
+    if (cur->ext <= 0) return false;
     if (cur->body.len != 1) break;
     cur = cur->body.items[0];
   }
-  PtrVec stores = {0};
-  collect_stores(s, &stores, e->a);
+  collect_stores(s, &x->stores, e->a);
   /* A tiled chain loop runs over its whole extent (tiles are for CPU caches): its tile
    * loop, further out in the chain, goes. */
-  int par[64] = {SEQ};
+  int n = x->n;
   for (int j = 0; j < n; j++)
-    for (int i = 0; i < j && tiled(chain[j]); i++)
-      if (chain[i]->var == chain[j]->tile_var) par[i] = DROP;
-  if (n && nest_parallelizable(&stores))
+    for (int i = 0; i < j && tiled(x->chain[j]); i++)
+      if (x->chain[i]->var == x->chain[j]->tile_var) x->par[i] = DROP;
+  if (n && nest_parallelizable(&x->stores))
     for (int i = 0; i < n; i++)
-      if (par[i] != DROP && var_parallel(&stores, chain[i]->var)) par[i] = PAR;
+      if (x->par[i] != DROP && var_parallel(&x->stores, x->chain[i]->var)) x->par[i] = PAR;
+  x->reg = n ? register_store(&x->stores, x->chain, n, x->par) : NULL;
+  return true;
+}
+
+static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
+  Nest x;
+  if (!nest_shape(e, s, &x)) return;
+  const Stmt **chain = x.chain;
+  int n = x.n, *par = x.par;
+  PtrVec stores = x.stores;
   long points = 1, red = 0;
   for (int i = 0; i < n; i++)
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
-  const Stmt *reg = n ? register_store(&stores, chain, n, par) : NULL;
+  const Stmt *reg = x.reg;
   /* Tiles, block reductions and splits are planned from static sizes. */
   bool dyn = ir_stmt_dynamic(e->m, s);
   if (reg && !dyn && cu_contraction(e, what, chain, n, par, reg)) return;
@@ -443,12 +511,21 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   cu_decompose(e, chain, n, par, PAR, "t", 1);
   bool seq = false;
   for (int i = 0; i < n; i++) seq |= par[i] == SEQ;
-  /* A reduction in the thread: the cell stays in a register across the loops. */
-  if (!seq) reg = NULL;
+  /* A reduction in the thread: the cell stays in a register across the loops. A cell
+   * whose fill of 0 this nest takes starts from 0 (then accumulates as after the fill). */
+  bool fresh = !dyn && reg_takes_fill(e, chain, n, par, reg, e->pending_fill);
+  if (!seq && !fresh) reg = NULL;
   if (reg) {
-    fprintf(o, "  %s acc = b%d[", cu_ctype(cu_buf(e, reg->dst.buf)->elem), reg->dst.buf);
-    cr_aff(&e->r, &reg->dst.flat);
-    fputs("];\n", o);
+    fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, reg->dst.buf)->elem));
+    if (fresh) {
+      cr_const(o, 0, cu_buf(e, reg->dst.buf)->elem == ELEM_F32);
+      e->pending_fill = NULL;
+    } else {
+      fprintf(o, "b%d[", reg->dst.buf);
+      cr_aff(&e->r, &reg->dst.flat);
+      fputc(']', o);
+    }
+    fputs(";\n", o);
     e->to_acc = reg;
   }
   int ind = 1;
@@ -474,14 +551,39 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   cu_kernel_tail(e, k);
 }
 
+/* Launch steps for kernels lo..hi-1, in order. */
+static void push_kernels(E *e, PtrVec *steps, int lo, int hi) {
+  for (int k = lo; k < hi; k++) {
+    CudaStep *ks = ANEW(e->a, CudaStep);
+    ks->index = k;
+    vec_push(e->a, steps, ks);
+  }
+}
+
+/* A fill of 0 whose next statement writes every cell of the buffer through one register
+ * store (a contraction, a thread's reduction, a pointwise accumulation) goes: the cells
+ * start from 0 there (cu_contraction or nest_kernel takes e->pending_fill), which saves
+ * the fill's pass over memory and the cells' reads. */
+static bool next_takes_fill(E *e, const IrFunc *f, int i, const Stmt *fill) {
+  while (++i < f->body.len && ((const Stmt *)f->body.items[i])->kind == S_COMMENT) {}
+  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP || ir_stmt_dynamic(e->m, f->body.items[i]))
+    return false;
+  Nest x;
+  return nest_shape(e, f->body.items[i], &x) && x.reg &&
+         (cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill) || reg_takes_fill(e, x.chain, x.n, x.par, x.reg, fill));
+}
+
 static void plan_func(E *e, int fi) {
   const IrFunc *f = VEC_AT(e->m->funcs, IrFunc, fi);
   PtrVec *steps = &e->p->steps[fi];
   for (int i = 0; i < f->body.len; i++) {
     const Stmt *s = f->body.items[i];
+    if (s->kind == S_COMMENT) {
+      cr_stmt(&e->r, s, 0);
+      continue;
+    }
     int before = e->p->kernels.len;
     switch (s->kind) {
-    case S_COMMENT: cr_stmt(&e->r, s, 0); continue;
     case S_CALL:
       for (int k = 0; k < s->ncalls; k++) {
         CudaStep *cs = ANEW(e->a, CudaStep);
@@ -490,14 +592,26 @@ static void plan_func(E *e, int fi) {
         vec_push(e->a, steps, cs);
       }
       continue;
-    case S_FILL: fill_kernel(e, f, s); break;
-    default: nest_kernel(e, f, s); break;
+    case S_FILL:
+      if (s->value == 0 && !cu_buf(e, s->buf)->dsize && next_takes_fill(e, f, i, s)) {
+        e->pending_fill = s;
+        continue;
+      }
+      fill_kernel(e, f, s);
+      break;
+    default:
+      nest_kernel(e, f, s);
+      if (e->pending_fill) { /* not taken after all: the fill is launched first */
+        int nest_end = e->p->kernels.len;
+        fill_kernel(e, f, e->pending_fill);
+        e->pending_fill = NULL;
+        push_kernels(e, steps, nest_end, e->p->kernels.len);
+        push_kernels(e, steps, before, nest_end);
+        continue;
+      }
+      break;
     }
-    for (int k = before; k < e->p->kernels.len; k++) {
-      CudaStep *ks = ANEW(e->a, CudaStep);
-      ks->index = k;
-      vec_push(e->a, steps, ks);
-    }
+    push_kernels(e, steps, before, e->p->kernels.len);
   }
 }
 
@@ -505,10 +619,12 @@ static const char *prelude =
     "/* Generated by tdslc --backend=cuda: one kernel per loop nest or fill. */\n"
     "#ifndef TDSL_EMULATE\n"
     "#define TDSL_KERNEL extern \"C\" __global__ void __launch_bounds__(256)\n"
+    "#define TDSL_KERNEL_MB(n) extern \"C\" __global__ void __launch_bounds__(256, n)\n"
     "#define TDSL_DEV static __device__ __forceinline__\n"
     "#define TDSL_NAN __int_as_float(0x7fc00000)\n"
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
     "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
+    "#define TDSL_ALIGN16 __align__(16)\n"
     "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
@@ -555,40 +671,26 @@ static const char *tf32_prelude =
     "}\n"
     "#endif\n";
 
-/* cp.async (sm_80+): a 4- or 8-byte copy from global to shared memory that reads
- * src_bytes (0: fills zeros), grouped by commit, awaited by wait_group. */
-static const char *async_prelude =
-    "#ifndef TDSL_EMULATE\n"
-    "TDSL_DEV void tdsl_cp_async4(void *dst, const void *src, int src_bytes) {\n"
-    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
-    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
-    "}\n"
-    "TDSL_DEV void tdsl_cp_async8(void *dst, const void *src, int src_bytes) {\n"
-    "  unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
-    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes));\n"
-    "}\n"
-    "#define TDSL_CP_COMMIT() asm volatile(\"cp.async.commit_group;\")\n"
-    "#define TDSL_CP_WAIT1() asm volatile(\"cp.async.wait_group 1;\")\n"
-    "#endif\n";
-
-CudaPlan *cuda_plan(Arena *a, const IrModule *m, const CudaPlanOpts *opts) {
+CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);
   p->steps = ANEWN(a, PtrVec, m->funcs.len + 1);
   char *txt = NULL;
   size_t len = 0;
-  E e = {.a = a, .m = m, .p = p, .o = open_memstream(&txt, &len)};
+  E e = {.a = a, .m = m, .mm = m, .p = p, .o = open_memstream(&txt, &len)};
   e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .dim = "dim", .stmt = acc_hook, .user = &e};
   e.tf32 = opts->tf32;
-  e.async = opts->sm >= 80;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   e.dim = ANEWN(a, bool, m->dims.len + 1);
+  e.txt = &txt;
+  e.len = &len;
+  e.body_at = (size_t)-1;
   fputs(prelude, e.o);
   fputs(cr_helpers, e.o);
   if (e.tf32) fputs(tf32_prelude, e.o);
-  if (e.async) fputs(async_prelude, e.o);
   fputc('\n', e.o);
   for (int i = 0; i < m->funcs.len; i++) plan_func(&e, i);
+  cu_fuse_routines(&e);
   fclose(e.o);
   p->src = arena_strdup(a, txt);
   free(txt);

@@ -12,6 +12,7 @@ typedef struct E {
   CRender r;  /* renders into o */
   Arena *a;
   const IrModule *m;
+  IrModule *mm;       /* the same, to clear the seq of fused routines */
   FILE *o;
   CudaPlan *p;
   char *arg;  /* per kernel: per buffer 0, 'b' or 'w' */
@@ -21,7 +22,10 @@ typedef struct E {
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */
   bool tf32;          /* fp32 contractions on TF32 tensor cores */
-  bool async;         /* contraction tiles staged by cp.async, double buffered (sm_80+) */
+  const Stmt *pending_fill; /* a fill of 0 not yet planned: the next nest may take it */
+  char **txt;         /* the memstream behind o, and its length */
+  size_t *len;
+  size_t body_at;     /* where the current one-thread-per-point kernel's body begins */
 } E;
 
 static inline const IrBuf *cu_buf(const E *e, int b) { return VEC_AT(e->m->bufs, IrBuf, b); }
@@ -53,9 +57,23 @@ void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt
 /* The shared C rendering, with the to_acc store into the local acc. */
 void cu_stmts(E *e, const PtrVec *body, int ind);
 
+/* cuda_fuse.c: each routine whose kernels are all small, one thread per point, becomes
+ * one single-block kernel (one launch instead of one per nest). */
+void cu_fuse_routines(E *e);
+
+/* The destination's cells over the chain loops in_cell are exactly its buffer's, each
+ * once: sorted by coefficient, each loop's coefficient is the extent below it. */
+bool cu_covers(const E *e, const Stmt **chain, int n, const bool *in_cell, const Access *dst);
+/* Every load moves by 0 or 1 cell along var, and some load moves: 1; none moves: 0;
+ * a load strides: -1. */
+int cu_loads_along(const IrExpr *x, int var);
+
 /* cuda_tile.c. Each returns false, emitting nothing, when the nest is not of its kind.
  * st is the nest's register store (its cell depends on the PAR loops alone). */
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st);
+/* Whether cu_contraction would start the cells of st's destination from 0 in place of
+ * the fill before it (it writes every cell and reads none). */
+bool cu_contraction_takes(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const Stmt *fill);
 bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
                         long points, long red);
 

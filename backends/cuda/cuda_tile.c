@@ -8,9 +8,19 @@
  * work. A block of 256 threads computes a BM x BN tile of one batch entry: per step of BK
  * reduced points it stages A and B tiles in shared memory (out-of-range cells as 0, read
  * with 128-bit loads when aligned), then each thread updates its TM x TN register tile.
- * Each cell starts from its current value and adds the products in the CPU's order (K
- * linearized in loop order, the tail step shortened rather than padded), so the result
+ * The next step's tiles are loaded into registers while this step's products run and
+ * stored into the other of two shared buffers after them (one barrier per step); a
+ * thread's cells are 4 neighbouring rows (columns) at a time, read by 128-bit shared
+ * loads. Blocks walk the tiles in groups of 8 rows of tiles, for L2 reuse.
+ * Each cell starts from its current value (or from 0 when the fill of 0 before the nest
+ * is taken: the contraction writes every cell) and adds the products in the CPU's order
+ * (K linearized in loop order, the tail step shortened rather than padded), so the result
  * is the CPU backend's up to contraction of a*b+c into fma.
+ *
+ * Padding. A store under padding guards (a zero-padded convolution) is a contraction
+ * too when each guard reads the loops of one operand's staging (batch, K and M, or N):
+ * out of range, the staged value is 0, as the CPU kernels pack it (so a padded cell
+ * times an infinite weight is NaN, as in PyTorch's zero padding).
  *
  * Reductions. A long reduction whose points are many enough to fill the GPU (but not so
  * many short ones that a thread per point does), read contiguously along the reduced
@@ -31,6 +41,7 @@
 #include "cuda_kern.h"
 
 enum { R_BATCH, R_M, R_N, R_K, R_NONE };
+enum { TILE_MIN_CELLS = 1024, TILE_MIN_CELLS_K = 256 };
 
 typedef struct Ct {
   const Stmt **chain;
@@ -43,6 +54,9 @@ typedef struct Ct {
   bool a_kfast;       /* a's contiguous axis is K (else M) */
   bool b_nfast;       /* b's contiguous axis is N (else K) */
   long splits, kc;    /* split-K: splits blocks per tile, each over kc reduced points */
+  const Stmt *guard;  /* the padding guards around the store (S_IF), or NULL */
+  bool fresh;         /* the cells start from 0 (the fill before was taken), not read */
+  char gside[32];     /* per guard: 'A' or 'B', the operand whose staging tests it */
 } Ct;
 
 static long coef_of(const Aff *f, int var) {
@@ -85,11 +99,36 @@ static bool vec4_ok(const E *e, const Access *x, int var, long ext) {
   return true;
 }
 
+/* A padding guard is tested where an operand's cell is staged: out of range, the
+ * staged value is 0 (zero padding, as the CPU kernels pack it). So each guard may read
+ * only the loops that one operand's staging knows: batch, K and M (for A) or N (for B). */
+static bool guard_sides(Ct *c) {
+  if (c->guard->nguards > (int)sizeof c->gside) return false;
+  for (int g = 0; g < c->guard->nguards; g++) {
+    const Guard *gd = &c->guard->guards[g];
+    bool m = false, nn = false;
+    if (gd->dext) return false;
+    for (int t = 0; t < gd->aff.n; t++)
+      for (int i = 0; i < c->n; i++)
+        if (c->chain[i]->var == gd->aff.t[t].var) {
+          if (c->role[i] == R_NONE) return false;
+          m |= c->role[i] == R_M;
+          nn |= c->role[i] == R_N;
+        }
+    if (m && nn) return false;
+    c->gside[g] = nn ? 'B' : 'A';
+  }
+  return true;
+}
+
 static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, const Stmt *st) {
   const IrExpr *v = st->val;
   if (st->accum != OP_ADD || v->kind != X_OP || v->op != OP_MUL || v->a[0]->kind != X_LOAD || v->a[1]->kind != X_LOAD)
     return false;
-  if (chain[n - 1]->body.len != 1 || chain[n - 1]->body.items[0] != st) return false;
+  if (chain[n - 1]->body.len != 1) return false;
+  const Stmt *body = chain[n - 1]->body.items[0];
+  if (body->kind == S_IF && body->body.len == 1 && body->body.items[0] == st) c->guard = body;
+  else if (body != st) return false;
   c->chain = chain;
   c->n = n;
   c->a = &v->a[0]->acc;
@@ -115,26 +154,39 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
     c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
     c->ext[c->role[i]] *= chain[i]->ext;
   }
+  if (c->guard && !guard_sides(c)) return false;
+  /* Fewer cells than one small tile over a short reduction: a thread per cell does it,
+   * and leaves the nest to a fused routine (cuda_fuse.c). */
+  if (c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] < TILE_MIN_CELLS && c->ext[R_K] < TILE_MIN_CELLS_K) return false;
   return c->ext[R_M] >= 16 && c->ext[R_N] >= 16 && c->ext[R_K] >= 8;
 }
 
-/* Tile shape: 128 x 128 (8 x 8 per thread) for large products, else 64 x 64 (4 x 4). */
+/* Tile shape. 128 x 128 tiles (8 x 8 cells per thread) when they still give every SM of
+ * a large GPU two blocks, or when the reduction is long enough for split-K to make the
+ * blocks; else 64 x 64 (4 x 4): a 1024^3 product has 64 big tiles but 256 small ones.
+ * BK reduced points per step: 8 for big tiles (registers), 16 for small (a multiple of
+ * the mma's k8). */
+enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
+
 static void shape(E *e, Ct *c) {
-  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256;
+  long big_blocks = c->ext[R_BATCH] * ((c->ext[R_M] + 127) / 128) * ((c->ext[R_N] + 127) / 128);
+  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256 &&
+             (big_blocks >= BIG_TILE_MIN_BLOCKS || c->ext[R_K] >= BIG_TILE_SPLIT_K);
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
-  c->bk = big ? 8 : 16; /* a multiple of the mma's k8 */
+  c->bk = big && !(e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32) ? 8 : 16;
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
   c->a_kfast = labs(coef_of(&c->a->flat, km)) <= labs(coef_of(&c->a->flat, mm)) || !coef_of(&c->a->flat, mm);
   c->b_nfast = labs(coef_of(&c->b->flat, nn)) <= labs(coef_of(&c->b->flat, km)) || !coef_of(&c->b->flat, km);
   /* Only when one role's loop is the whole contiguous run (a single loop of that role). */
-  int nk = 0, nnl = 0;
+  int nk = 0, nm = 0, nnl = 0;
   for (int i = 0; i < c->n; i++) {
     nk += c->role[i] == R_K;
+    nm += c->role[i] == R_M;
     nnl += c->role[i] == R_N;
   }
-  c->vec_a = c->a_kfast && nk == 1 && vec4_ok(e, c->a, km, c->ext[R_K]);
-  c->vec_b = c->b_nfast && nnl == 1 && vec4_ok(e, c->b, nn, c->ext[R_N]);
+  c->vec_a = c->a_kfast ? nk == 1 && vec4_ok(e, c->a, km, c->ext[R_K]) : nm == 1 && vec4_ok(e, c->a, mm, c->ext[R_M]);
+  c->vec_b = c->b_nfast ? nnl == 1 && vec4_ok(e, c->b, nn, c->ext[R_N]) : nk == 1 && vec4_ok(e, c->b, km, c->ext[R_K]);
 }
 
 /* Declares the loop variables of a role from the linear index expression lin. */
@@ -145,79 +197,91 @@ static void decomp(E *e, const Ct *c, int role, const char *lin, int ind) {
   cu_decompose(e, c->chain, c->n, c->role, role, arena_printf(e->a, "q%d", role), ind);
 }
 
-/* Stages one operand tile: x[rows of role ro][K] into S[BK][BR (+pad)], as T. */
-/* Stages one operand tile with cp.async into S[buf] from the reduced points at kb on:
- * each element its own 4- or 8-byte copy, zeros where out of range (the source then is
- * the buffer's start, read for 0 bytes). */
-static void stage_async(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, const char *T, const char *buf,
-                        const char *kb, int ind) {
-  FILE *o = e->o;
-  int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
-  const char *I = e->r.idx32 ? "int" : "long", *r0 = ro == R_M ? "m0" : "n0";
-  cu_indent(e, ind);
-  fprintf(o, "for (int el = threadIdx.x; el < %d; el += 256) {\n", br * bk);
-  cu_indent(e, ind + 1);
-  if (kfast) fprintf(o, "int rr = el / %d, kk = el %% %d;\n", bk, bk);
-  else fprintf(o, "int kk = el / %d, rr = el %% %d;\n", br, br);
-  cu_indent(e, ind + 1);
-  fprintf(o, "%s r = %s + rr, k = %s + kk;\n", I, r0, kb);
-  cu_indent(e, ind + 1);
-  fprintf(o, "const %s *src = b%d;\n", T, x->buf);
-  cu_indent(e, ind + 1);
-  fprintf(o, "int ok = r < %ld && k < %ld;\n", c->ext[ro], c->ext[R_K]);
-  cu_indent(e, ind + 1);
-  fputs("if (ok) {\n", o);
-  decomp(e, c, ro, "r", ind + 2);
-  decomp(e, c, R_K, "k", ind + 2);
-  cu_indent(e, ind + 2);
-  fputs("src = &", o);
-  cr_access(&e->r, x);
-  fputs(";\n", o);
-  cu_indent(e, ind + 1);
-  fputs("}\n", o);
-  int sz = T[0] == 'd' ? 8 : 4;
-  cu_indent(e, ind + 1);
-  fprintf(o, "tdsl_cp_async%d(&%c[%s][kk][rr], src, ok ? %d : 0);\n", sz, S, buf, sz);
-  cu_indent(e, ind);
-  fputs("}\n", o);
+/* Staging of one operand tile x[rows of role ro][BK] into S[buf][BK][rows] by way of
+ * registers: the loads of the next step's tile are issued before this step's products
+ * (their latency hides behind the FMAs), the stores to the other buffer after. Thread
+ * threadIdx.x + 256 u holds element el of the tile: along K first when x is contiguous
+ * along K (kfast), else along the rows; with vec, 4 neighbours as one float4. */
+typedef struct Stage {
+  const Access *x;
+  char S;         /* 'A' or 'B' */
+  int ro;         /* R_M or R_N */
+  int rows;       /* of the tile */
+  bool kfast, vec;
+  int units;      /* loads per thread */
+} Stage;
+
+static Stage stage_of(const Ct *c, const Access *x, char S, int ro, bool kfast, bool vec) {
+  Stage s = {x, S, ro, ro == R_M ? c->bm : c->bn, kfast, vec, 0};
+  s.units = s.rows * c->bk / CUDA_BLOCK / (vec ? 4 : 1);
+  return s;
 }
 
-static void stage(E *e, const Ct *c, const Access *x, char S, int ro, bool kfast, bool vec, const char *T) {
-  FILE *o = e->o;
-  int br = ro == R_M ? c->bm : c->bn, bk = c->bk;
-  const char *I = e->r.idx32 ? "int" : "long", *r0 = ro == R_M ? "m0" : "n0";
-  long rows = c->ext[ro], K = c->ext[R_K];
-  int w = vec ? 4 : 1;
-  fprintf(o, "    for (int el = threadIdx.x; el < %d; el += 256) {\n", br * bk / w);
-  if (kfast) fprintf(o, "      int rr = el / %d, kk = el %% %d * %d;\n", bk / w, bk / w, w);
-  else fprintf(o, "      int kk = el / %d, rr = el %% %d * %d;\n", br / w, br / w, w);
-  fprintf(o, "      %s r = %s + rr, k = k0 + kk;\n", I, r0);
-  if (vec) {
-    fprintf(o, "      float4 v = {0, 0, 0, 0};\n      if (r < %ld && k < %ld) {\n", rows, K);
-    decomp(e, c, ro, "r", 4);
-    decomp(e, c, R_K, "k", 4);
-    fprintf(o, "        v = *(const float4 *)&");
-    cr_access(&e->r, x);
-    fputs(";\n      }\n", o);
-    if (kfast)
-      fprintf(o, "      %c[kk][rr] = v.x; %c[kk + 1][rr] = v.y; %c[kk + 2][rr] = v.z; %c[kk + 3][rr] = v.w;\n", S, S, S, S);
-    else fprintf(o, "      %c[kk][rr] = v.x; %c[kk][rr + 1] = v.y; %c[kk][rr + 2] = v.z; %c[kk][rr + 3] = v.w;\n", S, S, S, S);
-  } else {
-    fprintf(o, "      %s v = 0;\n      if (r < %ld && k < %ld) {\n", T, rows, K);
-    decomp(e, c, ro, "r", 4);
-    decomp(e, c, R_K, "k", 4);
-    fprintf(o, "        v = (%s)", T);
-    cr_access(&e->r, x);
-    fprintf(o, ";\n      }\n      %c[kk][rr] = v;\n", S);
+/* rr (row in the tile) and kk (reduced point in the step) of element u of this thread. */
+static void stage_el(E *e, const Ct *c, const Stage *s, int ind) {
+  int w = s->vec ? 4 : 1;
+  cu_indent(e, ind);
+  if (s->kfast)
+    fprintf(e->o, "int el = threadIdx.x + %d * u, rr = el / %d, kk = el %% %d * %d;\n", CUDA_BLOCK, c->bk / w, c->bk / w, w);
+  else fprintf(e->o, "int el = threadIdx.x + %d * u, kk = el / %d, rr = el %% %d * %d;\n", CUDA_BLOCK, s->rows / w, s->rows / w, w);
+}
+
+/* "if (the guards of side S hold) " before the staged load, or nothing. */
+static void stage_guard(E *e, const Ct *c, char S) {
+  bool any = false;
+  for (int g = 0; c->guard && g < c->guard->nguards; g++) {
+    if (c->gside[g] != S) continue;
+    const Guard *gd = &c->guard->guards[g];
+    fputs(any ? " && " : "        if (", e->o);
+    any = true;
+    fputc('(', e->o);
+    cr_aff(&e->r, &gd->aff);
+    fputs(") >= 0 && (", e->o);
+    cr_aff(&e->r, &gd->aff);
+    fprintf(e->o, ") < %ld", gd->ext);
   }
+  if (any) fputs(")\n  ", e->o);
+}
+
+static void stage_load(E *e, const Ct *c, const Stage *s, const char *T, const char *kb) {
+  FILE *o = e->o;
+  const char *I = e->r.idx32 ? "int" : "long", *r0 = s->ro == R_M ? "m0" : "n0";
+  fprintf(o, "    for (int u = 0; u < %d; u++) {\n", s->units);
+  stage_el(e, c, s, 3);
+  fprintf(o, "      %s r = %s + rr, k = %s + kk;\n", I, r0, kb);
+  if (s->vec) fprintf(o, "      float4 v = {0, 0, 0, 0};\n");
+  else fprintf(o, "      %s v = 0;\n", T);
+  fprintf(o, "      if (r < %ld && k < %ld) {\n", c->ext[s->ro], c->ext[R_K]);
+  decomp(e, c, s->ro, "r", 4);
+  decomp(e, c, R_K, "k", 4);
+  stage_guard(e, c, s->S);
+  if (s->vec) fputs("        v = *(const float4 *)&", o);
+  else fprintf(o, "        v = (%s)", T);
+  cr_access(&e->r, s->x);
+  fprintf(o, ";\n      }\n      r%c[u] = v;\n    }\n", s->S);
+}
+
+static void stage_store(E *e, const Ct *c, const Stage *s, const char *buf) {
+  FILE *o = e->o;
+  char S = s->S;
+  fprintf(o, "    for (int u = 0; u < %d; u++) {\n", s->units);
+  stage_el(e, c, s, 3);
+  if (!s->vec) fprintf(o, "      %c[%s][kk][rr] = r%c[u];\n", S, buf, S);
+  else if (s->kfast)
+    fprintf(o, "      %c[%s][kk][rr] = r%c[u].x; %c[%s][kk + 1][rr] = r%c[u].y; %c[%s][kk + 2][rr] = r%c[u].z; "
+               "%c[%s][kk + 3][rr] = r%c[u].w;\n",
+            S, buf, S, S, buf, S, S, buf, S, S, buf, S);
+  else fprintf(o, "      *(float4 *)&%c[%s][kk][rr] = r%c[u];\n", S, buf, S);
   fputs("    }\n", o);
 }
 
 /* The thread's register tile is acc[q], q < TM * TN. With FMAs, q = i * TN + j is the
- * cell (ty + 16 i, tx + 16 j) of the block's tile. With TF32 mma, the 8 warps form a
- * 2 x 4 grid of BM/2 x BN/4 warp tiles of m16n8 fragments; q = (mi * NI + ni) * 4 + r is
- * element r of fragment (mi, ni) in the accumulator layout of mma.m16n8k8: row
- * g + 8 (r / 2), column 2 tig + r % 2 (g = lane / 4, tig = lane % 4). */
+ * cell (row(i), col(j)) of the block's tile, row(i) = i / 4 * 64 + 4 ty + i % 4 (col
+ * likewise with tx): 4 neighbouring rows (columns) are one 128-bit shared-memory read.
+ * With TF32 mma, the 8 warps form a 2 x 4 grid of BM/2 x BN/4 warp tiles of m16n8
+ * fragments; q = (mi * NI + ni) * 4 + r is element r of fragment (mi, ni) in the
+ * accumulator layout of mma.m16n8k8: row g + 8 (r / 2), column 2 tig + r % 2 (g = lane /
+ * 4, tig = lane % 4). */
 static void cell_open(E *e, const Ct *c, bool mma) {
   const char *I = e->r.idx32 ? "int" : "long";
   fprintf(e->o, "  for (int q = 0; q < %d; q++) {\n", c->tm * c->tn);
@@ -225,27 +289,60 @@ static void cell_open(E *e, const Ct *c, bool mma) {
     int ni = c->bn / 4 / 8;
     fprintf(e->o, "    %s m = m0 + wm * %d + q / %d * 16 + g + q %% 4 / 2 * 8, n = n0 + wn * %d + q / 4 %% %d * 8 + tig * 2 + q %% 2;\n",
             I, c->bm / 2, ni * 4, c->bn / 4, ni);
-  } else fprintf(e->o, "    %s m = m0 + ty + 16 * (q / %d), n = n0 + tx + 16 * (q %% %d);\n", I, c->tn, c->tn);
+  } else
+    fprintf(e->o, "    %s m = m0 + q / %d / 4 * 64 + ty * 4 + q / %d %% 4, n = n0 + q %% %d / 4 * 64 + tx * 4 + q %% 4;\n", I,
+            c->tn, c->tn, c->tn);
   fprintf(e->o, "    if (m < %ld && n < %ld) {\n", c->ext[R_M], c->ext[R_N]);
   decomp(e, c, R_M, "m", 3);
   decomp(e, c, R_N, "n", 3);
 }
 
-/* One step of BK reduced points from the staged tiles: FMAs in K order, or TF32 mma by
- * k8 slices (the tail slice reads the tiles' zero padding). */
+/* The products of reduced point kk from the staged tiles, FMAs in K order; f32 operands
+ * are read 4 neighbours at a time (128-bit shared-memory loads). */
+static void fma_point(E *e, const Ct *c, const char *T, const char *A, const char *B, int ind) {
+  FILE *o = e->o;
+  cu_indent(e, ind);
+  fprintf(o, "%s a[%d], b[%d];\n", T, c->tm, c->tn);
+  if (T[0] == 'f') {
+    for (int x = 0; x < 2; x++) {
+      cu_indent(e, ind);
+      fprintf(o, "for (int i = 0; i < %d; i++) {\n", (x ? c->tn : c->tm) / 4);
+      cu_indent(e, ind + 1);
+      fprintf(o, "float4 v = *(const float4 *)&%s[kk][i * 64 + %s * 4];\n", x ? B : A, x ? "tx" : "ty");
+      cu_indent(e, ind + 1);
+      fprintf(o, "%c[4 * i] = v.x; %c[4 * i + 1] = v.y; %c[4 * i + 2] = v.z; %c[4 * i + 3] = v.w;\n", "ab"[x], "ab"[x],
+              "ab"[x], "ab"[x]);
+      cu_indent(e, ind);
+      fputs("}\n", o);
+    }
+  } else {
+    cu_indent(e, ind);
+    fprintf(o, "for (int i = 0; i < %d; i++) a[i] = %s[kk][i / 4 * 64 + ty * 4 + i %% 4];\n", c->tm, A);
+    cu_indent(e, ind);
+    fprintf(o, "for (int j = 0; j < %d; j++) b[j] = %s[kk][j / 4 * 64 + tx * 4 + j %% 4];\n", c->tn, B);
+  }
+  cu_indent(e, ind);
+  fprintf(o, "for (int i = 0; i < %d; i++)\n", c->tm);
+  cu_indent(e, ind + 1);
+  fprintf(o, "for (int j = 0; j < %d; j++) acc[i * %d + j] = acc[i * %d + j] + a[i] * b[j];\n", c->tn, c->tn, c->tn);
+}
+
+/* One step of BK reduced points from the staged tiles: FMAs in K order (a full step fully
+ * unrolled, the tail step kn < BK in a loop), or TF32 mma by k8 slices (the tail slice
+ * reads the tiles' zero padding). */
 static void compute_step(E *e, const Ct *c, bool mma, const char *T, const char *A, const char *B) {
   FILE *o = e->o;
   if (!mma) {
-    fprintf(o, "    for (int kk = 0; kk < kn; kk++) {\n      %s a[%d], b[%d];\n", T, c->tm, c->tn);
-    fprintf(o, "      for (int i = 0; i < %d; i++) a[i] = %s[kk][ty + 16 * i];\n", c->tm, A);
-    fprintf(o, "      for (int j = 0; j < %d; j++) b[j] = %s[kk][tx + 16 * j];\n", c->tn, B);
-    fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) acc[i * %d + j] = acc[i * %d + j] + a[i] * b[j];\n",
-            c->tm, c->tn, c->tn, c->tn);
-    fputs("    }\n", o);
+    fprintf(o, "    if (kn == %d) {\n#pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n", c->bk, c->bk);
+    fma_point(e, c, T, A, B, 4);
+    fputs("      }\n    } else {\n      for (int kk = 0; kk < kn; kk++) {\n", o);
+    fma_point(e, c, T, A, B, 4);
+    fputs("      }\n    }\n", o);
     return;
   }
   int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
-  fprintf(o, "    for (int kk = 0; kk < kn; kk += 8) {\n      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
+  fprintf(o, "#pragma unroll\n    for (int kk = 0; kk < %d; kk += 8) {\n      if (kk >= kn) break;\n", c->bk);
+  fprintf(o, "      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
   fprintf(o, "      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n", mi, c->bm / 2);
   fprintf(o, "        af[i][0] = tdsl_tf32(%s[kk + tig][r]);\n        af[i][1] = tdsl_tf32(%s[kk + tig][r + 8]);\n"
              "        af[i][2] = tdsl_tf32(%s[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(%s[kk + tig + 4][r + 8]);\n      }\n",
@@ -272,11 +369,24 @@ static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *
   decomp(e, c, R_M, "m", 1);
   decomp(e, c, R_N, "n", 1);
   fprintf(o, "  %s v = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
-  cr_access(&e->r, &st->dst);
+  if (c->fresh) fputc('0', o);
+  else cr_access(&e->r, &st->dst);
   fprintf(o, ";\n  for (long s = 0; s < %ldL; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ", c->splits, B, M, N);
   cr_access(&e->r, &st->dst);
   fputs(" = v;\n", o);
   cu_kernel_tail(e, k);
+}
+
+/* Which tile a block computes. Consecutive blocks walk the N tiles of a group of up to 8
+ * M tiles (column-major within the group), so the blocks resident together share A's
+ * rows and B's columns in L2. */
+static void tile_index(E *e, const Ct *c, long nbm, long nbn) {
+  const char *I = e->r.idx32 ? "int" : "long";
+  FILE *o = e->o;
+  fprintf(o, "  %s bt = bl / %ld, tl = bl %% %ld;\n", I, nbm * nbn, nbm * nbn);
+  fprintf(o, "  %s gm = tl / %ld * 8, gs = %ld - gm < 8 ? %ld - gm : 8;\n", I, 8 * nbn, nbm, nbm);
+  fprintf(o, "  %s m0 = (gm + tl %% %ld %% gs) * %d, n0 = tl %% %ld / gs * %d;\n", I, 8 * nbn, c->bm, 8 * nbn, c->bn);
+  fputs("  bl = bt;\n", o);
 }
 
 static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
@@ -290,51 +400,54 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   CudaKernel *k = cu_finish_kernel(e, split);
   k->coop = true;
   k->threads = c->ext[R_BATCH] * nbm * nbn * c->splits * CUDA_BLOCK;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s", what, c->ext[R_M],
+  /* Two blocks per SM hide the shared-memory latency better than the registers a
+   * 128 x 128 fp32 tile could use beyond 128 per thread. */
+  if (f32 && c->bm == 128) k->min_blocks = 2;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s%s", what, c->ext[R_M],
                                     c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : "",
-                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : ""));
+                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : "",
+                                    c->fresh ? ", from 0 (fill taken)" : ""));
   const char *I = e->r.idx32 ? "int" : "long";
-  /* +1 pads the rows written along K, so consecutive threads hit distinct banks. */
-  const char *nbuf = e->async ? "[2]" : "";
-  fprintf(o, "  __shared__ %s A%s[%d][%d];\n  __shared__ %s B%s[%d][%d];\n", T, nbuf, c->bk, c->bm + (c->a_kfast ? 1 : 0), T,
-          nbuf, c->bk, c->bn + (c->b_nfast ? 0 : 1));
+  /* Two buffers of each tile. Rows of BM + 4 (BN + 8) keep 128-bit reads aligned and
+   * the mma fragment reads of a warp on 32 distinct banks. */
+  fprintf(o, "  __shared__ TDSL_ALIGN16 %s A[2][%d][%d];\n  __shared__ TDSL_ALIGN16 %s B[2][%d][%d];\n", T, c->bk, c->bm + 4, T,
+          c->bk, c->bn + 8);
   if (mma)
     fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
   else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
   fprintf(o, "  %s bl = blockIdx.x;\n", I);
-  /* This block's reduced points: [k0, kend); a split's kc is a multiple of BK. */
+  /* This block's reduced points: [kbeg, kend); a split's kc is a multiple of BK. */
   if (split)
     fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
             c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
   else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
-  fprintf(o, "  %s n0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s m0 = bl %% %ld * %d;\n  bl /= %ld;\n  %s bt = bl;\n", I, nbn, c->bn,
-          nbn, I, nbm, c->bm, nbm, I);
+  tile_index(e, c, nbm, nbn);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
-  if (split) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
+  if (split || c->fresh) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
   else {
     cell_open(e, c, mma);
     fputs("      acc[q] = ", o);
     cr_access(&e->r, &st->dst);
     fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
   }
-  if (e->async) {
-    /* The next tile's copies are in flight while this one is multiplied. */
-    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "0", "kbeg", 1);
-    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "0", "kbeg", 1);
-    fprintf(o, "  TDSL_CP_COMMIT();\n  int buf = 0;\n  for (%s k0 = kbeg; k0 < kend; k0 += %d, buf ^= 1) {\n", I, c->bk);
-    fprintf(o, "    if (k0 + %d < kend) {\n      %s k1 = k0 + %d;\n", c->bk, I, c->bk);
-    stage_async(e, c, c->a, 'A', R_M, c->a_kfast, T, "buf ^ 1", "k1", 3);
-    stage_async(e, c, c->b, 'B', R_N, !c->b_nfast, T, "buf ^ 1", "k1", 3);
-    fputs("    }\n    TDSL_CP_COMMIT();\n    TDSL_CP_WAIT1();\n", o);
-  } else {
-    fprintf(o, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", I, c->bk);
-    stage(e, c, c->a, 'A', R_M, c->a_kfast, c->vec_a, T);
-    stage(e, c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, T);
-  }
-  fprintf(o, "    __syncthreads();\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
-  compute_step(e, c, mma, T, e->async ? "A[buf]" : "A", e->async ? "B[buf]" : "B");
-  fputs("    __syncthreads();\n  }\n", o);
+  Stage sa = stage_of(c, c->a, 'A', R_M, c->a_kfast, c->vec_a), sb = stage_of(c, c->b, 'B', R_N, !c->b_nfast, c->vec_b);
+  fprintf(o, "  %s rA[%d];\n  %s rB[%d];\n  int buf = 0;\n  {\n    %s k0 = kbeg;\n", sa.vec ? "float4" : T, sa.units,
+          sb.vec ? "float4" : T, sb.units, I);
+  stage_load(e, c, &sa, T, "k0");
+  stage_load(e, c, &sb, T, "k0");
+  stage_store(e, c, &sa, "0");
+  stage_store(e, c, &sb, "0");
+  fprintf(o, "  }\n  __syncthreads();\n  for (%s k0 = kbeg; k0 < kend; k0 += %d, buf ^= 1) {\n", I, c->bk);
+  fprintf(o, "    int more = k0 + %d < kend;\n    if (more) {\n      %s k1 = k0 + %d;\n", c->bk, I, c->bk);
+  stage_load(e, c, &sa, T, "k1");
+  stage_load(e, c, &sb, T, "k1");
+  fprintf(o, "    }\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
+  compute_step(e, c, mma, T, "A[buf]", "B[buf]");
+  fputs("    if (more) {\n", o);
+  stage_store(e, c, &sa, "buf ^ 1");
+  stage_store(e, c, &sb, "buf ^ 1");
+  fputs("    }\n    __syncthreads();\n  }\n", o);
   cell_open(e, c, mma);
   if (split)
     fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n    }\n  }\n", c->ext[R_BATCH], c->ext[R_M],
@@ -372,12 +485,33 @@ static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   if (bytes > e->scratch) e->scratch = bytes;
 }
 
+static bool covers_buffer(const E *e, const Ct *c, const Access *dst) {
+  bool in_cell[64];
+  for (int i = 0; i < c->n; i++) in_cell[i] = c->role[i] != R_K && c->role[i] != R_NONE;
+  return cu_covers(e, c->chain, c->n, in_cell, dst);
+}
+
+/* The fill of 0 is this contraction's destination, which it writes whole and does not
+ * read otherwise: the cells can start from 0 and the fill go. */
+static bool can_take(const E *e, const Ct *c, const Stmt *st, const Stmt *f) {
+  return f && f->buf == st->dst.buf && c->a->buf != f->buf && c->b->buf != f->buf && covers_buffer(e, c, &st->dst);
+}
+
+bool cu_contraction_takes(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const Stmt *fill) {
+  Ct c = {0};
+  return recognize(e, &c, chain, n, par, st) && can_take(e, &c, st, fill);
+}
+
 bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st) {
   Ct c = {0};
   if (!recognize(e, &c, chain, n, par, st)) return false;
   shape(e, &c);
   long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
   if (blocks > 0x7fffffffL) return false;
+  if (can_take(e, &c, st, e->pending_fill)) { /* planned by cu_contraction_takes */
+    c.fresh = true;
+    e->pending_fill = NULL;
+  }
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
   choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
   blocks *= c.splits;
@@ -393,7 +527,7 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
 
 /* Every load moves by 0 or 1 cell along var, and some load moves: the threads of a
  * block striding over var read neighbouring cells. -1 when a load strides. */
-static int loads_along(const IrExpr *x, int var) {
+int cu_loads_along(const IrExpr *x, int var) {
   if (x->kind == X_LOAD) {
     long c = labs(coef_of(&x->acc.flat, var));
     return c > 1 ? -1 : (int)c;
@@ -401,7 +535,7 @@ static int loads_along(const IrExpr *x, int var) {
   if (x->kind != X_OP) return 0;
   int any = 0;
   for (int i = 0; i < op_info[x->op].arity; i++) {
-    int r = loads_along(x->a[i], var);
+    int r = cu_loads_along(x->a[i], var);
     if (r < 0) return -1;
     any |= r;
   }
@@ -419,7 +553,7 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
     if (par[i] == SEQ) inner = chain[i]->var;
   if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
       (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
-      loads_along(st->val, inner) != 1)
+      cu_loads_along(st->val, inner) != 1)
     return false;
   FILE *o = e->o;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;

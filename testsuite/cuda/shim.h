@@ -25,11 +25,13 @@ static tdsl_dim3 blockIdx, threadIdx, blockDim, gridDim;
 typedef struct { float x, y, z, w; } float4;
 
 #define TDSL_KERNEL static void
+#define TDSL_KERNEL_MB(n) static void
 #define TDSL_DEV static inline __attribute__((unused))
 #define TDSL_NAN NAN
 #define TDSL_INF INFINITY
 #define __restrict__ restrict
 #define __shared__ static
+#define TDSL_ALIGN16 __attribute__((aligned(16)))
 #define __syncthreads() tdsl_emu_barrier(0)
 #define TDSL_SHFL_DOWN(v, d) tdsl_emu_shfl_down((v), (d))
 #define TDSL_EMU_ENTRY(name, call)                                          \
@@ -140,44 +142,6 @@ static __attribute__((unused)) void tdsl_mma_tf32(float *d, const unsigned *a, c
   for (int i = 0; i < 4; i++) d[i] = r[i];
 }
 
-/* cp.async: each thread's copies wait in its queue, tagged with the group that the
- * next commit closes; wait_group n completes the copies of all but the n most recent
- * committed groups. A kernel that reads shared memory before waiting reads stale data
- * here, as it may on a GPU. */
-enum { TDSL_EMU_CP_MAX = 64 };
-typedef struct tdsl_emu_cp { void *dst; const void *src; unsigned bytes, src_bytes, group; } tdsl_emu_cp;
-static struct {
-  tdsl_emu_cp q[TDSL_EMU_MAX_THREADS][TDSL_EMU_CP_MAX];
-  unsigned n[TDSL_EMU_MAX_THREADS], group[TDSL_EMU_MAX_THREADS];
-} tdsl_emu_cps;
-
-static void tdsl_emu_cp_async(void *dst, const void *src, unsigned bytes, int src_bytes) {
-  unsigned t = threadIdx.x;
-  if (tdsl_emu_cps.n[t] == TDSL_EMU_CP_MAX) abort();
-  tdsl_emu_cps.q[t][tdsl_emu_cps.n[t]++] = (tdsl_emu_cp){dst, src, bytes, (unsigned)src_bytes, tdsl_emu_cps.group[t]};
-}
-static __attribute__((unused)) void tdsl_cp_async4(void *dst, const void *src, int src_bytes) {
-  tdsl_emu_cp_async(dst, src, 4, src_bytes);
-}
-static __attribute__((unused)) void tdsl_cp_async8(void *dst, const void *src, int src_bytes) {
-  tdsl_emu_cp_async(dst, src, 8, src_bytes);
-}
-#define TDSL_CP_COMMIT() (tdsl_emu_cps.group[threadIdx.x]++)
-static __attribute__((unused)) void tdsl_emu_cp_wait(unsigned pending) {
-  unsigned t = threadIdx.x, keep = 0, done_below = tdsl_emu_cps.group[t] >= pending ? tdsl_emu_cps.group[t] - pending : 0;
-  for (unsigned i = 0; i < tdsl_emu_cps.n[t]; i++) {
-    tdsl_emu_cp *c = &tdsl_emu_cps.q[t][i];
-    if (c->group >= done_below) {
-      tdsl_emu_cps.q[t][keep++] = *c;
-      continue;
-    }
-    memcpy(c->dst, c->src, c->src_bytes);
-    memset((char *)c->dst + c->src_bytes, 0, c->bytes - c->src_bytes);
-  }
-  tdsl_emu_cps.n[t] = keep;
-}
-#define TDSL_CP_WAIT1() tdsl_emu_cp_wait(1)
-
 static void tdsl_emu_fiber(void) {
   unsigned t = threadIdx.x;
   tdsl_emu.run(tdsl_emu.params);
@@ -202,7 +166,6 @@ static void tdsl_emu_block(unsigned block) {
     makecontext(&tdsl_emu.ctx[t], tdsl_emu_fiber, 0);
     tdsl_emu.done[t] = 0;
     tdsl_emu.wait[t] = -1;
-    tdsl_emu_cps.n[t] = tdsl_emu_cps.group[t] = 0;
   }
   for (unsigned left = block; left;) {
     unsigned ran = 0;

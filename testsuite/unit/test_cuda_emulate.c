@@ -218,22 +218,117 @@ static void test_bmm(int B, int M, int K, int N) {
   gb_free(&b);
 }
 
-/* Before sm_80 the tiles are staged by plain loads (float4 where aligned), from sm_80 on
- * by cp.async into two buffers (the default target, sm_80, runs the other tests). */
+/* Tiles are staged through registers into two shared buffers: 128-bit global loads
+ * where the operand is contiguous and aligned (a row-major a is transposed on the way),
+ * scalar loads where it strides; the products read 4 neighbours per 128-bit shared load.
+ * Both targets (sm_70, and sm_80 which runs the other tests) stage the same way. */
 static void test_staging(void) {
   cu_sm = 70;
   test_matmul(264, 36, 260);
   test_bmm(3, 70, 45, 130);
+  cu_sm = 80;
   GB b;
   gb_init(&b);
   build_matmul(&b, 264, 36, 260);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
-  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 70})->src;
-  CHECK(strstr(src, "float4 v") != NULL && strstr(src, "cp_async") == NULL);
-  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
-  CHECK(strstr(src, "tdsl_cp_async4(&A[buf ^ 1]") != NULL && strstr(src, "TDSL_CP_WAIT1();") != NULL);
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK(strstr(src, "float4 rA[1];") != NULL && strstr(src, "float4 rB[1];") != NULL);
+  CHECK(strstr(src, "A[buf ^ 1][kk + 3][rr] = rA[u].w;") != NULL);
+  CHECK(strstr(src, "*(float4 *)&B[buf ^ 1][kk][rr] = rB[u];") != NULL);
+  CHECK(strstr(src, "*(const float4 *)&A[buf][kk][i * 64 + ty * 4]") != NULL);
   gb_free(&b);
-  cu_sm = 80;
+  gb_init(&b);
+  /* a[b,i,2k+1]: strided along K, staged by scalar loads; w[b,j,k] transposed. */
+  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){2, 64, 65});
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){2, 64, 32});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){2, 64, 64});
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){2, 64, 64, 32});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_ax(s, 1, 2, 1, 1, 2, 3);
+  gb_it(s, 2, 0, 0);
+  gb_it(s, 2, 1, 2);
+  gb_it(s, 2, 2, 3);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  b.ir = lower_graph(&b.a, &b.d, &b.g, false);
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK(strstr(src, "float rA[4];") != NULL && strstr(src, "float4 rB[1];") != NULL);
+  CHECK(strstr(src, "B[buf ^ 1][kk + 3][rr] = rB[u].w;") != NULL);
+  gb_free(&b);
+}
+
+/* A fill of 0 before a contraction that writes every cell of its destination goes: the
+ * cells start from 0. When the contraction writes only some cells (c[b] for b < 2 of 3),
+ * the fill stays and is launched first. */
+static void fill_taken(int cover_b) {
+  GB b;
+  gb_init(&b);
+  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){3, 20, 24});
+  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){3, 24, 18});
+  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){3, 20, 18});
+  a->init.kind = w->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){cover_b, 20, 18, 24});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_it(s, 1, 1, 1);
+  gb_it(s, 1, 2, 3);
+  gb_it(s, 2, 0, 0);
+  gb_it(s, 2, 1, 3);
+  gb_it(s, 2, 2, 2);
+  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK((strstr(src, "from 0 (fill taken)") != NULL) == (cover_b == 3));
+  CHECK((strstr(src, ": fill c") != NULL) == (cover_b != 3));
+  gb_free(&b);
+}
+
+static void test_fill_taken(void) {
+  fill_taken(3);
+  fill_taken(2);
+}
+
+/* Routines whose kernels are all small and one thread per point run as one kernel of one
+ * block (cuda_fuse.c), their buffers in shared memory when they fit (a 8x5x6 matmul's
+ * backprop), else in global memory (a 100x10x100 one's 56 KB); the numbers are the
+ * CPU's. A tiled contraction (70x20x70's gradients) keeps its routine launch by launch. */
+static void fused(int M, int K, int N, const char *want, bool fused) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, M, K, N);
+  Routine *r = gb_routine(&b, "seed");
+  UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
+  run_both(&b, 5, (const char *[]){"c.forward", "c.forward", "seed", "c.backprop", "c.backprop"});
+  const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
+  CHECK((strstr(src, want) != NULL) == fused);
+  if (M == 8) {
+    /* c.forward's nest takes the fill of c: its cells start from 0 in the register. */
+    CHECK(strstr(src, ": fill c") == NULL && strstr(src, "float acc = ((float)0") != NULL);
+    /* c.backprop: the two gradients read c.grad and write a.grad and b.grad: one phase,
+     * no barrier between their nests. */
+    const char *bp = strstr(src, "c.backprop: 2 nests in one block");
+    const char *k1 = bp ? strstr(bp, "  /* k") : NULL, *k2 = k1 ? strstr(k1 + 1, "  /* k") : NULL;
+    CHECK(k1 && k2);
+    if (k1 && k2) CHECK(memmem(k1, (size_t)(k2 - k1), "__syncthreads", 13) == NULL);
+  }
+  gb_free(&b);
+}
+
+static void test_fused_routines(void) {
+  fused(8, 5, 6, "c.backprop: 2 nests in one block, buffers in shared memory", true);
+  fused(100, 10, 100, "c.backprop: 2 nests in one block */", true);
+  fused(100, 10, 100, "buffers in shared memory", false);
+  fused(70, 20, 70, "nests in one block", false);
 }
 
 /* Split-K: a 40 x 24 product over 1100 reduced points is one tile: two blocks sum 560
@@ -324,6 +419,10 @@ static void test_reductions(void) {
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "split reduction, 328 chunks") != NULL); /* total: 21000 / 64 */
   CHECK(strstr(src, "split reduction, 78 chunks") != NULL);  /* tall: 5000 / 64 */
+  /* Neighbouring threads read neighbouring cells: chunks of total's contiguous run,
+   * columns of tall (a column sum). */
+  CHECK(strstr(src, "long c = t % 328L;") != NULL);
+  CHECK(strstr(src, "long c = t / 3L;\n  t %= 3L;\n  long slot = t * 78L + c;") != NULL);
   gb_free(&b);
 }
 
@@ -500,9 +599,11 @@ int main(void) {
   test_matmul(37, 53, 29);
   test_matmul(264, 36, 260); /* 128 x 128 tiles, float4 loads of both operands */
   test_bmm(3, 70, 45, 130);
-  test_bmm(1, 16, 8, 17);
+  test_bmm(1, 16, 8, 65);
   test_block_reductions();
   test_staging();
+  test_fill_taken();
+  test_fused_routines();
   test_split_k();
   test_tf32();
   test_reductions();
