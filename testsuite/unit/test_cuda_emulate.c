@@ -190,16 +190,13 @@ static void test_matmul(int M, int K, int N) {
   gb_free(&b);
 }
 
-/* Batched contractions through the tiled kernel: c[b,i,j] = sum_k a[b,i,2k+1] * w[b,j,k]
- * (a strided operand, w read across its rows), edge tiles in every role. */
-static void test_bmm(int B, int M, int K, int N) {
-  GB b;
-  gb_init(&b);
-  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){B, M, 2 * K + 1});
-  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){B, N, K});
-  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){B, M, N});
+/* c[b,i,j] = sum_k a[b,i,2k+1] * w[b,j,k] (a strided operand, w read across its rows). */
+static void build_bmm(GB *b, int B, int M, int K, int N) {
+  Tensor *a = gb_tensor(b, "a", TK_PARAM, 1, 1, 1, (int[]){B, M, 2 * K + 1});
+  Tensor *w = gb_tensor(b, "w", TK_PARAM, 1, 1, 1, (int[]){B, N, K});
+  Tensor *c = gb_tensor(b, "c", TK_OP, 1, 1, 1, (int[]){B, M, N});
   a->init.kind = w->init.kind = INIT_UNIFORM;
-  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){B, M, N, K});
+  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, w}, 4, (int[]){B, M, N, K});
   gb_it(s, 0, 0, 0);
   gb_it(s, 0, 1, 1);
   gb_it(s, 0, 2, 2);
@@ -209,8 +206,15 @@ static void test_bmm(int B, int M, int K, int N) {
   gb_it(s, 2, 0, 0);
   gb_it(s, 2, 1, 2);
   gb_it(s, 2, 2, 3);
-  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
-          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
+          ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, w, false, 2), NULL), s);
+}
+
+/* Batched contractions through the tiled kernel, edge tiles in every role. */
+static void test_bmm(int B, int M, int K, int N) {
+  GB b;
+  gb_init(&b);
+  build_bmm(&b, B, M, K, N);
   run_both(&b, 2, (const char *[]){"c.forward", "c.forward"});
   char want[128];
   snprintf(want, sizeof want, "contraction, %d x %d x %d (batch %d)", M, N, K, B);
@@ -239,21 +243,7 @@ static void test_staging(void) {
   gb_free(&b);
   gb_init(&b);
   /* a[b,i,2k+1]: strided along K, staged by scalar loads; w[b,j,k] transposed. */
-  Tensor *a = gb_tensor(&b, "a", TK_PARAM, 1, 1, 1, (int[]){2, 64, 65});
-  Tensor *w = gb_tensor(&b, "w", TK_PARAM, 1, 1, 1, (int[]){2, 64, 32});
-  Tensor *c = gb_tensor(&b, "c", TK_OP, 1, 1, 1, (int[]){2, 64, 64});
-  UpdateStep *s = gb_step(&b, c, 2, (Tensor *[]){a, w}, 4, (int[]){2, 64, 64, 32});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_it(s, 0, 2, 2);
-  gb_it(s, 1, 0, 0);
-  gb_it(s, 1, 1, 1);
-  gb_ax(s, 1, 2, 1, 1, 2, 3);
-  gb_it(s, 2, 0, 0);
-  gb_it(s, 2, 1, 2);
-  gb_it(s, 2, 2, 3);
-  gb_asgn(&b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true,
-          ae_op(&b.a, OP_MUL, ae_buf(&b.a, a, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  build_bmm(&b, 2, 64, 32, 64);
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK(strstr(src, "float rA[4];") != NULL && strstr(src, "float4 rB[1];") != NULL);
