@@ -176,16 +176,20 @@ static void build_matmul(GB *b, int M, int K, int N) {
   gb_asgn(b, &c->bwd, (Buf){bb, true}, 2, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, c, true, 0), NULL), s);
 }
 
+/* The routine "seed" sets every cell of c.grad (build_matmul's c) to 1.5. */
+static void seed_routine(GB *b, int M, int N) {
+  Routine *r = gb_routine(b, "seed");
+  UpdateStep *s = gb_step(b, b->g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_asgn(b, &r->code, (Buf){b->g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b->a, 1.5), s);
+}
+
 static void test_matmul(int M, int K, int N) {
   GB b;
   gb_init(&b);
   build_matmul(&b, M, K, N);
-  /* c.grad is set by a fill through the routine "seed": every cell 1. */
-  Routine *r = gb_routine(&b, "seed");
-  UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
+  seed_routine(&b, M, N);
   run_both(&b, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
   gb_free(&b);
 }
@@ -293,11 +297,7 @@ static void fused(int M, int K, int N, const char *want, bool fused) {
   GB b;
   gb_init(&b);
   build_matmul(&b, M, K, N);
-  Routine *r = gb_routine(&b, "seed");
-  UpdateStep *s = gb_step(&b, b.g.tensors.items[2], 0, NULL, 2, (int[]){M, N});
-  gb_it(s, 0, 0, 0);
-  gb_it(s, 0, 1, 1);
-  gb_asgn(&b, &r->code, (Buf){b.g.tensors.items[2], true}, 0, OP_ARG2, false, ae_const(&b.a, 1.5), s);
+  seed_routine(&b, M, N);
   run_both(&b, 5, (const char *[]){"c.forward", "c.forward", "seed", "c.backprop", "c.backprop"});
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK((strstr(src, want) != NULL) == fused);
