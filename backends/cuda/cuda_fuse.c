@@ -173,9 +173,10 @@ void cu_fuse_routines(E *e) {
       const CudaStep *st = e->p->steps[fi].items[i];
       if (st->call) called[st->index] = true;
     }
+  int *kernels = ANEWN(e->a, int, FUSE_MAX_KERNELS); /* reused: each routine is emitted at once */
   for (int fi = 0; fi < nf; fi++) {
     if (called[fi]) continue;
-    Fuse f = {ANEWN(e->a, int, FUSE_MAX_KERNELS), 0, true};
+    Fuse f = {kernels, 0, true};
     flatten(e, fi, &f, 0);
     if (!f.ok || f.n < 2) continue;
     CudaKernel *k = fused_kernel(e, &f);
