@@ -248,11 +248,11 @@ static void threads_times(E *e, CudaKernel *k, int p) {
 }
 
 /* The emulation entry: kernel parameters as cuLaunchKernel passes them. */
-void cu_kernel_tail(E *e, const CudaKernel *k) {
+void cu_kernel_tail(E *e, CudaKernel *k) {
   FILE *o = e->o;
   if (!k->coop && e->body_at != (size_t)-1) {
     fflush(o);
-    ((CudaKernel *)k)->body = arena_strndup(e->a, *e->txt + e->body_at, *e->len - e->body_at);
+    k->body = arena_strndup(e->a, *e->txt + e->body_at, *e->len - e->body_at);
   }
   e->body_at = (size_t)-1;
   fprintf(o, "}\n#ifdef TDSL_EMULATE\nTDSL_EMU_%sENTRY(%s, %s(", k->coop ? "BLOCK_" : "", k->name, k->name);

@@ -48,6 +48,7 @@ static void flatten(E *e, int fi, Fuse *f, int depth) {
       continue;
     }
     const CudaKernel *k = VEC_AT(e->p->kernels, CudaKernel, st->index);
+    /* (a body that returned early would skip the block's barriers) */
     if (k->coop || !k->body || k->threads > FUSE_MAX_POINTS || k->ntdims || dynamic_args(e, k) || strstr(k->body, "return") ||
         f->n == FUSE_MAX_KERNELS) {
       f->ok = false;

@@ -43,8 +43,9 @@ CudaKernel *cu_finish_kernel(E *e, bool scratch);
 void cu_kernel_sig(E *e, const CudaKernel *k, const char *what);
 /* The signature, then t: the global thread index, below k->threads. */
 void cu_kernel_head(E *e, const CudaKernel *k, const char *what);
-/* The closing brace and the emulation entry. */
-void cu_kernel_tail(E *e, const CudaKernel *k);
+/* The closing brace and the emulation entry; a one-thread-per-point kernel keeps its
+ * body text (CudaKernel.body) for fused routines. */
+void cu_kernel_tail(E *e, CudaKernel *k);
 /* Declares the chain variables with par[i] == want from the linear index in the
  * variable v (modified): the innermost varies fastest, the outermost takes the rest. */
 void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind);
