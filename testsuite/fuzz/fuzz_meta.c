@@ -27,8 +27,10 @@ static void *resolve(void *h, const char *name) {
  * (and ASan's, for absurd sizes) would report them as crashes. */
 static int huge_instance(const char *t) {
   for (const char *p = t; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    /* the keyword, the name and the size, as the runtime splits them: at runs of
+     * spaces, leading ones included */
+    p += strspn(p, " ");
     if (strncmp(p, "model ", 6)) continue;
-    /* the name and the size, as the runtime splits them: at runs of spaces */
     const char *q = p + 6;
     q += strspn(q, " ");
     q += strcspn(q, " \n");
