@@ -85,7 +85,8 @@ static void walk_stmts(const IrModule *m, Order *o, const PtrVec *body, const ch
       walk_stmts(m, o, &s->kern->epilogue, fn);
       break;
     case S_COMMENT:
-    case S_PREFETCH: break;
+    case S_PREFETCH:
+    case S_FENCE: break;
     }
   }
 }

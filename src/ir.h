@@ -98,6 +98,10 @@ typedef struct IrProd {
   int *dims;
 } IrProd;
 
+/* What a dynamic extent counts for where a back end plans from sizes it cannot know (a
+ * batch, typically): the CPU schedule's thresholds, the CUDA tile plans. */
+enum { IR_DYN_EXT_GUESS = 256 };
+
 typedef enum IrExprKind { X_CONST, X_LOAD, X_SYM, X_OP } IrExprKind;
 
 /* One access of a buffer: the flat index plus, per axis, the axis index (for guards
@@ -119,7 +123,7 @@ struct IrExpr {
   IrExpr *a[3];
 };
 
-typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL, S_PREFETCH } StmtKind;
+typedef enum StmtKind { S_LOOP, S_IF, S_STORE, S_FILL, S_CALL, S_COMMENT, S_KERNEL, S_PREFETCH, S_FENCE } StmtKind;
 
 typedef struct Stmt Stmt;
 
@@ -215,6 +219,13 @@ struct Stmt {
   /* S_LOOP: the schedule found the iterations independent (each writes its own cells
    * and reads none another writes): they may run on several threads, in any split. */
   bool parallel;
+  /* S_LOOP (schedule pass only): not 0: the body is one store overwriting its target
+   * (OP_ARG2, no read of it) contiguously along var, and the loop's start, its trip count
+   * and the target index at the start are multiples of `stream`: renderers may write
+   * `stream` cells (16 bytes) at a time around the caches (a non-temporal store, which
+   * skips reading each target line before writing it). Buffers start 64-byte aligned
+   * (ir_layout). An S_FENCE follows before anything else may read the target. */
+  int stream;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
   /* S_IF: all guards hold */
@@ -222,7 +233,10 @@ struct Stmt {
   Guard *guards;
   /* S_STORE: dst = accum(dst, val); OP_ARG2 overwrites.
    * S_PREFETCH (schedule pass only): a hint that the `ext` cells from dst on (flat index
-   * only) will be written soon; it never faults and changes no result. */
+   * only) will be written soon; it never faults and changes no result.
+   * S_FENCE (schedule pass only): the streamed stores (S_LOOP.stream) of this thread
+   * before it are ordered before its stores after it (x86 sfence: a thread that sees a
+   * later store, such as the pool's completion count, sees them too). */
   Access dst;
   PrimOp accum;
   IrExpr *val;

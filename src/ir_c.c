@@ -206,16 +206,42 @@ void cr_store(CRender *r, const Stmt *s) {
   fputs(";\n", r->o);
 }
 
-static void cr_loop(CRender *r, const Stmt *s) {
+/* The loop's header with its variable named i<var><sfx>, stepping by step. */
+static void cr_loop(CRender *r, const Stmt *s, const char *sfx, int step) {
   int v = s->var;
+  char inc[32];
+  if (step == 1) snprintf(inc, sizeof inc, "i%d%s++", v, sfx);
+  else snprintf(inc, sizeof inc, "i%d%s += %d", v, sfx, step);
   if (s->tile_var >= 0 && s->tile > 0) /* v over [tile*tile_var, min(tile*(tile_var+1), ext)) */
-    fprintf(r->o, "for (long i%d = %dL*i%d; i%d < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); i%d++) {\n", v, s->tile,
-            s->tile_var, v, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, v);
+    fprintf(r->o, "for (long i%d%s = %dL*i%d; i%d%s < (%dL*i%d + %dL < %ldL ? %dL*i%d + %dL : %ldL); %s) {\n", v, sfx, s->tile,
+            s->tile_var, v, sfx, s->tile, s->tile_var, s->tile, s->ext, s->tile, s->tile_var, s->tile, s->ext, inc);
   else if (s->dext) {
-    fprintf(r->o, "for (long i%d = 0; i%d < ", v, v);
+    fprintf(r->o, "for (long i%d%s = 0; i%d%s < ", v, sfx, v, sfx);
     cr_ext(r, s->ext, s->dext);
-    fprintf(r->o, "; i%d++) {\n", v);
-  } else fprintf(r->o, "for (long i%d = 0; i%d < %ldL; i%d++) {\n", v, v, s->ext, v);
+    fprintf(r->o, "; %s) {\n", inc);
+  } else fprintf(r->o, "for (long i%d%s = 0; i%d%s < %ldL; %s) {\n", v, sfx, v, sfx, s->ext, inc);
+}
+
+/* A streamed loop (Stmt.stream = L cells): L values at a time into tdsl_sv, written
+ * with TDSL_STREAM_F32/F64 (a non-temporal store where the compiler has SSE2). */
+static void cr_stream_loop(CRender *r, const Stmt *s, int ind) {
+  const Stmt *st = s->body.items[0];
+  bool f32 = VEC_AT(r->m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F32;
+  int v = s->var, L = s->stream;
+  FILE *o = r->o;
+  cr_loop(r, s, "s", L);
+  cr_indent(r, ind + 1);
+  fprintf(o, "%s tdsl_sv[%d];\n", f32 ? "float" : "double", L);
+  cr_indent(r, ind + 1);
+  fprintf(o, "for (long i%d = i%ds; i%d < i%ds + %d; i%d++) tdsl_sv[i%d - i%ds] = ", v, v, v, v, L, v, v, v);
+  cr_store_value(r, st, f32);
+  fputs(";\n", o);
+  cr_indent(r, ind + 1);
+  fprintf(o, "{ long i%d = i%ds; TDSL_STREAM_%s(&", v, v, f32 ? "F32" : "F64");
+  cr_access(r, &st->dst);
+  fputs(", tdsl_sv); }\n", o);
+  cr_indent(r, ind);
+  fputs("}\n", o);
 }
 
 static void cr_guards(CRender *r, const Stmt *s) {
@@ -239,7 +265,11 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
   switch (s->kind) {
   case S_LOOP:
   case S_IF:
-    if (s->kind == S_LOOP) cr_loop(r, s);
+    if (s->kind == S_LOOP && s->stream) {
+      cr_stream_loop(r, s, ind);
+      break;
+    }
+    if (s->kind == S_LOOP) cr_loop(r, s, "", 1);
     else cr_guards(r, s);
     cr_stmts(r, &s->body, ind + 1);
     cr_indent(r, ind);
@@ -277,6 +307,7 @@ void cr_stmt(CRender *r, const Stmt *s, int ind) {
     fputc('\n', o);
     break;
   }
+  case S_FENCE: fputs("TDSL_FENCE();\n", o); break;
   case S_KERNEL: /* the schedule pass's (src/schedule.h): a renderer that takes scheduled IR hooks it */
     fputs("\n#error tdslc: a scheduled kernel statement reached a renderer without it\n", o);
     break;

@@ -102,6 +102,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       }
       if (s->accs > 1) fprintf(out, " reduce %d", s->accs);
       if (s->parallel) fputs(" parallel", out);
+      if (s->stream) fprintf(out, " stream %d", s->stream);
       fputc('\n', out);
       stmts_print(out, &s->body, ind + 1, m);
       break;
@@ -136,6 +137,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       aff_print(out, &s->dst.flat, m);
       fputs("]\n", out);
       break;
+    case S_FENCE: fputs("fence (streamed stores)\n", out); break;
     case S_KERNEL: {
       const Kernel *k = s->kern;
       fprintf(out, "kernel tile %dx%d vw %d kc %d mc %d nc %d: m ", k->mr, k->nr, k->vw, k->kc, k->mc, k->nc);

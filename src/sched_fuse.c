@@ -366,7 +366,8 @@ static bool touches(const Stmt *s, int buf) {
   case S_FILL: return s->buf == buf;
   case S_CALL:
   case S_KERNEL: return true;
-  case S_PREFETCH: return false;
+  case S_PREFETCH:
+  case S_FENCE: return false;
   default:
     for (int i = 0; i < s->body.len; i++)
       if (touches(s->body.items[i], buf)) return true;

@@ -36,7 +36,13 @@
  *   memory bandwidth instead of one dependent add chain.
  * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 128-byte tiles,
  *   tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
- *   writing) of the target row the next iteration of the innermost of those writes.
+ *   writing) of the target row the next iteration of the innermost of those writes; or,
+ *   when the nest overwrites a target of STREAM_MIN_BYTES or more in whole 16-byte
+ *   groups, stores streamed around the caches (Stmt.stream, an S_FENCE per iteration of
+ *   the outermost loop) and no prefetch: a cached store reads each target line first.
+ *   Other nests that only move cells into such a target (a permute whose contiguous
+ *   axis stays innermost) stream too; computed values do not (built lane by lane, they
+ *   would lose gcc's vectorization).
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.

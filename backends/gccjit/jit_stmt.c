@@ -315,11 +315,65 @@ static void check_expr(J *j, const IrExpr *e, const char *what) {
 
 
 
-/* for (var = start; var < end; var++) in do-while form (start < end): the statements
- * of body, or a fill of buffer fill_buf. A tiled loop (tile_var) starts at
- * tile*tile_var and ends at min(start + tile, ext). */
+/* One step of a streamed loop (Stmt.stream = L cells): the store's value at var, var + 1,
+ * ..., var + L - 1, written at once with a non-temporal 16-byte store (movntps/movntpd in
+ * an asm statement: libgccjit 12 has no builtin for it) on x86-64; elsewhere as L plain
+ * stores. */
+static void emit_stream_step(J *j, gcc_jit_lvalue *var, const Stmt *lp) {
+  const Stmt *st = lp->body.items[0];
+  int L = lp->stream, el = jbuf(j, st->dst.buf)->elem;
+  gcc_jit_type *t = j->t_el[el];
+  gcc_jit_rvalue *lane[4];
+  for (int l = 0; l < L; l++) { /* the value with the loop variable at var + l */
+    gcc_jit_lvalue *at = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "s%d_%d", j->nblocks, l));
+    gcc_jit_block_add_assignment(j->blk, NULL, at, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, gcc_jit_lvalue_as_rvalue(var), lng(j, l)));
+    j->vars[lp->var] = at;
+    gcc_jit_lvalue *v = gcc_jit_function_new_local(j->fn, NULL, t, arena_printf(j->a, "v%d_%d", j->nblocks, l));
+    gcc_jit_block_add_assignment(j->blk, NULL, v, expr_rvalue(j, st->val, el));
+    lane[l] = gcc_jit_lvalue_as_rvalue(v);
+  }
+  j->vars[lp->var] = var;
+  gcc_jit_lvalue *dst = access_lvalue(j, &st->dst); /* the first cell, 16-byte aligned */
+#if defined(__x86_64__)
+  /* Operands through locals: libgccjit 12 crashes on an asm operand that is an
+   * expression over an array member of a struct (the instance's buffers). */
+  gcc_jit_type *vt = gcc_jit_type_get_vector(t, (size_t)L);
+  gcc_jit_lvalue *addr = gcc_jit_function_new_local(j->fn, NULL, gcc_jit_type_get_pointer(t), arena_printf(j->a, "sa%d", j->nblocks));
+  gcc_jit_lvalue *vec = gcc_jit_function_new_local(j->fn, NULL, vt, arena_printf(j->a, "sv%d", j->nblocks));
+  gcc_jit_block_add_assignment(j->blk, NULL, addr, gcc_jit_lvalue_get_address(dst, NULL));
+  gcc_jit_block_add_assignment(j->blk, NULL, vec, gcc_jit_context_new_rvalue_from_vector(j->c, NULL, vt, (size_t)L, lane));
+  /* the address as a register operand and a memory clobber: an "=m" output crashed
+   * libgccjit 12 too */
+  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, el == ELEM_F64 ? "movntpd %1, (%0)" : "movntps %1, (%0)");
+  gcc_jit_extended_asm_set_volatile_flag(x, 1);
+  gcc_jit_extended_asm_add_input_operand(x, NULL, "r", gcc_jit_lvalue_as_rvalue(addr));
+  gcc_jit_extended_asm_add_input_operand(x, NULL, "x", gcc_jit_lvalue_as_rvalue(vec));
+  gcc_jit_extended_asm_add_clobber(x, "memory");
+#else
+  gcc_jit_rvalue *first = gcc_jit_lvalue_get_address(dst, NULL);
+  for (int l = 0; l < L; l++)
+    gcc_jit_block_add_assignment(j->blk, NULL, gcc_jit_context_new_array_access(j->c, NULL, first, lng(j, l)), lane[l]);
+#endif
+}
+
+/* S_FENCE: sfence on x86-64 (streamed stores are weakly ordered); nothing elsewhere,
+ * where streamed loops store plainly. */
+static void emit_fence(J *j) {
+#if defined(__x86_64__)
+  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, "sfence");
+  gcc_jit_extended_asm_set_volatile_flag(x, 1);
+  gcc_jit_extended_asm_add_clobber(x, "memory");
+#else
+  (void)j;
+#endif
+}
+
+/* for (var = start; var < end; var += step) in do-while form (start < end): the
+ * statements of body, a streamed step of loop stream (step: its stream), or a fill of
+ * buffer fill_buf. A tiled loop (tile_var) starts at tile*tile_var and ends at
+ * min(start + tile, ext). */
 static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVec *body, int fill_buf, double fill_v,
-                      gcc_jit_lvalue *tile_var, int tile) {
+                      gcc_jit_lvalue *tile_var, int tile, const Stmt *stream) {
   if (ext <= 0) return;
   gcc_jit_rvalue *end = js_ext(j, ext, dext);
   gcc_jit_block *skip = NULL; /* a dynamic extent may be 0 at run time */
@@ -344,14 +398,15 @@ static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVe
   gcc_jit_block *b = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
   gcc_jit_block_end_with_jump(j->blk, NULL, b);
   j->blk = b;
-  if (body) js_emit_stmts(j, body);
+  if (stream) emit_stream_step(j, var, stream);
+  else if (body) js_emit_stmts(j, body);
   else {
     IrBuf *fb = jbuf(j, fill_buf);
     gcc_jit_lvalue *dst = gcc_jit_context_new_array_access(j->c, NULL, gcc_jit_lvalue_as_rvalue(jm_buf(j, fill_buf)),
                                                            gcc_jit_lvalue_as_rvalue(var));
     gcc_jit_block_add_assignment(j->blk, NULL, dst, dbl(j, j->t_el[fb->elem], fill_v));
   }
-  gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, 1));
+  gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, stream ? stream->stream : 1));
   gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), end), b,
                                      after);
   j->blk = after;
@@ -398,7 +453,8 @@ void js_emit_stmts(J *j, const PtrVec *body) {
         js_reduce_loop(j, s);
         break;
       }
-      emit_loop(j, j->vars[s->var], s->ext, s->dext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile);
+      emit_loop(j, j->vars[s->var], s->ext, s->dext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile,
+                s->stream ? s : NULL);
       break;
     case S_IF: {
       gcc_jit_rvalue *cond = NULL;
@@ -420,7 +476,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     case S_STORE: emit_store(j, s); break;
     case S_FILL: {
       gcc_jit_lvalue *k = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "f%d", j->nblocks));
-      emit_loop(j, k, jbuf(j, s->buf)->size, jbuf(j, s->buf)->dsize, NULL, s->buf, s->value, NULL, 0);
+      emit_loop(j, k, jbuf(j, s->buf)->size, jbuf(j, s->buf)->dsize, NULL, s->buf, s->value, NULL, 0, NULL);
       break;
     }
     case S_CALL:
@@ -429,6 +485,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     case S_COMMENT: gcc_jit_block_add_comment(j->blk, NULL, s->text); break;
     case S_KERNEL: js_kernel(j, s); break;
     case S_PREFETCH: js_prefetch(j, s); break;
+    case S_FENCE: emit_fence(j); break;
     }
   }
 }
