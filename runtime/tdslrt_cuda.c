@@ -34,13 +34,14 @@ typedef struct Drv {
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                            void **, void **);
   CUresult (*GetErrorString)(CUresult, const char **);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
 } Drv;
 
 /* Driver symbol per Drv slot, in declaration order. */
 static const char *const drv_names[] = {
     "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
     "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemFree_v2",
-    "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuGetErrorString"};
+    "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuLaunchKernel", "cuGetErrorString", "cuFuncSetAttribute"};
 
 /* Streams and graphs (optional: without them every launch goes to the default stream). */
 typedef struct DrvGraph {
@@ -74,12 +75,21 @@ typedef struct CArg {
   int index;
 } CArg;
 
+/* A factor of a thread count: ceil(num * the dims' values / div). */
+typedef struct CCeil {
+  long num, div;
+  int n;
+  int *dims;
+} CCeil;
+
 typedef struct CKernel {
   CUfunction fn;
-  long threads;  /* times the values of the dims tdims */
-  int nargs, ntdims;
+  long threads;  /* times the values of the dims tdims, times each ceil factor */
+  int nargs, ntdims, nceils;
   CArg *args;
   int *tdims;
+  int smem;      /* bytes of dynamic shared memory */
+  CCeil *ceils;
 } CKernel;
 
 /* A routine replayed as one CUDA graph. Its first call runs launch by launch and
@@ -265,8 +275,9 @@ static CUresult emu_errstr(CUresult r, const char **s) {
   return 0;
 }
 
-static const Drv emu_drv = {emu_ok0, emu_device, emu_retain, emu_release, emu_set, emu_load, emu_unload,
-                            emu_function, emu_alloc, emu_free, emu_htod, emu_dtoh, emu_launch, emu_errstr};
+static CUresult emu_attribute(CUfunction f, int attr, int v) { (void)f, (void)attr, (void)v; return 0; }
+static const Drv emu_drv = {emu_ok0, emu_device, emu_retain, emu_release, emu_set,    emu_load,      emu_unload,
+                            emu_function, emu_alloc, emu_free, emu_htod, emu_dtoh, emu_launch, emu_errstr, emu_attribute};
 
 /* ---- driver ---- */
 
@@ -341,6 +352,46 @@ static int parse_tdims(tdsl_cuda *cu, int nk, int k, int nd, const char *q) {
   return 0;
 }
 
+/* "smem K BYTES": kernel K (the last one read) uses that much dynamic shared memory;
+ * beyond the default 48 KB the function must be allowed it first. */
+static int parse_smem(tdsl_cuda *cu, int nk, int k, int bytes, char *err, size_t n) {
+  if (k != nk - 1 || bytes <= 0 || bytes > (1 << 30) || cu->kernels[k].smem) return say(err, n, "cuda model: bad kernel table");
+  cu->kernels[k].smem = bytes;
+  enum { MAX_DYNAMIC_SHARED_SIZE_BYTES = 8, DEFAULT_SHARED = 48 * 1024 };
+  CUresult r = bytes > DEFAULT_SHARED ? cu->d.FuncSetAttribute(cu->kernels[k].fn, MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) : 0;
+  if (r) return say(err, n, "cuda model: kernel %d cannot have %d bytes of shared memory: %s", k, bytes, cu_str(cu, r));
+  return 0;
+}
+
+/* "tceil K NUM DIV N DIM...": kernel K (the last one read) has its thread count also
+ * times ceil(NUM * DIM... / DIV); each DIM is one of its 'd' arguments. */
+static int parse_tceil(tdsl_cuda *cu, int nk, int k, const char *q) {
+  if (k != nk - 1) return -1;
+  CKernel *kn = &cu->kernels[k];
+  CCeil x = {0};
+  int len = 0;
+  if (sscanf(q, " %ld %ld %d%n", &x.num, &x.div, &x.n, &len) != 3 || x.num < 1 || x.div < 1 || x.n < 1 || x.n > 64 ||
+      kn->nceils >= 8)
+    return -1;
+  q += len;
+  if (!(x.dims = calloc((size_t)x.n, sizeof(int)))) return -1;
+  CCeil *c = realloc(kn->ceils, sizeof *c * (size_t)(kn->nceils + 1));
+  if (!c) {
+    free(x.dims);
+    return -1;
+  }
+  kn->ceils = c;
+  kn->ceils[kn->nceils++] = x;
+  for (int i = 0; i < x.n; i++) {
+    if (sscanf(q, " %d%n", &x.dims[i], &len) != 1) return -1;
+    q += len;
+    bool arg = false;
+    for (int j = 0; j < kn->nargs; j++) arg |= kn->args[j].kind == 'd' && kn->args[j].index == x.dims[i];
+    if (!arg) return -1;
+  }
+  return 0;
+}
+
 static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void *h, char *err, size_t n) {
   if (strncmp(text, "tdslcuda 1\n", 11)) return say(err, n, "cuda model: bad kernel table");
   for (const char *p = text; (p = strchr(p, '\n')); p++) {
@@ -369,6 +420,10 @@ static int parse_table(tdsl_cuda *cu, const char *text, tdsl_resolver res, void 
       cu->bufs[nb++].dyn = true; /* no storage until its dims are set (tdsl_cuda_resize) */
     } else if (sscanf(p, "tdims %d %d%n", &id, &v32, &used) == 2) {
       if (parse_tdims(cu, nk, id, v32, p + used)) return say(err, n, "cuda model: bad kernel table");
+    } else if (sscanf(p, "smem %d %d", &id, &v32) == 2) {
+      if (parse_smem(cu, nk, id, v32, err, n)) return -1;
+    } else if (sscanf(p, "tceil %d%n", &id, &used) == 1) {
+      if (parse_tceil(cu, nk, id, p + used)) return say(err, n, "cuda model: bad kernel table");
     } else if (sscanf(p, "kernel %d %63s %ld %d%n", &id, name, &v, &id, &used) == 4 && nk < cu->nkernels) {
       CKernel *k = &cu->kernels[nk++];
       k->threads = v;
@@ -476,11 +531,30 @@ static void launch(void *ctx, int k) {
     }
     threads *= d;
   }
+  for (int i = 0; i < kn->nceils; i++) {
+    const CCeil *c = &kn->ceils[i];
+    long v = c->num;
+    for (int j = 0; j < c->n && v; j++) {
+      long d = *cu->dims[c->dims[j]];
+      if (d < 0 || (d && v > MAX_THREADS / d)) {
+        launch_error(cu, "kernel launch", 1); /* CUDA_ERROR_INVALID_VALUE */
+        return;
+      }
+      v *= d;
+    }
+    v = (v + c->div - 1) / c->div;
+    if (!v) return; /* no tiles: nothing to launch */
+    if (threads > MAX_THREADS / v) {
+      launch_error(cu, "kernel launch", 1);
+      return;
+    }
+    threads *= v;
+  }
   unsigned block = threads < 256 ? (unsigned)threads : 256;
   unsigned grid = (unsigned)((threads + block - 1) / block);
   CUresult r = cu->fault_at && ++cu->launches == cu->fault_at
                    ? 700 /* CUDA_ERROR_ILLEGAL_ADDRESS */
-                   : cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, 0, cu->stream, params, NULL);
+                   : cu->d.LaunchKernel(kn->fn, grid, 1, 1, block, 1, 1, (unsigned)kn->smem, cu->stream, params, NULL);
   if (r) {
     launch_error(cu, "kernel launch", r);
     return;
@@ -659,6 +733,8 @@ void tdsl_cuda_close(tdsl_cuda *cu) {
   for (int i = 0; i < cu->nkernels; i++) {
     free(cu->kernels[i].args);
     free(cu->kernels[i].tdims);
+    for (int c = 0; c < cu->kernels[i].nceils; c++) free(cu->kernels[i].ceils[c].dims);
+    free(cu->kernels[i].ceils);
   }
   for (int i = 0; i < cu->nroutines; i++) {
     drop_graph(cu, &cu->routines[i]);

@@ -14,7 +14,11 @@
  *                            buffer read), wN (a buffer written), sN (index symbol),
  *                            dN (dynamic dimension or flag N of the IR, an int) or x0
  *                            (the scratch buffer), followed, when the thread count
- *                            is THREADS times dynamic dimensions, by "tdims ID N DIM..."
+ *                            is THREADS times dynamic dimensions, by "tdims ID N DIM...",
+ *                            by "tceil ID NUM DIV N DIM..." per factor
+ *                            ceil(NUM * DIM... / DIV) it is also times (tiles over a
+ *                            dynamic extent), and when it uses dynamic shared memory,
+ *                            by "smem ID BYTES"
  * and reads from slots 0 and 1 of its instance header (set by the runtime at open, per
  * instance) the runtime's context and void (*launch)(void *ctx, int kernel).
  * A routine is a sequence of launch calls and calls of other routines. */
@@ -35,6 +39,14 @@ typedef struct CudaArg {
   int index;
 } CudaArg;
 
+/* A factor of a kernel's thread count computed at launch: ceil(num * the product of
+ * the dims' values / div); 0 when a dim is 0 (no launch). */
+typedef struct CudaCeil {
+  long num, div;
+  int n;
+  const int *dims;  /* IrModule.dims ids */
+} CudaCeil;
+
 typedef struct CudaKernel {
   int id;
   const char *name;   /* "k12" */
@@ -42,8 +54,11 @@ typedef struct CudaKernel {
                          multiple of CUDA_BLOCK when coop; times the tdims below */
   int ntdims;         /* the thread count is threads times these dynamic dimensions' */
   int *tdims;         /* values at launch (IrModule.dims ids; a dynamic nest's) */
+  int nceils;         /* and times each ceil(num * dims / div): a tile count over a */
+  CudaCeil *ceils;    /* dynamic extent (a tiled contraction's grid) */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
   int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
+  int smem;           /* bytes of dynamic shared memory (TDSL_DYN_SHARED) */
   const char *body;   /* one thread per point (not coop): the code of point t, which a
                          fused routine kernel runs too (cuda_fuse.c) */
   int nargs;

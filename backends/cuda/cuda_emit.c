@@ -12,9 +12,12 @@
  * see each other's writes.
  *
  * A nest with a dynamic size (a loop bound, stride or buffer over dynamic dimensions,
- * ir.h) is always such a one-thread-per-point kernel, never tiled or split: its
+ * ir.h) is planned from its static sizes, a dynamic extent counting as IR_DYN_EXT_GUESS:
+ * contractions and reductions get the kernels of static ones (cuda_tile.c, the split
+ * below), which read the extents at launch; the others are one thread per point. Its
  * dimensions (and broadcast flags) are int arguments read from the instance at each
- * launch, and its thread count is a static factor times some of them (CudaKernel.tdims).
+ * launch, and its thread count is a static factor times some of them (CudaKernel.tdims)
+ * and times tile counts ceil(extent / tile) (CudaKernel.ceils).
  * A flag-scaled axis index is 0 for every value of its loop when the flag is 0, so it
  * does not make a loop parallel.
  *
@@ -236,8 +239,7 @@ void cu_kernel_head(E *e, const CudaKernel *k, const char *what) {
   e->body_at = *e->len;
 }
 
-/* The kernel's thread count is also times product p of dynamic dimensions. */
-static void threads_times(E *e, CudaKernel *k, int p) {
+void cu_threads_times(E *e, CudaKernel *k, int p) {
   const IrProd *x = ir_prod_at(e->m, p);
   if (!x) return;
   int *d = ANEWN(e->a, int, k->ntdims + x->n);
@@ -276,7 +278,7 @@ static void fill_kernel(E *e, const IrFunc *f, const Stmt *s) {
   if (cu_buf(e, s->buf)->size <= 0) return;
   CudaKernel *k = new_kernel(e, s);
   k->threads = cu_buf(e, s->buf)->size;
-  threads_times(e, k, cu_buf(e, s->buf)->dsize);
+  cu_threads_times(e, k, cu_buf(e, s->buf)->dsize);
   cu_kernel_head(e, k, func_what(e, f, s));
   fprintf(e->o, "  b%d[t] = ", s->buf);
   cr_const(e->o, s->value, cu_buf(e, s->buf)->elem == ELEM_F32);
@@ -342,6 +344,7 @@ bool cu_covers(const E *e, const Stmt **chain, int n, const bool *in_cell, const
     if (dst->flat.t[t].var < 0) return false;
   for (int i = 0; i < n; i++) {
     if (!in_cell[i]) continue;
+    if (chain[i]->dext) return false;
     long cf = 0;
     for (int t = 0; t < dst->flat.n; t++)
       if (dst->flat.t[t].var == chain[i]->var) cf += dst->flat.t[t].coef;
@@ -368,34 +371,67 @@ static bool reg_takes_fill(const E *e, const Stmt **chain, int n, const int *par
   return cu_covers(e, chain, n, in_cell, &reg->dst);
 }
 
+/* Below this many threads a long reduction is split across more threads. */
+enum { SPLIT_MAX_POINTS = 4096, SPLIT_MIN_RED = 2048, SPLIT_TARGET_THREADS = 65536, SPLIT_MIN_CHUNK = 64 };
+/* Over a dynamic number of reduced points: fewer threads (64 blocks), most of which
+ * return at once when the reduction is short at run time, enough to stream a long one. */
+enum { SPLIT_DYN_THREADS = 16384 };
+
 /* A reduction that may be split across threads: a register store accumulated by add,
- * max or min. Sets *red to the number of reduced points. */
-static const Stmt *split_store(const PtrVec *stores, const Stmt **chain, int n, const int *par, long *red) {
+ * max or min. Sets *z to the sizes of its points and reduced points. */
+static const Stmt *split_store(E *e, const PtrVec *stores, const Stmt **chain, int n, const int *par, RedSize *z) {
   const Stmt *s = register_store(stores, chain, n, par);
   if (!s || (s->accum != OP_ADD && s->accum != OP_MAX && s->accum != OP_MIN)) return NULL;
-  *red = 1;
-  for (int i = 0; i < n; i++)
-    if (par[i] == SEQ) *red *= chain[i]->ext;
+  *z = (RedSize){1, 1, 0, 0, 1, 1};
+  for (int i = 0; i < n; i++) {
+    if (par[i] == DROP) continue;
+    bool p = par[i] == PAR;
+    *(p ? &z->points : &z->red) *= chain[i]->ext;
+    *(p ? &z->gpoints : &z->gred) *= chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext;
+    int *d = p ? &z->pdext : &z->rdext;
+    *d = ir_prod_mul(e->a, e->mm, *d, chain[i]->dext);
+  }
   return s;
+}
+
+const char *cu_ext_what(const E *e, long ext, int dext) {
+  const char *t = arena_printf(e->a, "%ld", ext);
+  const IrProd *x = ir_prod_at(e->m, dext);
+  for (int i = 0; x && i < x->n; i++) {
+    const char *d = ir_dim_name(e->a, e->m, x->dims[i]);
+    t = i || ext != 1 ? arena_printf(e->a, "%s*%s", t, d) : d;
+  }
+  return t;
+}
+
+/* A split reduction over a dynamic number of reduced points: ce of the chunks (one per
+ * SPLIT_MIN_CHUNK points, at least 1) have points, computed at launch. */
+static void live_chunks(E *e, const RedSize *z, long chunks) {
+  fputs("  long ce = (", e->o);
+  cr_ext(&e->r, z->red, z->rdext);
+  fprintf(e->o, " + %d) / %d;\n  ce = ce < 1 ? 1 : ce > %ldL ? %ldL : ce;\n", SPLIT_MIN_CHUNK - 1, SPLIT_MIN_CHUNK, chunks, chunks);
 }
 
 /* Split reduction, kernel 1: thread (point, chunk) folds every chunks-th reduced point
  * into a local from the neutral element and leaves it in the scratch buffer; kernel 2:
  * one thread per point folds the chunks into the destination. Adds round differently
- * from the CPU's sequential order (max and min are exact). */
-static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st, long points,
-                          long red, long chunks) {
+ * from the CPU's sequential order (max and min are exact). Over a dynamic number of
+ * reduced points, only the first ce chunks run (live_chunks); with one, its thread folds
+ * into the cell itself, in the CPU's order, and kernel 2 does nothing. */
+static void split_kernels(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
+                          const RedSize *z, long chunks) {
   FILE *o = e->o;
-  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
+  bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32, dyn = z->rdext;
+  long points = z->points;
   e->scratch_elem = cu_buf(e, st->dst.buf)->elem;
   long bytes = points * chunks * (f32 ? 4 : 8);
   if (bytes > e->scratch) e->scratch = bytes;
   cu_begin_args(e);
   cu_use_stmt(e, chain[0]);
-  e->arg[st->dst.buf] = 0; /* not touched by the first kernel */
+  if (!dyn) e->arg[st->dst.buf] = 0; /* not touched by the first kernel */
   CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = points * chunks;
-  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %ld chunks", what, chunks));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, %s%ld chunks", what, dyn ? "up to " : "", chunks));
   /* Neighbouring threads read neighbouring cells: neighbouring chunks of one point when
    * the loads are contiguous along the reduction (row sums), else neighbouring points of
    * one chunk (column sums, as a bias gradient over a batch). xs[point * chunks + chunk]. */
@@ -405,21 +441,36 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   if (inner >= 0 && cu_loads_along(st->val, inner) == 1)
     fprintf(o, "  long slot = t;\n  long c = t %% %ldL;\n  t /= %ldL;\n", chunks, chunks);
   else fprintf(o, "  long c = t / %ldL;\n  t %%= %ldL;\n  long slot = t * %ldL + c;\n", points, points, chunks);
+  if (dyn) {
+    live_chunks(e, z, chunks);
+    fputs("  if (c >= ce) return;\n", o);
+  }
   cu_decompose(e, chain, n, par, PAR, "t", 1);
-  cu_strided_fold(e, chain, n, par, st, red, "c", arena_printf(e->a, "%ldL", chunks));
-  fputs("  xs[slot] = acc;\n", o);
+  cu_strided_fold(e, chain, n, par, st, z, "c", dyn ? "ce" : arena_printf(e->a, "%ldL", chunks), dyn ? "ce == 1" : NULL);
+  if (dyn) {
+    fprintf(o, "  if (ce == 1) b%d[", st->dst.buf);
+    cr_aff(&e->r, &st->dst.flat);
+    fputs("] = acc;\n  else ", o);
+  } else fputs("  ", o);
+  fputs("xs[slot] = acc;\n", o);
   cu_kernel_tail(e, k);
 
   cu_begin_args(e);
   cu_use_access(e, &st->dst, true);
+  const IrProd *rd = ir_prod_at(e->m, z->rdext);
+  for (int i = 0; rd && i < rd->n; i++) e->dim[rd->dims[i]] = true;
   k = cu_finish_kernel(e, true);
   k->threads = points;
   cu_kernel_head(e, k, arena_printf(e->a, "%s: split reduction, combine", what));
   fputs("  long slot = t;\n", o);
+  if (dyn) {
+    live_chunks(e, z, chunks);
+    fputs("  if (ce < 2) return; /* one chunk folded into the cell */\n", o);
+  }
   cu_decompose(e, chain, n, par, PAR, "t", 1);
   fprintf(o, "  %s v = b%d[", f32 ? "float" : "double", st->dst.buf);
   cr_aff(&e->r, &st->dst.flat);
-  fprintf(o, "];\n  for (long c = 0; c < %ldL; c++) v = ", chunks);
+  fprintf(o, "];\n  for (long c = 0; c < %s; c++) v = ", dyn ? "ce" : arena_printf(e->a, "%ldL", chunks));
   cr_accum(&e->r, st->accum, f32, "v", NULL, arena_printf(e->a, "xs[slot * %ldL + c]", chunks));
   fprintf(o, ";\n  b%d[", st->dst.buf);
   cr_aff(&e->r, &st->dst.flat);
@@ -427,13 +478,20 @@ static void split_kernels(E *e, const char *what, const Stmt **chain, int n, con
   cu_kernel_tail(e, k);
 }
 
-void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
-                     const char *step) {
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const RedSize *z, const char *first,
+                     const char *step, const char *one) {
   FILE *o = e->o;
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
   fprintf(o, "  %s acc = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
+  if (one) {
+    fprintf(o, "%s ? ", one);
+    cr_access(&e->r, &st->dst);
+    fputs(" : ", o);
+  }
   cr_const(o, op_neutral(st->accum), f32);
-  fprintf(o, ";\n  for (long r = %s; r < %ldL; r += %s) {\n    long q = r;\n", first, red, step);
+  fprintf(o, ";\n  for (long r = %s; r < ", first);
+  cr_ext(&e->r, z->red, z->rdext);
+  fprintf(o, "; r += %s) {\n    long q = r;\n", step);
   cu_decompose(e, chain, n, par, SEQ, "q", 2);
   e->to_acc = st;
   cu_stmts(e, &chain[n - 1]->body, 2);
@@ -441,8 +499,6 @@ void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt
   fputs("  }\n", o);
 }
 
-/* Below this many threads a long reduction is split across more threads. */
-enum { SPLIT_MAX_POINTS = 4096, SPLIT_MIN_RED = 2048, SPLIT_TARGET_THREADS = 65536, SPLIT_MIN_CHUNK = 64 };
 
 /* A nest as its chain of perfectly nested loops, their roles, its stores and its
  * register store (the one cell the parallel loops pick), before any kernel is chosen. */
@@ -484,28 +540,32 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   const Stmt **chain = x.chain;
   int n = x.n, *par = x.par;
   PtrVec stores = x.stores;
-  long points = 1, red = 0;
+  long points = 1;
   for (int i = 0; i < n; i++)
     if (par[i] == PAR) points *= chain[i]->ext;
   const char *what = func_what(e, f, s);
   const Stmt *reg = x.reg;
-  /* Tiles, block reductions and splits are planned from static sizes. */
+  /* Tiles, block reductions and splits are planned from static sizes (a dynamic extent
+   * counts as IR_DYN_EXT_GUESS); their kernels read the dynamic extents at launch. */
   bool dyn = ir_stmt_dynamic(e->m, s);
-  if (reg && !dyn && cu_contraction(e, what, chain, n, par, reg)) return;
-  const Stmt *st = n && !dyn ? split_store(&stores, chain, n, par, &red) : NULL;
-  if (st && cu_block_reduction(e, what, chain, n, par, st, points, red)) return;
-  if (st && points < SPLIT_MAX_POINTS && red >= SPLIT_MIN_RED) {
-    long chunks = SPLIT_TARGET_THREADS / points;
-    if (chunks > red / SPLIT_MIN_CHUNK) chunks = red / SPLIT_MIN_CHUNK;
+  if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
+  RedSize z;
+  const Stmt *st = n ? split_store(e, &stores, chain, n, par, &z) : NULL;
+  if (st && cu_block_reduction(e, what, chain, n, par, st, &z)) return;
+  /* The scratch memory is sized at compile time: the points must be static. Over a
+   * dynamic number of reduced points, the most chunks; those that run adapt at launch. */
+  if (st && !z.pdext && z.points < SPLIT_MAX_POINTS && (z.rdext || z.red >= SPLIT_MIN_RED)) {
+    long chunks = (z.rdext ? SPLIT_DYN_THREADS : SPLIT_TARGET_THREADS) / z.points;
+    if (!z.rdext && chunks > z.red / SPLIT_MIN_CHUNK) chunks = z.red / SPLIT_MIN_CHUNK;
     if (chunks > 1) {
-      split_kernels(e, what, chain, n, par, st, points, red, chunks);
+      split_kernels(e, what, chain, n, par, st, &z, chunks);
       return;
     }
   }
   CudaKernel *k = new_kernel(e, s);
   k->threads = points;
   for (int i = 0; i < n; i++)
-    if (par[i] == PAR) threads_times(e, k, chain[i]->dext);
+    if (par[i] == PAR) cu_threads_times(e, k, chain[i]->dext);
   cu_kernel_head(e, k, what);
   FILE *o = e->o;
   cu_decompose(e, chain, n, par, PAR, "t", 1);
@@ -566,11 +626,12 @@ static void push_kernels(E *e, PtrVec *steps, int lo, int hi) {
  * the fill's pass over memory and the cells' reads. */
 static bool next_takes_fill(E *e, const IrFunc *f, int i, const Stmt *fill) {
   while (++i < f->body.len && ((const Stmt *)f->body.items[i])->kind == S_COMMENT) {}
-  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP || ir_stmt_dynamic(e->m, f->body.items[i]))
-    return false;
+  if (i >= f->body.len || ((const Stmt *)f->body.items[i])->kind != S_LOOP) return false;
+  /* A dynamic nest takes it only as a contraction (into a static buffer over a dynamic K). */
+  bool dyn = ir_stmt_dynamic(e->m, f->body.items[i]);
   Nest x;
   return nest_shape(e, f->body.items[i], &x) && x.reg &&
-         (cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill) || reg_takes_fill(e, x.chain, x.n, x.par, x.reg, fill));
+         (cu_contraction_takes(e, x.chain, x.n, x.par, x.reg, fill) || (!dyn && reg_takes_fill(e, x.chain, x.n, x.par, x.reg, fill)));
 }
 
 static void plan_func(E *e, int fi) {
@@ -643,10 +704,18 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
     fprintf(o, "kernel %d %s %ld %d", k->id, k->name, k->threads, k->nargs);
     for (int j = 0; j < k->nargs; j++) fprintf(o, " %c%d", k->args[j].kind, k->args[j].index);
     fputc('\n', o);
-    if (!k->ntdims) continue;
-    fprintf(o, "tdims %d %d", k->id, k->ntdims);
-    for (int j = 0; j < k->ntdims; j++) fprintf(o, " %d", k->tdims[j]);
-    fputc('\n', o);
+    if (k->smem) fprintf(o, "smem %d %d\n", k->id, k->smem);
+    if (k->ntdims) {
+      fprintf(o, "tdims %d %d", k->id, k->ntdims);
+      for (int j = 0; j < k->ntdims; j++) fprintf(o, " %d", k->tdims[j]);
+      fputc('\n', o);
+    }
+    for (int c = 0; c < k->nceils; c++) {
+      const CudaCeil *x = &k->ceils[c];
+      fprintf(o, "tceil %d %ld %ld %d", k->id, x->num, x->div, x->n);
+      for (int j = 0; j < x->n; j++) fprintf(o, " %d", x->dims[j]);
+      fputc('\n', o);
+    }
   }
   fclose(o);
   char *r = arena_strdup(a, txt);
@@ -654,14 +723,37 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
   return r;
 }
 
-/* TF32 tensor-core helpers (sm_80+): round to TF32, and one m16n8k8 mma accumulating
- * into d (the fragment layouts of the PTX ISA; the emulation's shim has its own). */
+/* TF32 tensor-core helpers (sm_80+; the emulation's shim has its own): round to TF32
+ * (a value, or the bits of one or four floats in place), one m16n8k8 mma accumulating
+ * into d (the fragment layouts of the PTX ISA), cp.async copies of 4 or 16 bytes that
+ * read nb bytes of src (0: write zeros) with their commit and wait, dynamic shared
+ * memory; and the swizzled layouts of cuda_mma.c's tiles. */
 static const char *tf32_prelude =
     "#ifndef TDSL_EMULATE\n"
+    "#define TDSL_DYN_SHARED(T, name, n) extern __shared__ __align__(16) T name[]\n"
+    "#define TDSL_CP_COMMIT() asm volatile(\"cp.async.commit_group;\" ::: \"memory\")\n"
+    "#define TDSL_CP_WAIT(n) asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(n) : \"memory\")\n"
     "TDSL_DEV unsigned tdsl_tf32(float x) {\n"
     "  unsigned r;\n"
     "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
     "  return r;\n"
+    "}\n"
+    "TDSL_DEV void tdsl_tf32_in(unsigned *p) { *p = tdsl_tf32(__uint_as_float(*p)); }\n"
+    "TDSL_DEV void tdsl_tf32_in4(unsigned *p) {\n"
+    "  uint4 v = *(uint4 *)p;\n"
+    "  v.x = tdsl_tf32(__uint_as_float(v.x));\n"
+    "  v.y = tdsl_tf32(__uint_as_float(v.y));\n"
+    "  v.z = tdsl_tf32(__uint_as_float(v.z));\n"
+    "  v.w = tdsl_tf32(__uint_as_float(v.w));\n"
+    "  *(uint4 *)p = v;\n"
+    "}\n"
+    "TDSL_DEV void tdsl_cp16(unsigned *d, const float *src, int nb) {\n"
+    "  unsigned a = (unsigned)__cvta_generic_to_shared(d);\n"
+    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(nb) : \"memory\");\n"
+    "}\n"
+    "TDSL_DEV void tdsl_cp4(unsigned *d, const float *src, int nb) {\n"
+    "  unsigned a = (unsigned)__cvta_generic_to_shared(d);\n"
+    "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(nb) : \"memory\");\n"
     "}\n"
     "TDSL_DEV void tdsl_mma_tf32(float *d, const unsigned *a, const unsigned *b) {\n"
     "  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, \"\n"
@@ -669,7 +761,9 @@ static const char *tf32_prelude =
     "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
     "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
     "}\n"
-    "#endif\n";
+    "#endif\n"
+    "TDSL_DEV int tdsl_swz_k(int r, int k) { return r * 32 + (((k >> 2) ^ ((r & 1) << 2)) << 2) + (k & 3); }\n"
+    "TDSL_DEV int tdsl_swz_r(int r, int k, int rows) { return k * rows + (((r >> 2) ^ (((k >> 2) & 3) << 1)) << 2) + (r & 3); }\n";
 
 CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);

@@ -41,6 +41,8 @@ void cu_use_access(E *e, const Access *acc, bool write);
 CudaKernel *cu_finish_kernel(E *e, bool scratch);
 /* The comment, the signature and the opening brace. */
 void cu_kernel_sig(E *e, const CudaKernel *k, const char *what);
+/* The kernel's thread count is also times product p of dynamic dimensions. */
+void cu_threads_times(E *e, CudaKernel *k, int p);
 /* The signature, then t: the global thread index, below k->threads. */
 void cu_kernel_head(E *e, const CudaKernel *k, const char *what);
 /* The closing brace and the emulation entry; a one-thread-per-point kernel keeps its
@@ -50,11 +52,23 @@ void cu_kernel_tail(E *e, CudaKernel *k);
  * variable v (modified): the innermost varies fastest, the outermost takes the rest. */
 void cu_decompose(E *e, const Stmt **chain, int n, const int *par, int want, const char *v, int ind);
 void cu_indent(E *e, int ind);
-/* acc = the neutral element of st's accumulation, then folds in the reduced points
- * (the SEQ loops, linearized) r = first, first + step, ... < red: a thread's share of a
- * reduction split across threads. */
-void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, long red, const char *first,
-                     const char *step);
+/* A reduction nest's sizes: its points (the PAR loops: cells) and the reduced points
+ * of each (the SEQ loops), each a static factor times a product of dynamic dims (0:
+ * static), and what the plan counts them as (a dynamic loop as IR_DYN_EXT_GUESS). */
+typedef struct RedSize {
+  long points, red;
+  int pdext, rdext;
+  long gpoints, gred;
+} RedSize;
+
+/* An extent for a kernel's comment: 12, 16*batch. */
+const char *cu_ext_what(const E *e, long ext, int dext);
+/* acc = the neutral element of st's accumulation (the cell's value while the C condition
+ * one holds, unless one is NULL), then folds in the reduced points (the SEQ loops,
+ * linearized) r = first, first + step, ... < z->red: a thread's share of a reduction
+ * split across threads. */
+void cu_strided_fold(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const RedSize *z, const char *first,
+                     const char *step, const char *one);
 /* The shared C rendering, with the to_acc store into the local acc. */
 void cu_stmts(E *e, const PtrVec *body, int ind);
 
@@ -76,6 +90,6 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
  * the fill before it (it writes every cell and reads none). */
 bool cu_contraction_takes(E *e, const Stmt **chain, int n, const int *par, const Stmt *st, const Stmt *fill);
 bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
-                        long points, long red);
+                        const RedSize *z);
 
 #endif

@@ -31,39 +31,57 @@
  * Few tiles over a long reduction are split along K (split-K): partial tiles into
  * scratch memory, then a kernel adds them to the cells.
  *
- * With --tf32, fp32 contractions multiply on tensor cores: operands rounded to TF32
- * (cvt.rna), mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile;
- * like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
+ * With --tf32, fp32 contractions multiply on tensor cores: cuda_mma.c emits them over
+ * the same recognition, tile shape, tile order and split-K. Over dynamic sizes, this
+ * file's kernel does: operands rounded to TF32 (cvt.rna) at each fragment load,
+ * mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile.
  *
- * Indices are 32-bit when every affine index provably fits (cheaper on the GPU). */
+ * Indices are 32-bit when every affine index provably fits (cheaper on the GPU).
+ *
+ * Dynamic sizes. The plan (tiling or not, tile shape, vector loads, split-K) comes from
+ * the static factors, a dynamic loop counted as IR_DYN_EXT_GUESS; a dynamic role's
+ * extent is computed at the kernel's start from its dim arguments (eM, ...), and the
+ * grid's tile counts over it by the runtime (CudaKernel.ceils). */
 #include <stdlib.h>
 
-#include "cuda_kern.h"
+#include "cuda_tile.h"
 
-enum { R_BATCH, R_M, R_N, R_K, R_NONE };
 enum { TILE_MIN_CELLS = 1024, TILE_MIN_CELLS_K = 256 };
 
-typedef struct Ct {
-  const Stmt **chain;
-  int n;
-  int role[64];
-  long ext[4];        /* points per role */
-  const Access *a, *b; /* a reads the M loops, b the N loops */
-  int bm, bn, bk, tm, tn;
-  bool vec_a, vec_b;  /* float4 loads of a (b) along K (N) */
-  bool a_kfast;       /* a's contiguous axis is K (else M) */
-  bool b_nfast;       /* b's contiguous axis is N (else K) */
-  long splits, kc;    /* split-K: splits blocks per tile, each over kc reduced points */
-  const Stmt *guard;  /* the padding guards around the store (S_IF), or NULL */
-  bool fresh;         /* the cells start from 0 (the fill before was taken), not read */
-  char gside[32];     /* per guard: 'A' or 'B', the operand whose staging tests it */
-} Ct;
+static const char *const role_var[4] = {"eB", "eM", "eN", "eK"};
+
+/* A role's extent in a kernel: its constant (with suffix L), or when dynamic the
+ * variable the kernel computed it into at its start (dyn_extents). */
+static const char *ext_txt(const E *e, const Ct *c, int role, const char *L) {
+  return c->dext[role] ? role_var[role] : arena_printf(e->a, "%ld%s", c->ext[role], L);
+}
+
+static const char *ext_what(const E *e, const Ct *c, int role) { return cu_ext_what(e, c->ext[role], c->dext[role]); }
+
+/* Declares each dynamic role's extent (long eM = ...), from the kernel's dim arguments. */
+static void dyn_extents(E *e, const Ct *c) {
+  for (int r = 0; r < 4; r++) {
+    if (!c->dext[r]) continue;
+    fprintf(e->o, "  long %s = ", role_var[r]);
+    cr_ext(&e->r, c->ext[r], c->dext[r]);
+    fputs(";\n", e->o);
+  }
+}
 
 static long coef_of(const Aff *f, int var) {
   long c = 0;
   for (int i = 0; i < f->n; i++)
     if (f->t[i].var == var) c += f->t[i].coef;
   return c;
+}
+
+/* |stride| of var for the plan: a stride over dynamic dims counted as IR_DYN_EXT_GUESS
+ * per product (coef_of's when static). */
+static long stride_guess(const Aff *f, int var) {
+  long c = 0;
+  for (int i = 0; i < f->n; i++)
+    if (f->t[i].var == var) c += f->t[i].dyn ? f->t[i].coef * IR_DYN_EXT_GUESS : f->t[i].coef;
+  return labs(c);
 }
 
 /* The innermost loop of a role (-1 if none). */
@@ -91,11 +109,13 @@ static bool aff_fits_int(const E *e, const Aff *f, const Stmt **chain, int n) {
 }
 
 /* float4 loads of x along var: contiguous, every other stride and the offset multiples
- * of 4 (buffers are 256-byte aligned), the extent a multiple of 4. */
+ * of 4 (buffers are 256-byte aligned), the extent a multiple of 4. Over dynamic dims
+ * that holds for every value of them when var's stride is static and every static
+ * factor (of a stride over dims, of a dynamic extent) is a multiple of 4. */
 static bool vec4_ok(const E *e, const Access *x, int var, long ext) {
   if (cu_buf(e, x->buf)->elem != ELEM_F32 || coef_of(&x->flat, var) != 1 || ext % 4 || x->flat.off % 4) return false;
   for (int i = 0; i < x->flat.n; i++)
-    if (x->flat.t[i].var != var && x->flat.t[i].coef % 4) return false;
+    if ((x->flat.t[i].var != var && x->flat.t[i].coef % 4) || (x->flat.t[i].var == var && x->flat.t[i].dyn)) return false;
   return true;
 }
 
@@ -142,7 +162,7 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
     c->a = c->b;
     c->b = t;
   }
-  for (int r = 0; r < 4; r++) c->ext[r] = 1;
+  for (int r = 0; r < 4; r++) c->ext[r] = c->guess[r] = 1;
   for (int i = 0; i < n; i++) {
     int var = chain[i]->var;
     bool in_a = coef_of(&c->a->flat, var), in_b = coef_of(&c->b->flat, var);
@@ -151,14 +171,19 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
       c->role[i] = R_NONE;
       continue;
     }
-    c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
-    c->ext[c->role[i]] *= chain[i]->ext;
+    int r = c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
+    c->ext[r] *= chain[i]->ext;
+    c->guess[r] *= chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext;
+    if (chain[i]->dext) {
+      c->dext[r] = ir_prod_mul(e->a, e->mm, c->dext[r], chain[i]->dext);
+      c->dyn = true;
+    }
   }
   if (c->guard && !guard_sides(c)) return false;
   /* Fewer cells than one small tile over a short reduction: a thread per cell does it,
    * and leaves the nest to a fused routine (cuda_fuse.c). */
-  if (c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] < TILE_MIN_CELLS && c->ext[R_K] < TILE_MIN_CELLS_K) return false;
-  return c->ext[R_M] >= 16 && c->ext[R_N] >= 16 && c->ext[R_K] >= 8;
+  if (c->guess[R_BATCH] * c->guess[R_M] * c->guess[R_N] < TILE_MIN_CELLS && c->guess[R_K] < TILE_MIN_CELLS_K) return false;
+  return c->guess[R_M] >= 16 && c->guess[R_N] >= 16 && c->guess[R_K] >= 8;
 }
 
 /* Tile shape. 128 x 128 tiles (8 x 8 cells per thread) when they still give every SM of
@@ -169,15 +194,18 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
 enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
 
 static void shape(E *e, Ct *c) {
-  long big_blocks = c->ext[R_BATCH] * ((c->ext[R_M] + 127) / 128) * ((c->ext[R_N] + 127) / 128);
-  bool big = c->ext[R_M] >= 256 && c->ext[R_N] >= 256 &&
-             (big_blocks >= BIG_TILE_MIN_BLOCKS || c->ext[R_K] >= BIG_TILE_SPLIT_K);
+  const long *g = c->guess;
+  long big_blocks = g[R_BATCH] * ((g[R_M] + 127) / 128) * ((g[R_N] + 127) / 128);
+  /* Over dynamic sizes, 64-bit index arithmetic: a 128 x 128 tile capped at 128
+   * registers (two blocks per SM) would spill on sm_90, so dynamic nests take 64 x 64. */
+  bool big = !c->dyn && g[R_M] >= 256 && g[R_N] >= 256 && (big_blocks >= BIG_TILE_MIN_BLOCKS || g[R_K] >= BIG_TILE_SPLIT_K);
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
-  c->bk = big && !(e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32) ? 8 : 16;
+  bool tf32 = e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32;
+  c->bk = tf32 && !c->dyn ? MMA_BK : big && !tf32 ? 8 : 16;
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
-  c->a_kfast = labs(coef_of(&c->a->flat, km)) <= labs(coef_of(&c->a->flat, mm)) || !coef_of(&c->a->flat, mm);
-  c->b_nfast = labs(coef_of(&c->b->flat, nn)) <= labs(coef_of(&c->b->flat, km)) || !coef_of(&c->b->flat, km);
+  c->a_kfast = stride_guess(&c->a->flat, km) <= stride_guess(&c->a->flat, mm) || !coef_of(&c->a->flat, mm);
+  c->b_nfast = stride_guess(&c->b->flat, nn) <= stride_guess(&c->b->flat, km) || !coef_of(&c->b->flat, km);
   /* Only when one role's loop is the whole contiguous run (a single loop of that role). */
   int nk = 0, nm = 0, nnl = 0;
   for (int i = 0; i < c->n; i++) {
@@ -251,7 +279,7 @@ static void stage_load(E *e, const Ct *c, const Stage *s, const char *T, const c
   fprintf(o, "      %s r = %s + rr, k = %s + kk;\n", I, r0, kb);
   if (s->vec) fprintf(o, "      float4 v = {0, 0, 0, 0};\n");
   else fprintf(o, "      %s v = 0;\n", T);
-  fprintf(o, "      if (r < %ld && k < %ld) {\n", c->ext[s->ro], c->ext[R_K]);
+  fprintf(o, "      if (r < %s && k < %s) {\n", ext_txt(e, c, s->ro, ""), ext_txt(e, c, R_K, ""));
   decomp(e, c, s->ro, "r", 4);
   decomp(e, c, R_K, "k", 4);
   stage_guard(e, c, s->S);
@@ -292,7 +320,7 @@ static void cell_open(E *e, const Ct *c, bool mma) {
   } else
     fprintf(e->o, "    %s m = m0 + q / %d / 4 * 64 + ty * 4 + q / %d %% 4, n = n0 + q %% %d / 4 * 64 + tx * 4 + q %% 4;\n", I,
             c->tn, c->tn, c->tn);
-  fprintf(e->o, "    if (m < %ld && n < %ld) {\n", c->ext[R_M], c->ext[R_N]);
+  fprintf(e->o, "    if (m < %s && n < %s) {\n", ext_txt(e, c, R_M, ""), ext_txt(e, c, R_N, ""));
   decomp(e, c, R_M, "m", 3);
   decomp(e, c, R_N, "n", 3);
 }
@@ -354,6 +382,22 @@ static void compute_step(E *e, const Ct *c, bool mma, const char *T, const char 
   fputs("    }\n", o);
 }
 
+/* Split-K when the tiles are too few to fill a large GPU (two blocks per SM of an
+ * H100) and the reduction is long: each split sums a chunk into scratch memory, a
+ * second kernel adds the chunks to the cells (reassociated, like split reductions). */
+enum { SPLITK_MIN_BLOCKS = 264, SPLITK_MIN_CHUNK = 512 };
+static const long SPLITK_MAX_SCRATCH = 1L << 28;
+
+/* Split-K over a dynamic K: the chunk kc each split sums is computed at launch, at least
+ * SPLITK_MIN_CHUNK (a multiple of BK) so that a short K is summed by few splits; the
+ * splits past K do nothing, and ns of them have partial sums. One split (K <= the
+ * minimum chunk) adds into the cells itself, in the CPU's order, and the combine does
+ * nothing. */
+static void split_chunk(E *e, const Ct *c) {
+  fprintf(e->o, "  long kc = (eK + %ld - 1) / %ld;\n  kc = kc < %d ? %d : (kc + %d) / %d * %d;\n  long ns = (eK + kc - 1) / kc;\n",
+          c->splits, c->splits, SPLITK_MIN_CHUNK, SPLITK_MIN_CHUNK, c->bk - 1, c->bk, c->bk);
+}
+
 /* Split-K, second kernel: one thread per cell adds the splits' partial sums, in order,
  * to the cell. */
 static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *st) {
@@ -361,17 +405,26 @@ static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *
   long M = c->ext[R_M], N = c->ext[R_N], B = c->ext[R_BATCH];
   cu_begin_args(e);
   cu_use_access(e, &st->dst, true);
+  const IrProd *kd = ir_prod_at(e->m, c->dext[R_K]); /* a dynamic K: its dims, for ns */
+  for (int i = 0; kd && i < kd->n; i++) e->dim[kd->dims[i]] = true;
   CudaKernel *k = cu_finish_kernel(e, true);
   k->threads = B * M * N;
-  cu_kernel_head(e, k, arena_printf(e->a, "%s: contraction, split-K combine of %ld", what, c->splits));
+  cu_kernel_head(e, k, arena_printf(e->a, "%s: contraction, split-K combine of %s%ld", what, c->dext[R_K] ? "up to " : "",
+                                    c->splits));
   fprintf(o, "  long n = t %% %ldL, m = t / %ldL %% %ldL, bt = t / %ldL, bl = bt;\n", N, N, M, N * M);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   decomp(e, c, R_M, "m", 1);
   decomp(e, c, R_N, "n", 1);
+  if (c->dext[R_K]) {
+    dyn_extents(e, c);
+    split_chunk(e, c);
+    fputs("  if (ns < 2) return; /* one split wrote the cells */\n", o);
+  }
   fprintf(o, "  %s v = ", cu_ctype(cu_buf(e, st->dst.buf)->elem));
   if (c->fresh) fputc('0', o);
   else cr_access(&e->r, &st->dst);
-  fprintf(o, ";\n  for (long s = 0; s < %ldL; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ", c->splits, B, M, N);
+  fprintf(o, ";\n  for (long s = 0; s < %s; s++) v = v + xs[((s * %ldL + bt) * %ldL + m) * %ldL + n];\n  ",
+          c->dext[R_K] ? "ns" : arena_printf(e->a, "%ldL", c->splits), B, M, N);
   cr_access(&e->r, &st->dst);
   fputs(" = v;\n", o);
   cu_kernel_tail(e, k);
@@ -383,30 +436,110 @@ static void emit_split_combine(E *e, const char *what, const Ct *c, const Stmt *
 static void tile_index(E *e, const Ct *c, long nbm, long nbn) {
   const char *I = e->r.idx32 ? "int" : "long";
   FILE *o = e->o;
-  fprintf(o, "  %s bt = bl / %ld, tl = bl %% %ld;\n", I, nbm * nbn, nbm * nbn);
-  fprintf(o, "  %s gm = tl / %ld * 8, gs = %ld - gm < 8 ? %ld - gm : 8;\n", I, 8 * nbn, nbm, nbm);
-  fprintf(o, "  %s m0 = (gm + tl %% %ld %% gs) * %d, n0 = tl %% %ld / gs * %d;\n", I, 8 * nbn, c->bm, 8 * nbn, c->bn);
+  /* Over a dynamic M or N, the tile counts are computed at launch. */
+  const char *tm = arena_printf(e->a, "%ld", nbm), *tiles = arena_printf(e->a, "%ld", nbm * nbn),
+             *group = arena_printf(e->a, "%ld", 8 * nbn);
+  if (c->dext[R_M] || c->dext[R_N]) {
+    fprintf(o, "  long nbm = %s, nbn = %s;\n", c->dext[R_M] ? arena_printf(e->a, "(eM + %d) / %d", c->bm - 1, c->bm) : tm,
+            c->dext[R_N] ? arena_printf(e->a, "(eN + %d) / %d", c->bn - 1, c->bn) : arena_printf(e->a, "%ld", nbn));
+    tm = "nbm", tiles = "(nbm * nbn)", group = "(8 * nbn)";
+  }
+  fprintf(o, "  %s bt = bl / %s, tl = bl %% %s;\n", I, tiles, tiles);
+  fprintf(o, "  %s gm = tl / %s * 8, gs = %s - gm < 8 ? %s - gm : 8;\n", I, group, tm, tm);
+  fprintf(o, "  %s m0 = (gm + tl %% %s %% gs) * %d, n0 = tl %% %s / gs * %d;\n", I, group, c->bm, group, c->bn);
   fputs("  bl = bt;\n", o);
+}
+
+/* The contraction's grid: BATCH x tiles x splits blocks; over dynamic roles, the batch's
+ * dims and ceil(M / BM), ceil(N / BN) are factors the runtime computes at launch. */
+static void grid(E *e, const Ct *c, CudaKernel *k, long nbm, long nbn) {
+  k->threads = c->ext[R_BATCH] * (c->dext[R_M] ? 1 : nbm) * (c->dext[R_N] ? 1 : nbn) * c->splits * CUDA_BLOCK;
+  cu_threads_times(e, k, c->dext[R_BATCH]);
+  k->ceils = ANEWN(e->a, CudaCeil, 2);
+  for (int r = R_M; r <= R_N; r++) {
+    const IrProd *x = ir_prod_at(e->m, c->dext[r]);
+    if (x) k->ceils[k->nceils++] = (CudaCeil){c->ext[r], r == R_M ? c->bm : c->bn, x->n, x->dims};
+  }
+}
+
+/* ---- what cuda_mma.c's TF32 kernel (static sizes) shares ---- */
+
+void cu_ct_decomp(E *e, const Ct *c, int role, const char *lin, int ind) { decomp(e, c, role, lin, ind); }
+void cu_ct_stage_guard(E *e, const Ct *c, char S) { stage_guard(e, c, S); }
+
+CudaKernel *cu_ct_kernel(E *e, const Ct *c, const Stmt *st) {
+  long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm;
+  cu_begin_args(e);
+  cu_use_stmt(e, c->chain[0]);
+  if (c->splits > 1) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
+  CudaKernel *k = cu_finish_kernel(e, c->splits > 1);
+  k->coop = true;
+  grid(e, c, k, nbm, nbn);
+  return k;
+}
+
+/* Accumulators from 0: the TF32 kernel adds a cell's value after its products
+ * (cu_ct_block_end), without the registers to address the cells twice. */
+void cu_ct_block_start(E *e, const Ct *c, const Stmt *st, bool mma) {
+  FILE *o = e->o;
+  const char *I = e->r.idx32 ? "int" : "long";
+  long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
+  fprintf(o, "  %s bl = blockIdx.x;\n", I);
+  if (c->splits > 1)
+    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
+            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
+  else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
+  tile_index(e, c, nbm, nbn);
+  cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
+  fprintf(o, "  %s acc[%d];\n  for (int q = 0; q < %d; q++) acc[q] = 0;\n", cu_ctype(cu_buf(e, st->dst.buf)->elem),
+          c->tm * c->tn, c->tm * c->tn);
+  (void)mma;
+}
+
+void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, bool mma, CudaKernel *k) {
+  FILE *o = e->o;
+  cell_open(e, c, mma);
+  if (c->splits > 1)
+    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n", c->ext[R_BATCH], c->ext[R_M], c->ext[R_N]);
+  else {
+    fputs("      ", o);
+    cr_access(&e->r, &st->dst);
+    fputs(" = ", o);
+    if (!c->fresh) {
+      cr_access(&e->r, &st->dst);
+      fputs(" + ", o);
+    }
+    fputs("acc[q];\n", o);
+  }
+  fputs("    }\n  }\n", o);
+  cu_kernel_tail(e, k);
+  if (c->splits > 1) emit_split_combine(e, what, c, st);
 }
 
 static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
   FILE *o = e->o;
+  if (e->tf32 && f32 && !c->dyn) {
+    cu_mma_contraction(e, what, c, st);
+    return;
+  }
   const char *T = f32 ? "float" : "double";
   bool mma = e->tf32 && f32, split = c->splits > 1;
   long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
   cu_begin_args(e);
   cu_use_stmt(e, c->chain[0]);
-  if (split) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
+  if (split && !c->dext[R_K]) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
   CudaKernel *k = cu_finish_kernel(e, split);
   k->coop = true;
-  k->threads = c->ext[R_BATCH] * nbm * nbn * c->splits * CUDA_BLOCK;
+  grid(e, c, k, nbm, nbn);
   /* Two blocks per SM hide the shared-memory latency better than the registers a
    * 128 x 128 fp32 tile could use beyond 128 per thread. */
   if (f32 && c->bm == 128) k->min_blocks = 2;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles%s%s%s", what, c->ext[R_M],
-                                    c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, mma ? ", TF32 mma" : "",
-                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : "",
-                                    c->fresh ? ", from 0 (fill taken)" : ""));
+  const char *splits = !split         ? ""
+                       : c->dext[R_K] ? arena_printf(e->a, ", split-K up to %ld, chunks of >= %d", c->splits, SPLITK_MIN_CHUNK)
+                                      : arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc);
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %s x %s x %s (batch %s), %dx%d tiles%s%s%s", what, ext_what(e, c, R_M),
+                                    ext_what(e, c, R_N), ext_what(e, c, R_K), ext_what(e, c, R_BATCH), c->bm, c->bn,
+                                    mma ? ", TF32 mma" : "", splits, c->fresh ? ", from 0 (fill taken)" : ""));
   const char *I = e->r.idx32 ? "int" : "long";
   /* Two buffers of each tile. Rows of BM + 4 (BN + 8) keep 128-bit reads aligned and
    * the mma fragment reads of a warp on 32 distinct banks. */
@@ -416,16 +549,24 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
     fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
   else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
   fprintf(o, "  %s bl = blockIdx.x;\n", I);
+  dyn_extents(e, c);
   /* This block's reduced points: [kbeg, kend); a split's kc is a multiple of BK. */
-  if (split)
+  if (split && c->dext[R_K]) {
+    split_chunk(e, c);
+    fprintf(o, "  long ks = bl %% %ld;\n  bl /= %ld;\n  long kbeg = ks * kc, kend = kbeg + kc < eK ? kbeg + kc : eK;\n"
+               "  if (ks >= ns) return; /* past K: the combine reads only ns splits */\n",
+            c->splits, c->splits);
+  } else if (split)
     fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
             c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
-  else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
+  else fprintf(o, "  %s kbeg = 0, kend = %s;\n", I, ext_txt(e, c, R_K, ""));
   tile_index(e, c, nbm, nbn);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
+  bool one = split && c->dext[R_K] && !c->fresh; /* ns == 1 starts from the cells */
   if (split || c->fresh) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
-  else {
+  if (one) fputs("  if (ns == 1)\n", o);
+  if (!(split || c->fresh) || one) {
     cell_open(e, c, mma);
     fputs("      acc[q] = ", o);
     cr_access(&e->r, &st->dst);
@@ -449,10 +590,16 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   stage_store(e, c, &sb, "buf ^ 1");
   fputs("    }\n    __syncthreads();\n  }\n", o);
   cell_open(e, c, mma);
-  if (split)
-    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n    }\n  }\n", c->ext[R_BATCH], c->ext[R_M],
-            c->ext[R_N]);
-  else {
+  if (split) {
+    if (c->dext[R_K]) fputs("      if (ns > 1)\n  ", o);
+    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n", c->ext[R_BATCH], c->ext[R_M], c->ext[R_N]);
+    if (c->dext[R_K]) {
+      fputs("      else\n        ", o);
+      cr_access(&e->r, &st->dst);
+      fputs(" = acc[q];\n", o);
+    }
+    fputs("    }\n  }\n", o);
+  } else {
     fputs("      ", o);
     cr_access(&e->r, &st->dst);
     fputs(" = acc[q];\n    }\n  }\n", o);
@@ -461,22 +608,23 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   if (split) emit_split_combine(e, what, c, st);
 }
 
-/* Split-K when the tiles are too few to fill a large GPU (two blocks per SM of an
- * H100) and the reduction is long: each split sums a chunk into scratch memory, a
- * second kernel adds the chunks to the cells (reassociated, like split reductions). */
-enum { SPLITK_MIN_BLOCKS = 264, SPLITK_MIN_CHUNK = 512 };
-static const long SPLITK_MAX_SCRATCH = 1L << 28;
 
 static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   long K = c->ext[R_K];
   c->splits = 1;
   c->kc = K;
-  if (blocks >= SPLITK_MIN_BLOCKS || K < 2 * SPLITK_MIN_CHUNK) return;
-  long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks;
-  if (s > K / SPLITK_MIN_CHUNK) s = K / SPLITK_MIN_CHUNK;
-  long kc = (K + s - 1) / s;
-  kc = (kc + c->bk - 1) / c->bk * c->bk;
-  s = (K + kc - 1) / kc;
+  /* The scratch memory is sized at compile time: a dynamic output is not split. */
+  if (blocks >= SPLITK_MIN_BLOCKS || c->dext[R_BATCH] || c->dext[R_M] || c->dext[R_N]) return;
+  long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks, kc = 0;
+  /* Over a dynamic K, as many splits as fill the GPU; the chunk (split_chunk) adapts at
+   * launch, so a short K uses few of them. */
+  if (!c->dext[R_K]) {
+    if (K < 2 * SPLITK_MIN_CHUNK) return;
+    if (s > K / SPLITK_MIN_CHUNK) s = K / SPLITK_MIN_CHUNK;
+    kc = (K + s - 1) / s;
+    kc = (kc + c->bk - 1) / c->bk * c->bk;
+    s = (K + kc - 1) / kc;
+  }
   long bytes = s * c->ext[R_BATCH] * c->ext[R_M] * c->ext[R_N] * (el == ELEM_F64 ? 8 : 4);
   if (s < 2 || bytes > SPLITK_MAX_SCRATCH) return;
   c->splits = s;
@@ -506,8 +654,8 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
   Ct c = {0};
   if (!recognize(e, &c, chain, n, par, st)) return false;
   shape(e, &c);
-  long blocks = c.ext[R_BATCH] * ((c.ext[R_M] + c.bm - 1) / c.bm) * ((c.ext[R_N] + c.bn - 1) / c.bn);
-  if (blocks > 0x7fffffffL) return false;
+  long blocks = c.guess[R_BATCH] * ((c.guess[R_M] + c.bm - 1) / c.bm) * ((c.guess[R_N] + c.bn - 1) / c.bn);
+  if (blocks > 0x7fffffffL) return false; /* over dynamic sizes, the runtime checks at launch */
   if (can_take(e, &c, st, e->pending_fill)) { /* planned by cu_contraction_takes */
     c.fresh = true;
     e->pending_fill = NULL;
@@ -515,7 +663,7 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
   choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
   blocks *= c.splits;
-  e->r.idx32 = blocks < (1L << 30) && c.ext[R_M] + c.bm < (1L << 30) && c.ext[R_N] + c.bn < (1L << 30) &&
+  e->r.idx32 = !c.dyn && blocks < (1L << 30) && c.ext[R_M] + c.bm < (1L << 30) && c.ext[R_N] + c.bn < (1L << 30) &&
                c.ext[R_K] + c.bk < (1L << 30) && aff_fits_int(e, &c.a->flat, chain, n) &&
                aff_fits_int(e, &c.b->flat, chain, n) && aff_fits_int(e, &st->dst.flat, chain, n);
   emit_contraction(e, what, &c, st, f32);
@@ -547,10 +695,11 @@ int cu_loads_along(const IrExpr *x, int var) {
 enum { BLOCKRED_MIN_RED = 256, BLOCKRED_MIN_POINTS = 128, BLOCKRED_LONG_RED = 2048, BLOCKRED_MANY_POINTS = 65536 };
 
 bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const int *par, const Stmt *st,
-                        long points, long red) {
+                        const RedSize *z) {
   int inner = -1;
   for (int i = 0; i < n; i++)
     if (par[i] == SEQ) inner = chain[i]->var;
+  long points = z->gpoints, red = z->gred; /* over dynamic sizes the runtime checks the grid */
   if (red < BLOCKRED_MIN_RED || points < BLOCKRED_MIN_POINTS || points > 0x7fffffffL || inner < 0 ||
       (red < BLOCKRED_LONG_RED && points > BLOCKRED_MANY_POINTS) ||
       cu_loads_along(st->val, inner) != 1)
@@ -562,11 +711,13 @@ bool cu_block_reduction(E *e, const char *what, const Stmt **chain, int n, const
   cu_use_stmt(e, chain[0]);
   CudaKernel *k = cu_finish_kernel(e, false);
   k->coop = true;
-  k->threads = points * CUDA_BLOCK;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: block reduction, %ld points of %ld", what, points, red));
+  k->threads = z->points * CUDA_BLOCK;
+  cu_threads_times(e, k, z->pdext);
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: block reduction, %s points of %s", what, cu_ext_what(e, z->points, z->pdext),
+                                    cu_ext_what(e, z->red, z->rdext)));
   fprintf(o, "  __shared__ %s part[%d];\n  long t = blockIdx.x;\n", T, CUDA_BLOCK / 32);
   cu_decompose(e, chain, n, par, PAR, "t", 1);
-  cu_strided_fold(e, chain, n, par, st, red, "threadIdx.x", arena_printf(e->a, "%d", CUDA_BLOCK));
+  cu_strided_fold(e, chain, n, par, st, z, "threadIdx.x", arena_printf(e->a, "%d", CUDA_BLOCK), NULL);
   /* Lane 0 of each warp gets its warp's value, warp 0 combines the warps'. */
   const char *shfl = arena_printf(e->a, "(%s)TDSL_SHFL_DOWN(acc, d)", T);
   fputs("  for (int d = 16; d > 0; d /= 2) acc = ", o);

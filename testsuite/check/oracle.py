@@ -9,8 +9,9 @@ model and the models of testsuite/check/Inputs/ (parallel loops) are checked at 
 (TDSL_NUM_THREADS: parallel loops split among that many threads): the optimized build
 must agree with the plain -O0 loop IR on every routine. With --cuda, the candidate is the CUDA backend under the
 runtime's emulation (the --emit-cuda source compiled as host C with
-testsuite/cuda/shim.h, TDSL_CUDA_EMULATE). Prints PASS/FAIL per case and level and a
-last line "N passed, M failed"; exit 1 on failure.
+testsuite/cuda/shim.h, TDSL_CUDA_EMULATE). A model with "oracle-args: ARGS" lines (a
+dynamic one: --set its dims) is checked once per line, with those arguments. Prints
+PASS/FAIL per case and level and a last line "N passed, M failed"; exit 1 on failure.
 """
 
 import argparse
@@ -18,6 +19,7 @@ import concurrent.futures
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,13 @@ def suite_dir():
     return None
 
 
+def model_args(path):
+    """The argument lists of the model's oracle-args lines, or one empty list."""
+    with open(path) as f:
+        lines = [ln.split("oracle-args:", 1)[1] for ln in f if "oracle-args:" in ln]
+    return [shlex.split(ln.replace("*)", "")) for ln in lines] or [[]]
+
+
 def cases(filters):
     """(path, extra args) of each model to check."""
     out = []
@@ -47,7 +56,7 @@ def cases(filters):
         out.append((p, []))
     # models large enough for parallel loops (the thread counts matter there)
     for p in sorted(glob.glob(os.path.join(HERE, "Inputs", "*.tdsl"))):
-        out.append((p, []))
+        out.extend((p, args) for args in model_args(p))
     return [c for c in out if not filters or any(f in c[0] for f in filters)]
 
 
@@ -78,7 +87,8 @@ def emulation_lib(tdslc, path, args, tmp):
 
 def check_one(tdslc, path, args, level, threads, cuda):
     name = os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
-    label = "%s -O%d%s%s" % (name, level, " cuda" if cuda else "", " threads=%d" % threads if threads else "")
+    label = "%s%s -O%d%s%s" % (name, "".join(" " + x for x in args), level, " cuda" if cuda else "",
+                                " threads=%d" % threads if threads else "")
     cmd = [tdslc, "--check", "-O%d" % level, path] + args
     env = {"TDSL_NUM_THREADS": str(threads)} if threads else {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +113,7 @@ def main():
     ap.add_argument("-v", action="store_true")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
-    todo = [(os.path.abspath(f), []) for f in a.files] or cases(a.filter)
+    todo = [(os.path.abspath(f), args) for f in a.files for args in model_args(f)] or cases(a.filter)
     if not todo:
         print("SKIP: no conformance suite or samples found")
     tdslc = os.path.abspath(a.tdslc)

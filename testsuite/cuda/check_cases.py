@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks tdslc's CUDA backend on every conformance case that has "values".
 
-  check_cases.py [--tdslc PATH] [--cases DIR]... [--gpu] [--filter SUBSTR] [-v] [-j N]
+  check_cases.py [--tdslc PATH] [--cases DIR]... [--gpu] [--tf32] [--filter SUBSTR] [-v] [-j N]
 
 Cases: the shared conformance suite (../shared/conformance/cases) and this backend's own
 (testsuite/cuda/cases, same format). Without --gpu (make check; no GPU needed), for each
@@ -13,7 +13,9 @@ case:
   3. emulation: the --emit-cuda source, compiled as host C with shim.h, runs through the
      runtime's TDSL_CUDA_EMULATE mode (tdslc --backend=cuda --run) and must print the
      CPU backend's numbers.
-With --gpu (make check-gpu): step 3 runs on the GPU instead of the emulation.
+With --gpu (make check-gpu): step 3 runs on the GPU instead of the emulation. With --tf32
+every CUDA step compiles with --tf32 (fp32 contractions on TF32 tensor cores) and the
+numbers must agree within TF32's precision (the tolerance of close_tf32).
 Prints PASS/FAIL/SKIP per case and "N passed, M failed, K skipped"; exit 1 on failure.
 """
 
@@ -75,15 +77,25 @@ def close(a, b):
     return abs(a - b) <= 1e-5 + 1e-4 * abs(a)
 
 
-def compare(cpu, other):
+def close_tf32(a, b, scale):
+    """TF32 keeps 10 of fp32's 23 mantissa bits (relative rounding 2^-11 per operand): a
+    sum of products is within about 1e-3 of the largest magnitude among the values of its
+    tensor (scale), more for long sums of cancelling terms."""
+    if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
+        return close(a, b)
+    return abs(a - b) <= 1e-5 + 3e-3 * scale
+
+
+def compare(cpu, other, tf32=False):
     for name, xs in cpu.items():
         ys = other.get(name)
         if ys is None:
             return "%s not printed" % name
         if len(ys) != len(xs):
             return "%s: %d values, cpu %d" % (name, len(ys), len(xs))
+        scale = max([abs(x) for x in xs if math.isfinite(x)] or [0])
         for i, (x, y) in enumerate(zip(xs, ys)):
-            if not close(x, y):
+            if not (close_tf32(x, y, scale) if tf32 else close(x, y)):
                 return "%s[%d] = %r, cpu %r" % (name, i, y, x)
     return None
 
@@ -112,13 +124,14 @@ class Checker:
 
     def cuda_checks(self, name, cdir, tmp, args, cpu):
         tdslc = self.o.tdslc
+        cuda = ["--backend=cuda"] + (["--tf32"] if self.o.tf32 else [])
         if self.toolkit:
             so = os.path.join(tmp, name + ".so")
-            rc, _, err = run([tdslc, "--backend=cuda", name + ".tdsl", "-o", so], cdir)
+            rc, _, err = run([tdslc] + cuda + [name + ".tdsl", "-o", so], cdir)
             if rc != 0 or not os.path.exists(so):
                 return "FAIL", name, "--backend=cuda -o: exit %d: %s" % (rc, err.strip()[-2000:])
             ptx = os.path.join(tmp, name + ".ptx")
-            rc, _, err = run([tdslc, "--backend=cuda", "--emit-ptx", name + ".tdsl", "-o", ptx], cdir)
+            rc, _, err = run([tdslc] + cuda + ["--emit-ptx", name + ".tdsl", "-o", ptx], cdir)
             if rc != 0:
                 return "FAIL", name, "--emit-ptx: exit %d: %s" % (rc, err.strip()[-2000:])
             for arch in ("sm_80", "sm_90"):
@@ -127,7 +140,7 @@ class Checker:
                     return "FAIL", name, "ptxas %s: %s" % (arch, err.strip()[-2000:])
         env = None
         if not self.o.gpu:
-            rc, src, err = run([tdslc, "--backend=cuda", "--emit-cuda", name + ".tdsl"], cdir)
+            rc, src, err = run([tdslc] + cuda + ["--emit-cuda", name + ".tdsl"], cdir)
             if rc != 0:
                 return "FAIL", name, "--emit-cuda: exit %d: %s" % (rc, err.strip())
             cu = os.path.join(tmp, name + ".cu")
@@ -139,10 +152,10 @@ class Checker:
             if rc != 0:
                 return "FAIL", name, "the kernels do not compile as host C: " + err.strip()[-2000:]
             env = {"TDSL_CUDA_EMULATE": lib}
-        rc, out, err = run([tdslc, "--backend=cuda"] + args, cdir, env)
+        rc, out, err = run([tdslc] + cuda + args, cdir, env)
         if rc != 0:
             return "FAIL", name, "--backend=cuda --run: exit %d: %s" % (rc, err.strip()[-2000:])
-        diff = compare(cpu, parse_values(out))
+        diff = compare(cpu, parse_values(out), self.o.tf32)
         if diff:
             return "FAIL", name, ("gpu" if self.o.gpu else "emulation") + " differs from cpu: " + diff
         return "PASS", name, ""
@@ -155,6 +168,7 @@ def main():
                     help="a directory of cases (repeatable; default: the shared conformance cases and "
                          "testsuite/cuda/cases)")
     ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--tf32", action="store_true")
     ap.add_argument("--filter", default="")
     ap.add_argument("-v", action="store_true")
     # Mostly waiting on compilers and the linker: more jobs than cores.

@@ -17,12 +17,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
 
 typedef struct tdsl_dim3 { unsigned x, y, z; } tdsl_dim3;
 static tdsl_dim3 blockIdx, threadIdx, blockDim, gridDim;
 typedef struct { float x, y, z, w; } float4;
+typedef struct { unsigned x, y, z, w; } uint4;
 
 #define TDSL_KERNEL static void
 #define TDSL_KERNEL_MB(n) static void
@@ -32,6 +34,7 @@ typedef struct { float x, y, z, w; } float4;
 #define __restrict__ restrict
 #define __shared__ static
 #define TDSL_ALIGN16 __attribute__((aligned(16)))
+#define TDSL_DYN_SHARED(T, name, n) static T name[n] __attribute__((aligned(16)))
 #define __syncthreads() tdsl_emu_barrier(0)
 #define TDSL_SHFL_DOWN(v, d) tdsl_emu_shfl_down((v), (d))
 #define TDSL_EMU_ENTRY(name, call)                                          \
@@ -120,8 +123,20 @@ static float tdsl_emu_f(unsigned u) {
  * B(t, g), B(t + 4, g) and D(g, 2t), D(g, 2t + 1), D(g + 8, 2t), D(g + 8, 2t + 1). The
  * warp's lanes exchange their fragments; each sums its cells' 8 products in k order
  * (the hardware's order and internal precision are unspecified). */
+/* An mma operand must be a TF32 value (its low 13 mantissa bits clear, or inf or NaN):
+ * the kernels round every operand (cvt.rna) before the tensor cores see it. */
+static void tdsl_emu_tf32_operand(unsigned u) {
+  if ((u & 0x1fffu) && (u & 0x7f800000u) != 0x7f800000u) {
+    fprintf(stderr, "cuda emulation: an mma operand (0x%08x) is not rounded to TF32\n", u);
+    abort();
+  }
+}
+
 static __attribute__((unused)) void tdsl_mma_tf32(float *d, const unsigned *a, const unsigned *b) {
   unsigned t = threadIdx.x, w = 1 + t / 32, base = t - t % 32;
+  for (int i = 0; i < 4; i++) tdsl_emu_tf32_operand(a[i]);
+  tdsl_emu_tf32_operand(b[0]);
+  tdsl_emu_tf32_operand(b[1]);
   for (int i = 0; i < 4; i++) tdsl_emu.frag[t][i] = a[i];
   tdsl_emu.frag[t][4] = b[0];
   tdsl_emu.frag[t][5] = b[1];
@@ -141,6 +156,59 @@ static __attribute__((unused)) void tdsl_mma_tf32(float *d, const unsigned *a, c
   tdsl_emu_barrier(w);
   for (int i = 0; i < 4; i++) d[i] = r[i];
 }
+
+/* TF32 rounding of shared-memory words in place (one float's bits, or four). */
+static __attribute__((unused)) void tdsl_tf32_in(unsigned *p) { *p = tdsl_tf32(tdsl_emu_f(*p)); }
+static __attribute__((unused)) void tdsl_tf32_in4(unsigned *p) {
+  for (int i = 0; i < 4; i++) tdsl_tf32_in(p + i);
+}
+
+/* cp.async: each thread's copies wait in its queue, tagged with the group the next
+ * commit closes; wait_group n completes the copies of all but the n newest committed
+ * groups (and then the copies not yet committed stay queued, as on a GPU they may still
+ * be in flight). A kernel that reads shared memory before its wait reads stale data
+ * here. With TDSL_EMU_CP_EAGER set, every copy lands when issued instead, and the
+ * highest runnable thread always runs first (its warp runs ahead of the others up to a
+ * __syncthreads): a kernel that overwrites a stage before every warp is done reading it
+ * reads the new data here. */
+enum { TDSL_EMU_CP_MAX = 128 };
+typedef struct tdsl_emu_cp { void *dst; const void *src; unsigned bytes, nb, group; } tdsl_emu_cp;
+static struct {
+  tdsl_emu_cp q[TDSL_EMU_MAX_THREADS][TDSL_EMU_CP_MAX];
+  unsigned n[TDSL_EMU_MAX_THREADS], group[TDSL_EMU_MAX_THREADS];
+  int eager;
+} tdsl_emu_cps;
+
+static void tdsl_emu_cp_land(const tdsl_emu_cp *c) {
+  if (c->nb > c->bytes) abort(); /* cp.async's src-size is at most its cp-size */
+  memcpy(c->dst, c->src, c->nb);
+  memset((char *)c->dst + c->nb, 0, c->bytes - c->nb);
+}
+
+static void tdsl_emu_cp_async(void *dst, const void *src, unsigned bytes, int nb) {
+  unsigned t = threadIdx.x;
+  tdsl_emu_cp c = {dst, src, bytes, (unsigned)nb, tdsl_emu_cps.group[t]};
+  if ((uintptr_t)dst % bytes || (nb && (uintptr_t)src % bytes)) abort(); /* misaligned: a fault on a GPU */
+  if (tdsl_emu_cps.eager) {
+    tdsl_emu_cp_land(&c);
+    return;
+  }
+  if (tdsl_emu_cps.n[t] == TDSL_EMU_CP_MAX) abort();
+  tdsl_emu_cps.q[t][tdsl_emu_cps.n[t]++] = c;
+}
+static __attribute__((unused)) void tdsl_cp16(unsigned *d, const float *src, int nb) { tdsl_emu_cp_async(d, src, 16, nb); }
+static __attribute__((unused)) void tdsl_cp4(unsigned *d, const float *src, int nb) { tdsl_emu_cp_async(d, src, 4, nb); }
+#define TDSL_CP_COMMIT() (tdsl_emu_cps.group[threadIdx.x]++)
+static __attribute__((unused)) void tdsl_emu_cp_wait(unsigned pending) {
+  unsigned t = threadIdx.x, keep = 0, g = tdsl_emu_cps.group[t], done_below = g >= pending ? g - pending : 0;
+  for (unsigned i = 0; i < tdsl_emu_cps.n[t]; i++) {
+    tdsl_emu_cp *c = &tdsl_emu_cps.q[t][i];
+    if (c->group >= done_below) tdsl_emu_cps.q[t][keep++] = *c;
+    else tdsl_emu_cp_land(c);
+  }
+  tdsl_emu_cps.n[t] = keep;
+}
+#define TDSL_CP_WAIT(n) tdsl_emu_cp_wait(n)
 
 static void tdsl_emu_fiber(void) {
   unsigned t = threadIdx.x;
@@ -166,6 +234,7 @@ static void tdsl_emu_block(unsigned block) {
     makecontext(&tdsl_emu.ctx[t], tdsl_emu_fiber, 0);
     tdsl_emu.done[t] = 0;
     tdsl_emu.wait[t] = -1;
+    tdsl_emu_cps.n[t] = tdsl_emu_cps.group[t] = 0;
   }
   for (unsigned left = block; left;) {
     unsigned ran = 0;
@@ -177,6 +246,7 @@ static void tdsl_emu_block(unsigned block) {
       swapcontext(&tdsl_emu.main, &tdsl_emu.ctx[t]);
       ran++;
       left -= tdsl_emu.done[t];
+      if (tdsl_emu_cps.eager) t = block; /* the highest warp runs ahead of the others */
     }
     if (!ran) {
       fprintf(stderr, "cuda emulation: deadlock in block %u: a barrier or shuffle not reached by every thread\n",
@@ -192,6 +262,7 @@ static __attribute__((unused)) void tdsl_emu_blocks(void **p, unsigned grid, uns
   blockDim = (tdsl_dim3){block, 1, 1};
   tdsl_emu.params = p;
   tdsl_emu.run = run;
+  tdsl_emu_cps.eager = getenv("TDSL_EMU_CP_EAGER") != NULL;
   for (unsigned bi = grid; bi-- > 0;) {
     blockIdx = (tdsl_dim3){bi, 0, 0};
     tdsl_emu_block(block);

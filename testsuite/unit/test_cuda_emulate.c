@@ -331,20 +331,48 @@ static void test_split_k(void) {
   b.ir = lower_graph(&b.a, &b.d, &b.g, false);
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
   CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
-  CHECK(strstr(src, "split-K 2 x 560") != NULL);
+  CHECK(strstr(src, cu_tf32 ? "split-K 2 x 576" : "split-K 2 x 560") != NULL); /* a multiple of BK: 32 with TF32 */
   CHECK(strstr(src, "split-K combine of 2") != NULL);
   gb_free(&b);
 }
 
-/* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores,
- * both tile shapes and edge tiles; within TF32's precision of the CPU's fp32. */
+/* A 257 x 260 product over 4100 points: 128 x 128 TF32 tiles (split-K makes enough
+ * blocks), 96 KB of dynamic shared memory in the kernel table. */
+static void test_tf32_big(void) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 257, 4100, 260);
+  run_both(&b, 1, (const char *[]){"c.forward"});
+  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm});
+  CHECK(strstr(p->src, "contraction, 257 x 260 x 4100 (batch 1), 128x128 tiles, TF32 mma (cp.async, 3 stages of 32), "
+                       "split-K 8 x 544") != NULL);
+  CHECK(strstr(p->src, "TDSL_DYN_SHARED(unsigned, sm, 24576);") != NULL);
+  CHECK(strstr(p->meta, " 98304\n") != NULL && strstr(p->meta, "\nsmem ") != NULL);
+  gb_free(&b);
+}
+
+/* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores
+ * (cuda_mma.c), within TF32's precision of the CPU's fp32; the shim refuses an mma
+ * operand not rounded to TF32. Edge tiles of 1, 7 (bmm), 17 rows or columns and K tails
+ * of 1, 7 and 17 points; each operand in both layouts (c.backprop's products read a and
+ * b transposed, K-major or row-major in shared memory) and strided (bmm: copied element
+ * by element); split-K; 128 x 128 tiles. Once more with every cp.async landing when
+ * issued (TDSL_EMU_CP_EAGER): a stage overwritten while a warp still reads it shows. */
 static void test_tf32(void) {
   cu_tf32 = true;
   cu_tf32_tol = 3e-3;
   int before = failures;
   test_matmul(264, 36, 260);
+  test_matmul(129, 65, 17); /* 1 row and 17 columns past the tiles, K tail 1 */
+  test_matmul(17, 39, 129); /* 17 rows, 1 column; K tail 7 (c.backprop's b.grad: 17) */
   test_bmm(3, 70, 45, 130);
+  test_bmm(2, 71, 33, 17);  /* 7 rows, 17 columns; K tail 1 */
   test_split_k();
+  setenv("TDSL_EMU_CP_EAGER", "1", 1);
+  test_matmul(129, 65, 17);
+  test_bmm(2, 71, 33, 17);
+  unsetenv("TDSL_EMU_CP_EAGER");
+  test_tf32_big();
   GB b;
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);
@@ -584,6 +612,202 @@ static void test_no_driver(void) {
   gb_free(&b);
 }
 
+
+/* ---- dynamic sizes: the plan is static, the extents and the grid come at launch ---- */
+
+/* The dynamic dimension "n" of b's graph (DIM_DYN of its id). */
+static int dyn_n(GB *b) {
+  DimSym *n = ANEW(&b->a, DimSym);
+  n->name = "n";
+  vec_push(&b->a, &b->g.dimsyms, n);
+  return DIM_DYN(b->g.dimsyms.len - 1);
+}
+
+/* Both models (CPU and emulated cuda) run calls at each number of rows n in sizes (set
+ * at run time on the same models: dynamic tensors reallocated and initialized again,
+ * static ones such as gradients keep accumulating); every tensor compared after each. */
+static void run_dyn(GB *b, int nsizes, const int *sizes, int ncalls, const char **calls) {
+  Cu c;
+  if (!gb_open(b, 1, false, false) || !cu_open(b, &c)) {
+    failures++;
+    cu_close(&c);
+    return;
+  }
+  for (int i = 0; i < nsizes; i++) {
+    char when[64];
+    CHECK(tdsl_set_dim(b->m, "n", sizes[i]) == 0 && tdsl_set_dim(c.m, "n", sizes[i]) == 0, "n = %d", sizes[i]);
+    for (int k = 0; k < ncalls; k++) {
+      gb_call(b, calls[k]);
+      if (tdsl_call(c.m, calls[k])) {
+        fprintf(stderr, "cuda call %s at n = %d: %s\n", calls[k], sizes[i], tdsl_error(c.m));
+        failures++;
+      }
+      snprintf(when, sizeof when, "%s at n = %d", calls[k], sizes[i]);
+      same_tensors(b, &c, when);
+    }
+  }
+  cu_close(&c);
+}
+
+static const char *dyn_src(GB *b) {
+  if (!b->ir) b->ir = lower_graph(&b->a, &b->d, &b->g, false);
+  return cuda_plan(&b->a, b->ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm})->src;
+}
+
+/* c[n, N] = sum_k a * w over n rows set at run time, with both gradients: a.grad (M = n)
+ * and w.grad (K = n: split-K whose chunk adapts at launch, over 512 rows partial sums).
+ * trans: a stored [K, n] (its K stride is n: a stride over a dynamic dim) and w [N, K]
+ * (read across its rows); else a [n, K] and w [K, N]. The routine "seed" sets c.grad = c. */
+static void build_dyn_matmul(GB *b, int K, int N, bool trans) {
+  int n = dyn_n(b);
+  Tensor *a = gb_tensor(b, "a", TK_PARAM, 0, 1, 1, trans ? (int[]){K, n} : (int[]){n, K});
+  Tensor *w = gb_tensor(b, "w", TK_PARAM, 0, 1, 1, trans ? (int[]){N, K} : (int[]){K, N});
+  Tensor *c = gb_tensor(b, "c", TK_OP, 0, 1, 1, (int[]){n, N});
+  a->init.kind = w->init.kind = INIT_UNIFORM;
+  a->diff = w->diff = c->diff = true;
+  UpdateStep *s = gb_step(b, c, 2, (Tensor *[]){a, w}, 3, (int[]){n, N, K}); /* i, j, k */
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 1, 0, trans ? 2 : 0);
+  gb_it(s, 1, 1, trans ? 0 : 2);
+  gb_it(s, 2, 0, trans ? 1 : 2);
+  gb_it(s, 2, 1, trans ? 2 : 1);
+  gb_asgn(b, &c->fwd, (Buf){c, false}, 0, OP_ADD, true, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, w, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){a, true}, 1, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, c, true, 0), ae_buf(&b->a, w, false, 2), NULL), s);
+  gb_asgn(b, &c->bwd, (Buf){w, true}, 2, OP_ADD, false, ae_op(&b->a, OP_MUL, ae_buf(&b->a, a, false, 1), ae_buf(&b->a, c, true, 0), NULL), s);
+  Routine *r = gb_routine(b, "seed");
+  UpdateStep *s2 = gb_step(b, c, 1, (Tensor *[]){c}, 2, (int[]){n, N});
+  gb_it(s2, 0, 0, 0);
+  gb_it(s2, 0, 1, 1);
+  gb_it(s2, 1, 0, 0);
+  gb_it(s2, 1, 1, 1);
+  gb_asgn(b, &r->code, (Buf){c, true}, 0, OP_ARG2, false, ae_buf(&b->a, c, false, 1), s2);
+}
+
+/* Matmuls over a dynamic batch are tiled contractions in both operand layouts, at run-
+ * time sizes that leave edge tiles (1, 7, 17, 65, 129 rows), several tiles and K long
+ * enough for split-K's partial sums (600 and 1100: two and three chunks of 512). */
+static void test_dyn_matmul(void) {
+  static const int sizes[] = {1, 7, 17, 65, 129, 600, 1100, 3};
+  for (int t = 0; t < 2; t++) {
+    GB b;
+    gb_init(&b);
+    build_dyn_matmul(&b, 20, 70, t);
+    const char *src = dyn_src(&b);
+    CHECK(strstr(src, "contraction, n x 70 x 20 (batch 1), 64x64 tiles") != NULL); /* c */
+    /* a.grad: n rows of 20 (or 20 rows of n, contiguous along n) */
+    CHECK(strstr(src, t ? "contraction, 20 x n x 70 (batch 1), 64x64 tiles" : "contraction, n x 20 x 70 (batch 1), 64x64 tiles"));
+    /* w.grad: its K is n */
+    CHECK(strstr(src, "contraction, 20 x 70 x n (batch 1), 64x64 tiles, split-K up to 132, chunks of >= 512"));
+    CHECK(strstr(src, "long nbm = (eM + 63) / 64, nbn = 2;") != NULL);
+    /* a [n, 20] is read by float4 along K; a [20, n] (stride n) by scalars. */
+    CHECK((strstr(src, "v = *(const float4 *)&b0[") != NULL) == !t);
+    CHECK(strstr(b.ir ? cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->meta : "", "tceil ") != NULL);
+    run_dyn(&b, 8, sizes, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+    gb_free(&b);
+  }
+  /* --tf32: the same tiles on (emulated) tensor cores, within TF32's precision. */
+  cu_tf32 = true;
+  cu_tf32_tol = 3e-3;
+  GB b;
+  gb_init(&b);
+  build_dyn_matmul(&b, 20, 70, false);
+  CHECK(strstr(dyn_src(&b), "contraction, n x 70 x 20 (batch 1), 64x64 tiles, TF32 mma") != NULL);
+  run_dyn(&b, 4, (const int[]){1, 17, 600, 65}, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+  gb_free(&b);
+  cu_tf32 = false;
+}
+
+/* g[i, j] = sum_r x[r, i] * x[r, j] over n rows (a Gram matrix: a static output, K = n):
+ * the fill of 0 before it is taken (its split-K's cells start from 0). */
+static void test_dyn_gram(void) {
+  GB b;
+  gb_init(&b);
+  int n = dyn_n(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){n, 40});
+  Tensor *g = gb_tensor(&b, "g", TK_OP, 0, 1, 1, (int[]){40, 40});
+  x->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, g, 2, (Tensor *[]){x, x}, 3, (int[]){40, 40, n});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 1, 0, 2);
+  gb_it(s, 1, 1, 0);
+  gb_it(s, 2, 0, 2);
+  gb_it(s, 2, 1, 1);
+  gb_asgn(&b, &g->fwd, (Buf){g, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, x, false, 2), NULL), s);
+  const char *src = dyn_src(&b);
+  CHECK(strstr(src, "contraction, 40 x 40 x n (batch 1), 64x64 tiles, split-K up to 264, chunks of >= 512, from 0 (fill taken)") != NULL);
+  CHECK(strstr(src, ": fill g") == NULL);
+  run_dyn(&b, 4, (const int[]){3, 600, 1, 1100}, 2, (const char *[]){"g.forward", "g.forward"});
+  gb_free(&b);
+}
+
+/* A zero-padded convolution over a dynamic batch: y[b, o, c] = sum_k x[b, o + k - 4] *
+ * w[c, k] (o < 30, k < 9, 16 channels) is a contraction whose padding guard is tested
+ * where x is staged. */
+static void test_dyn_conv(void) {
+  GB b;
+  gb_init(&b);
+  int n = dyn_n(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 1, 1, 0, (int[]){n, 30});
+  Tensor *w = gb_tensor(&b, "w", TK_CONST, 0, 1, 1, (int[]){16, 9});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 1, 1, 1, (int[]){n, 30, 16});
+  x->init.kind = w->init.kind = INIT_UNIFORM;
+  UpdateStep *s = gb_step(&b, y, 2, (Tensor *[]){x, w}, 4, (int[]){n, 30, 16, 9});
+  gb_it(s, 0, 0, 0);
+  gb_it(s, 0, 1, 1);
+  gb_it(s, 0, 2, 2);
+  gb_it(s, 1, 0, 0);
+  gb_ax(s, 1, 1, -4, 2, 1, 1, 1, 3);
+  gb_it(s, 2, 0, 2);
+  gb_it(s, 2, 1, 3);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, w, false, 2), NULL), s);
+  CHECK(strstr(dyn_src(&b), "contraction, 30*n x 16 x 9 (batch 1)") != NULL);
+  run_dyn(&b, 4, (const int[]){1, 3, 7, 2}, 2, (const char *[]){"y.forward", "y.forward"});
+  gb_free(&b);
+}
+
+/* Reductions over a dynamic number of rows n of x [n, 300]: row sums, one block per row
+ * (n blocks); column sums split into chunks of 64 rows, as many as n needs (one: the
+ * cell folded in the CPU's order); a max over all of x, split likewise. */
+static void test_dyn_reductions(void) {
+  GB b;
+  gb_init(&b);
+  int n = dyn_n(&b);
+  Tensor *x = gb_tensor(&b, "x", TK_CONST, 0, 1, 1, (int[]){n, 300});
+  Tensor *k = gb_tensor(&b, "k", TK_CONST, 0, 1, 0, (int[]){1});
+  Tensor *rs = gb_tensor(&b, "rs", TK_OP, 0, 1, 0, (int[]){n});
+  Tensor *cs = gb_tensor(&b, "cs", TK_OP, 0, 1, 0, (int[]){300});
+  Tensor *mx = gb_tensor(&b, "mx", TK_OP, 0, 1, 0, (int[]){1});
+  x->init.kind = INIT_UNIFORM;
+  k->init.kind = INIT_CONST;
+  k->init.value = -2;
+  UpdateStep *s1 = gb_step(&b, rs, 1, (Tensor *[]){x}, 2, (int[]){n, 300});
+  gb_it(s1, 0, 0, 0);
+  gb_it(s1, 1, 0, 0);
+  gb_it(s1, 1, 1, 1);
+  gb_asgn(&b, &rs->fwd, (Buf){rs, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s1);
+  UpdateStep *s2 = gb_step(&b, cs, 1, (Tensor *[]){x}, 2, (int[]){300, n});
+  gb_it(s2, 0, 0, 0);
+  gb_it(s2, 1, 0, 1);
+  gb_it(s2, 1, 1, 0);
+  gb_asgn(&b, &cs->fwd, (Buf){cs, false}, 0, OP_ADD, false, ae_op(&b.a, OP_TANH, ae_buf(&b.a, x, false, 1), NULL, NULL), s2);
+  UpdateStep *s3 = gb_step(&b, mx, 1, (Tensor *[]){x}, 2, (int[]){n, 300});
+  gb_ax(s3, 0, 0, 0, 0);
+  gb_it(s3, 1, 0, 0);
+  gb_it(s3, 1, 1, 1);
+  gb_asgn(&b, &mx->fwd, (Buf){mx, false}, 0, OP_MAX, true,
+          ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_buf(&b.a, k, false, -1), NULL), s3);
+  const char *src = dyn_src(&b);
+  CHECK(strstr(src, "block reduction, n points of 300") != NULL);
+  CHECK(strstr(src, "cs.fwd: split reduction, up to 54 chunks") != NULL);
+  CHECK(strstr(src, "mx.fwd: split reduction, up to 16384 chunks") != NULL);
+  run_dyn(&b, 5, (const int[]){1, 7, 65, 1100, 64}, 3, (const char *[]){"rs.forward", "cs.forward", "mx.forward"});
+  gb_free(&b);
+}
+
 int main(void) {
   test_matmul(2, 3, 4);
   test_matmul(37, 53, 29);
@@ -603,5 +827,9 @@ int main(void) {
   test_in_place();
   test_double();
   test_no_driver();
+  test_dyn_matmul();
+  test_dyn_gram();
+  test_dyn_conv();
+  test_dyn_reductions();
   return tk_exit("test_cuda_emulate");
 }

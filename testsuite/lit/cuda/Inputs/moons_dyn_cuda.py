@@ -1,5 +1,5 @@
 """A cuda model with a dynamic batch against the CPU model of the same source: both
-train at batch 10, then predict at batch 1, 800 and 10 again (each size reallocates
+train at batch 10, then predict at batch 1, 7, 65, 129, 800 and 10 again (each size reallocates
 the batch tensors, on the device too, and makes the routines capture their CUDA graphs
 anew). Every parameter and prediction must agree: exactly in the emulation (the same
 operations in the same order), within 1e-4 on a GPU (its math functions differ by ulps).
@@ -44,7 +44,7 @@ cpu, cu = models["cpu"], models["cuda"]
 print("batch:", cu.batch)
 for w in ("w1", "b1", "w2", "b2", "w3"):
     same("trained " + w, cpu[w], cu[w])
-for n in (1, 800, 10):
+for n in (1, 7, 65, 129, 800, 10):
     q = moons(n, n)[0]
     for m in models.values():
         m["point"] = q  # sets batch = n

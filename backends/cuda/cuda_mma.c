@@ -1,0 +1,189 @@
+/* cuda_mma.c: fp32 contractions on TF32 tensor cores (--tf32, sm_80 and later).
+ *
+ * The block plan is cuda_tile.c's (BM x BN tiles of 256 threads, the grouped tile order,
+ * split-K), with BK = 32. The 8 warps form a 2 x 4 grid of BM/2 x BN/4 warp tiles of
+ * mma.sync m16n8k8 fragments accumulating in fp32 from 0, a cell's value added after its
+ * products; like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
+ * Registers: 128 x 128 tiles are capped at 128 per thread (two blocks per SM), 64 x 64
+ * at 85 (three blocks of 48 KB; uncapped, ptxas chose 64 and spilled); the copy loops
+ * stay rolled and shared memory is addressed by 32-bit offsets from the one array (with
+ * 64-bit pointers into it, NVRTC's code spilled).
+ *
+ * Staging: cp.async copies the operand tiles from global memory straight into shared
+ * memory, MMA_STAGES steps deep (two steps in flight while one is multiplied, one barrier
+ * per step), in dynamic shared memory (96 KB for 128 x 128 tiles, over the 48 KB a
+ * kernel's static shared memory may take). A cell out of range or in the padding is
+ * copied as 0 (a copy of 0 source bytes zero-fills): the tail step multiplies zeros.
+ * Once its copies of a step have landed, each thread rounds them to TF32 in place
+ * (cvt.rna), before the barrier that publishes the step: every element is rounded once
+ * (not by each of the 2 or 4 warps reading it) and fragment loads are plain loads.
+ *
+ * Shared layouts of an operand tile (rows: BM of A, BN of B; banks: 32 of 4 bytes; a
+ * 16-byte chunk is 4 banks, 8 chunks are the 128-byte line a quarter warp's 128-bit
+ * loads, or a warp's 32-bit loads, cover in one pass when conflict-free):
+ * - K-major, [rows][32], for an operand copied along K (16-byte chunks when aligned,
+ *   else element by element): chunk c of row r is stored at chunk c ^ (r & 1) << 2.
+ * - row-major, [32][rows], for an operand copied in 16-byte chunks along its rows (M, N):
+ *   chunk c of k row k is stored at chunk c ^ (k >> 2 & 3) << 1.
+ * The mma sums over its 8 k indices in any order, so they may stand for any 8 reduced
+ * points, the same in both operands: in half h of the step and slice s of the half,
+ * lane (g = lane / 4, t = lane % 4) holds at k index t the point 16 h + 4 t + 2 s and at
+ * t + 4 the one after it. A lane's points of a half are then 4 neighbours:
+ * - K-major: one 128-bit load per fragment row gives both slices. A quarter warp (rows g
+ *   and g + 1, one odd; t = 0..3) reads chunk 4h + t of the even row and (4h + t) ^ 4 of
+ *   the odd one: 8 distinct chunks (rows are 128 bytes apart: same banks), no conflict.
+ * - row-major: 32-bit loads; lane (g, t) reads row r0 + g (r0 a multiple of 8) in k row
+ *   16 h + 4 t + q: chunk (r0 / 4 + g / 4) ^ 2t. Modulo 8, t sets bits 1-2 and g / 4 bit 0
+ *   (r0 / 4 is even): 8 distinct chunks, times r % 4 = g % 4: 32 distinct banks.
+ * The copies write, per 8 lanes, 8 chunks of one row's line (K-major) or 8 neighbouring
+ * chunks permuted within their line (row-major): no conflict either. */
+#include "cuda_tile.h"
+
+/* One operand's staging. */
+typedef struct Op {
+  const Access *x;
+  int ro, rows;  /* R_M or R_N; rows of the tile */
+  int off;       /* of the tile in a stage, in 4-byte words */
+  bool kmaj;     /* [rows][BK] (else [BK][rows]) */
+  bool vec;      /* 16-byte copies along the contiguous axis */
+  bool xk;       /* the operand is contiguous along K (else along its rows) */
+  char S;        /* 'A' or 'B': the guards tested when staging it */
+  int units;     /* copies per thread per step */
+} Op;
+
+static Op op_of(const Ct *c, const Access *x, char S, int ro, bool xk, bool vec, int off) {
+  Op p = {x, ro, ro == R_M ? c->bm : c->bn, off, vec ? xk : true, vec, xk, S, 0};
+  p.units = p.rows * MMA_BK / CUDA_BLOCK / (vec ? 4 : 1);
+  return p;
+}
+
+/* The element (rr, kk) of copy u of this thread, consecutive threads along the operand's
+ * contiguous axis (coalesced), and its word in the stage st: "sw". */
+static void op_el(E *e, const Op *p, const char *st) {
+  int w = p->vec ? 4 : 1;
+  if (p->xk)
+    fprintf(e->o, "      int el = threadIdx.x + %d * u, rr = el / %d, kk = el %% %d * %d;\n", CUDA_BLOCK, MMA_BK / w,
+            MMA_BK / w, w);
+  else
+    fprintf(e->o, "      int el = threadIdx.x + %d * u, kk = el / %d, rr = el %% %d * %d;\n", CUDA_BLOCK, p->rows / w,
+            p->rows / w, w);
+  if (p->kmaj) fprintf(e->o, "      unsigned *sw = &sm[%s + %d + tdsl_swz_k(rr, kk)];\n", st, p->off);
+  else fprintf(e->o, "      unsigned *sw = &sm[%s + %d + tdsl_swz_r(rr, kk, %d)];\n", st, p->off, p->rows);
+}
+
+/* The copies of one step of the operand (reduced points from k0) into stage st. */
+static void op_issue(E *e, const Ct *c, const Op *p, const char *st) {
+  FILE *o = e->o;
+  const char *I = e->r.idx32 ? "int" : "long";
+  fprintf(o, "#pragma unroll 1\n    for (int u = 0; u < %d; u++) {\n", p->units);
+  op_el(e, p, st);
+  fprintf(o, "      %s r = %s + rr, k = k0 + kk;\n", I, p->ro == R_M ? "m0" : "n0");
+  fprintf(o, "      const float *src = b%d;\n      int nb = 0;\n", p->x->buf);
+  fprintf(o, "      if (r < %ld && k < %ld) {\n", c->ext[p->ro], c->ext[R_K]);
+  cu_ct_decomp(e, c, p->ro, "r", 4);
+  cu_ct_decomp(e, c, R_K, "k", 4);
+  cu_ct_stage_guard(e, c, p->S);
+  fputs("        { src = &", o);
+  cr_access(&e->r, p->x);
+  fprintf(o, "; nb = %d; }\n      }\n      tdsl_cp%d(sw, src, nb);\n    }\n", p->vec ? 16 : 4, p->vec ? 16 : 4);
+}
+
+/* This thread's copies of the step in stage st, rounded to TF32 in place. */
+static void op_round(E *e, const Op *p, const char *st) {
+  fprintf(e->o, "#pragma unroll 1\n    for (int u = 0; u < %d; u++) {\n", p->units);
+  op_el(e, p, st);
+  fprintf(e->o, "      tdsl_tf32_in%s(sw);\n    }\n", p->vec ? "4" : "");
+}
+
+/* Half h of the step (two k8 slices) from the stage at sA, sB. The fragments of B are
+ * loaded first, bf[j][2 s + reg] (b0, b1 of slice s of the warp's j-th 8 columns), then
+ * per 16 rows i of the warp's A af[4 s + reg] (a0..a3), multiplied at once: only one row
+ * block's A fragments are live (registers: two 128 x 128 blocks per SM allow 128 per
+ * thread, 64 of them the accumulators). Point q = 2 s + (k index >= 4) of the lane's 4
+ * in the half. */
+static void mma_half(E *e, const Ct *c, const Op *pa, const Op *pb) {
+  FILE *o = e->o;
+  int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
+  fprintf(o, "      unsigned bf[%d][4];\n", ni);
+  fprintf(o, "#pragma unroll\n      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
+  if (pb->kmaj)
+    fputs("        uint4 w = *(const uint4 *)&sm[sB + tdsl_swz_k(cn, 16 * h + 4 * tig)];\n"
+          "        bf[j][0] = w.x; bf[j][1] = w.y; bf[j][2] = w.z; bf[j][3] = w.w;\n",
+          o);
+  else
+    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 4; q++) bf[j][q] = sm[sB + tdsl_swz_r(cn, 16 * h + 4 * tig + q, %d)];\n",
+            c->bn);
+  fprintf(o, "      }\n#pragma unroll\n      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n"
+             "        unsigned af[8];\n", mi, c->bm / 2);
+  if (pa->kmaj)
+    fputs("        uint4 v0 = *(const uint4 *)&sm[sA + tdsl_swz_k(r, 16 * h + 4 * tig)];\n"
+          "        uint4 v1 = *(const uint4 *)&sm[sA + tdsl_swz_k(r + 8, 16 * h + 4 * tig)];\n"
+          "        af[0] = v0.x; af[1] = v1.x; af[2] = v0.y; af[3] = v1.y;\n"
+          "        af[4] = v0.z; af[5] = v1.z; af[6] = v0.w; af[7] = v1.w;\n",
+          o);
+  else
+    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 4; q++) {\n"
+               "          af[q / 2 * 4 + q %% 2 * 2] = sm[sA + tdsl_swz_r(r, 16 * h + 4 * tig + q, %d)];\n"
+               "          af[q / 2 * 4 + q %% 2 * 2 + 1] = sm[sA + tdsl_swz_r(r + 8, 16 * h + 4 * tig + q, %d)];\n        }\n",
+            c->bm, c->bm);
+  fprintf(o, "#pragma unroll\n        for (int s = 0; s < 2; s++)\n#pragma unroll\n"
+             "          for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], &af[4 * s], &bf[j][2 * s]);\n"
+             "      }\n",
+          ni, ni);
+}
+
+/* The products of the step in stage st: its two halves. */
+static void mma_step(E *e, const Ct *c, const Op *pa, const Op *pb) {
+  fprintf(e->o, "    int sA = st + %d, sB = st + %d;\n#pragma unroll\n    for (int h = 0; h < %d; h++) {\n",
+          pa->off, pb->off, MMA_BK / 16);
+  mma_half(e, c, pa, pb);
+  fputs("    }\n", e->o);
+}
+
+/* The copies of step number ks (its points from k0) into its stage, or none past the
+ * last step; then the commit that makes them a group (an empty one past the last step,
+ * so that "all groups but the newest" is always the step to multiply next). */
+static void issue_step(E *e, const Ct *c, const Op *pa, const Op *pb, const char *ks) {
+  const char *I = e->r.idx32 ? "int" : "long";
+  long stage = (long)(c->bm + c->bn) * MMA_BK;
+  fprintf(e->o, "  if (%s < nk) {\n    %s k0 = kbeg + (%s) * %d;\n    int st = (%s) %% %d * %ld;\n", ks, I, ks,
+          MMA_BK, ks, MMA_STAGES, stage);
+  op_issue(e, c, pa, "st");
+  op_issue(e, c, pb, "st");
+  fputs("  }\n  TDSL_CP_COMMIT();\n", e->o);
+}
+
+void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
+  FILE *o = e->o;
+  bool split = c->splits > 1;
+  long K = c->ext[R_K], stage = (long)(c->bm + c->bn) * MMA_BK;
+  CudaKernel *k = cu_ct_kernel(e, c, st);
+  k->smem = (int)(stage * MMA_STAGES * 4);
+  /* 128 x 128: two blocks per SM (2 x 96 KB of shared memory fit an H100's 228 KB)
+   * need at most 128 registers per thread; 64 x 64: three (of 48 KB). */
+  k->min_blocks = c->bm == 128 ? 2 : 3;
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles, TF32 mma (cp.async, %d stages of %d)%s%s",
+                                    what, c->ext[R_M], c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, MMA_STAGES, MMA_BK,
+                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : "",
+                                    c->fresh ? ", from 0 (fill taken)" : ""));
+  fprintf(o, "  TDSL_DYN_SHARED(unsigned, sm, %ld);\n", stage * MMA_STAGES);
+  fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
+  cu_ct_block_start(e, c, st, true);
+  Op pa = op_of(c, c->a, 'A', R_M, c->a_kfast, c->vec_a, 0);
+  Op pb = op_of(c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, c->bm * MMA_BK);
+  const char *I = e->r.idx32 ? "int" : "long";
+  fprintf(o, "  %s nk = (kend - kbeg + %d) / %d;\n", I, MMA_BK - 1, MMA_BK);
+  for (int s = 0; s < MMA_STAGES - 1; s++) issue_step(e, c, &pa, &pb, arena_printf(e->a, "%d", s));
+  fprintf(o, "  for (%s kt = 0; kt < nk; kt++) {\n  TDSL_CP_WAIT(%d);\n  {\n    int st = kt %% %d * %ld;\n", I,
+          MMA_STAGES - 2, MMA_STAGES, stage);
+  op_round(e, &pa, "st");
+  op_round(e, &pb, "st");
+  /* The step is rounded and visible to all, and every warp is done with the stage the
+   * next copies overwrite (the one multiplied in the previous step). */
+  fputs("  }\n  __syncthreads();\n", o);
+  issue_step(e, c, &pa, &pb, arena_printf(e->a, "kt + %d", MMA_STAGES - 1));
+  fprintf(o, "  {\n    int st = kt %% %d * %ld;\n", MMA_STAGES, stage);
+  mma_step(e, c, &pa, &pb);
+  fputs("  }\n  }\n", o);
+  cu_ct_block_end(e, what, c, st, true, k);
+}
