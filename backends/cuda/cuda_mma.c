@@ -79,7 +79,7 @@ static void op_issue(E *e, const Ct *c, const Op *p, const char *st) {
   op_el(e, p, st);
   fprintf(o, "      %s r = %s + rr, k = k0 + kk;\n", I, p->ro == R_M ? "m0" : "n0");
   fprintf(o, "      const float *src = b%d;\n      int nb = 0;\n", p->x->buf);
-  fprintf(o, "      if (r < %ld && k < %ld) {\n", c->ext[p->ro], c->ext[R_K]);
+  fprintf(o, "      if (r < %s && k < %s) {\n", cu_ct_ext(e, c, p->ro), cu_ct_ext(e, c, R_K));
   cu_ct_decomp(e, c, p->ro, "r", 4);
   cu_ct_decomp(e, c, R_K, "k", 4);
   cu_ct_stage_guard(e, c, p->S);
@@ -155,20 +155,19 @@ static void issue_step(E *e, const Ct *c, const Op *pa, const Op *pb, const char
 
 void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
   FILE *o = e->o;
-  bool split = c->splits > 1;
-  long K = c->ext[R_K], stage = (long)(c->bm + c->bn) * MMA_BK;
+  long stage = (long)(c->bm + c->bn) * MMA_BK;
   CudaKernel *k = cu_ct_kernel(e, c, st);
   k->smem = (int)(stage * MMA_STAGES * 4);
   /* 128 x 128: two blocks per SM (2 x 96 KB of shared memory fit an H100's 228 KB)
    * need at most 128 registers per thread; 64 x 64: three (of 48 KB). */
   k->min_blocks = c->bm == 128 ? 2 : 3;
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %ld x %ld x %ld (batch %ld), %dx%d tiles, TF32 mma (cp.async, %d stages of %d)%s%s",
-                                    what, c->ext[R_M], c->ext[R_N], K, c->ext[R_BATCH], c->bm, c->bn, MMA_STAGES, MMA_BK,
-                                    split ? arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc) : "",
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %s x %s x %s (batch %s), %dx%d tiles, TF32 mma (cp.async, %d stages of %d)%s%s",
+                                    what, cu_ct_what(e, c, R_M), cu_ct_what(e, c, R_N), cu_ct_what(e, c, R_K),
+                                    cu_ct_what(e, c, R_BATCH), c->bm, c->bn, MMA_STAGES, MMA_BK, cu_ct_splits(e, c),
                                     c->fresh ? ", from 0 (fill taken)" : ""));
   fprintf(o, "  TDSL_DYN_SHARED(unsigned, sm, %ld);\n", stage * MMA_STAGES);
   fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
-  cu_ct_block_start(e, c, st, true);
+  cu_ct_block_start(e, c, st);
   Op pa = op_of(c, c->a, 'A', R_M, c->a_kfast, c->vec_a, 0);
   Op pb = op_of(c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, c->bm * MMA_BK);
   const char *I = e->r.idx32 ? "int" : "long";
@@ -185,5 +184,5 @@ void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
   fprintf(o, "  {\n    int st = kt %% %d * %ld;\n", MMA_STAGES, stage);
   mma_step(e, c, &pa, &pb);
   fputs("  }\n  }\n", o);
-  cu_ct_block_end(e, what, c, st, true, k);
+  cu_ct_block_end(e, what, c, st, k);
 }

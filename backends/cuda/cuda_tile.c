@@ -32,9 +32,7 @@
  * scratch memory, then a kernel adds them to the cells.
  *
  * With --tf32, fp32 contractions multiply on tensor cores: cuda_mma.c emits them over
- * the same recognition, tile shape, tile order and split-K. Over dynamic sizes, this
- * file's kernel does: operands rounded to TF32 (cvt.rna) at each fragment load,
- * mma.sync m16n8k8 with fp32 accumulation, each warp a BM/2 x BN/4 tile.
+ * the same recognition, tile shape, tile order and split-K, static or dynamic sizes.
  *
  * Indices are 32-bit when every affine index provably fits (cheaper on the GPU).
  *
@@ -189,8 +187,8 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
 /* Tile shape. 128 x 128 tiles (8 x 8 cells per thread) when they still give every SM of
  * a large GPU two blocks, or when the reduction is long enough for split-K to make the
  * blocks; else 64 x 64 (4 x 4): a 1024^3 product has 64 big tiles but 256 small ones.
- * BK reduced points per step: 8 for big tiles (registers), 16 for small (a multiple of
- * the mma's k8). */
+ * BK reduced points per step: 8 for big tiles (registers), 16 for small; MMA_BK for the
+ * TF32 kernel. */
 enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
 
 static void shape(E *e, Ct *c) {
@@ -202,7 +200,7 @@ static void shape(E *e, Ct *c) {
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
   bool tf32 = e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32;
-  c->bk = tf32 && !c->dyn ? MMA_BK : big && !tf32 ? 8 : 16;
+  c->bk = tf32 ? MMA_BK : big ? 8 : 16;
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
   c->a_kfast = stride_guess(&c->a->flat, km) <= stride_guess(&c->a->flat, mm) || !coef_of(&c->a->flat, mm);
   c->b_nfast = stride_guess(&c->b->flat, nn) <= stride_guess(&c->b->flat, km) || !coef_of(&c->b->flat, km);
@@ -356,30 +354,14 @@ static void fma_point(E *e, const Ct *c, const char *T, const char *A, const cha
 }
 
 /* One step of BK reduced points from the staged tiles: FMAs in K order (a full step fully
- * unrolled, the tail step kn < BK in a loop), or TF32 mma by k8 slices (the tail slice
- * reads the tiles' zero padding). */
-static void compute_step(E *e, const Ct *c, bool mma, const char *T, const char *A, const char *B) {
+ * unrolled, the tail step kn < BK in a loop). */
+static void compute_step(E *e, const Ct *c, const char *T, const char *A, const char *B) {
   FILE *o = e->o;
-  if (!mma) {
-    fprintf(o, "    if (kn == %d) {\n#pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n", c->bk, c->bk);
-    fma_point(e, c, T, A, B, 4);
-    fputs("      }\n    } else {\n      for (int kk = 0; kk < kn; kk++) {\n", o);
-    fma_point(e, c, T, A, B, 4);
-    fputs("      }\n    }\n", o);
-    return;
-  }
-  int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
-  fprintf(o, "#pragma unroll\n    for (int kk = 0; kk < %d; kk += 8) {\n      if (kk >= kn) break;\n", c->bk);
-  fprintf(o, "      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
-  fprintf(o, "      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n", mi, c->bm / 2);
-  fprintf(o, "        af[i][0] = tdsl_tf32(%s[kk + tig][r]);\n        af[i][1] = tdsl_tf32(%s[kk + tig][r + 8]);\n"
-             "        af[i][2] = tdsl_tf32(%s[kk + tig + 4][r]);\n        af[i][3] = tdsl_tf32(%s[kk + tig + 4][r + 8]);\n      }\n",
-          A, A, A, A);
-  fprintf(o, "      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
-  fprintf(o, "        bf[j][0] = tdsl_tf32(%s[kk + tig][cn]);\n        bf[j][1] = tdsl_tf32(%s[kk + tig + 4][cn]);\n      }\n", B, B);
-  fprintf(o, "      for (int i = 0; i < %d; i++)\n        for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], af[i], bf[j]);\n",
-          mi, ni, ni);
-  fputs("    }\n", o);
+  fprintf(o, "    if (kn == %d) {\n#pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n", c->bk, c->bk);
+  fma_point(e, c, T, A, B, 4);
+  fputs("      }\n    } else {\n      for (int kk = 0; kk < kn; kk++) {\n", o);
+  fma_point(e, c, T, A, B, 4);
+  fputs("      }\n    }\n", o);
 }
 
 /* Split-K when the tiles are too few to fill a large GPU (two blocks per SM of an
@@ -396,6 +378,27 @@ static const long SPLITK_MAX_SCRATCH = 1L << 28;
 static void split_chunk(E *e, const Ct *c) {
   fprintf(e->o, "  long kc = (eK + %ld - 1) / %ld;\n  kc = kc < %d ? %d : (kc + %d) / %d * %d;\n  long ns = (eK + kc - 1) / kc;\n",
           c->splits, c->splits, SPLITK_MIN_CHUNK, SPLITK_MIN_CHUNK, c->bk - 1, c->bk, c->bk);
+}
+
+/* This block's split (ks) and reduced points [kbeg, kend); a split's kc is a multiple of
+ * BK. Over a dynamic K the splits past K return (the combine reads only ns of them). */
+static void split_range(E *e, const Ct *c, const char *I, long K) {
+  FILE *o = e->o;
+  if (c->splits > 1 && c->dext[R_K]) {
+    split_chunk(e, c);
+    fprintf(o, "  long ks = bl %% %ld;\n  bl /= %ld;\n  long kbeg = ks * kc, kend = kbeg + kc < eK ? kbeg + kc : eK;\n"
+               "  if (ks >= ns) return; /* past K: the combine reads only ns splits */\n",
+            c->splits, c->splits);
+  } else if (c->splits > 1)
+    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
+            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
+  else fprintf(o, "  %s kbeg = 0, kend = %s;\n", I, ext_txt(e, c, R_K, ""));
+}
+
+const char *cu_ct_splits(const E *e, const Ct *c) {
+  if (c->splits < 2) return "";
+  if (c->dext[R_K]) return arena_printf(e->a, ", split-K up to %ld, chunks of >= %d", c->splits, SPLITK_MIN_CHUNK);
+  return arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc);
 }
 
 /* Split-K, second kernel: one thread per cell adds the splits' partial sums, in order,
@@ -462,16 +465,20 @@ static void grid(E *e, const Ct *c, CudaKernel *k, long nbm, long nbn) {
   }
 }
 
-/* ---- what cuda_mma.c's TF32 kernel (static sizes) shares ---- */
+/* ---- what cuda_mma.c's TF32 kernel shares ---- */
 
 void cu_ct_decomp(E *e, const Ct *c, int role, const char *lin, int ind) { decomp(e, c, role, lin, ind); }
 void cu_ct_stage_guard(E *e, const Ct *c, char S) { stage_guard(e, c, S); }
+const char *cu_ct_ext(const E *e, const Ct *c, int role) { return ext_txt(e, c, role, ""); }
+const char *cu_ct_what(const E *e, const Ct *c, int role) { return ext_what(e, c, role); }
 
 CudaKernel *cu_ct_kernel(E *e, const Ct *c, const Stmt *st) {
   long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm;
   cu_begin_args(e);
   cu_use_stmt(e, c->chain[0]);
-  if (c->splits > 1) e->arg[st->dst.buf] = 0; /* the partial sums go to the scratch buffer */
+  /* The partial sums go to the scratch buffer; over a dynamic K, one split writes the
+   * cells themselves. */
+  if (c->splits > 1 && !c->dext[R_K]) e->arg[st->dst.buf] = 0;
   CudaKernel *k = cu_finish_kernel(e, c->splits > 1);
   k->coop = true;
   grid(e, c, k, nbm, nbn);
@@ -480,36 +487,43 @@ CudaKernel *cu_ct_kernel(E *e, const Ct *c, const Stmt *st) {
 
 /* Accumulators from 0: the TF32 kernel adds a cell's value after its products
  * (cu_ct_block_end), without the registers to address the cells twice. */
-void cu_ct_block_start(E *e, const Ct *c, const Stmt *st, bool mma) {
+void cu_ct_block_start(E *e, const Ct *c, const Stmt *st) {
   FILE *o = e->o;
   const char *I = e->r.idx32 ? "int" : "long";
   long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
   fprintf(o, "  %s bl = blockIdx.x;\n", I);
-  if (c->splits > 1)
-    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
-            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
-  else fprintf(o, "  %s kbeg = 0, kend = %ld;\n", I, K);
+  dyn_extents(e, c);
+  split_range(e, c, I, K);
   tile_index(e, c, nbm, nbn);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n  for (int q = 0; q < %d; q++) acc[q] = 0;\n", cu_ctype(cu_buf(e, st->dst.buf)->elem),
           c->tm * c->tn, c->tm * c->tn);
-  (void)mma;
 }
 
-void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, bool mma, CudaKernel *k) {
-  FILE *o = e->o;
-  cell_open(e, c, mma);
-  if (c->splits > 1)
-    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n", c->ext[R_BATCH], c->ext[R_M], c->ext[R_N]);
-  else {
-    fputs("      ", o);
+/* A cell from acc[q], after the cell's own value unless the fill was taken. */
+static void store_cell(E *e, const Ct *c, const Stmt *st) {
+  cr_access(&e->r, &st->dst);
+  fputs(" = ", e->o);
+  if (!c->fresh) {
     cr_access(&e->r, &st->dst);
-    fputs(" = ", o);
-    if (!c->fresh) {
-      cr_access(&e->r, &st->dst);
-      fputs(" + ", o);
+    fputs(" + ", e->o);
+  }
+  fputs("acc[q];\n", e->o);
+}
+
+void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, CudaKernel *k) {
+  FILE *o = e->o;
+  cell_open(e, c, true);
+  if (c->splits > 1) {
+    if (c->dext[R_K]) fputs("      if (ns > 1)\n  ", o);
+    fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n", c->ext[R_BATCH], c->ext[R_M], c->ext[R_N]);
+    if (c->dext[R_K]) {
+      fputs("      else\n        ", o);
+      store_cell(e, c, st);
     }
-    fputs("acc[q];\n", o);
+  } else {
+    fputs("      ", o);
+    store_cell(e, c, st);
   }
   fputs("    }\n  }\n", o);
   cu_kernel_tail(e, k);
@@ -518,12 +532,12 @@ void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, bool m
 
 static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool f32) {
   FILE *o = e->o;
-  if (e->tf32 && f32 && !c->dyn) {
+  if (e->tf32 && f32) {
     cu_mma_contraction(e, what, c, st);
     return;
   }
   const char *T = f32 ? "float" : "double";
-  bool mma = e->tf32 && f32, split = c->splits > 1;
+  bool split = c->splits > 1;
   long nbn = (c->ext[R_N] + c->bn - 1) / c->bn, nbm = (c->ext[R_M] + c->bm - 1) / c->bm, K = c->ext[R_K];
   cu_begin_args(e);
   cu_use_stmt(e, c->chain[0]);
@@ -534,32 +548,17 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   /* Two blocks per SM hide the shared-memory latency better than the registers a
    * 128 x 128 fp32 tile could use beyond 128 per thread. */
   if (f32 && c->bm == 128) k->min_blocks = 2;
-  const char *splits = !split         ? ""
-                       : c->dext[R_K] ? arena_printf(e->a, ", split-K up to %ld, chunks of >= %d", c->splits, SPLITK_MIN_CHUNK)
-                                      : arena_printf(e->a, ", split-K %ld x %ld", c->splits, c->kc);
-  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %s x %s x %s (batch %s), %dx%d tiles%s%s%s", what, ext_what(e, c, R_M),
+  cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %s x %s x %s (batch %s), %dx%d tiles%s%s", what, ext_what(e, c, R_M),
                                     ext_what(e, c, R_N), ext_what(e, c, R_K), ext_what(e, c, R_BATCH), c->bm, c->bn,
-                                    mma ? ", TF32 mma" : "", splits, c->fresh ? ", from 0 (fill taken)" : ""));
+                                    cu_ct_splits(e, c), c->fresh ? ", from 0 (fill taken)" : ""));
   const char *I = e->r.idx32 ? "int" : "long";
-  /* Two buffers of each tile. Rows of BM + 4 (BN + 8) keep 128-bit reads aligned and
-   * the mma fragment reads of a warp on 32 distinct banks. */
+  /* Two buffers of each tile. Rows of BM + 4 (BN + 8) keep 128-bit reads aligned. */
   fprintf(o, "  __shared__ TDSL_ALIGN16 %s A[2][%d][%d];\n  __shared__ TDSL_ALIGN16 %s B[2][%d][%d];\n", T, c->bk, c->bm + 4, T,
           c->bk, c->bn + 8);
-  if (mma)
-    fputs("  int lane = threadIdx.x % 32, wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4, g = lane / 4, tig = lane % 4;\n", o);
-  else fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
+  fputs("  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n", o);
   fprintf(o, "  %s bl = blockIdx.x;\n", I);
   dyn_extents(e, c);
-  /* This block's reduced points: [kbeg, kend); a split's kc is a multiple of BK. */
-  if (split && c->dext[R_K]) {
-    split_chunk(e, c);
-    fprintf(o, "  long ks = bl %% %ld;\n  bl /= %ld;\n  long kbeg = ks * kc, kend = kbeg + kc < eK ? kbeg + kc : eK;\n"
-               "  if (ks >= ns) return; /* past K: the combine reads only ns splits */\n",
-            c->splits, c->splits);
-  } else if (split)
-    fprintf(o, "  %s ks = bl %% %ld;\n  bl /= %ld;\n  %s kbeg = ks * %ld, kend = kbeg + %ld < %ld ? kbeg + %ld : %ld;\n", I,
-            c->splits, c->splits, I, c->kc, c->kc, K, c->kc, K);
-  else fprintf(o, "  %s kbeg = 0, kend = %s;\n", I, ext_txt(e, c, R_K, ""));
+  split_range(e, c, I, K);
   tile_index(e, c, nbm, nbn);
   cu_decompose(e, c->chain, c->n, c->role, R_BATCH, "bl", 1);
   fprintf(o, "  %s acc[%d];\n", T, c->tm * c->tn);
@@ -567,7 +566,7 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   if (split || c->fresh) fprintf(o, "  for (int q = 0; q < %d; q++) acc[q] = 0;\n", c->tm * c->tn);
   if (one) fputs("  if (ns == 1)\n", o);
   if (!(split || c->fresh) || one) {
-    cell_open(e, c, mma);
+    cell_open(e, c, false);
     fputs("      acc[q] = ", o);
     cr_access(&e->r, &st->dst);
     fprintf(o, ";\n    } else acc[q] = 0;\n  }\n");
@@ -584,12 +583,12 @@ static void emit_contraction(E *e, const char *what, Ct *c, const Stmt *st, bool
   stage_load(e, c, &sa, T, "k1");
   stage_load(e, c, &sb, T, "k1");
   fprintf(o, "    }\n    int kn = kend - k0 < %d ? (int)(kend - k0) : %d;\n", c->bk, c->bk);
-  compute_step(e, c, mma, T, "A[buf]", "B[buf]");
+  compute_step(e, c, T, "A[buf]", "B[buf]");
   fputs("    if (more) {\n", o);
   stage_store(e, c, &sa, "buf ^ 1");
   stage_store(e, c, &sb, "buf ^ 1");
   fputs("    }\n    __syncthreads();\n  }\n", o);
-  cell_open(e, c, mma);
+  cell_open(e, c, false);
   if (split) {
     if (c->dext[R_K]) fputs("      if (ns > 1)\n  ", o);
     fprintf(o, "      xs[((ks * %ldL + bt) * %ldL + m) * %ldL + n] = acc[q];\n", c->ext[R_BATCH], c->ext[R_M], c->ext[R_N]);

@@ -37,14 +37,21 @@ typedef struct Ct {
 void cu_ct_decomp(E *e, const Ct *c, int role, const char *lin, int ind);
 /* "if (the guards of side S hold) " before a staged load, or nothing. */
 void cu_ct_stage_guard(E *e, const Ct *c, char S);
+/* A role's extent in the kernel: a constant, or the variable (eM, ...) it is read into
+ * at the block's start when dynamic; and as the kernel's description shows it. */
+const char *cu_ct_ext(const E *e, const Ct *c, int role);
+const char *cu_ct_what(const E *e, const Ct *c, int role);
+/* The split-K part of the kernel's description ("" without). */
+const char *cu_ct_splits(const E *e, const Ct *c);
 /* The contraction's kernel: its arguments (the scratch buffer in place of the cells
- * under split-K), cooperative, a block per tile (and split). */
+ * under split-K over a static K), cooperative, a block per tile (and split). */
 CudaKernel *cu_ct_kernel(E *e, const Ct *c, const Stmt *st);
-/* After the signature and the kernel's own declarations: the block's tile (m0, n0),
- * batch entry and reduced points [kbeg, kend), and acc[] from the cells (or 0). */
-void cu_ct_block_start(E *e, const Ct *c, const Stmt *st, bool mma);
-/* The cells from acc[], the closing brace, and the split-K combine kernel. */
-void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, bool mma, CudaKernel *k);
+/* After the signature and the kernel's own declarations: the dynamic extents, the
+ * block's tile (m0, n0), batch entry and reduced points [kbeg, kend), and acc[] = 0. */
+void cu_ct_block_start(E *e, const Ct *c, const Stmt *st);
+/* The cells (or the split's partial sums) from acc[] in the mma accumulator layout, the
+ * closing brace, and the split-K combine kernel. */
+void cu_ct_block_end(E *e, const char *what, const Ct *c, const Stmt *st, CudaKernel *k);
 
 /* cuda_mma.c: the TF32 kernel of the contraction (e->tf32, f32 operands). */
 void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st);

@@ -712,8 +712,15 @@ static void test_dyn_matmul(void) {
   GB b;
   gb_init(&b);
   build_dyn_matmul(&b, 20, 70, false);
-  CHECK(strstr(dyn_src(&b), "contraction, n x 70 x 20 (batch 1), 64x64 tiles, TF32 mma") != NULL);
-  run_dyn(&b, 4, (const int[]){1, 17, 600, 65}, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
+  const char *src = dyn_src(&b);
+  /* cuda_mma.c's kernel, dynamic sizes included; w.grad splits its dynamic K (600: two
+   * splits of 512, one split at 1, 17 and 65, which writes the cells itself). */
+  CHECK(strstr(src, "contraction, n x 70 x 20 (batch 1), 64x64 tiles, TF32 mma (cp.async, 3 stages of 32)") != NULL);
+  CHECK(strstr(src, "contraction, n x 20 x 70 (batch 1), 64x64 tiles, TF32 mma (cp.async, 3 stages of 32)") != NULL);
+  CHECK(strstr(src, "contraction, 20 x 70 x n (batch 1), 64x64 tiles, TF32 mma (cp.async, 3 stages of 32), split-K up to "
+                    "132, chunks of >= 512") != NULL);
+  CHECK(strstr(src, "kc = kc < 512 ? 512 : (kc + 31) / 32 * 32;") != NULL);
+  run_dyn(&b, 5, (const int[]){1, 17, 600, 65, 1100}, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
   gb_free(&b);
   cu_tf32 = false;
 }
