@@ -108,7 +108,7 @@ $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 # `make fuzz` runs both fuzzers for FUZZ_TIME seconds each: the front end's libFuzzer
 # harness and the whole-pipeline fuzzer (testsuite/fuzz/pipeline.py: generated and
 # mutated programs through every stage of the ASan+UBSan compiler; FUZZ_SEED to repeat).
-fuzz: fuzz-parse fuzz-meta fuzz-pipeline
+fuzz: fuzz-parse fuzz-meta fuzz-load fuzz-pipeline
 # The runtime's metadata parser (a trust boundary: model files may be hostile).
 $(B)/fuzz/fuzz_meta: testsuite/fuzz/fuzz_meta.c $(RT_SRC) runtime/tdsl.h
 	@mkdir -p $(dir $@)
@@ -118,6 +118,15 @@ fuzz-meta: $(B)/fuzz/fuzz_meta
 	@mkdir -p $(B)/fuzz/meta_new
 	$(B)/fuzz/fuzz_meta -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=4096 -artifact_prefix=$(B)/fuzz/ \
 	  $(B)/fuzz/meta_new testsuite/fuzz/meta_corpus
+# The runtime's file readers: checkpoints (tdsl_load) and arrays (tdsl_load_file).
+$(B)/fuzz/fuzz_load: testsuite/fuzz/fuzz_load.c $(RT_SRC) runtime/tdsl.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -Iruntime -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ testsuite/fuzz/fuzz_load.c $(RT_SRC) -ldl -lm -lcjson
+fuzz-load: $(B)/fuzz/fuzz_load
+	@mkdir -p $(B)/fuzz/load_new
+	$(B)/fuzz/fuzz_load -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=4096 -dict=testsuite/fuzz/load.dict \
+	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/load_new testsuite/fuzz/load_corpus
 fuzz-pipeline: $(B)/asan/tdslc
 	/usr/bin/python3 testsuite/fuzz/pipeline.py --tdslc $(B)/asan/tdslc --time $(FUZZ_TIME) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 fuzz-parse: $(B)/fuzz/fuzz_parse
@@ -132,7 +141,7 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 
 check: deps check-layers
-	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse $(B)/fuzz/fuzz_meta
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse $(B)/fuzz/fuzz_meta $(B)/fuzz/fuzz_load
 	sh testsuite/run-all.sh
 
 # Every #include "..." stays within the layer rules of HACKING.md ("Layers").
@@ -202,5 +211,5 @@ bench: bench-cpu bench-train bench-compile
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-pipeline
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-load fuzz-pipeline
 .SECONDARY:

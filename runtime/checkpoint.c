@@ -214,18 +214,42 @@ static bool shape_sizes(const cJSON *shape, long *dims, int *rank) {
   return true;
 }
 
+/* The bytes an entry's own dtype and shape give its data (0 for a dtype the model never
+ * has, which check_entry refuses): checked against its data_offsets and the file before
+ * its shape may set a dynamic dimension, so that a few bytes claiming a huge batch do
+ * not make the runtime allocate it. Exact up to 2^53, beyond any file after that. */
+static double entry_bytes(const cJSON *e, const long *dims, int rank) {
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+  if (!cJSON_IsString(dt) || (strcmp(dt->valuestring, "F32") && strcmp(dt->valuestring, "F64"))) return 0;
+  double bytes = strcmp(dt->valuestring, "F64") ? 4 : 8;
+  for (int k = 0; k < rank; k++) bytes *= (double)dims[k];
+  return bytes;
+}
+
+static bool offsets_hold(const cJSON *e, double bytes, size_t data_len) {
+  const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
+  return cJSON_IsArray(off) && cJSON_GetArraySize(off) == 2 && is_offset(b) && is_offset(en) &&
+         en->valuedouble - b->valuedouble == bytes && en->valuedouble <= (double)data_len;
+}
+
 /* Dynamic dimensions from the saved shapes, before any entry is checked against the
  * model's: unset ones are set (their tensors had no storage: nothing is lost when a
  * later check fails), set ones must agree. */
-static int load_dims(tdsl_model *m, const char *path, const cJSON *root) {
+static int load_dims(tdsl_model *m, const char *path, const cJSON *root, size_t data_len) {
   long *want = tdsl_rt_want_new(m), dims[64];
   int rc = want ? 0 : -1, rank;
   char where[320];
   snprintf(where, sizeof where, "'%.300s'", path);
   const cJSON *e;
   cJSON_ArrayForEach(e, root) {
-    if (!rc && cJSON_IsObject(e) && shape_sizes(cJSON_GetObjectItemCaseSensitive(e, "shape"), dims, &rank))
-      rc = tdsl_rt_want_shape(m, want, where, e->string, rank, dims);
+    if (rc || !cJSON_IsObject(e) || !shape_sizes(cJSON_GetObjectItemCaseSensitive(e, "shape"), dims, &rank)) continue;
+    double bytes = entry_bytes(e, dims, rank);
+    if (bytes == 0) continue; /* another dtype, or no data: it sets no dimension */
+    if (!offsets_hold(e, bytes, data_len))
+      rc = tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (expected [begin, begin + %.0f] within the %zu data bytes)",
+                        path, e->string, bytes, data_len);
+    else rc = tdsl_rt_want_shape(m, want, where, e->string, rank, dims);
   }
   if (!rc) rc = tdsl_rt_want_apply(m, want, where);
   free(want);
@@ -233,7 +257,7 @@ static int load_dims(tdsl_model *m, const char *path, const cJSON *root) {
 }
 
 static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
-  if (load_dims(m, path, root)) return -1;
+  if (load_dims(m, path, root, data_len)) return -1;
   int nt = tdsl_num_tensors(m), count = 0;
   char *seen = calloc((size_t)nt + 1, 1);
   size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);

@@ -149,6 +149,20 @@ static int read_values(tdsl_model *m, FILE *f, const char *path, const tdsl_tens
   return rc;
 }
 
+/* Whether the data after the header holds the values its shape counts. Checked before
+ * the shape may set a dynamic dimension: a short file claiming a huge array must not
+ * make the runtime allocate it. */
+static int data_present(tdsl_model *m, FILE *f, const char *path, const NpyHeader *h, bool f64) {
+  long at = ftell(f);
+  if (at < 0 || fseek(f, 0, SEEK_END)) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
+  long end = ftell(f);
+  if (end < at || fseek(f, at, SEEK_SET)) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
+  double need = 1; /* exact up to 2^53, beyond any file after that */
+  for (int i = 0; i < h->rank; i++) need *= (double)h->dims[i];
+  long have = (end - at) / (f64 ? 8 : 4);
+  return need > (double)have ? tdsl_rt_fail(m, "'%s': short read (%ld of %.0f values)", path, have, need) : 0;
+}
+
 int tdsl_rt_load_npy(tdsl_model *m, const char *name, const char *path) {
   tdsl_tensor_info ti;
   if (tdsl_tensor_by_name(m, name, &ti)) return -1;
@@ -160,6 +174,7 @@ int tdsl_rt_load_npy(tdsl_model *m, const char *name, const char *path) {
   if (!rc && !f64 && strcmp(h.descr, "<f4"))
     rc = tdsl_rt_fail(m, "'%s': dtype '%s' is not supported (expected float32 '<f4' or float64 '<f8')", path, h.descr);
   if (!rc && h.fortran) rc = tdsl_rt_fail(m, "'%s': Fortran-order arrays are not supported (save a C-order array)", path);
+  if (!rc) rc = data_present(m, f, path, &h, f64);
   if (!rc) rc = take_shape(m, &ti, &h);
   if (!rc) rc = check_shape(m, &ti, &h, path);
   if (!rc) rc = read_values(m, f, path, &ti, f64);

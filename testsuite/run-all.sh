@@ -77,6 +77,19 @@ if [ -x "$fm" ]; then
   fi
 fi
 
+# The runtime's checkpoint and array readers (testsuite/fuzz/fuzz_load.c): 10 seconds.
+# libFuzzer's 2 GB memory limit makes an allocation a hostile file asks for a failure.
+fl=$B/fuzz/fuzz_load
+if [ -x "$fl" ]; then
+  rm -rf $B/fuzz/load_smoke && mkdir -p $B/fuzz/load_smoke
+  if "$fl" -seed=1 -max_total_time=10 -timeout=10 -max_len=4096 -dict=testsuite/fuzz/load.dict \
+       -artifact_prefix=$B/fuzz/load_smoke/ $B/fuzz/load_smoke testsuite/fuzz/load_corpus > $B/fuzz/load_smoke.log 2>&1; then
+    pass=$((pass + 1)); echo "checkpoint fuzz smoke: passed"
+  else
+    fail=$((fail + 1)); echo "FAIL: checkpoint fuzz smoke (see $B/fuzz/load_smoke.log)"; tail -n 30 $B/fuzz/load_smoke.log
+  fi
+fi
+
 # Whole-pipeline fuzzing smoke (testsuite/fuzz/pipeline.py): the regression inputs of
 # testsuite/fuzz/regress, then 20 seconds of generated and mutated programs (fixed seed)
 # through the ASan+UBSan compiler (`make fuzz` runs longer).
