@@ -105,24 +105,22 @@ $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS_ALL) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
-# `make fuzz` runs both fuzzers for FUZZ_TIME seconds each: the front end's libFuzzer
-# harness and the whole-pipeline fuzzer (testsuite/fuzz/pipeline.py: generated and
+# `make fuzz` runs every fuzzer for FUZZ_TIME seconds each: the front end's and the
+# runtime's libFuzzer harnesses and the whole-pipeline fuzzer (testsuite/fuzz/pipeline.py: generated and
 # mutated programs through every stage of the ASan+UBSan compiler; FUZZ_SEED to repeat).
 fuzz: fuzz-parse fuzz-meta fuzz-load fuzz-pipeline
-# The runtime's metadata parser (a trust boundary: model files may be hostile).
-$(B)/fuzz/fuzz_meta: testsuite/fuzz/fuzz_meta.c $(RT_SRC) runtime/tdsl.h
+# The runtime's trust boundaries, each a libFuzzer harness over the runtime alone: its
+# metadata parser (model files may be hostile) and its file readers (checkpoints,
+# tdsl_load; arrays, tdsl_load_file).
+RT_FUZZ := $(B)/fuzz/fuzz_meta $(B)/fuzz/fuzz_load
+$(RT_FUZZ): $(B)/fuzz/%: testsuite/fuzz/%.c $(RT_SRC) runtime/tdsl.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -Iruntime -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -o $@ testsuite/fuzz/fuzz_meta.c $(RT_SRC) -ldl -lm -lcjson
+	  -fno-sanitize-recover=undefined -o $@ $< $(RT_SRC) -ldl -lm -lcjson
 fuzz-meta: $(B)/fuzz/fuzz_meta
 	@mkdir -p $(B)/fuzz/meta_new
 	$(B)/fuzz/fuzz_meta -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=4096 -artifact_prefix=$(B)/fuzz/ \
 	  $(B)/fuzz/meta_new testsuite/fuzz/meta_corpus
-# The runtime's file readers: checkpoints (tdsl_load) and arrays (tdsl_load_file).
-$(B)/fuzz/fuzz_load: testsuite/fuzz/fuzz_load.c $(RT_SRC) runtime/tdsl.h
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -Iruntime -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=undefined -o $@ testsuite/fuzz/fuzz_load.c $(RT_SRC) -ldl -lm -lcjson
 fuzz-load: $(B)/fuzz/fuzz_load
 	@mkdir -p $(B)/fuzz/load_new
 	$(B)/fuzz/fuzz_load -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=4096 -dict=testsuite/fuzz/load.dict \
