@@ -11,7 +11,7 @@ config.test_source_root = os.path.dirname(__file__)
 root = os.path.abspath(os.path.join(config.test_source_root, "..", ".."))
 tdslc = os.environ.get("TDSLC", os.path.join(root, "build", "tdslc"))
 # FileCheck: $FILECHECK, else the newest /usr/lib/llvm-N's, else one on PATH.
-import glob, shutil
+import glob, shutil, subprocess
 def _llvm_version(p):
     v = p.split("/llvm-")[1].split("/")[0]
     return int(v) if v.isdigit() else 0
@@ -30,6 +30,16 @@ config.environment["XDG_CACHE_HOME"] = os.path.join(root, "build", "test-cache")
 for k in ("PATH", "HOME", "TMPDIR"):
     if k in os.environ:
         config.environment[k] = os.environ[k]
+
+# %memcap CMD: CMD with at most ~4 GB of memory, so that an allocation a test must not
+# make fails loudly instead of succeeding on a large machine. An ASan build reserves
+# terabytes of address space (no address-space limit), so it gets ASan's own cap.
+try:
+    _asan = "libasan" in subprocess.run(["ldd", tdslc], capture_output=True, text=True, timeout=60).stdout
+except Exception:
+    _asan = False
+config.substitutions.append(("%memcap", "env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:"
+                             "max_allocation_size_mb=4000" if _asan else "prlimit --as=4000000000 --"))
 
 # Tests of generated code need the whole front end (parser, staging, inference): the
 # "pipeline" feature says tdslc can get a small model through --dump-shapes.
