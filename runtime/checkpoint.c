@@ -136,6 +136,14 @@ static bool same_shape(const cJSON *shape, const tdsl_tensor_info *ti) {
   return true;
 }
 
+/* The entry's data_offsets span bytes bytes within the file's data_len data bytes. */
+static bool offsets_hold(const cJSON *e, double bytes, size_t data_len) {
+  const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
+  return cJSON_IsArray(off) && cJSON_GetArraySize(off) == 2 && is_offset(b) && is_offset(en) &&
+         en->valuedouble - b->valuedouble == bytes && en->valuedouble <= (double)data_len;
+}
+
 /* Checks one header entry against the model; sets *begin to its data offset. */
 static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t data_len, char *seen, size_t *begin) {
   const char *name = e->string;
@@ -158,12 +166,10 @@ static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t d
     return tdsl_rt_fail(m, "'%s': tensor '%s' has shape %s but the model's is %s", path, name, fs, ms);
   }
   size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
-  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-  if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !is_offset(b) || !is_offset(en) ||
-      en->valuedouble - b->valuedouble != (double)bytes || en->valuedouble > (double)data_len)
+  if (!offsets_hold(e, (double)bytes, data_len))
     return tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (expected [begin, begin + %zu] within the %zu data bytes)",
                         path, name, bytes, data_len);
-  *begin = (size_t)b->valuedouble;
+  *begin = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
   return 0;
 }
 
@@ -224,13 +230,6 @@ static double entry_bytes(const cJSON *e, const long *dims, int rank) {
   double bytes = strcmp(dt->valuestring, "F64") ? 4 : 8;
   for (int k = 0; k < rank; k++) bytes *= (double)dims[k];
   return bytes;
-}
-
-static bool offsets_hold(const cJSON *e, double bytes, size_t data_len) {
-  const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-  return cJSON_IsArray(off) && cJSON_GetArraySize(off) == 2 && is_offset(b) && is_offset(en) &&
-         en->valuedouble - b->valuedouble == bytes && en->valuedouble <= (double)data_len;
 }
 
 /* Dynamic dimensions from the saved shapes, before any entry is checked against the
