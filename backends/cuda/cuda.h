@@ -57,7 +57,7 @@ typedef struct CudaKernel {
   int nceils;         /* and times each ceil(num * dims / div): a tile count over a */
   CudaCeil *ceils;    /* dynamic extent (a tiled contraction's grid) */
   bool coop;          /* the threads of a block cooperate (shared memory, barriers) */
-  int min_blocks;     /* > 1: registers capped so that many blocks fit on an SM */
+  int min_blocks;     /* > 0: __launch_bounds__(256, n): registers capped so that n blocks fit on an SM */
   int smem;           /* bytes of dynamic shared memory (TDSL_DYN_SHARED) */
   const char *body;   /* one thread per point (not coop): the code of point t, which a
                          fused routine kernel runs too (cuda_fuse.c) */

@@ -206,7 +206,7 @@ static CudaKernel *new_kernel(E *e, const Stmt *s) {
 void cu_kernel_sig(E *e, const CudaKernel *k, const char *what) {
   FILE *o = e->o;
   cr_comment(o, what);
-  if (k->min_blocks > 1) fprintf(o, "\nTDSL_KERNEL_MB(%d) %s(", k->min_blocks, k->name);
+  if (k->min_blocks > 0) fprintf(o, "\nTDSL_KERNEL_MB(%d) %s(", k->min_blocks, k->name);
   else fprintf(o, "\nTDSL_KERNEL %s(", k->name);
   for (int i = 0; i < k->nargs; i++) {
     const CudaArg *a = &k->args[i];
@@ -723,29 +723,26 @@ static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scra
   return r;
 }
 
-/* TF32 tensor-core helpers (sm_80+; the emulation's shim has its own): round to TF32
- * (a value, or the bits of one or four floats in place), one m16n8k8 mma accumulating
- * into d (the fragment layouts of the PTX ISA), cp.async copies of 4 or 16 bytes that
- * read nb bytes of src (0: write zeros) with their commit and wait, dynamic shared
- * memory; and the swizzled layouts of cuda_mma.c's tiles. */
+/* TF32 tensor-core helpers (sm_80+; the emulation's shim has its own): round the bits of
+ * a float to TF32, ldmatrix of four 8 x 16-byte matrices from shared memory (lane l
+ * gives the address of row l % 8 of matrix l / 8), one m16n8k8 mma accumulating into d
+ * (the fragment layouts of the PTX ISA), cp.async copies of 4 or 16 bytes that read nb
+ * bytes of src (0: write zeros) with their commit and wait, dynamic shared memory; and
+ * the swizzled layouts of cuda_mma.c's tiles. */
 static const char *tf32_prelude =
     "#ifndef TDSL_EMULATE\n"
     "#define TDSL_DYN_SHARED(T, name, n) extern __shared__ __align__(16) T name[]\n"
     "#define TDSL_CP_COMMIT() asm volatile(\"cp.async.commit_group;\" ::: \"memory\")\n"
     "#define TDSL_CP_WAIT(n) asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(n) : \"memory\")\n"
-    "TDSL_DEV unsigned tdsl_tf32(float x) {\n"
+    "TDSL_DEV unsigned tdsl_tf32u(unsigned u) {\n"
     "  unsigned r;\n"
-    "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+    "  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(__uint_as_float(u)));\n"
     "  return r;\n"
     "}\n"
-    "TDSL_DEV void tdsl_tf32_in(unsigned *p) { *p = tdsl_tf32(__uint_as_float(*p)); }\n"
-    "TDSL_DEV void tdsl_tf32_in4(unsigned *p) {\n"
-    "  uint4 v = *(uint4 *)p;\n"
-    "  v.x = tdsl_tf32(__uint_as_float(v.x));\n"
-    "  v.y = tdsl_tf32(__uint_as_float(v.y));\n"
-    "  v.z = tdsl_tf32(__uint_as_float(v.z));\n"
-    "  v.w = tdsl_tf32(__uint_as_float(v.w));\n"
-    "  *(uint4 *)p = v;\n"
+    "TDSL_DEV void tdsl_ldm4(unsigned *d, const unsigned *p) {\n"
+    "  unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
+    "               : \"=r\"(d[0]), \"=r\"(d[1]), \"=r\"(d[2]), \"=r\"(d[3]) : \"r\"(a));\n"
     "}\n"
     "TDSL_DEV void tdsl_cp16(unsigned *d, const float *src, int nb) {\n"
     "  unsigned a = (unsigned)__cvta_generic_to_shared(d);\n"
@@ -762,8 +759,8 @@ static const char *tf32_prelude =
     "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
     "}\n"
     "#endif\n"
-    "TDSL_DEV int tdsl_swz_k(int r, int k) { return r * 32 + (((k >> 2) ^ ((r & 1) << 2)) << 2) + (k & 3); }\n"
-    "TDSL_DEV int tdsl_swz_r(int r, int k, int rows) { return k * rows + (((r >> 2) ^ (((k >> 2) & 3) << 1)) << 2) + (r & 3); }\n";
+    "TDSL_DEV int tdsl_swz_k(int r, int k) { return r * 32 + (((k >> 2) ^ (r & 7)) << 2) + (k & 3); }\n"
+    "TDSL_DEV int tdsl_swz_r(int r, int k, int rows) { return k * rows + (((r >> 2) ^ ((k & 3) << 1)) << 2) + (r & 3); }\n";
 
 CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   CudaPlan *p = ANEW(a, CudaPlan);

@@ -4,37 +4,38 @@
  * split-K), with BK = 32. The 8 warps form a 2 x 4 grid of BM/2 x BN/4 warp tiles of
  * mma.sync m16n8k8 fragments accumulating in fp32 from 0, a cell's value added after its
  * products; like PyTorch's allow_tf32, results differ from fp32 by TF32's 10-bit mantissa.
- * Registers: 128 x 128 tiles are capped at 128 per thread (two blocks per SM), 64 x 64
- * at 85 (three blocks of 48 KB; uncapped, ptxas chose 64 and spilled); the copy loops
- * stay rolled and shared memory is addressed by 32-bit offsets from the one array (with
+ * Tiles and registers: 128 x 256 (64 x 64 per warp, 128 accumulators, one block per SM)
+ * when there are blocks for two waves, since a warp tile's shared-memory reads per mma
+ * halve from 64 x 32 to 64 x 64, and shared memory, not the tensor cores, bounds the
+ * smaller tiles; 128 x 128 capped at 128 registers (two blocks per SM); 64 x 64 at 85
+ * (three blocks of 48 KB; uncapped, ptxas chose 64 and spilled). The copy loops stay
+ * rolled and shared memory is addressed by 32-bit offsets from the one array (with
  * 64-bit pointers into it, NVRTC's code spilled).
  *
  * Staging: cp.async copies the operand tiles from global memory straight into shared
  * memory, MMA_STAGES steps deep (two steps in flight while one is multiplied, one barrier
- * per step), in dynamic shared memory (96 KB for 128 x 128 tiles, over the 48 KB a
- * kernel's static shared memory may take). A cell out of range or in the padding is
- * copied as 0 (a copy of 0 source bytes zero-fills): the tail step multiplies zeros.
- * Once its copies of a step have landed, each thread rounds them to TF32 in place
- * (cvt.rna), before the barrier that publishes the step: every element is rounded once
- * (not by each of the 2 or 4 warps reading it) and fragment loads are plain loads.
+ * per step), in dynamic shared memory (96 KB for 128 x 128 tiles, 144 KB for 128 x 256:
+ * over the 48 KB a kernel's static shared memory may take). A cell out of range or in
+ * the padding is copied as 0 (a copy of 0 source bytes zero-fills): the tail step
+ * multiplies zeros. The fragments are rounded to TF32 (cvt.rna: a compare, an add and a
+ * mask) in registers after their loads: a pass over shared memory that rounded each
+ * element once cost as many shared-memory cycles as the copies and half the fragment
+ * loads, and shared memory is what bounds the kernel.
  *
- * Shared layouts of an operand tile (rows: BM of A, BN of B; banks: 32 of 4 bytes; a
- * 16-byte chunk is 4 banks, 8 chunks are the 128-byte line a quarter warp's 128-bit
- * loads, or a warp's 32-bit loads, cover in one pass when conflict-free):
- * - K-major, [rows][32], for an operand copied along K (16-byte chunks when aligned,
- *   else element by element): chunk c of row r is stored at chunk c ^ (r & 1) << 2.
+ * Fragments: slice s (8 reduced points) of a step is points 8 s .. 8 s + 7 in the mma's
+ * k order. Shared layouts of an operand tile (banks: 32 of 4 bytes; a 16-byte chunk is
+ * 4 banks, 8 chunks the 128-byte line one pass of shared memory serves):
+ * - K-major, [rows][32], for an operand copied along K (16-byte chunks when aligned, else
+ *   element by element): chunk c of row r is stored at chunk c ^ (r & 7). Fragments come
+ *   by ldmatrix (.x4, b16 pairs: a 32-bit element per lane, lane 4 g + t getting word t of
+ *   row g of each 8 x 16-byte matrix), which is exactly the A (a0..a3: rows g, g + 8 by
+ *   words t, t + 4) and B (b0, b1: column g by words t, t + 4) layouts of m16n8k8 TF32;
+ *   the 8 rows of a matrix lie in 8 distinct chunks: no conflict, and the four registers
+ *   arrive as the mma takes them (the 128-bit loads of two rows they replace needed moves).
  * - row-major, [32][rows], for an operand copied in 16-byte chunks along its rows (M, N):
- *   chunk c of k row k is stored at chunk c ^ (k >> 2 & 3) << 1.
- * The mma sums over its 8 k indices in any order, so they may stand for any 8 reduced
- * points, the same in both operands: in half h of the step and slice s of the half,
- * lane (g = lane / 4, t = lane % 4) holds at k index t the point 16 h + 4 t + 2 s and at
- * t + 4 the one after it. A lane's points of a half are then 4 neighbours:
- * - K-major: one 128-bit load per fragment row gives both slices. A quarter warp (rows g
- *   and g + 1, one odd; t = 0..3) reads chunk 4h + t of the even row and (4h + t) ^ 4 of
- *   the odd one: 8 distinct chunks (rows are 128 bytes apart: same banks), no conflict.
- * - row-major: 32-bit loads; lane (g, t) reads row r0 + g (r0 a multiple of 8) in k row
- *   16 h + 4 t + q: chunk (r0 / 4 + g / 4) ^ 2t. Modulo 8, t sets bits 1-2 and g / 4 bit 0
- *   (r0 / 4 is even): 8 distinct chunks, times r % 4 = g % 4: 32 distinct banks.
+ *   chunk c of k row k is stored at chunk c ^ (k & 3) << 1; 32-bit loads: lane (g, t)
+ *   reads row r0 + g (r0 a multiple of 8) of k row 8 s + t (+ 4): chunk (r0 / 4 + g / 4) ^
+ *   2t, 8 distinct chunks modulo 8, times r % 4 = g % 4: 32 distinct banks.
  * The copies write, per 8 lanes, 8 chunks of one row's line (K-major) or 8 neighbouring
  * chunks permuted within their line (row-major): no conflict either. */
 #include "cuda_tile.h"
@@ -88,45 +89,34 @@ static void op_issue(E *e, const Ct *c, const Op *p, const char *st) {
   fprintf(o, "; nb = %d; }\n      }\n      tdsl_cp%d(sw, src, nb);\n    }\n", p->vec ? 16 : 4, p->vec ? 16 : 4);
 }
 
-/* This thread's copies of the step in stage st, rounded to TF32 in place. */
-static void op_round(E *e, const Op *p, const char *st) {
-  fprintf(e->o, "#pragma unroll 1\n    for (int u = 0; u < %d; u++) {\n", p->units);
-  op_el(e, p, st);
-  fprintf(e->o, "      tdsl_tf32_in%s(sw);\n    }\n", p->vec ? "4" : "");
-}
-
-/* Half h of the step (two k8 slices) from the stage at sA, sB. The fragments of B are
- * loaded first, bf[j][2 s + reg] (b0, b1 of slice s of the warp's j-th 8 columns), then
- * per 16 rows i of the warp's A af[4 s + reg] (a0..a3), multiplied at once: only one row
- * block's A fragments are live (registers: two 128 x 128 blocks per SM allow 128 per
- * thread, 64 of them the accumulators). Point q = 2 s + (k index >= 4) of the lane's 4
- * in the half. */
+/* Half h of the step (slices 2h and 2h + 1) from the stage at sA, sB. The fragments of B
+ * are loaded first, bf[j][2 s' + reg] (b0, b1 of slice 2h + s' of the warp's j-th 8
+ * columns), then per 16 rows i of the warp's A af[4 s' + reg] (a0..a3), multiplied at
+ * once: only one row block's A fragments are live (registers: with 128 x 128 tiles two
+ * blocks per SM allow 128 per thread, 64 of them the accumulators). */
 static void mma_half(E *e, const Ct *c, const Op *pa, const Op *pb) {
   FILE *o = e->o;
   int mi = c->bm / 2 / 16, ni = c->bn / 4 / 8;
   fprintf(o, "      unsigned bf[%d][4];\n", ni);
-  fprintf(o, "#pragma unroll\n      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8 + g;\n", ni, c->bn / 4);
-  if (pb->kmaj)
-    fputs("        uint4 w = *(const uint4 *)&sm[sB + tdsl_swz_k(cn, 16 * h + 4 * tig)];\n"
-          "        bf[j][0] = w.x; bf[j][1] = w.y; bf[j][2] = w.z; bf[j][3] = w.w;\n",
-          o);
+  fprintf(o, "#pragma unroll\n      for (int j = 0; j < %d; j++) {\n        int cn = wn * %d + j * 8;\n", ni, c->bn / 4);
+  /* Matrix q = lane / 8: chunk 4h + q, i.e. words t (b0) and t + 4 (b1) of slice 2h, then of 2h + 1. */
+  if (pb->kmaj) fputs("        tdsl_ldm4(bf[j], &sm[sB + tdsl_swz_k(cn + (lane & 7), 16 * h + (lane >> 3) * 4)]);\n", o);
   else
-    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 4; q++) bf[j][q] = sm[sB + tdsl_swz_r(cn, 16 * h + 4 * tig + q, %d)];\n",
+    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 4; q++) bf[j][q] = sm[sB + tdsl_swz_r(cn + g, 16 * h + 4 * q + tig, %d)];\n",
             c->bn);
-  fprintf(o, "      }\n#pragma unroll\n      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16 + g;\n"
-             "        unsigned af[8];\n", mi, c->bm / 2);
+  fputs("#pragma unroll\n        for (int q = 0; q < 4; q++) bf[j][q] = tdsl_tf32u(bf[j][q]);\n      }\n", o);
+  fprintf(o, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n        int r = wm * %d + i * 16;\n        unsigned af[8];\n", mi,
+          c->bm / 2);
+  /* Matrix q = lane / 8: rows r + 8 (q & 1), chunk 4h + 2s' + q / 2: a0..a3 of slice 2h + s'. */
   if (pa->kmaj)
-    fputs("        uint4 v0 = *(const uint4 *)&sm[sA + tdsl_swz_k(r, 16 * h + 4 * tig)];\n"
-          "        uint4 v1 = *(const uint4 *)&sm[sA + tdsl_swz_k(r + 8, 16 * h + 4 * tig)];\n"
-          "        af[0] = v0.x; af[1] = v1.x; af[2] = v0.y; af[3] = v1.y;\n"
-          "        af[4] = v0.z; af[5] = v1.z; af[6] = v0.w; af[7] = v1.w;\n",
+    fputs("#pragma unroll\n        for (int s = 0; s < 2; s++)\n"
+          "          tdsl_ldm4(&af[4 * s], &sm[sA + tdsl_swz_k(r + (lane & 15), 16 * h + 8 * s + (lane >> 4) * 4)]);\n",
           o);
   else
-    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 4; q++) {\n"
-               "          af[q / 2 * 4 + q %% 2 * 2] = sm[sA + tdsl_swz_r(r, 16 * h + 4 * tig + q, %d)];\n"
-               "          af[q / 2 * 4 + q %% 2 * 2 + 1] = sm[sA + tdsl_swz_r(r + 8, 16 * h + 4 * tig + q, %d)];\n        }\n",
-            c->bm, c->bm);
-  fprintf(o, "#pragma unroll\n        for (int s = 0; s < 2; s++)\n#pragma unroll\n"
+    fprintf(o, "#pragma unroll\n        for (int q = 0; q < 8; q++) af[q] = sm[sA + tdsl_swz_r(r + g + 8 * (q & 1), 16 * h + 4 * (q >> 1) + tig, %d)];\n",
+            c->bm);
+  fprintf(o, "#pragma unroll\n        for (int q = 0; q < 8; q++) af[q] = tdsl_tf32u(af[q]);\n"
+             "#pragma unroll\n        for (int s = 0; s < 2; s++)\n#pragma unroll\n"
              "          for (int j = 0; j < %d; j++) tdsl_mma_tf32(&acc[(i * %d + j) * 4], &af[4 * s], &bf[j][2 * s]);\n"
              "      }\n",
           ni, ni);
@@ -158,9 +148,10 @@ void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
   long stage = (long)(c->bm + c->bn) * MMA_BK;
   CudaKernel *k = cu_ct_kernel(e, c, st);
   k->smem = (int)(stage * MMA_STAGES * 4);
-  /* 128 x 128: two blocks per SM (2 x 96 KB of shared memory fit an H100's 228 KB)
-   * need at most 128 registers per thread; 64 x 64: three (of 48 KB). */
-  k->min_blocks = c->bm == 128 ? 2 : 3;
+  /* 128 x 256: one block per SM (144 KB of shared memory; up to 255 registers);
+   * 128 x 128: two (2 x 96 KB fit an H100's 228 KB) need at most 128 registers per
+   * thread; 64 x 64: three (of 48 KB). */
+  k->min_blocks = c->bn == 256 ? 1 : c->bm == 128 ? 2 : 3;
   cu_kernel_sig(e, k, arena_printf(e->a, "%s: contraction, %s x %s x %s (batch %s), %dx%d tiles, TF32 mma (cp.async, %d stages of %d)%s%s",
                                     what, cu_ct_what(e, c, R_M), cu_ct_what(e, c, R_N), cu_ct_what(e, c, R_K),
                                     cu_ct_what(e, c, R_BATCH), c->bm, c->bn, MMA_STAGES, MMA_BK, cu_ct_splits(e, c),
@@ -173,13 +164,10 @@ void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
   const char *I = e->r.idx32 ? "int" : "long";
   fprintf(o, "  %s nk = (kend - kbeg + %d) / %d;\n", I, MMA_BK - 1, MMA_BK);
   for (int s = 0; s < MMA_STAGES - 1; s++) issue_step(e, c, &pa, &pb, arena_printf(e->a, "%d", s));
-  fprintf(o, "  for (%s kt = 0; kt < nk; kt++) {\n  TDSL_CP_WAIT(%d);\n  {\n    int st = kt %% %d * %ld;\n", I,
-          MMA_STAGES - 2, MMA_STAGES, stage);
-  op_round(e, &pa, "st");
-  op_round(e, &pb, "st");
-  /* The step is rounded and visible to all, and every warp is done with the stage the
-   * next copies overwrite (the one multiplied in the previous step). */
-  fputs("  }\n  __syncthreads();\n", o);
+  fprintf(o, "  for (%s kt = 0; kt < nk; kt++) {\n  TDSL_CP_WAIT(%d);\n", I, MMA_STAGES - 2);
+  /* The step is visible to all, and every warp is done with the stage the next copies
+   * overwrite (the one multiplied in the previous step). */
+  fputs("  __syncthreads();\n", o);
   issue_step(e, c, &pa, &pb, arena_printf(e->a, "kt + %d", MMA_STAGES - 1));
   fprintf(o, "  {\n    int st = kt %% %d * %ld;\n", MMA_STAGES, stage);
   mma_step(e, c, &pa, &pb);

@@ -187,6 +187,7 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
 /* Tile shape. 128 x 128 tiles (8 x 8 cells per thread) when they still give every SM of
  * a large GPU two blocks, or when the reduction is long enough for split-K to make the
  * blocks; else 64 x 64 (4 x 4): a 1024^3 product has 64 big tiles but 256 small ones.
+ * TF32 has 128 x 256 tiles too (cuda_mma.c).
  * BK reduced points per step: 8 for big tiles (registers), 16 for small; MMA_BK for the
  * TF32 kernel. */
 enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
@@ -200,6 +201,13 @@ static void shape(E *e, Ct *c) {
   c->bm = c->bn = big ? 128 : 64;
   c->tm = c->tn = big ? 8 : 4;
   bool tf32 = e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32;
+  /* TF32: 128 x 256 tiles (one block per SM) when they too make two waves, or split-K
+   * makes the blocks: 64 x 64 warp tiles read half the shared memory per mma. */
+  long wide_blocks = g[R_BATCH] * ((g[R_M] + 127) / 128) * ((g[R_N] + 255) / 256);
+  if (tf32 && big && g[R_N] >= 512 && (wide_blocks >= BIG_TILE_MIN_BLOCKS || g[R_K] >= BIG_TILE_SPLIT_K)) {
+    c->bn = 256;
+    c->tn = 16;
+  }
   c->bk = tf32 ? MMA_BK : big ? 8 : 16;
   int km = inner_var(c, R_K), mm = inner_var(c, R_M), nn = inner_var(c, R_N);
   c->a_kfast = stride_guess(&c->a->flat, km) <= stride_guess(&c->a->flat, mm) || !coef_of(&c->a->flat, mm);
@@ -310,7 +318,8 @@ static void stage_store(E *e, const Ct *c, const Stage *s, const char *buf) {
  * 4, tig = lane % 4). */
 static void cell_open(E *e, const Ct *c, bool mma) {
   const char *I = e->r.idx32 ? "int" : "long";
-  fprintf(e->o, "  for (int q = 0; q < %d; q++) {\n", c->tm * c->tn);
+  /* Unrolled for mma: acc[] indexed by a variable would live in local memory. */
+  fprintf(e->o, "%s  for (int q = 0; q < %d; q++) {\n", mma ? "#pragma unroll\n" : "", c->tm * c->tn);
   if (mma) {
     int ni = c->bn / 4 / 8;
     fprintf(e->o, "    %s m = m0 + wm * %d + q / %d * 16 + g + q %% 4 / 2 * 8, n = n0 + wn * %d + q / 4 %% %d * 8 + tig * 2 + q %% 2;\n",

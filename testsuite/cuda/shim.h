@@ -67,6 +67,7 @@ static struct {
   tdsl_emu_bar bar[1 + TDSL_EMU_WARPS];
   double xchg[TDSL_EMU_MAX_THREADS];
   unsigned frag[TDSL_EMU_MAX_THREADS][6]; /* a warp's mma operands */
+  const unsigned *rows[TDSL_EMU_MAX_THREADS]; /* a warp's ldmatrix row addresses */
   void **params;
   void (*run)(void **);
 } tdsl_emu;
@@ -157,10 +158,21 @@ static __attribute__((unused)) void tdsl_mma_tf32(float *d, const unsigned *a, c
   for (int i = 0; i < 4; i++) d[i] = r[i];
 }
 
-/* TF32 rounding of shared-memory words in place (one float's bits, or four). */
-static __attribute__((unused)) void tdsl_tf32_in(unsigned *p) { *p = tdsl_tf32(tdsl_emu_f(*p)); }
-static __attribute__((unused)) void tdsl_tf32_in4(unsigned *p) {
-  for (int i = 0; i < 4; i++) tdsl_tf32_in(p + i);
+/* TF32 rounding of one float's bits in a register. */
+static __attribute__((unused)) unsigned tdsl_tf32u(unsigned u) { return tdsl_tf32(tdsl_emu_f(u)); }
+
+/* ldmatrix .m8n8.x4 .b16 from shared memory: lane l gives the address of row l % 8 of
+ * matrix l / 8 (16 bytes, 16-byte aligned); lane 4 g + t receives word t of row g of
+ * each matrix, in d[0..3]. */
+static __attribute__((unused)) void tdsl_ldm4(unsigned *d, const unsigned *p) {
+  unsigned t = threadIdx.x, w = 1 + t / 32, base = t - t % 32;
+  if ((uintptr_t)p % 16) abort(); /* misaligned: a fault on a GPU */
+  tdsl_emu.rows[t] = p;
+  tdsl_emu_barrier(w);
+  unsigned r[4];
+  for (int i = 0; i < 4; i++) r[i] = tdsl_emu.rows[base + 8 * i + t % 32 / 4][t % 4];
+  tdsl_emu_barrier(w);
+  for (int i = 0; i < 4; i++) d[i] = r[i];
 }
 
 /* cp.async: each thread's copies wait in its queue, tagged with the group the next

@@ -351,6 +351,23 @@ static void test_tf32_big(void) {
   gb_free(&b);
 }
 
+/* A 257 x 520 product over 4100 points: 128 x 256 TF32 tiles (64 x 64 per warp, one
+ * block per SM: __launch_bounds__(256, 1)), 144 KB of dynamic shared memory; a by
+ * ldmatrix (K-major), b by 32-bit loads (row-major). */
+static void test_tf32_wide(void) {
+  GB b;
+  gb_init(&b);
+  build_matmul(&b, 257, 4100, 520);
+  run_both(&b, 1, (const char *[]){"c.forward"});
+  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm});
+  CHECK(strstr(p->src, "contraction, 257 x 520 x 4100 (batch 1), 128x256 tiles, TF32 mma (cp.async, 3 stages of 32), "
+                       "split-K ") != NULL);
+  CHECK(strstr(p->src, "TDSL_KERNEL_MB(1) ") != NULL);
+  CHECK(strstr(p->src, "TDSL_DYN_SHARED(unsigned, sm, 36864);") != NULL);
+  CHECK(strstr(p->meta, " 147456\n") != NULL);
+  gb_free(&b);
+}
+
 /* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores
  * (cuda_mma.c), within TF32's precision of the CPU's fp32; the shim refuses an mma
  * operand not rounded to TF32. Edge tiles of 1, 7 (bmm), 17 rows or columns and K tails
@@ -373,6 +390,7 @@ static void test_tf32(void) {
   test_bmm(2, 71, 33, 17);
   unsetenv("TDSL_EMU_CP_EAGER");
   test_tf32_big();
+  test_tf32_wide();
   GB b;
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);
