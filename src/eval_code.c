@@ -162,8 +162,12 @@ typedef struct Rhs {
   const Frame *fr; /* %cd frame */
   Code pre;        /* forward code of intermediate tensors */
   Tensor *lhs;
-  Tensor *ops[3];  /* standalone assignments: distinct operand tensors */
+  Tensor *ops[3];  /* standalone assignments: the operand tensors (see positional) */
   int nops;
+  /* A ~logic other than ".": the spec (or compose/transpose) gives each operand position
+   * its own projection, so `x * x ~logic:"ij;jk=>ik"` has two operands, as in OCANNL's
+   * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
+  bool positional;
   PrimOp top;      /* the top-level primitive */
 } Rhs;
 
@@ -267,13 +271,14 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
     a->slot = 0;
     return a;
   }
-  for (int i = 0; i < r->nops; i++)
+  for (int i = 0; i < r->nops && !r->positional; i++)
     if (r->ops[i] == t) {
       a->slot = i + 1;
       return a;
     }
   if (r->nops == 3) {
-    diag_error(&st->c->diag, e->loc, "an assignment can read at most 3 distinct tensors besides its left-hand side");
+    diag_error(&st->c->diag, e->loc, r->positional ? "an assignment with ~logic can read at most 3 tensors besides its left-hand side"
+                                                   : "an assignment can read at most 3 distinct tensors besides its left-hand side");
     return NULL;
   }
   r->ops[r->nops++] = t;
@@ -356,11 +361,11 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   bool use_padding = false;
   Loc spec_loc = {0};
   if (logic) {
-    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) return NULL;
-    if (kind == LOGIC_BATCH_SLICE) {
+    if (logic->kind == V_STRING && !strcmp(logic->s, "@|")) { /* before its operand count */
       diag_error(&st->c->diag, logic->loc, "~logic:\"@|\" is not available in assignments");
       return NULL;
     }
+    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) return NULL;
   } else if (r->top == OP_FMA && r->nops == 3)
     kind = LOGIC_COMPOSE_TERN;
   else
@@ -422,7 +427,7 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Value *code = val_code(st, e->loc);
   /* Inside an op body, gradients of non-differentiable arguments get no code. */
   if (outer->op && lv->grad && !lv->t->diff) return code;
-  Rhs r = {.fr = &fr, .lhs = lv->t};
+  Rhs r = {.fr = &fr, .lhs = lv->t, .positional = logic && !outer->op && logic->kind == V_STRING && strcmp(logic->s, ".") != 0};
   AExpr *rhs = rhs_top(st, &r, e->b);
   if (!rhs) return NULL;
   UpdateStep *step;

@@ -12,6 +12,7 @@ later operand or the result still needs. Every case runs in several variants:
           input rows ("B|I->O"), which keeps numpy's element order in memory; a leading
           ellipsis goes to the batch row ("...|ij")
   multi   multi-character mode: each letter becomes an identifier ("adim, bdim")
+  cd      the last einsum as a %cd assignment: { r; o = [..] } =:+ x * y ~logic:"SPEC"
   check   tdslc --check -O3 (optimized vs naive code) on the f32 program
   grad    (subset) parameters, loss = sum(r * w), grad_update, against torch autograd
 All cases of a variant go into one program (one compile); when that fails, each case runs
@@ -188,6 +189,14 @@ case("diag_two_ops", "ii,ii->i", [(4, 4), (4, 4)], grad=True)
 case("diag_mixed", "iij,jk->ik", [(3, 3, 2), (2, 5)], grad=True)
 case("upper", "Ab,bC->AC", [(2, 3), (3, 4)])
 case("upper_implicit", "Ba,aC", [(2, 3), (3, 4)])
+# ---- tdsl only: a letter repeated in the result writes a diagonal (numpy refuses) ----
+case("ext_diag_embed", "i->ii", [(4,)], grad=True)
+case("ext_jij", "ij->jij", [(2, 3)], grad=True)
+case("ext_ii_sum", "ij->ii", [(2, 3)], grad=True)
+case("ext_keep_diag", "ii->ii", [(3, 3)], grad=True)
+case("ext_outer_diag", "i,j->iji", [(3,), (2,)], grad=True)
+case("ext_matmul_diag", "ij,jk->iki", [(3, 4), (4, 2)], grad=True)
+case("ext_ell_diag", "...i->...ii", [(2, 3)], grad=True)
 # ---- sizes past the tiling and vectorization thresholds ----
 case("big_transpose", "ij->ji", [(37, 53)], grad=True)
 case("big_transpose3", "ijk->kji", [(19, 7, 33)])
@@ -246,6 +255,28 @@ def explicit(spec, shapes):
             t = t.replace("...", ell[n - k:])
         ts.append(t)
     return ",".join(ts) + "->" + out.replace("...", ell)
+
+
+def dedupe(spec):
+    """An explicit spec without repeated result letters, and the result's letters: tdsl
+    lets a letter repeat in the result (the value goes on that diagonal, the other cells
+    stay 0), numpy does not, so the oracle computes the deduplicated result and embeds it."""
+    lhs, out = spec.split("->")
+    uniq = "".join(c for k, c in enumerate(out) if c not in out[:k])
+    return lhs + "->" + uniq, out, uniq
+
+
+def oracle(spec, ops, f=np.einsum):
+    e, out, uniq = dedupe(explicit(spec, [o.shape for o in ops]))
+    base = f(e, *ops)
+    if out == uniq:
+        return base
+    size = dict(zip(uniq, base.shape))
+    res = np.zeros(tuple(size[c] for c in out))
+    for idx in np.ndindex(*base.shape):
+        at = dict(zip(uniq, idx))
+        res[tuple(at[c] for c in out)] = base[idx]
+    return res
 
 
 def shapes_of(terms, shapes):
@@ -359,7 +390,7 @@ def build(name, spec, shapes, variant, grad=False):
     same = name in SAME
     if same:
         ops = [ops[0]] * len(ops)
-    want = np.einsum(explicit(spec, shapes), *ops)
+    want = oracle(spec, ops)
     rd = Render(variant)
     p = name.replace("-", "_")
     lines, loads = [], {}
@@ -392,7 +423,14 @@ def build(name, spec, shapes, variant, grad=False):
         last = k == len(steps) - 1
         rs = res_spec if last else rd.term(res, None)
         tn = "%s_r" % p if last else "%s_t%d" % (p, k + 1)
-        if r is None:
+        if last and variant == "cd":
+            # the last einsum as a %cd assignment with ~logic into a declared tensor
+            rhs = cur_name if r is None else "%s * %s_a%d" % (cur_name, p, 0 if same else k + 1)
+            logic = cur_spec if r is None else "%s; %s" % (cur_spec, op_spec[k + 1])
+            pre = "".join("%s_t%d.forward; " % (p, j + 1) for j in range(k))
+            lines.append('let%%cd %s_run = %s{ %s; %s } =:+ %s ~logic:"%s => %s"'
+                         % (p, pre, tn, dims_decl(want.shape, None), rhs, logic, rs))
+        elif r is None:
             lines.append('let%%op %s = %s ++ "%s => %s"' % (tn, cur_name, cur_spec, rs))
         else:
             lines.append('let%%op %s = %s +* "%s; %s => %s" %s_a%d'
@@ -414,7 +452,7 @@ def run(cmd):
 
 
 def close(got, want, ops, spec, tol):
-    bound = np.einsum(spec, *[np.abs(o) for o in ops])
+    bound = oracle(spec, [np.abs(o) for o in ops])
     err = np.abs(got - want)
     return bool(np.all(err <= tol * bound + tol)), float(np.max(err)) if err.size else 0.0
 
@@ -442,6 +480,8 @@ def run_values(builts, variant, dirn):
     if variant == "f64":
         cmd.append("--precision=double")
     for b in builts:
+        if variant == "cd":
+            cmd += ["--call", b.prefix + "_run"]
         cmd += ["--print", b.result]
     rc, out, err = run(cmd)
     if rc != 0:
@@ -460,7 +500,7 @@ def check_case(b, o, variant):
     if shape != b.want.shape:
         return False, "shape %s, numpy %s" % (shape, b.want.shape)
     got = np.array(o["values"], dtype=np.float64).reshape(b.want.shape)
-    ok, err = close(got, b.want, b.ops, explicit(",".join(b.terms) + "->" + b.out, [o.shape for o in b.ops]), 1e-12 if variant == "f64" else 2e-6)
+    ok, err = close(got, b.want, b.ops, ",".join(b.terms) + "->" + b.out, 1e-12 if variant == "f64" else 2e-6)
     return ok, "max err %.3g" % err
 
 
@@ -569,8 +609,11 @@ def run_grads(bs, dirn):
 def torch_grads(b, spec):
     import torch
     ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in b.ops[:b.nparams]]
-    r = torch.einsum(explicit(spec, [a.shape for a in b.ops]), *(ts * len(b.ops) if b.nparams == 1 else ts))
-    (r * torch.tensor(b.w)).sum().backward()
+    e, out, uniq = dedupe(explicit(spec, [a.shape for a in b.ops]))
+    r = torch.einsum(e, *(ts * len(b.ops) if b.nparams == 1 else ts))
+    # the loss sees only the diagonal cells the result writes
+    w = torch.tensor(np.einsum(out + "->" + uniq, b.w) if out != uniq else b.w)
+    (r * w).sum().backward()
     return [t.grad.numpy().reshape(-1) for t in ts]
 
 
@@ -604,7 +647,7 @@ if "--list" in flags:
             print("\n".join(build(name, spec, shapes, v).lines))
     sys.exit(0)
 
-for v in ("f32", "f64", "kinds", "multi"):
+for v in ("f32", "f64", "kinds", "multi", "cd"):
     variant_values(v)
 if "--no-check" not in flags:
     variant_check()
