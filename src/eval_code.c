@@ -168,6 +168,7 @@ typedef struct Rhs {
    * its own projection, so `x * x ~logic:"ij;jk=>ik"` has two operands, as in OCANNL's
    * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
   bool positional;
+  bool reads_lhs;  /* the left-hand side is read on the right (through slot 0) */
   PrimOp top;      /* the top-level primitive */
 } Rhs;
 
@@ -269,6 +270,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   }
   if (t == r->lhs) {
     a->slot = 0;
+    r->reads_lhs = true;
     return a;
   }
   for (int i = 0; i < r->nops && !r->positional; i++)
@@ -365,7 +367,12 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
       diag_error(&st->c->diag, logic->loc, "~logic:\"@|\" is not available in assignments");
       return NULL;
     }
-    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) return NULL;
+    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) {
+      if (r->positional && r->reads_lhs) /* numpy's out= overlapping an operand */
+        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right is not an operand of ~logic: it is "
+                                        "read at the cell being written; copy it into another tensor first");
+      return NULL;
+    }
   } else if (r->top == OP_FMA && r->nops == 3)
     kind = LOGIC_COMPOSE_TERN;
   else
