@@ -162,8 +162,13 @@ typedef struct Rhs {
   const Frame *fr; /* %cd frame */
   Code pre;        /* forward code of intermediate tensors */
   Tensor *lhs;
-  Tensor *ops[3];  /* standalone assignments: distinct operand tensors */
+  Tensor *ops[3];  /* standalone assignments: the operand tensors (see positional) */
   int nops;
+  /* A ~logic other than ".": the spec (or compose/transpose) gives each operand position
+   * its own projection, so `x * x ~logic:"ij;jk=>ik"` has two operands, as in OCANNL's
+   * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
+  bool positional;
+  bool reads_lhs;  /* the left-hand side is read on the right (through slot 0) */
   PrimOp top;      /* the top-level primitive */
 } Rhs;
 
@@ -265,15 +270,17 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   }
   if (t == r->lhs) {
     a->slot = 0;
+    r->reads_lhs = true;
     return a;
   }
-  for (int i = 0; i < r->nops; i++)
+  for (int i = 0; i < r->nops && !r->positional; i++)
     if (r->ops[i] == t) {
       a->slot = i + 1;
       return a;
     }
   if (r->nops == 3) {
-    diag_error(&st->c->diag, e->loc, "an assignment can read at most 3 distinct tensors besides its left-hand side");
+    diag_error(&st->c->diag, e->loc, r->positional ? "an assignment with ~logic can read at most 3 tensors besides its left-hand side"
+                                                   : "an assignment can read at most 3 distinct tensors besides its left-hand side");
     return NULL;
   }
   r->ops[r->nops++] = t;
@@ -356,9 +363,14 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   bool use_padding = false;
   Loc spec_loc = {0};
   if (logic) {
-    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) return NULL;
-    if (kind == LOGIC_BATCH_SLICE) {
+    if (logic->kind == V_STRING && !strcmp(logic->s, "@|")) { /* before its operand count */
       diag_error(&st->c->diag, logic->loc, "~logic:\"@|\" is not available in assignments");
+      return NULL;
+    }
+    if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) {
+      if (r->positional && r->reads_lhs) /* numpy's out= overlapping an operand */
+        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right is not an operand of ~logic: it is "
+                                        "read at the cell being written; copy it into another tensor first");
       return NULL;
     }
   } else if (r->top == OP_FMA && r->nops == 3)
@@ -422,7 +434,7 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Value *code = val_code(st, e->loc);
   /* Inside an op body, gradients of non-differentiable arguments get no code. */
   if (outer->op && lv->grad && !lv->t->diff) return code;
-  Rhs r = {.fr = &fr, .lhs = lv->t};
+  Rhs r = {.fr = &fr, .lhs = lv->t, .positional = logic && !outer->op && logic->kind == V_STRING && strcmp(logic->s, ".") != 0};
   AExpr *rhs = rhs_top(st, &r, e->b);
   if (!rhs) return NULL;
   UpdateStep *step;
