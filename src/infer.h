@@ -50,6 +50,8 @@ struct DimNode {
                                 default 1 is an error (tdsl(7), SHAPES AND INFERENCE) */
   const Origin *lonely;      /* an einsum axis of one argument only: named when a
                                 parameter dimension below it stays undetermined */
+  long long at_least; /* root only: the largest fixed-index bound on a variable: above 1
+                         it can never broadcast, so it equals whatever is above it */
   PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
 };
 
