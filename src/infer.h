@@ -52,6 +52,9 @@ struct DimNode {
                                 parameter dimension below it stays undetermined */
   long long at_least; /* root only: the largest fixed-index bound on a variable: above 1
                          it can never broadcast, so it equals whatever is above it */
+  long long arg_fixed; /* this node itself (not its root): an argument's spec axis at fixed
+                          index arg_fixed-1; as OCANNL, the index reads the argument's own
+                          axis, so above 0 the axis below cannot broadcast into it */
   PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
 };
 

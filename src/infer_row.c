@@ -371,6 +371,8 @@ static Step dyn_ineq(Solver *s, Constraint *c, DimNode *cur, DimNode *sub) {
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
   DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
   if (cur == sub) return DONE;
+  /* as OCANNL, a fixed index above 0 in an argument's spec reads that argument's own axis */
+  if (c->d1->arg_fixed > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
   if (sub->d) {
     if (sub->d == 1) { /* broadcast */
       cur->meets_one = true;
