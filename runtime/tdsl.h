@@ -12,7 +12,7 @@
  * Every function that can fail returns 0 on success and -1 on error, with the message
  * in tdsl_error(m); nothing aborts. Arguments are checked: a NULL (or closed) model
  * gives -1 (the counts -1, the name getters NULL; tdsl_error(NULL) says so), a NULL
- * name, data or result pointer or a negative count -1 with the message. Tensors are found by name, alias, or "T.grad";
+ * name, data or result pointer or a negative count -1 with the message. Tensors are found by alias (a name's last binding) or name, or "T.grad";
  * routines by name, or "T.forward" / "T.backprop". Data is laid out row-major in the
  * memory order batch, output, input. The runtime never includes compiler headers. */
 #ifndef TDSL_H

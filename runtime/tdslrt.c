@@ -908,11 +908,13 @@ void tdsl_close(tdsl_model *m) {
 
 int tdsl_num_tensors(const tdsl_model *m) { return live(m) ? m->nbufs : -1; }
 
+/* Aliases first: the compiler emits one only for a name's last binding, which may shadow an
+ * earlier tensor's buffer name (`let%op g = g + 1`). */
 static int find_exact(const tdsl_model *m, const char *name, size_t len) {
-  for (int i = 0; i < m->nbufs; i++)
-    if (strlen(m->bufs[i].name) == len && !strncmp(m->bufs[i].name, name, len)) return i;
   for (int i = 0; i < m->naliases; i++)
     if (strlen(m->aliases[i].name) == len && !strncmp(m->aliases[i].name, name, len)) return m->aliases[i].index;
+  for (int i = 0; i < m->nbufs; i++)
+    if (strlen(m->bufs[i].name) == len && !strncmp(m->bufs[i].name, name, len)) return i;
   return -1;
 }
 
@@ -1070,16 +1072,16 @@ static int find_fn(const tdsl_model *m, const char *name) {
 
 int tdsl_find_routine(const tdsl_model *m, const char *name) {
   if (!live(m) || !name) return -1;
-  int i = find_fn(m, name);
-  if (i >= 0) return i;
+  /* T.forward / T.backprop of what T names (an alias may shadow a buffer's own routine) */
   const char *sfx[2] = {".forward", ".backprop"}, *base;
   for (int k = 0; k < 2; k++)
     if (find_with_suffix(m, name, sfx[k], &base) >= 0) {
       char buf[512];
       snprintf(buf, sizeof buf, "%s%s", base, sfx[k]);
-      return find_fn(m, buf);
+      int i = find_fn(m, buf);
+      if (i >= 0) return i;
     }
-  return -1;
+  return find_fn(m, name);
 }
 
 static int dims_set(tdsl_model *m, const char *routine);

@@ -50,6 +50,11 @@ struct DimNode {
                                 default 1 is an error (tdsl(7), SHAPES AND INFERENCE) */
   const Origin *lonely;      /* an einsum axis of one argument only: named when a
                                 parameter dimension below it stays undetermined */
+  long long at_least; /* root only: the largest fixed-index bound on a variable: above 1
+                         it can never broadcast, so it equals whatever is above it */
+  long long arg_fixed; /* this node itself (not its root): an argument's spec axis at fixed
+                          index arg_fixed-1; as OCANNL, the index reads the argument's own
+                          axis, so above 0 the axis below cannot broadcast into it */
   PtrVec watch;     /* root only: pending constraints to simplify again when it changes */
 };
 

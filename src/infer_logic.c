@@ -94,6 +94,7 @@ typedef struct SpecEnv {
   PtrVec dims;  /* DimNode*, parallel */
   PtrVec rnames;
   PtrVec rvars; /* RowVar*, parallel */
+  bool in_arg;  /* building an argument's rows (else the result's) */
 } SpecEnv;
 
 static DimNode *spec_dim(Solver *s, SpecEnv *e, const char *name) {
@@ -134,6 +135,7 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
     }
     d->origin.what = arena_printf(s->a, "the fixed index %d", ax->fixed);
     con_at_least(s, d, (long long)ax->fixed + 1, st, arena_printf(s->a, "fixed index %d in \"%s\"", ax->fixed, st->spec->text));
+    if (e->in_arg) d->arg_fixed = ax->fixed + 1;
     vec_push(s->a, &info->fixed, d);
     vec_push(s->a, &info->fixed_val, (void *)(intptr_t)ax->fixed);
     return d;
@@ -258,6 +260,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
   /* A bare shape (`~logic:"ij"`) is the shape of the result and of every argument. */
   int nargs = sp->nargs ? (sp->nargs < st->nrhs ? sp->nargs : st->nrhs) : st->nrhs;
   if (sp->nargs && !check_result_rowvars(L, st, nargs)) return;
+  e.in_arg = true;
   for (int j = 0; j < nargs; j++)
     for (int k = 0; k < 3; k++) {
       SpecSlot *slot = sp->nargs ? sp->args[j] : sp->result;
@@ -270,6 +273,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
       c->slot2 = j + 1;
     }
   int nargaxes = e.names.len;
+  e.in_arg = false;
   for (int k = 0; k < 3; k++) {
     bool generative = !st->lhs->decl[k].given;
     SpecRow *sr = spec_slot_row(sp->result, k);

@@ -307,6 +307,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   if (!ra->label) ra->label = rb->label;
   ra->terminal = ra->terminal || rb->terminal;
   ra->meets_one = ra->meets_one || rb->meets_one;
+  if (!ra->d && rb->at_least > ra->at_least) ra->at_least = rb->at_least;
   if (!ra->owner) ra->owner = rb->owner;
   if (!ra->result_only) ra->result_only = rb->result_only;
   if (!ra->lonely) ra->lonely = rb->lonely;
@@ -370,6 +371,8 @@ static Step dyn_ineq(Solver *s, Constraint *c, DimNode *cur, DimNode *sub) {
 static Step simp_dim_ineq(Solver *s, Constraint *c) {
   DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
   if (cur == sub) return DONE;
+  /* as OCANNL, a fixed index above 0 in an argument's spec reads that argument's own axis */
+  if (c->d1->arg_fixed > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
   if (sub->d) {
     if (sub->d == 1) { /* broadcast */
       cur->meets_one = true;
@@ -387,12 +390,21 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
     return DONE;
   }
   if (cur->d == 1) return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
+  /* A fixed index above 0 reads sub, so sub is not 1 and cannot broadcast: as OCANNL,
+   * `ti ++ "i=>i2"` and `tj ++ "j=>j1"` both under one axis make one dimension (>= 3). */
+  if (sub->at_least > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
   return PENDING; /* sub is bounded above by cur */
 }
 
 static Step simp_at_least(Solver *s, Constraint *c) {
   DimNode *d = dim_find(c->d1);
-  if (!d->d) return PENDING;
+  if (!d->d) {
+    if (c->k > d->at_least) {
+      d->at_least = c->k;
+      wake(s, &d->watch); /* the inequalities below d may now be equalities */
+    }
+    return PENDING;
+  }
   if (DIM_IS_DYN(d->d) && c->k > 1) { /* index 0 is in every size (sizes are at least 1) */
     solver_fail(s, c, "fixed index %lld reads an axis of dynamic dimension %s (%s): a fixed index needs a static size",
                 c->k - 1, dim_str(s, d->d), what(c->what1));

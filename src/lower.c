@@ -680,7 +680,13 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     NamedTensor *nm = VEC_AT(g->names, NamedTensor, i);
     Tensor *t = nm->t;
     int vb = l.vbuf[t->id];
-    if (strcmp(nm->name, irbuf(&l, vb)->name)) {
+    /* A name means its last binding (OCaml shadowing: `let%op g = g + 1` makes a new tensor
+     * g_2 that `g` then names); the runtime looks aliases up before buffer names, so only a
+     * name's final meaning becomes an alias. */
+    bool last = true;
+    for (int j = i + 1; j < g->names.len && last; j++)
+      if (!strcmp(VEC_AT(g->names, NamedTensor, j)->name, nm->name)) last = false;
+    if (last && strcmp(nm->name, irbuf(&l, vb)->name)) {
       IrAlias *al = ANEW(a, IrAlias);
       al->name = nm->name;
       al->buf = vb;
