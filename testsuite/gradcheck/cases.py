@@ -191,6 +191,10 @@ for p, tag, lo in ((1.0, "1", -2.0), (2.0, "2", -2.0), (3.0, "3", -2.0), (0.5, "
          {"a": P(R((2, 3), lo=lo, hi=2.0, seed=20 + len(tag), away=(0.0,)), "oo")},
          ("oo", (2, 3)), (lambda p: lambda t: t["a"] ** p)(p))
 
+# x ** 0 at 0 (and -0): PyTorch's pow_backward gives 0 for exponent 0, not 0 * x^-1 = NaN.
+case("pointpow_0", "let%op f = $a **. 0.", {"a": P([[0.0, -1.5, 2.0], [0.5, -0.0, 3.0]], "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** 0.0)
+
 # ---- unary -----------------------------------------------------------------------
 UNARY = [
     ("relu", lambda a: torch.relu(a), dict(away=(0.0,))),
