@@ -219,6 +219,26 @@ case("unary_chain", "let%op f = sin (exp ($a *. 0.5)) + tanh (log (sqrt $b))",
      {"a": P(R((4,), seed=61), "o"), "b": P(R((4,), lo=0.5, hi=3.0, seed=62), "o")}, ("o", (4,)),
      lambda t: torch.sin(torch.exp(t["a"] * 0.5)) + torch.tanh(torch.log(torch.sqrt(t["b"]))))
 
+# Kinks and singular points against PyTorch (no finite differences across them): relu's
+# gradient at +-0 is 0; sqrt, log, recip, recip_sqrt and **. 0.5 at 0 have infinite
+# gradients (and log and recip infinite values), which must come out as PyTorch's.
+KINK = [
+    ("relu_at_0", "relu $a", [[0.0, -0.0, 1.5], [-1.0, 0.0, 2.0]], lambda a: torch.relu(a)),
+    ("sqrt_at_0", "sqrt $a", [[0.0, 0.25, 1.5], [2.0, 0.0, 0.5]], lambda a: torch.sqrt(a)),
+    ("log_at_0", "log $a", [[0.0, 0.25, 1.5], [2.0, 1.0, 0.5]], lambda a: torch.log(a)),
+    ("recip_at_0", "recip $a", [[0.0, 0.25, -1.5], [2.0, 1.0, 0.5]], lambda a: torch.reciprocal(a)),
+    ("recip_sqrt_at_0", "recip_sqrt $a", [[0.0, 0.25, 1.5], [2.0, 1.0, 0.5]], lambda a: torch.rsqrt(a)),
+    ("pointpow_half_at_0", "$a **. 0.5", [[0.0, 0.25, 1.5], [2.0, 0.0, 0.5]], lambda a: a ** 0.5),
+    ("pointpow_3_at_0", "$a **. 3.", [[0.0, -0.0, -1.5], [2.0, 0.0, -0.5]], lambda a: a ** 3.0),
+]
+for name, body, vals, fn in KINK:
+    case(name, "let%op f = " + body, {"a": P(vals, "oo")}, ("oo", (2, 3)), (lambda fn: lambda t: fn(t["a"]))(fn), fd=False)
+# Negative bases with integer exponents (repeated multiplication, no NaN from pow).
+case("pointpow_neg2", "let%op f = $a **. (-2.)", {"a": P(R((2, 3), lo=-2.0, hi=-0.5, seed=30), "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** -2.0)
+case("pointpow_4_neg", "let%op f = $a **. 4.", {"a": P(R((2, 3), lo=-2.0, hi=2.0, seed=31), "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** 4.0)
+
 # ---- ternary ---------------------------------------------------------------------
 COND = np.array([[1.0, 0.0, 2.0], [0.0, -1.0, 0.0]])
 case("where", "let%op f = where c $a $b", {"a": P(R((2, 3), seed=63), "oo"), "b": P(R((2, 3), seed=64), "oo")},
