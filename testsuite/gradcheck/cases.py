@@ -117,12 +117,17 @@ class Case:
         if not self.sgd:
             return ""
         s = self.sgd
+        if s.get("opt") in ("adam", "adamw"):
+            return "; %s_update ~learning_rate:%r ~beta1:%r ~beta2:%r ~eps:%r ~weight_decay:%r loss" % (
+                s["opt"], s["lr"], s["beta1"], s["beta2"], s["eps"], s["wd"])
         return "; sgd_update ~learning_rate:%r ~weight_decay:%r ~momentum:%r ~nesterov:%s loss" % (
             s["lr"], s["wd"], s["momentum"], "true" if s["nesterov"] else "false")
 
     def torch_sgd(self):
         """Parameters after sgd["steps"] calls of step (torch gradients, OCANNL's sgd_one)."""
         s = self.sgd
+        if s.get("opt") in ("adam", "adamw"):
+            return self.torch_adam()
         vals = {n: p.values.copy() for n, p in self.params.items()}
         buf = {n: np.zeros_like(v) for n, v in vals.items()}
         for _ in range(s["steps"]):
@@ -135,6 +140,18 @@ class Case:
                     d = d + s["momentum"] * buf[n] if s["nesterov"] else buf[n]
                 vals[n] = vals[n] - s["lr"] * d
         return vals
+
+    def torch_adam(self):
+        """Parameters after sgd["steps"] steps of torch.optim.Adam / AdamW."""
+        s = self.sgd
+        ts = [torch.tensor(p.values, dtype=torch.float64, requires_grad=True) for p in self.params.values()]
+        cls = torch.optim.Adam if s["opt"] == "adam" else torch.optim.AdamW
+        opt = cls(ts, lr=s["lr"], betas=(s["beta1"], s["beta2"]), eps=s["eps"], weight_decay=s["wd"])
+        for _ in range(s["steps"]):
+            opt.zero_grad()
+            (self.torch(dict(zip(self.params, ts))) * torch.tensor(self.wts, dtype=torch.float64)).sum().backward()
+            opt.step()
+        return {n: t.detach().numpy() for n, t in zip(self.params, ts)}
 
     def torch_grads(self):
         ts = {n: torch.tensor(p.values, dtype=torch.float64, requires_grad=True) for n, p in self.params.items()}
@@ -421,6 +438,27 @@ case("stop_gradient", "let%op f = stop_gradient ($a *. $b) *. b", {"a": P(R((3,)
      ("o", (3,)), lambda t: (t["a"] * t["b"]).detach() * t["b"], fd=False)  # by design not the derivative
 case("softmax", "let%op f = softmax $x", {"x": P(R((2, 3), seed=155), "bo")}, ("bo", (2, 3)),
      lambda t: torch.softmax(t["x"], 1))
+# The stdlib's losses and normalization (lib/stdlib.tdsl) against torch.nn.functional.
+LX = R((3, 4), seed=156)
+LT = np.eye(4)[[1, 3, 0]]
+FN = lambda: torch.nn.functional  # noqa: E731
+case("log_softmax", "let%op f = log_softmax $x", {"x": P(LX, "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"], 1))
+# Logits up to 96: exp overflows float32 without the maximum's stabilization (no FD: steep;
+# softmax's own gradients there are all cancellation, so only log_softmax is compared).
+case("log_softmax_large", "let%op f = log_softmax ($x *. 24.)", {"x": P(LX, "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"] * 24.0, 1), fd=False)
+case("cross_entropy", "let%op f = cross_entropy $x tgt", {"x": P(LX, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(LT)).reshape(1), consts="let%%op tgt = %s" % lit(LT, "bo"))
+case("cross_entropy_indices", "let%op f = cross_entropy_indices ~classes:4 $x idx", {"x": P(LX, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], torch.tensor([1, 3, 0])).reshape(1),
+     consts="let%op idx = [| 1.; 3.; 0. |]")
+case("mse", "let%op f = mse $a $b", {"a": P(R((3, 4), seed=157), "bo"), "b": P(R((3, 4), seed=158), "bo")}, ("o", (1,)),
+     lambda t: FN().mse_loss(t["a"], t["b"]).reshape(1))
+case("mean", "let%op f = mean $a", {"a": P(R((2, 3, 2), seed=159), "boi")}, ("o", (1,)), lambda t: t["a"].mean().reshape(1))
+case("layer_norm", "let%op f = layer_norm () $x", {"x": P(R((3, 4), seed=162), "bo")}, ("bo", (3, 4)),
+     lambda t: FN().layer_norm(t["x"], (4,), eps=1e-5))
+
 # ---- sgd_update (standard library): parameters after steps, against OCANNL's sgd_one -
 SGD_BODY = "let%op f = tanh ($w * xs) + $b"
 SGD_PARAMS = lambda: {"w": P(R((2, 3), seed=160), "oi"), "b": P(R((2,), seed=161), "o")}  # noqa: E731
@@ -429,6 +467,11 @@ for name, kw in (("sgd_plain", dict(lr=0.5, wd=0.0, momentum=0.0, nesterov=False
                  ("sgd_weight_decay", dict(lr=0.25, wd=0.125, momentum=0.0, nesterov=False, steps=3)),
                  ("sgd_momentum", dict(lr=0.25, wd=0.125, momentum=0.5, nesterov=False, steps=3)),
                  ("sgd_nesterov", dict(lr=0.25, wd=0.0, momentum=0.75, nesterov=True, steps=3))):
+    case(name, SGD_BODY, SGD_PARAMS(), ("bo", (4, 2)), SGD_TORCH, consts="let%%op xs = %s" % lit(XS43, "bo"), sgd=kw)
+# adam_update / adamw_update (standard library) against torch.optim.Adam / AdamW.
+for name, kw in (("adam_plain", dict(opt="adam", lr=0.125, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.0, steps=3)),
+                 ("adam_weight_decay", dict(opt="adam", lr=0.125, beta1=0.8, beta2=0.9, eps=1e-3, wd=0.25, steps=3)),
+                 ("adamw", dict(opt="adamw", lr=0.0625, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.5, steps=3))):
     case(name, SGD_BODY, SGD_PARAMS(), ("bo", (4, 2)), SGD_TORCH, consts="let%%op xs = %s" % lit(XS43, "bo"), sgd=kw)
 
 # ---- user-defined operations (section 6), and a negative control ---------------------
