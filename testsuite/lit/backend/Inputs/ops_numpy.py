@@ -10,6 +10,8 @@ import warnings
 import numpy as np
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+if os.sep in tdslc:  # it runs in WORKDIR
+    tdslc = os.path.abspath(tdslc)
 dbl = "--precision=double" in flags
 ft = np.float64 if dbl else np.float32
 os.makedirs(work, exist_ok=True)
