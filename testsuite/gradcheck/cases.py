@@ -117,12 +117,17 @@ class Case:
         if not self.sgd:
             return ""
         s = self.sgd
+        if s.get("opt") in ("adam", "adamw"):
+            return "; %s_update ~learning_rate:%r ~beta1:%r ~beta2:%r ~eps:%r ~weight_decay:%r loss" % (
+                s["opt"], s["lr"], s["beta1"], s["beta2"], s["eps"], s["wd"])
         return "; sgd_update ~learning_rate:%r ~weight_decay:%r ~momentum:%r ~nesterov:%s loss" % (
             s["lr"], s["wd"], s["momentum"], "true" if s["nesterov"] else "false")
 
     def torch_sgd(self):
         """Parameters after sgd["steps"] calls of step (torch gradients, OCANNL's sgd_one)."""
         s = self.sgd
+        if s.get("opt") in ("adam", "adamw"):
+            return self.torch_adam()
         vals = {n: p.values.copy() for n, p in self.params.items()}
         buf = {n: np.zeros_like(v) for n, v in vals.items()}
         for _ in range(s["steps"]):
@@ -135,6 +140,18 @@ class Case:
                     d = d + s["momentum"] * buf[n] if s["nesterov"] else buf[n]
                 vals[n] = vals[n] - s["lr"] * d
         return vals
+
+    def torch_adam(self):
+        """Parameters after sgd["steps"] steps of torch.optim.Adam / AdamW."""
+        s = self.sgd
+        ts = [torch.tensor(p.values, dtype=torch.float64, requires_grad=True) for p in self.params.values()]
+        cls = torch.optim.Adam if s["opt"] == "adam" else torch.optim.AdamW
+        opt = cls(ts, lr=s["lr"], betas=(s["beta1"], s["beta2"]), eps=s["eps"], weight_decay=s["wd"])
+        for _ in range(s["steps"]):
+            opt.zero_grad()
+            (self.torch(dict(zip(self.params, ts))) * torch.tensor(self.wts, dtype=torch.float64)).sum().backward()
+            opt.step()
+        return {n: t.detach().numpy() for n, t in zip(self.params, ts)}
 
     def torch_grads(self):
         ts = {n: torch.tensor(p.values, dtype=torch.float64, requires_grad=True) for n, p in self.params.items()}
@@ -191,6 +208,10 @@ for p, tag, lo in ((1.0, "1", -2.0), (2.0, "2", -2.0), (3.0, "3", -2.0), (0.5, "
          {"a": P(R((2, 3), lo=lo, hi=2.0, seed=20 + len(tag), away=(0.0,)), "oo")},
          ("oo", (2, 3)), (lambda p: lambda t: t["a"] ** p)(p))
 
+# x ** 0 at 0 (and -0): PyTorch's pow_backward gives 0 for exponent 0, not 0 * x^-1 = NaN.
+case("pointpow_0", "let%op f = $a **. 0.", {"a": P([[0.0, -1.5, 2.0], [0.5, -0.0, 3.0]], "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** 0.0)
+
 # ---- unary -----------------------------------------------------------------------
 UNARY = [
     ("relu", lambda a: torch.relu(a), dict(away=(0.0,))),
@@ -214,6 +235,26 @@ case("neg_prefix", "let%op f = - $a", {"a": P(R((3,), seed=60), "o")}, ("o", (3,
 case("unary_chain", "let%op f = sin (exp ($a *. 0.5)) + tanh (log (sqrt $b))",
      {"a": P(R((4,), seed=61), "o"), "b": P(R((4,), lo=0.5, hi=3.0, seed=62), "o")}, ("o", (4,)),
      lambda t: torch.sin(torch.exp(t["a"] * 0.5)) + torch.tanh(torch.log(torch.sqrt(t["b"]))))
+
+# Kinks and singular points against PyTorch (no finite differences across them): relu's
+# gradient at +-0 is 0; sqrt, log, recip, recip_sqrt and **. 0.5 at 0 have infinite
+# gradients (and log and recip infinite values), which must come out as PyTorch's.
+KINK = [
+    ("relu_at_0", "relu $a", [[0.0, -0.0, 1.5], [-1.0, 0.0, 2.0]], lambda a: torch.relu(a)),
+    ("sqrt_at_0", "sqrt $a", [[0.0, 0.25, 1.5], [2.0, 0.0, 0.5]], lambda a: torch.sqrt(a)),
+    ("log_at_0", "log $a", [[0.0, 0.25, 1.5], [2.0, 1.0, 0.5]], lambda a: torch.log(a)),
+    ("recip_at_0", "recip $a", [[0.0, 0.25, -1.5], [2.0, 1.0, 0.5]], lambda a: torch.reciprocal(a)),
+    ("recip_sqrt_at_0", "recip_sqrt $a", [[0.0, 0.25, 1.5], [2.0, 1.0, 0.5]], lambda a: torch.rsqrt(a)),
+    ("pointpow_half_at_0", "$a **. 0.5", [[0.0, 0.25, 1.5], [2.0, 0.0, 0.5]], lambda a: a ** 0.5),
+    ("pointpow_3_at_0", "$a **. 3.", [[0.0, -0.0, -1.5], [2.0, 0.0, -0.5]], lambda a: a ** 3.0),
+]
+for name, body, vals, fn in KINK:
+    case(name, "let%op f = " + body, {"a": P(vals, "oo")}, ("oo", (2, 3)), (lambda fn: lambda t: fn(t["a"]))(fn), fd=False)
+# Negative bases with integer exponents (repeated multiplication, no NaN from pow).
+case("pointpow_neg2", "let%op f = $a **. (-2.)", {"a": P(R((2, 3), lo=-2.0, hi=-0.5, seed=30), "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** -2.0)
+case("pointpow_4_neg", "let%op f = $a **. 4.", {"a": P(R((2, 3), lo=-2.0, hi=2.0, seed=31), "oo")},
+     ("oo", (2, 3)), lambda t: t["a"] ** 4.0)
 
 # ---- ternary ---------------------------------------------------------------------
 COND = np.array([[1.0, 0.0, 2.0], [0.0, -1.0, 0.0]])
@@ -397,6 +438,27 @@ case("stop_gradient", "let%op f = stop_gradient ($a *. $b) *. b", {"a": P(R((3,)
      ("o", (3,)), lambda t: (t["a"] * t["b"]).detach() * t["b"], fd=False)  # by design not the derivative
 case("softmax", "let%op f = softmax $x", {"x": P(R((2, 3), seed=155), "bo")}, ("bo", (2, 3)),
      lambda t: torch.softmax(t["x"], 1))
+# The stdlib's losses and normalization (lib/stdlib.tdsl) against torch.nn.functional.
+LX = R((3, 4), seed=156)
+LT = np.eye(4)[[1, 3, 0]]
+FN = lambda: torch.nn.functional  # noqa: E731
+case("log_softmax", "let%op f = log_softmax $x", {"x": P(LX, "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"], 1))
+# Logits up to 96: exp overflows float32 without the maximum's stabilization (no FD: steep;
+# softmax's own gradients there are all cancellation, so only log_softmax is compared).
+case("log_softmax_large", "let%op f = log_softmax ($x *. 24.)", {"x": P(LX, "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"] * 24.0, 1), fd=False)
+case("cross_entropy", "let%op f = cross_entropy $x tgt", {"x": P(LX, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(LT)).reshape(1), consts="let%%op tgt = %s" % lit(LT, "bo"))
+case("cross_entropy_indices", "let%op f = cross_entropy_indices ~classes:4 $x idx", {"x": P(LX, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], torch.tensor([1, 3, 0])).reshape(1),
+     consts="let%op idx = [| 1.; 3.; 0. |]")
+case("mse", "let%op f = mse $a $b", {"a": P(R((3, 4), seed=157), "bo"), "b": P(R((3, 4), seed=158), "bo")}, ("o", (1,)),
+     lambda t: FN().mse_loss(t["a"], t["b"]).reshape(1))
+case("mean", "let%op f = mean $a", {"a": P(R((2, 3, 2), seed=159), "boi")}, ("o", (1,)), lambda t: t["a"].mean().reshape(1))
+case("layer_norm", "let%op f = layer_norm () $x", {"x": P(R((3, 4), seed=162), "bo")}, ("bo", (3, 4)),
+     lambda t: FN().layer_norm(t["x"], (4,), eps=1e-5))
+
 # ---- sgd_update (standard library): parameters after steps, against OCANNL's sgd_one -
 SGD_BODY = "let%op f = tanh ($w * xs) + $b"
 SGD_PARAMS = lambda: {"w": P(R((2, 3), seed=160), "oi"), "b": P(R((2,), seed=161), "o")}  # noqa: E731
@@ -405,6 +467,11 @@ for name, kw in (("sgd_plain", dict(lr=0.5, wd=0.0, momentum=0.0, nesterov=False
                  ("sgd_weight_decay", dict(lr=0.25, wd=0.125, momentum=0.0, nesterov=False, steps=3)),
                  ("sgd_momentum", dict(lr=0.25, wd=0.125, momentum=0.5, nesterov=False, steps=3)),
                  ("sgd_nesterov", dict(lr=0.25, wd=0.0, momentum=0.75, nesterov=True, steps=3))):
+    case(name, SGD_BODY, SGD_PARAMS(), ("bo", (4, 2)), SGD_TORCH, consts="let%%op xs = %s" % lit(XS43, "bo"), sgd=kw)
+# adam_update / adamw_update (standard library) against torch.optim.Adam / AdamW.
+for name, kw in (("adam_plain", dict(opt="adam", lr=0.125, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.0, steps=3)),
+                 ("adam_weight_decay", dict(opt="adam", lr=0.125, beta1=0.8, beta2=0.9, eps=1e-3, wd=0.25, steps=3)),
+                 ("adamw", dict(opt="adamw", lr=0.0625, beta1=0.9, beta2=0.999, eps=1e-8, wd=0.5, steps=3))):
     case(name, SGD_BODY, SGD_PARAMS(), ("bo", (4, 2)), SGD_TORCH, consts="let%%op xs = %s" % lit(XS43, "bo"), sgd=kw)
 
 # ---- user-defined operations (section 6), and a negative control ---------------------

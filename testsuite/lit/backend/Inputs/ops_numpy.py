@@ -2,12 +2,16 @@
 tdslc --run --json, against numpy on edge values (0, -0, +-1, 0.5, -2.5, 3, +-1e30,
 +-inf, NaN): pointwise in %cd (`r =: relu a`, `r =: a -?/ b`, `r =: where (a, b, c)`)
 and as accumulators (`z =: a; z =@^ b`). usage: ops_numpy.py TDSLC WORKDIR [FLAGS...]
+With --emit-c among the flags, the --emit-c rendering (the other flags apply to it) is
+compiled by cc -O2 and run through libtdslrt instead of --run. Zeros must have numpy's sign.
 Prints one line per mismatch and exits 1 if any."""
 import json, os, subprocess, sys
 import warnings
 import numpy as np
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+if os.sep in tdslc:  # it runs in WORKDIR
+    tdslc = os.path.abspath(tdslc)
 dbl = "--precision=double" in flags
 ft = np.float64 if dbl else np.float32
 os.makedirs(work, exist_ok=True)
@@ -88,26 +92,57 @@ with np.errstate(all="ignore"):
 lines.append("let%cd run_ops = " + "; ".join(body))
 with open(os.path.join(work, "ops.tdsl"), "w") as fh:
     fh.write("\n".join(lines) + "\n")
-args = [tdslc, "--run", "ops.tdsl", "--json", "--call", "run_ops"] + flags
-for name, arr in [("a", a2), ("b", b2), ("a3", a3), ("b3", b3), ("c3", c3)]:
-    arr.astype("<f4").tofile(os.path.join(work, name + ".bin"))
-    args += ["--load", f"{name}={name}.bin"]
-for name in want:
-    args += ["--print", name]
-res = subprocess.run(args, cwd=work, capture_output=True, text=True)
-if res.returncode != 0:
-    print("tdslc failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
+inputs = [("a", a2), ("b", b2), ("a3", a3), ("b3", b3), ("c3", c3)]
 got = {}
-for line in res.stdout.splitlines():
-    o = json.loads(line)
-    got[o["name"]] = np.array([float(v) for v in o["values"]], dtype=np.float64)
+if "--emit-c" in flags:
+    import ctypes
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sched", "Inputs"))
+    from numpy_compare import open_model, runtime
+    c_src, so = os.path.join(work, "ops.c"), os.path.join(work, "ops.so")
+    with open(c_src, "w") as fh:
+        res = subprocess.run([tdslc, "ops.tdsl"] + flags, cwd=work, stdout=fh, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        print("tdslc failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
+    res = subprocess.run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", "-o", so, c_src, "-lm"], capture_output=True, text=True)
+    if res.returncode != 0:
+        print("cc failed:", res.stderr[:2000]); sys.exit(1)
+    rt = runtime(tdslc)
+    for fn in ("tdsl_read_f64", "tdsl_write_f64"):
+        getattr(rt, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long]
+    m = open_model(rt, so)
+    ok = rt.tdsl_init(m, 0) == 0
+    for name, arr in inputs:
+        v = np.ascontiguousarray(arr, dtype=np.float64)
+        ok = ok and rt.tdsl_write_f64(m, name.encode(), v.ctypes.data, v.size) == 0
+    ok = ok and rt.tdsl_call(m, b"run_ops") == 0
+    for name, e in want.items():
+        buf = np.zeros(e.size, dtype=np.float64)
+        ok = ok and rt.tdsl_read_f64(m, name.encode(), buf.ctypes.data, buf.size) == 0
+        got[name] = buf
+    rt.tdsl_close(m)
+    if not ok:
+        print("the --emit-c model failed"); sys.exit(1)
+else:
+    args = [tdslc, "--run", "ops.tdsl", "--json", "--call", "run_ops"] + flags
+    for name, arr in inputs:
+        arr.astype("<f4").tofile(os.path.join(work, name + ".bin"))
+        args += ["--load", f"{name}={name}.bin"]
+    for name in want:
+        args += ["--print", name]
+    res = subprocess.run(args, cwd=work, capture_output=True, text=True)
+    if res.returncode != 0:
+        print("tdslc failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
+    for line in res.stdout.splitlines():
+        o = json.loads(line, parse_int=float)  # keeps the sign of "-0"
+        got[o["name"]] = np.array([float(v) for v in o["values"]], dtype=np.float64)
 bad = 0
 rtol = 1e-13 if dbl else 2e-6
 ins = {1: (a2,), 2: (a2, b2), 3: (a3, b3, c3)}
 for name, exp in want.items():
     g, e = got[name], exp.astype(np.float64)
     with np.errstate(all="ignore"):
-        ok = (np.isnan(e) & np.isnan(g)) | (g == e) | (np.isfinite(e) & (np.abs(g - e) <= rtol * np.abs(e) + 1e-30))
+        same = (g == e) & (np.signbit(g) == np.signbit(e))  # -0 is not 0
+        ok = (np.isnan(e) & np.isnan(g)) | same | ((g != e) & np.isfinite(e) & (np.abs(g - e) <= rtol * np.abs(e) + 1e-30))
     for i in np.nonzero(~ok)[0][:3]:
         bad += 1
         src = a3 if name.startswith("t_") else a2
