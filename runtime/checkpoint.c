@@ -6,6 +6,8 @@
  * through the public tensor API, so it works for every model kind (cuda included).
  * Loading takes a model's dynamic dimensions from the saved shapes (load_dims). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,31 +76,76 @@ static int write_body(tdsl_model *m, FILE *f, unsigned which, const char *hdr, s
   return 0;
 }
 
+/* The file a save replaces: through a symbolic link (even a dangling one) the file it
+ * names, so the link stays, as tdslc's own outputs do (src/outfile.c). malloc'd. */
+static char *save_target(const char *path) {
+  char *real = realpath(path, NULL);
+  if (real) return real;
+  struct stat st;
+  char link[4096];
+  ssize_t n;
+  if (lstat(path, &st) || !S_ISLNK(st.st_mode) || (n = readlink(path, link, sizeof link - 1)) <= 0) return strdup(path);
+  link[n] = 0;
+  const char *slash = strrchr(path, '/');
+  if (link[0] == '/' || !slash) return strdup(link);
+  size_t len = (size_t)(slash - path) + 1 + (size_t)n + 1;
+  char *out = malloc(len);
+  if (out) snprintf(out, len, "%.*s/%s", (int)(slash - path), path, link);
+  return out;
+}
+
+/* A new temporary file next to target, created with mode 0666 so that the umask gives
+ * the checkpoint its usual mode (mkstemp's 0600 would stay after the rename; umask()
+ * itself is process-wide, not for a library to touch). -1 with errno on failure. */
+static int open_temp(const char *target, char *tmp, size_t len) {
+  static unsigned counter;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; tries++) {
+    unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, len, "%s.tmp.%ld.%u", target, (long)getpid(), k);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) return -1;
+  }
+  return fd;
+}
+
 int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
   if (tdsl_rt_args(m, "tdsl_save", "path", path)) return -1;
+  if (!*path) return tdsl_rt_fail(m, "tdsl_save: empty path");
+  struct stat st;
+  bool exists = stat(path, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return tdsl_rt_fail(m, "cannot write '%s': it is a directory", path);
+  /* A device, FIFO or socket (/dev/null, /dev/stdout) is written as it is: renaming a
+   * temporary over it would replace /dev/null for everyone when run as root. */
+  bool direct = exists && !S_ISREG(st.st_mode);
   size_t len;
   char *hdr = header_json(m, which, &len);
   if (!hdr) return tdsl_rt_fail(m, "out of memory");
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
+  char *target = direct ? NULL : save_target(path);
+  size_t tlen = target ? strlen(target) + 48 : 0;
+  char *tmp = target ? malloc(tlen) : NULL;
+  if (!direct && !tmp) {
+    free(target);
     cJSON_free(hdr);
     return tdsl_rt_fail(m, "out of memory");
   }
-  snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
+  int fd = direct ? open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) : open_temp(target, tmp, tlen);
   FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   int rc;
   if (!f) {
     rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
-    if (fd >= 0) close(fd), unlink(tmp);
+    if (fd >= 0) close(fd);
+    if (fd >= 0 && !direct) unlink(tmp);
   } else {
     rc = write_body(m, f, which, hdr, len);
-    if (fclose(f) || rc) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
-    else if (rename(tmp, path)) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
-    if (rc) unlink(tmp);
+    int err = rc ? errno : 0;
+    if (fclose(f) && !rc) rc = -1, err = errno;
+    if (rc) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(err ? err : EIO));
+    else if (!direct && rename(tmp, target)) rc = tdsl_rt_fail(m, "cannot write '%s': %s", path, strerror(errno));
+    if (rc && !direct) unlink(tmp);
   }
   free(tmp);
+  free(target);
   cJSON_free(hdr);
   return rc;
 }
@@ -285,8 +332,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
 
 int tdsl_load(tdsl_model *m, const char *path) {
   if (tdsl_rt_args(m, "tdsl_load", "path", path)) return -1;
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return tdsl_rt_fail(m, "cannot read '%s': it is a directory", path);
+  if (tdsl_rt_readable(m, path)) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
   long data_at;

@@ -142,6 +142,14 @@ int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
 int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims);
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims);
 
+/* Keeps a tensor's storage (tdsl_tensor_info.data) allocated while held, even after a
+ * tdsl_set_dim reallocates the tensor (the held block then belongs to no tensor and is
+ * freed by the last tdsl_release, or by tdsl_close). For bindings that hand out views
+ * of the storage (python/tdsl: numpy arrays): a view never points to freed memory.
+ * Holds count; storage that is not dynamic lives as long as the model (no-op). */
+int tdsl_hold(tdsl_model *m, const void *data);
+int tdsl_release(tdsl_model *m, const void *data);
+
 /* Initializes every tensor: constants, literals, ranges, files, uniform random
  * (threefry4x32, counter-based: reproducible for a seed and independent of the order
  * cells are visited), initializer expressions (normal, kaiming, ... per cell), zero for

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -94,6 +95,9 @@ struct tdsl_model {
   int nflags;
   struct RtCheck { int size, expect; bool or_one; char *msg; } *checks; /* before every call */
   int nchecks;
+  struct RtHold { void *ptr; long count; bool orphan; } *holds; /* tdsl_hold: storage kept
+                        * allocated; orphan: no tensor's any more (freed at the last release) */
+  int nholds;
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
   char err[512];
 };
@@ -108,7 +112,56 @@ static int fail(tdsl_model *m, const char *fmt, ...) {
   return -1;
 }
 
-static bool live(const tdsl_model *m) { return m && m->magic == MODEL_MAGIC; }
+/* The open models. A pointer is looked up here before it is dereferenced, so a closed
+ * model (tdsl_close twice, tdsl_error after it) or a garbage pointer is refused without
+ * reading freed or foreign memory. A few models are open at a time: a list will do. */
+static struct {
+  pthread_mutex_t mu;
+  const tdsl_model **open;
+  int n, cap;
+} registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+static bool reg_add(const tdsl_model *m) {
+  pthread_mutex_lock(&registry.mu);
+  bool ok = true;
+  if (registry.n == registry.cap) {
+    int cap = registry.cap ? 2 * registry.cap : 16;
+    const tdsl_model **grown = realloc(registry.open, sizeof *grown * (size_t)cap);
+    if (grown) registry.open = grown, registry.cap = cap;
+    else ok = false;
+  }
+  if (ok) registry.open[registry.n++] = m;
+  pthread_mutex_unlock(&registry.mu);
+  return ok;
+}
+
+/* Removes m; false when it was not open. The last close frees the list (no leak for
+ * leak checkers of programs that close their models). */
+static bool reg_remove(const tdsl_model *m) {
+  pthread_mutex_lock(&registry.mu);
+  bool found = false;
+  for (int i = 0; i < registry.n && !found; i++)
+    if (registry.open[i] == m) {
+      registry.open[i] = registry.open[--registry.n];
+      found = true;
+    }
+  if (!registry.n) {
+    free(registry.open);
+    registry.open = NULL;
+    registry.cap = 0;
+  }
+  pthread_mutex_unlock(&registry.mu);
+  return found;
+}
+
+static bool live(const tdsl_model *m) {
+  if (!m) return false;
+  pthread_mutex_lock(&registry.mu);
+  bool found = false;
+  for (int i = registry.n - 1; i >= 0 && !found; i--) found = registry.open[i] == m;
+  pthread_mutex_unlock(&registry.mu);
+  return found && m->magic == MODEL_MAGIC;
+}
 
 const char *tdsl_error(const tdsl_model *m) {
   if (!m) return "no model (NULL)";
@@ -805,12 +858,18 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     return NULL;
   }
   m->magic = MODEL_MAGIC;
+  if (!reg_add(m)) {
+    if (err && errlen) snprintf(err, errlen, "out of memory");
+    free(m);
+    return NULL;
+  }
   const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
   const char *text = meta ? meta() : NULL;
   if (!text || strncmp(text, "tdsl 3\n", 7)) {
     if (err && errlen)
       snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
                                                               : "not a tdslc model (no tdsl_model_meta)");
+    reg_remove(m);
     free(m);
     return NULL;
   }
@@ -862,7 +921,7 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 }
 
 void tdsl_close(tdsl_model *m) {
-  if (!live(m)) return;
+  if (!m || !reg_remove(m)) return;
   m->magic = 0;
   tdsl_pool_free(m->pool);
   tdsl_cuda_close(m->cuda);
@@ -883,6 +942,9 @@ void tdsl_close(tdsl_model *m) {
     free(m->dims[i].name);
     free(m->dims[i].parts);
   }
+  for (int i = 0; i < m->nholds; i++)
+    if (m->holds[i].orphan) free(m->holds[i].ptr);
+  free(m->holds);
   free(m->dims);
   free(m->flags);
   for (int i = 0; i < m->nchecks; i++) free(m->checks[i].msg);
@@ -1023,10 +1085,17 @@ int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
   return 0;
 }
 
+int tdsl_rt_readable(tdsl_model *m, const char *path) {
+  struct stat st;
+  if (stat(path, &st)) return 0; /* fopen reports it */
+  if (S_ISDIR(st.st_mode)) return fail(m, "cannot read '%s': it is a directory", path);
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) return fail(m, "cannot read '%s': not a regular file (a pipe or socket)", path);
+  return 0;
+}
+
 /* Reads a raw little-endian float32 file of exactly b->size values into b. */
 static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return fail(m, "cannot read '%s': it is a directory", path);
+  if (tdsl_rt_readable(m, path)) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return fail(m, "cannot read '%s': %s", path, strerror(errno));
   fseek(f, 0, SEEK_END);
@@ -1054,6 +1123,7 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
 
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
   if (!live(m) || need(m, "tdsl_load_file", "name", name) || need(m, "tdsl_load_file", "path", path)) return -1;
+  if (tdsl_rt_readable(m, path)) return -1;
   if (tdsl_rt_is_npy(path)) return tdsl_rt_load_npy(m, name, path);
   RtBuf *b = lookup(m, name);
   return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
@@ -1305,12 +1375,63 @@ static long dyn_size(const tdsl_model *m, const RtBuf *b) {
   return size;
 }
 
+/* The hold of dynamic storage p, or NULL. */
+static struct RtHold *find_hold(tdsl_model *m, const void *p) {
+  for (int i = 0; i < m->nholds; i++)
+    if (m->holds[i].ptr == p) return &m->holds[i];
+  return NULL;
+}
+
+/* Storage a dynamic buffer no longer uses: freed, unless a hold keeps it for a view. */
+static void drop_storage(tdsl_model *m, void *p) {
+  struct RtHold *h = p ? find_hold(m, p) : NULL;
+  if (h) h->orphan = true;
+  else free(p);
+}
+
+/* The tensor whose storage data is, or NULL. */
+static RtBuf *buf_of_data(tdsl_model *m, const void *data) {
+  for (int i = 0; data && i < m->nbufs; i++)
+    if (m->bufs[i].data == data) return &m->bufs[i];
+  return NULL;
+}
+
+int tdsl_hold(tdsl_model *m, const void *data) {
+  if (!live(m) || need(m, "tdsl_hold", "data pointer", data)) return -1;
+  struct RtHold *h = find_hold(m, data);
+  RtBuf *b = h ? NULL : buf_of_data(m, data);
+  if (!h && !b) return fail(m, "tdsl_hold: %p is not a tensor's storage", data);
+  if (!h && !b->decl) return 0; /* in the instance: lives as long as the model */
+  if (!h) {
+    struct RtHold *grown = grow(m->holds, m->nholds, sizeof *grown);
+    if (!grown) return fail(m, "out of memory");
+    m->holds = grown;
+    h = &m->holds[m->nholds++];
+    *h = (struct RtHold){(void *)data, 0, false};
+  }
+  h->count++;
+  return 0;
+}
+
+int tdsl_release(tdsl_model *m, const void *data) {
+  if (!live(m) || need(m, "tdsl_release", "data pointer", data)) return -1;
+  struct RtHold *h = find_hold(m, data);
+  if (!h) {
+    RtBuf *b = buf_of_data(m, data);
+    return b && !b->decl ? 0 : fail(m, "tdsl_release: %p is not held", data);
+  }
+  if (--h->count > 0) return 0;
+  if (h->orphan) free(h->ptr);
+  *h = m->holds[--m->nholds];
+  return 0;
+}
+
 /* Reallocates dynamic buffer b for the current dimensions, initialized as tdsl_init
  * does (with its last seed): a tensor whose size is set anew starts over. */
 static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   long size = dyn_size(m, b);
   for (int k = 0; k < b->rank; k++) b->dims[k] = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
-  free(b->data);
+  drop_storage(m, b->data);
   b->data = NULL;
   b->size = 0;
   if (size > 0) {
@@ -1465,6 +1586,12 @@ static int write_shaped(tdsl_model *m, const char *fn, const char *name, const f
                         const long *dims) {
   if (!live(m) || need(m, fn, "name", name)) return -1;
   if (rank < 0 || (rank > 0 && !dims)) return fail(m, "%s: %s", fn, rank < 0 ? "negative rank" : "NULL dims pointer");
+  /* before the shape sets any dimension: a refused write changes nothing */
+  if (!src && !src64) {
+    long n = 1;
+    for (int k = 0; k < rank && n; k++) n = dims[k] == 0 ? 0 : 1;
+    if (n) return fail(m, "%s: NULL data pointer", fn);
+  }
   RtBuf *b = lookup(m, name);
   if (!b || dims_from_shape(m, b, rank, dims)) return -1;
   return src64 ? tdsl_write_f64(m, name, src64, b->size) : tdsl_write(m, name, src, b->size);
@@ -1474,6 +1601,5 @@ int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int ran
   return write_shaped(m, "tdsl_write_shaped", name, src, NULL, rank, dims);
 }
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims) {
-  if (!src && live(m)) return fail(m, "tdsl_write_shaped_f64: NULL data pointer");
   return write_shaped(m, "tdsl_write_shaped_f64", name, NULL, src, rank, dims);
 }

@@ -30,6 +30,10 @@ TDSL_HIDDEN long *tdsl_rt_want_new(tdsl_model *m);
 TDSL_HIDDEN int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims);
 TDSL_HIDDEN int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where);
 
+/* 0 when path may be opened for reading; else -1 with the message: a directory, or a
+ * FIFO or socket (opening one blocks until a writer comes, and the readers seek). */
+TDSL_HIDDEN int tdsl_rt_readable(tdsl_model *m, const char *path);
+
 /* Whether path starts with the .npy magic (false when unreadable: the raw reader then
  * reports the error). */
 TDSL_HIDDEN bool tdsl_rt_is_npy(const char *path);

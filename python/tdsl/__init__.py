@@ -13,6 +13,7 @@
 See tdsl(7) and README.md ("From PyTorch").
 """
 import ctypes
+import operator
 import os
 import subprocess
 
@@ -101,8 +102,92 @@ class Tensor:
         return "Tensor(%r, shape=%r, dtype=%s, role=%r)" % (self.name, self.shape, self.dtype, self.role)
 
 
+def _cstr(text, what="name"):
+    """text (a str) as the C string the runtime reads: a NUL byte would cut it short and
+    name another tensor, routine or file, so it is refused."""
+    if not isinstance(text, str):
+        raise TypeError("%s must be a str, not %s" % (what, type(text).__name__))
+    b = text.encode()
+    if b"\0" in b:
+        raise ValueError("%s %r contains a NUL byte" % (what, text))
+    return b
+
+
+def _cpath(path):
+    """A file path (str, bytes or os.PathLike) as a C string; NUL bytes refused."""
+    b = os.fsencode(path)
+    if b"\0" in b:
+        raise ValueError("path %r contains a NUL byte" % (path,))
+    return b
+
+
+_LONG_MIN, _LONG_MAX = -(1 << (8 * ctypes.sizeof(ctypes.c_long) - 1)), (1 << (8 * ctypes.sizeof(ctypes.c_long) - 1)) - 1
+
+
+def _cint(value, what):
+    """An integer argument (an int or numpy integer; a float or str is refused rather than
+    truncated) that fits a C long: ctypes would wrap a larger one silently."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s" % (what, type(value).__name__)) from None
+    if not _LONG_MIN <= v <= _LONG_MAX:
+        raise ValueError("%s = %d is out of range" % (what, v))
+    return v
+
+
 def _squeezed(shape):
     return tuple(d for d in shape if d != 1)
+
+
+class _Handle:
+    """The open model (tdsl_model *) and the numpy views of its storage. tdsl_close waits
+    until the model is closed (Model.close, or garbage collection) and no view is left:
+    a view never reads freed memory. Each view holds its block (tdsl_hold), so that a
+    tensor reallocated by a new dynamic dimension leaves the old views valid (they keep
+    the old values)."""
+
+    __slots__ = ("L", "h", "views", "closing")
+
+    def __init__(self, L, h):
+        self.L, self.h, self.views, self.closing = L, h, 0, False
+
+    def hold(self, ptr):
+        if self.L.tdsl_hold(self.h, ptr) != 0:
+            raise TdslError(self.L.tdsl_error(self.h).decode(errors="replace"))
+        self.views += 1
+
+    def release(self, ptr):
+        if self.h:
+            self.L.tdsl_release(self.h, ptr)
+            self.views -= 1
+            if self.closing and self.views == 0:
+                self._close()
+
+    def close(self):
+        self.closing = True
+        if self.views == 0:
+            self._close()
+
+    def _close(self):
+        if self.h:
+            h, self.h = self.h, None
+            self.L.tdsl_close(h)
+
+
+class _ViewToken:
+    """Lives as long as a view's buffer: releases its hold then."""
+
+    __slots__ = ("handle", "ptr")
+
+    def __init__(self, handle, ptr):
+        self.handle, self.ptr = handle, ptr
+
+    def __del__(self):
+        try:
+            self.handle.release(self.ptr)
+        except Exception:
+            pass
 
 
 class Model:
@@ -114,11 +199,12 @@ class Model:
         L = lib()
         err = ctypes.create_string_buffer(512)
         path = os.path.abspath(os.fspath(so))
-        h = L.tdsl_open(path.encode(), err, len(err))
+        h = L.tdsl_open(_cpath(path), err, len(err))
         if not h:
             raise TdslError(err.value.decode(errors="replace"))
         object.__setattr__(self, "_L", L)
         object.__setattr__(self, "_h", h)
+        object.__setattr__(self, "_handle_obj", _Handle(L, h))
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "indices", tuple(
             L.tdsl_index_name(h, i).decode() for i in range(L.tdsl_num_indices(h))))
@@ -127,10 +213,11 @@ class Model:
 
     # ---- life cycle ----
     def close(self):
-        """Releases the model; arrays obtained from it must not be used afterwards."""
-        if self._h:
-            self._L.tdsl_close(self._h)
+        """Closes the model: its methods raise TdslError afterwards. Arrays obtained from
+        it stay valid; the memory goes when the last of them does."""
+        if self.__dict__.get("_h"):
             object.__setattr__(self, "_h", None)
+            self._handle_obj.close()
 
     def __del__(self):
         try:
@@ -159,7 +246,7 @@ class Model:
         if isinstance(name_or_index, int):
             self._check(self._L.tdsl_tensor(self._handle(), name_or_index, ctypes.byref(ti)))
         else:
-            self._check(self._L.tdsl_tensor_by_name(self._handle(), name_or_index.encode(), ctypes.byref(ti)))
+            self._check(self._L.tdsl_tensor_by_name(self._handle(), _cstr(name_or_index, "tensor name"), ctypes.byref(ti)))
         return ti
 
     @property
@@ -181,11 +268,17 @@ class Model:
 
     # ---- data ----
     def __contains__(self, name):
+        if not isinstance(name, str) or "\0" in name:
+            return False
         return self._L.tdsl_find_tensor(self._handle(), name.encode()) >= 0
 
     def __getitem__(self, name):
-        """A numpy view of the tensor's memory (no copy), valid until the model is closed
-        (for a cuda model: until the next call)."""
+        """A numpy view of the tensor's memory (no copy). It stays valid (its memory is
+        never freed under it) after the model is closed or the tensor is reallocated by
+        a new dynamic dimension, but then no longer shows the model's values (for a
+        cuda model: not after the next call either)."""
+        if not isinstance(name, str):
+            raise TypeError("tensor names are strings, not %s" % type(name).__name__)
         ti = self._info(name)
         shape = tuple(ti.dims[k] for k in range(ti.rank))
         dtype = np.float64 if ti.elem == 1 else np.float32
@@ -193,7 +286,8 @@ class Model:
             return np.zeros(shape, dtype)
         ctype = ctypes.c_double if ti.elem == 1 else ctypes.c_float
         buf = (ctype * ti.size).from_address(ti.data)
-        buf._model = self  # the view keeps the model open
+        self._handle_obj.hold(ti.data)
+        buf._token = _ViewToken(self._handle_obj, ti.data)  # released with the last view
         return np.frombuffer(buf, dtype=dtype, count=ti.size).reshape(shape)
 
     def __setitem__(self, name, value):
@@ -202,6 +296,8 @@ class Model:
         dimensions takes the array's shape: the dimensions are set from it (static
         ones must match), which reallocates the tensors that use them."""
         view = self[name]
+        if np.iscomplexobj(value):
+            raise TypeError("tensor %s is real: cannot store complex values" % name)
         arr = np.asarray(value, dtype=view.dtype)
         if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
             if not self.dims:
@@ -211,42 +307,45 @@ class Model:
         view[...] = arr.reshape(view.shape)
 
     def _write_shaped(self, name, arr):
-        data = np.ascontiguousarray(arr, dtype=np.float64)
+        data = np.require(arr, np.float64, "C")  # keeps a 0-d array 0-d, unlike ascontiguousarray
         dims = (ctypes.c_long * max(1, data.ndim))(*data.shape)
         ptr = data.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        self._check(self._L.tdsl_write_shaped_f64(self._handle(), name.encode(), ptr, data.ndim, dims))
+        self._check(self._L.tdsl_write_shaped_f64(self._handle(), _cstr(name, "tensor name"), ptr, data.ndim, dims))
 
     def load_file(self, name, path):
         """Fills a tensor from a .npy or raw float32 file (tdsl_load_file)."""
-        self._check(self._L.tdsl_load_file(self._handle(), name.encode(), os.fspath(path).encode()))
+        self._check(self._L.tdsl_load_file(self._handle(), _cstr(name, "tensor name"), _cpath(path)))
 
     # ---- running ----
     def init(self, seed=0):
         """Initializes every tensor (parameters from their initializers, the rest zero)
         and resets the index symbols to 0."""
-        self._check(self._L.tdsl_init(self._handle(), int(seed)))
+        seed = operator.index(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError("seed %d does not fit 64 bits" % seed)
+        self._check(self._L.tdsl_init(self._handle(), seed & ((1 << 64) - 1)))
 
     def call(self, routine):
         """Runs an exported routine, or `T.forward` / `T.backprop`."""
-        self._check(self._L.tdsl_call(self._handle(), routine.encode()))
+        self._check(self._L.tdsl_call(self._handle(), _cstr(routine, "routine name")))
 
     def set_index(self, name, value):
-        self._check(self._L.tdsl_set_index(self._handle(), name.encode(), int(value)))
+        self._check(self._L.tdsl_set_index(self._handle(), _cstr(name, "index name"), _cint(value, "index " + str(name))))
 
     def get_index(self, name):
         v = ctypes.c_long()
-        self._check(self._L.tdsl_get_index(self._handle(), name.encode(), ctypes.byref(v)))
+        self._check(self._L.tdsl_get_index(self._handle(), _cstr(name, "index name"), ctypes.byref(v)))
         return v.value
 
     def set_dim(self, name, value):
         """Sets a dynamic dimension (`let n = dim ()`); the tensors that use it are
         reallocated (and initialized again) when its value changes."""
-        self._check(self._L.tdsl_set_dim(self._handle(), name.encode(), int(value)))
+        self._check(self._L.tdsl_set_dim(self._handle(), _cstr(name, "dimension name"), _cint(value, "dimension " + str(name))))
 
     def get_dim(self, name):
         """A dynamic dimension's current value (0 while unset)."""
         v = ctypes.c_long()
-        self._check(self._L.tdsl_get_dim(self._handle(), name.encode(), ctypes.byref(v)))
+        self._check(self._L.tdsl_get_dim(self._handle(), _cstr(name, "dimension name"), ctypes.byref(v)))
         return v.value
 
     def __getattr__(self, name):
@@ -270,11 +369,11 @@ class Model:
         (both, the default) or "all"."""
         if which not in SAVE_WHICH:
             raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
-        self._check(self._L.tdsl_save(self._handle(), os.fspath(path).encode(), SAVE_WHICH[which]))
+        self._check(self._L.tdsl_save(self._handle(), _cpath(path), SAVE_WHICH[which]))
 
     def load(self, path):
         """Loads a safetensors checkpoint (names, dtypes and shapes checked first)."""
-        self._check(self._L.tdsl_load(self._handle(), os.fspath(path).encode()))
+        self._check(self._L.tdsl_load(self._handle(), _cpath(path)))
 
     def state_dict(self, which="params"):
         """Copies of the selected tensors, by name (like torch's state_dict)."""

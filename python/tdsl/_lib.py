@@ -107,6 +107,8 @@ def _declare(L):
         "tdsl_write_shaped_f64": (I, [P, S, ctypes.POINTER(ctypes.c_double), I, ctypes.POINTER(V)]),
         "tdsl_save": (I, [P, S, ctypes.c_uint]),
         "tdsl_load": (I, [P, S]),
+        "tdsl_hold": (I, [P, P]),
+        "tdsl_release": (I, [P, P]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

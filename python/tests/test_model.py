@@ -128,3 +128,68 @@ def test_closed_model(build):
     with pytest.raises(tdsl.TdslError, match="closed"):
         m.call("f.forward")
     assert v.shape == (3,)
+
+
+def test_views_outlive_close_and_gc(build, tmp_path):
+    m = build('let%op f = range 3\n')
+    m.init(0)
+    v = m["f"]
+    m.close()
+    again = tdsl.load(m.path)  # the same size of instance: would reuse freed memory
+    again.init(0)
+    again["f"] = [7, 8, 9]
+    np.testing.assert_array_equal(v, [0, 1, 2])
+    again.close()
+    src = tmp_path / "g.tdsl"
+    src.write_text('let%op g = range 4\n')
+    w = tdsl.load(tdsl.compile(src))  # not through build, which keeps its models
+    w.init(0)
+    view = w["g"]
+    del w
+    import gc
+    gc.collect()
+    junk = [bytearray(b"\xff" * 64) for _ in range(2000)]
+    np.testing.assert_array_equal(view, [0, 1, 2, 3])
+
+
+def test_view_survives_reallocation(build):
+    m = build("let b = dim ()\nlet%cd x = { x; b = [ b ]; o = [ 2 ] }\nlet%op y = x *. 2.0\n")
+    m["x"] = np.ones((4, 2))
+    v = m["x"]
+    m.b = 1000  # reallocates x: v keeps the old block
+    junk = [np.full(1000, 7.0) for _ in range(100)]
+    np.testing.assert_array_equal(v, np.ones((4, 2)))
+    assert m["x"].shape == (1000, 2)
+    del junk
+
+
+def test_arguments_are_checked_not_truncated(build, tmp_path):
+    m = build(LINEAR)
+    m.init(0)
+    with pytest.raises(ValueError, match="NUL"):
+        m["w\0junk"]
+    with pytest.raises(ValueError, match="NUL"):
+        m.call("step\0junk")
+    with pytest.raises(ValueError, match="NUL"):
+        m.save(str(tmp_path / "ck\0junk"))
+    assert not (tmp_path / "ck").exists()
+    with pytest.raises(TypeError):
+        m[None]
+    with pytest.raises(TypeError):
+        m.call(None)
+    assert 3 not in m and "w\0" not in m
+    with pytest.raises(ValueError, match="out of range"):
+        m.set_index("i", 2 ** 64)  # ctypes would wrap it to 0
+    assert m.i == 0
+    with pytest.raises(TypeError):
+        m.set_index("i", 1.5)
+    with pytest.raises(ValueError):
+        m.init(2 ** 64)
+    with pytest.raises(TypeError, match="complex"):
+        m["b"] = np.array([1 + 1j, 2])
+    m.set_index("i", np.int64(3))
+    assert m.i == 3
+    m["w"] = np.arange(12.0).reshape(3, 4)[:, ::2].T  # non-contiguous, other dtype
+    np.testing.assert_array_equal(m["w"], [[0, 4, 8], [2, 6, 10]])
+    m["w"] = np.arange(6, dtype=">f8").reshape(2, 3)  # big-endian
+    np.testing.assert_array_equal(m["w"], np.arange(6).reshape(2, 3))
