@@ -13,6 +13,7 @@
 #include "diag.h"
 #include "graph.h"
 #include "ir.h"
+#include "strtab.h"
 
 enum { TILE = 16 }; /* loop tile for transposes: 16 floats = one cache line */
 
@@ -676,6 +677,10 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);
+  /* Each name's last binding: the index in g->names where it last stands. */
+  StrTab last_at = {0};
+  for (int i = 0; i < g->names.len; i++)
+    strtab_put(a, &last_at, VEC_AT(g->names, NamedTensor, i)->name, VEC_AT(g->names, NamedTensor, i));
   for (int i = 0; i < g->names.len; i++) {
     NamedTensor *nm = VEC_AT(g->names, NamedTensor, i);
     Tensor *t = nm->t;
@@ -683,9 +688,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     /* A name means its last binding (OCaml shadowing: `let%op g = g + 1` makes a new tensor
      * g_2 that `g` then names); the runtime looks aliases up before buffer names, so only a
      * name's final meaning becomes an alias. */
-    bool last = true;
-    for (int j = i + 1; j < g->names.len && last; j++)
-      if (!strcmp(VEC_AT(g->names, NamedTensor, j)->name, nm->name)) last = false;
+    bool last = strtab_get(&last_at, nm->name) == nm;
     if (last && strcmp(nm->name, irbuf(&l, vb)->name)) {
       IrAlias *al = ANEW(a, IrAlias);
       al->name = nm->name;
