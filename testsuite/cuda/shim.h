@@ -171,6 +171,17 @@ static __attribute__((unused)) void tdsl_ldm4(unsigned *d, const unsigned *p) {
   tdsl_emu_barrier(w);
   unsigned r[4];
   for (int i = 0; i < 4; i++) r[i] = tdsl_emu.rows[base + 8 * i + t % 32 / 4][t % 4];
+  /* A matrix is one pass of shared memory: its 8 rows must lie in 8 distinct 16-byte bank
+   * groups, or the GPU serializes them (the swizzles of cuda_mma.c promise none). */
+  if (t % 32 == 0)
+    for (int i = 0; i < 4; i++) {
+      unsigned seen = 0;
+      for (int j = 0; j < 8; j++) seen |= 1u << ((uintptr_t)tdsl_emu.rows[base + 8 * i + j] / 16 % 8);
+      if (seen != 0xffu) {
+        fprintf(stderr, "cuda emulation: ldmatrix rows in the same banks (a conflict on a GPU)\n");
+        abort();
+      }
+    }
   tdsl_emu_barrier(w);
   for (int i = 0; i < 4; i++) d[i] = r[i];
 }
