@@ -336,36 +336,31 @@ static void test_split_k(void) {
   gb_free(&b);
 }
 
-/* A 257 x 260 product over 4100 points: 128 x 128 TF32 tiles (split-K makes enough
- * blocks), 96 KB of dynamic shared memory in the kernel table. */
-static void test_tf32_big(void) {
+/* c.forward of an M x K by K x N product over big TF32 tiles, emulated; its kernel's
+ * description, launch bounds and dynamic shared memory (the declaration and the kernel
+ * table's bytes). */
+static void tf32_tiles(int M, int K, int N, const char *what, const char *bounds, const char *decl, const char *bytes) {
   GB b;
   gb_init(&b);
-  build_matmul(&b, 257, 4100, 260);
+  build_matmul(&b, M, K, N);
   run_both(&b, 1, (const char *[]){"c.forward"});
   CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm});
-  CHECK(strstr(p->src, "contraction, 257 x 260 x 4100 (batch 1), 128x128 tiles, TF32 mma (cp.async, 3 stages of 32), "
-                       "split-K 8 x 544") != NULL);
-  CHECK(strstr(p->src, "TDSL_DYN_SHARED(unsigned, sm, 24576);") != NULL);
-  CHECK(strstr(p->meta, " 98304\n") != NULL && strstr(p->meta, "\nsmem ") != NULL);
+  CHECK(strstr(p->src, what) != NULL, "%s", what);
+  CHECK(strstr(p->src, bounds) != NULL && strstr(p->src, decl) != NULL);
+  CHECK(strstr(p->meta, bytes) != NULL && strstr(p->meta, "\nsmem ") != NULL);
   gb_free(&b);
 }
 
-/* A 257 x 520 product over 4100 points: 128 x 256 TF32 tiles (64 x 64 per warp, one
- * block per SM: __launch_bounds__(256, 1)), 144 KB of dynamic shared memory; a by
- * ldmatrix (K-major), b by 32-bit loads (row-major). */
-static void test_tf32_wide(void) {
-  GB b;
-  gb_init(&b);
-  build_matmul(&b, 257, 4100, 520);
-  run_both(&b, 1, (const char *[]){"c.forward"});
-  CudaPlan *p = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = true, .sm = cu_sm});
-  CHECK(strstr(p->src, "contraction, 257 x 520 x 4100 (batch 1), 128x256 tiles, TF32 mma (cp.async, 3 stages of 32), "
-                       "split-K ") != NULL);
-  CHECK(strstr(p->src, "TDSL_KERNEL_MB(1) ") != NULL);
-  CHECK(strstr(p->src, "TDSL_DYN_SHARED(unsigned, sm, 36864);") != NULL);
-  CHECK(strstr(p->meta, " 147456\n") != NULL);
-  gb_free(&b);
+/* A 257 x 260 product over 4100 points: 128 x 128 TF32 tiles (split-K makes enough
+ * blocks, two per SM), 96 KB of dynamic shared memory. A 257 x 520 one: 128 x 256 tiles
+ * (64 x 64 per warp, one block per SM), 144 KB; a by ldmatrix (K-major), b by 32-bit
+ * loads (row-major). */
+static void test_tf32_big(void) {
+  tf32_tiles(257, 4100, 260,
+             "contraction, 257 x 260 x 4100 (batch 1), 128x128 tiles, TF32 mma (cp.async, 3 stages of 32), split-K 8 x 544",
+             "TDSL_KERNEL_MB(2) ", "TDSL_DYN_SHARED(unsigned, sm, 24576);", " 98304\n");
+  tf32_tiles(257, 4100, 520, "contraction, 257 x 520 x 4100 (batch 1), 128x256 tiles, TF32 mma (cp.async, 3 stages of 32), split-K ",
+             "TDSL_KERNEL_MB(1) ", "TDSL_DYN_SHARED(unsigned, sm, 36864);", " 147456\n");
 }
 
 /* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores
@@ -390,7 +385,6 @@ static void test_tf32(void) {
   test_bmm(2, 71, 33, 17);
   unsetenv("TDSL_EMU_CP_EAGER");
   test_tf32_big();
-  test_tf32_wide();
   GB b;
   gb_init(&b);
   build_matmul(&b, 40, 20, 30);

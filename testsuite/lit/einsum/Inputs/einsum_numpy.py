@@ -466,16 +466,24 @@ def write_loads(dirn, loads, dtype=np.float32):
     return args
 
 
-def run_values(builts, variant, dirn):
-    """Runs one program holding every built case: {case: (values, shape) or error}."""
+def write_program(builts, dirn, extra=""):
+    """One program holding every built case (then the line extra), and the host inputs
+    they load."""
     os.makedirs(dirn, exist_ok=True)
     src = os.path.join(dirn, "m.tdsl")
     with open(src, "w") as f:
         for b in builts:
             f.write("\n".join(b.lines) + "\n")
+        f.write(extra)
     loads = {}
     for b in builts:
         loads.update(b.loads)
+    return src, loads
+
+
+def run_values(builts, variant, dirn):
+    """Runs one program holding every built case: {case: (values, shape) or error}."""
+    src, loads = write_program(builts, dirn)
     cmd = [tdslc, "--run", src] + write_loads(dirn, loads) + ["--json"]
     if variant == "f64":
         cmd.append("--precision=double")
@@ -483,6 +491,11 @@ def run_values(builts, variant, dirn):
         if variant == "cd":
             cmd += ["--call", b.prefix + "_run"]
         cmd += ["--print", b.result]
+    return run_json(cmd)
+
+
+def run_json(cmd):
+    """tdslc's --json lines by name, or None and why it failed."""
     rc, out, err = run(cmd)
     if rc != 0:
         return None, "exit %d: %s" % (rc, err.strip()[:600])
@@ -542,15 +555,7 @@ def variant_check():
     builts = [build(n, s, sh, "f32") for (n, s, sh, _) in selected()]
 
     def one(bs, dirn):
-        os.makedirs(dirn, exist_ok=True)
-        src = os.path.join(dirn, "m.tdsl")
-        with open(src, "w") as f:
-            for b in bs:
-                f.write("\n".join(b.lines) + "\n")
-            f.write("let%cd all_forward = " + "; ".join(b.result + ".forward" for b in bs) + "\n")
-        loads = {}
-        for b in bs:
-            loads.update(b.loads)
+        src, loads = write_program(bs, dirn, "let%cd all_forward = " + "; ".join(b.result + ".forward" for b in bs) + "\n")
         return run([tdslc, "--check", "-O3", src] + write_loads(dirn, loads))
 
     # groups of 40: the check compares every tensor after every routine
@@ -583,27 +588,16 @@ def grad_program(name, spec, shapes, variant):
 
 
 def run_grads(bs, dirn):
-    os.makedirs(dirn, exist_ok=True)
-    src = os.path.join(dirn, "m.tdsl")
-    with open(src, "w") as f:
-        for b in bs:
-            f.write("\n".join(b.lines) + "\n")
-    loads = {}
-    for b in bs:
-        loads.update(b.loads)
+    src, loads = write_program(bs, dirn)
     cmd = [tdslc, "--run", src, "--precision=double", "--json"] + write_loads(dirn, loads)
     for b in bs:
         cmd += ["--call", "%s_step" % b.prefix]
         for k in range(b.nparams):
             cmd += ["--print", "%s_a%d.grad" % (b.prefix, k)]
-    rc, out, err = run(cmd)
-    if rc != 0:
-        return None, "exit %d: %s" % (rc, err.strip()[:600])
-    got = {}
-    for line in out.splitlines():
-        o = json.loads(line)
-        got[o["name"]] = np.array(o["values"], dtype=np.float64)
-    return got, None
+    got, err = run_json(cmd)
+    if got is None:
+        return None, err
+    return {k: np.array(o["values"], dtype=np.float64) for k, o in got.items()}, None
 
 
 def torch_grads(b, spec):
