@@ -20,9 +20,7 @@ const char cr_helpers[] =
     "  H2(max_##S, T, return a > b ? a : a <= b ? b : a + b;) \\\n"
     "  H2(min_##S, T, return a < b ? a : a >= b ? b : a + b;) \\\n"
     "  H3(where_##S, T, return a != 0 ? b : c;) \\\n"
-    "  H2(pow_##S, T, if (b != nearbyint##F(b) || !(fabs##F(b) < (T)9.0e15)) return pow##F(a, b); \\\n"
-    "     long n = (long)b; long k = n < 0 ? -n : n; T r = 1; \\\n"
-    "     for (; k; k >>= 1) { if (k & 1) r *= a; a *= a; } return n < 0 ? (T)1 / r : r;)\n"
+    "  H2(pow_##S, T, return pow##F(a, b);)\n"
     "HELPERS(f32, float, f)\n"
     "HELPERS(f64, double, )\n";
 

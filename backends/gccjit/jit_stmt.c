@@ -1,7 +1,7 @@
 /* jit_stmt.c: the statement and expression renderer of the gccjit backend: loops,
  * guards, stores, fills, calls, expressions, bounds checks and the op helpers.
  *
- * Primitive ops that branch (relu, max, pow, comparisons, ...) become small internal
+ * Primitive ops that branch (relu, max, comparisons, ...) become small internal
  * helper functions, one per op and element type; gcc inlines and if-converts them at
  * -O2/-O3, and they keep the exact op_eval semantics (NaN handling included). */
 #include <string.h>
@@ -48,48 +48,6 @@ static void h_ret_if(H *h, gcc_jit_rvalue *cond, gcc_jit_rvalue *v) {
   gcc_jit_block_end_with_conditional(h->b, NULL, cond, yes, no);
   gcc_jit_block_end_with_return(yes, NULL, v);
   h->b = no;
-}
-
-static void build_pow(H *h, bool f32) {
-  J *j = h->j;
-  gcc_jit_rvalue *x = h->p[0], *e = h->p[1];
-  /* Non-integer or huge exponent: the library pow. */
-  gcc_jit_rvalue *absb = call1(j, builtin(j, "fabs", f32), e);
-  gcc_jit_rvalue *rint = call1(j, builtin(j, "nearbyint", f32), e);
-  gcc_jit_rvalue *args[2] = {x, e};
-  gcc_jit_rvalue *libpow = gcc_jit_context_new_call(j->c, NULL, builtin(j, "pow", f32), 2, args);
-  h_ret_if(h, cmp(j, GCC_JIT_COMPARISON_NE, e, rint), libpow);
-  h_ret_if(h, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_LOGICAL_NEGATE, j->t_bool,
-                                           cmp(j, GCC_JIT_COMPARISON_LT, absb, dbl(j, h->t, 9.0e15))),
-           libpow);
-  /* Integer exponent: repeated squaring (as OCANNL special-cases ToPowOf). */
-  gcc_jit_lvalue *r = gcc_jit_function_new_local(h->fn, NULL, h->t, "r");
-  gcc_jit_lvalue *xx = gcc_jit_function_new_local(h->fn, NULL, h->t, "x");
-  gcc_jit_lvalue *k = gcc_jit_function_new_local(h->fn, NULL, j->t_long, "k");
-  gcc_jit_block_add_assignment(h->b, NULL, r, dbl(j, h->t, 1.0));
-  gcc_jit_block_add_assignment(h->b, NULL, xx, x);
-  gcc_jit_rvalue *n = gcc_jit_context_new_cast(j->c, NULL, e, j->t_long);
-  gcc_jit_block_add_assignment(h->b, NULL, k, n);
-  gcc_jit_block *neg = js_new_block(j, h->fn), *loop = js_new_block(j, h->fn), *odd = js_new_block(j, h->fn),
-                *step = js_new_block(j, h->fn), *done = js_new_block(j, h->fn);
-  gcc_jit_block_end_with_conditional(h->b, NULL, cmp(j, GCC_JIT_COMPARISON_LT, n, lng(j, 0)), neg, loop);
-  gcc_jit_block_add_assignment(neg, NULL, k, gcc_jit_context_new_unary_op(j->c, NULL, GCC_JIT_UNARY_OP_MINUS, j->t_long, n));
-  gcc_jit_block_end_with_jump(neg, NULL, loop);
-  gcc_jit_rvalue *kv = gcc_jit_lvalue_as_rvalue(k);
-  gcc_jit_block *body = js_new_block(j, h->fn);
-  gcc_jit_block_end_with_conditional(loop, NULL, cmp(j, GCC_JIT_COMPARISON_NE, kv, lng(j, 0)), body, done);
-  gcc_jit_block_end_with_conditional(
-      body, NULL, cmp(j, GCC_JIT_COMPARISON_NE, bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, j->t_long, kv, lng(j, 1)), lng(j, 0)),
-      odd, step);
-  gcc_jit_block_add_assignment_op(odd, NULL, r, GCC_JIT_BINARY_OP_MULT, gcc_jit_lvalue_as_rvalue(xx));
-  gcc_jit_block_end_with_jump(odd, NULL, step);
-  gcc_jit_block_add_assignment_op(step, NULL, xx, GCC_JIT_BINARY_OP_MULT, gcc_jit_lvalue_as_rvalue(xx));
-  gcc_jit_block_add_assignment_op(step, NULL, k, GCC_JIT_BINARY_OP_RSHIFT, lng(j, 1));
-  gcc_jit_block_end_with_jump(step, NULL, loop);
-  gcc_jit_rvalue *rv = gcc_jit_lvalue_as_rvalue(r);
-  h->b = done;
-  h_ret_if(h, cmp(j, GCC_JIT_COMPARISON_LT, n, lng(j, 0)), bin(j, GCC_JIT_BINARY_OP_DIVIDE, h->t, dbl(j, h->t, 1.0), rv));
-  gcc_jit_block_end_with_return(h->b, NULL, rv);
 }
 
 /* The helpers that are a chain of `if (x CMP y) return v;` ending in `return otherwise`,
@@ -165,7 +123,6 @@ static gcc_jit_function *helper(J *j, PrimOp op, int el) {
   h.b = js_new_block(j, h.fn);
   for (int i = 0; i < ar; i++) h.p[i] = gcc_jit_param_as_rvalue(ps[i]);
   if (ret_if_chains[op].n) build_ret_ifs(&h, &ret_if_chains[op]);
-  else if (op == OP_POW) build_pow(&h, el == 0);
   else gcc_jit_block_end_with_return(h.b, NULL, h.p[0]);
   return j->helpers[el][op] = h.fn;
 }
@@ -197,6 +154,10 @@ static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc
   case OP_MOD: {
     gcc_jit_rvalue *args[2] = {a, b};
     return gcc_jit_context_new_call(j->c, NULL, builtin(j, "fmod", f32), 2, args);
+  }
+  case OP_POW: { /* libm's pow, as op_eval and the init runtime (src/ops.c says why) */
+    gcc_jit_rvalue *args[2] = {a, b};
+    return gcc_jit_context_new_call(j->c, NULL, builtin(j, "pow", f32), 2, args);
   }
   default: {
     gcc_jit_rvalue *args[3] = {a, b, c};

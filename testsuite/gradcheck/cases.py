@@ -267,6 +267,26 @@ case("fma", "let%op f = fma $p $q $r",
      {"p": P(R((2, 3), seed=67), "oo"), "q": P(R((2, 3), seed=68), "oo"), "r": P(R((2, 3), seed=69), "oo")},
      ("oo", (2, 3)), lambda t: t["p"] * t["q"] + t["r"])
 
+# ---- pointwise max2 / min2 ----------------------------------------------------------
+# Away from ties (by >= 1/8, so finite differences never cross one); at ties each argument
+# gets half the gradient (tdsl(7), the rule of torch.maximum/minimum), checked against
+# PyTorch only.
+MXA = [[1.0, -0.5, 2.25], [-1.75, 0.125, 0.5]]
+MXB = [[0.75, 0.25, 2.5], [-2.0, 0.5, -0.25]]
+MXT = [[1.0, -0.5, 2.5], [-2.0, 0.5, 0.0]]      # ties with MXA at [0][0], [0][1]
+for op, fn in (("max2", "maximum"), ("min2", "minimum")):
+    case(op, "let%%op f = %s $a $b" % op, {"a": P(MXA, "oo"), "b": P(MXB, "oo")}, ("oo", (2, 3)),
+         (lambda fn: lambda t: getattr(torch, fn)(t["a"], t["b"]))(fn))
+    case(op + "_broadcast", "let%%op f = %s $a $b" % op,
+         {"a": P(MXA, "oo"), "b": P([0.0, 0.25, 1.0], "o")}, ("oo", (2, 3)),
+         (lambda fn: lambda t: getattr(torch, fn)(t["a"], t["b"]))(fn))
+    case(op + "_ties", "let%%op f = %s $a $b" % op, {"a": P(MXA, "oo"), "b": P(MXT, "oo")}, ("oo", (2, 3)),
+         (lambda fn: lambda t: getattr(torch, fn)(t["a"], t["b"]))(fn), fd=False)
+    case(op + "_self", "let%%op f = %s $a a" % op, {"a": P(MXA, "oo")}, ("oo", (2, 3)),
+         (lambda fn: lambda t: getattr(torch, fn)(t["a"], t["a"]))(fn), fd=False)
+    case(op + "_const", "let%%op f = %s ($a *. $a) 2." % op, {"a": P(MXA, "oo")}, ("oo", (2, 3)),
+         (lambda fn: lambda t: getattr(torch, fn)(t["a"] * t["a"], torch.tensor(2.0, dtype=torch.float64)))(fn))
+
 # ---- einsum (+*) -----------------------------------------------------------------
 case("einsum_matmul", 'let%op f = $a +* "ij; jk => ik" $b', {"a": P(R((2, 3), seed=70), "oo"), "b": P(R((3, 4), seed=71), "oo")},
      ("oo", (2, 4)), lambda t: torch.einsum("ij,jk->ik", t["a"], t["b"]))

@@ -47,6 +47,8 @@ CASES = {
     "recip_sqrt": ("recip_sqrt x", lambda x, y, z, m: 1 / np.sqrt(x)),
     "neg": ("~-x", lambda x, y, z, m: -x),
     "tanh": ("tanh y", lambda x, y, z, m: np.tanh(y)),
+    "max2": ("max2 x y", lambda x, y, z, m: np.maximum(x, y)),
+    "min2": ("min2 (x *. 2.) y", lambda x, y, z, m: np.minimum(x * 2, y)),
     "where": ("where z x y", lambda x, y, z, m: np.where(z != 0, x, y)),
     "fma": ("fma x y z", lambda x, y, z, m: x * y + z),
     "einsum": ("m +* \"j->i;j=>i\" x", lambda x, y, z, m: m @ x),
