@@ -42,6 +42,15 @@ static bool resolve_row(St *st, const Frame *call, SpecRow *r, Loc sloc, bool *s
       if (!resolve_coef(st, call, &ax->stride, sloc, ax->col) ||
           !resolve_coef(st, call, &ax->dilation, sloc, ax->col))
         return false;
+      /* A literal 0 as stride or dilation (of a kernel) would make every output position (or
+       * every kernel tap) read one input cell: refused like a named one, never read as 1. */
+      if (ax->stride.value < 1 || (ax->kernel && ax->dilation.value < 1)) {
+        err_at_spec(st, sloc, ax->col,
+                    arena_printf(st->a, "%s %d of axis %s: a stride or dilation must be from 1 to 2147483647",
+                                 ax->stride.value < 1 ? "stride" : "dilation",
+                                 ax->stride.value < 1 ? ax->stride.value : ax->dilation.value, ax->name));
+        return false;
+      }
       if (ax->conv == CONV_SCOPE) *scope_conv = true;
     }
   return true;

@@ -314,6 +314,15 @@ static void batch_slice(Logic *L, UpdateStep *st, StepInfo *info) {
   Constraint *c = con_row_eq(s, trow(L, a, KIND_BATCH), with, st, row_what(s, a, KIND_BATCH),
                              arena_printf(s->a, "the batch row of %s with the sliced axis", tname(s, t)));
   c->slot1 = 1, c->slot2 = 0; /* `with` holds the lhs's axes and the sliced one */
+  /* As OCANNL's Batch_slice: a bounded symbol's range is the sliced axis's size, so an axis nothing
+   * else determines (a `%cd` input, an argument row variable) takes it instead of closing to 1. */
+  if (st->sym && st->sym->range > 0) {
+    DimNode *r = dim_known(s, st->sym->range, NULL);
+    r->origin = sl->origin;
+    r->origin.what = arena_printf(s->a, "the range %d of index symbol '%s'", st->sym->range, st->sym->name);
+    if (st->sym->loc.file) r->origin.loc = st->sym->loc, r->origin.has_loc = true;
+    con_dim_eq(s, sl, r, st, sl->origin.what, r->origin.what);
+  }
 }
 
 static void terminal(Logic *L, UpdateStep *st) {

@@ -881,17 +881,23 @@ static int dim_lub_rec(Solver *s, DimNode *r) {
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
     int b;
+    const char *bl = NULL;
     if (cur->d) {
       b = cur->d;
-      if (b > 1 && cur->label && !label) label = cur->label;
+      if (b > 1) bl = cur->label;
     } else {
       b = dim_lub_rec(s, cur);
-      if (!label && cur->id < s->up_nodes) label = s->up_lbl[cur->id];
+      if (cur->id < s->up_nodes) bl = s->up_lbl[cur->id];
     }
     if (b == 0) continue;
+    /* Labels are part of the dimension (seed, "Representing shapes"): a3 and b3 are two
+     * different bounds, and only 1 broadcasts into both, as for 3 and 5. */
+    bool clash = b > 1 && bl && label && strcmp(bl, label);
+    if (!label && b > 1) label = bl;
     if (lub == 0) lub = b;
-    else if (lub != b) lub = 1;
+    else if (lub != b || clash) lub = 1;
   }
+  if (lub <= 1) label = NULL;
   s->up_memo[r->id] = lub;
   s->up_lbl[r->id] = label;
   return lub;
