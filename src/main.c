@@ -264,12 +264,20 @@ static int parse_args(Ctx *c, int argc, char **argv) {
 /* An output that is the input would destroy the source (gcc refuses too), and two
  * outputs naming one file would overwrite each other. */
 static int check_outputs(const Options *o) {
-  const char *outs[3] = {o->output, o->emit_header, o->mf}, *opts[3] = {"-o", "--emit-header", "-MF"};
-  for (int i = 0; i < 3; i++) {
+  const char *outs[4] = {o->output, o->emit_header, o->mf, o->save}, *opts[4] = {"-o", "--emit-header", "-MF", "--save"};
+  for (int i = 0; i < 4; i++) {
     if (outs[i] && same_file(outs[i], o->input)) {
       fprintf(stderr, "tdslc: error: %s '%s' is the input file\n", opts[i], outs[i]);
       return 2;
     }
+    /* A checkpoint saved over a --load file would replace an input (saving back to the
+     * --load-checkpoint file is resuming, and allowed). */
+    for (int k = 0; outs[i] && k < o->loads.len; k++)
+      if (same_file(outs[i], ((RunLoad *)o->loads.items[k])->path)) {
+        fprintf(stderr, "tdslc: error: %s '%s' is the --load file of %s\n", opts[i], outs[i],
+                ((RunLoad *)o->loads.items[k])->tensor);
+        return 2;
+      }
     for (int k = 0; k < i; k++)
       if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
         fprintf(stderr, "tdslc: error: %s and %s name the same file '%s'\n", opts[k], opts[i], outs[i]);
@@ -489,6 +497,24 @@ static int dispatch(Ctx *c, IrModule *m) {
  * committed with the main output, only when everything succeeded; their temporaries
  * exist from the start, so an unwritable one fails before any output is replaced.
  * Returns a process exit status. */
+/* An output that is a file the model read (an `open`ed source, a data file) would
+ * replace an input; known only after staging, so checked here, before any write. */
+static int check_read_files(Ctx *c, const char *target) {
+  const Options *o = &c->opt;
+  bool writes = o->action == ACT_COMPILE || o->action == ACT_EMIT_PTX;
+  const char *outs[4] = {writes ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL, o->emit_header,
+                         target ? depfile_path(c, target) : NULL, o->action == ACT_RUN ? o->save : NULL};
+  const char *opts[4] = {"the output", "--emit-header", "the dependency file", "--save"};
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; outs[i] && k < c->deps.len; k++)
+      if (same_file(outs[i], c->deps.items[k])) {
+        fprintf(stderr, "tdslc: error: %s '%s' is %s\n", opts[i], outs[i],
+                same_file(outs[i], o->input) ? "the input file" : "a file the model reads");
+        return 2;
+      }
+  return 0;
+}
+
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
@@ -496,6 +522,7 @@ static int generate(Ctx *c, Graph *g) {
   if (!m || c->diag.errors) return 1;
   OutFile hdr = {0}, dep = {0};
   const char *target = o->md ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL;
+  if (check_read_files(c, target)) return 2;
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
   if (!rc && target && same_file(depfile_path(c, target), o->input)) {
     fprintf(stderr, "tdslc: error: the dependency file '%s' is the input file\n", depfile_path(c, target));
