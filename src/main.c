@@ -213,9 +213,12 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       o->check_ulps = (int)u;
     }
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
-      long long s;
-      if (!parse_int(v, &s) || s < 0) return bad_usage("bad --seed '%s'", v);
-      o->seed = (unsigned long long)s;
+      /* any 64-bit unsigned seed (tdsl_init takes one), as PyTorch's manual_seed */
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 10);
+      if (errno || end == v || *end || v[strspn(v, " \t")] == '-' || v[0] == '+') return bad_usage("bad --seed '%s'", v);
+      o->seed = s;
       seeded = true;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
