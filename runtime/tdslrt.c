@@ -1168,7 +1168,12 @@ int tdsl_call(tdsl_model *m, const char *name) {
     return fail(m, "no routine named '%s'", name);
   }
   if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
-  if (dims_set(m, name)) return -1;
+  /* T.forward of a parameter or a constant runs nothing (init set T: tdslc(1)), so it
+   * needs no dimension set: printing a parameter before the inputs are loaded works. */
+  const char *base;
+  int t = find_with_suffix(m, name, ".forward", &base);
+  bool inert = t >= 0 && (m->bufs[t].role == TDSL_ROLE_PARAM || m->bufs[t].role == TDSL_ROLE_CONST);
+  if (!inert && dims_set(m, name)) return -1;
   const RtNamed *r = &m->fns[i];
   if (!m->cuda || !tdsl_cuda_call_begin(m->cuda, i)) {
     if (r->ptr) ((void (*)(void *))r->ptr)(m->inst);

@@ -24,29 +24,112 @@ static const char *line_start(const SrcFile *f, int line, int *len) {
   return p;
 }
 
+/* The UTF-8 sequence at s[0..n): its length, or 0 when it is not valid UTF-8 (a stray
+ * continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short). */
+static int utf8_seq(const unsigned char *s, size_t n, unsigned *cp) {
+  unsigned c = s[0];
+  int len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (!len || (size_t)len > n) return 0;
+  unsigned v = len == 1 ? c : c & (0x7fu >> len);
+  for (int i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    v = v << 6 | (s[i] & 0x3fu);
+  }
+  if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10ffff)) || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return len;
+}
+
+/* Terminal columns of a code point: 0 for combining marks and zero-width characters,
+ * 2 for East Asian wide ones and emoji, else 1 (what wcwidth says, without a locale). */
+static int cp_width(unsigned c) {
+  if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) || (c >= 0xfe00 && c <= 0xfe0f) || c == 0xfeff)
+    return 0;
+  if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) || (c >= 0xac00 && c <= 0xd7a3) ||
+      (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
+      (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1faff) || (c >= 0x20000 && c <= 0x3fffd))
+    return 2;
+  return 1;
+}
+
+/* Whether a code point is a control character (C0, DEL, C1): a terminal would act on it. */
+static bool cp_control(unsigned c) { return c < 0x20 || (c >= 0x7f && c < 0xa0); }
+
+/* Writes the unit (one character, or one byte that is not valid UTF-8) at s[0..n)
+ * to out as the echoed source shows it, control characters and invalid bytes
+ * escaped (\xNN per byte) so that they neither act on the terminal nor make the output
+ * invalid UTF-8; tabs are kept (the caret line repeats them). Returns the unit's length
+ * in bytes and sets *cols to the columns it takes (-1 for a tab). */
+static int put_unit(FILE *out, const unsigned char *s, size_t n, int *cols) {
+  unsigned cp = 0;
+  int len = utf8_seq(s, n, &cp);
+  if (len && s[0] == '\t') {
+    if (out) fputc('\t', out);
+    *cols = -1;
+    return 1;
+  }
+  if (!len || cp_control(cp)) {
+    int k = len ? len : 1;
+    for (int i = 0; out && i < k; i++) fprintf(out, "\\x%02x", s[i]);
+    *cols = 4 * k;
+    return k;
+  }
+  if (out) fwrite(s, 1, (size_t)len, out);
+  *cols = cp_width(cp);
+  return len;
+}
+
+/* Pads the caret line under the bytes s[0..to) of the echoed line s[0..len). */
+static void pad_under(FILE *out, const unsigned char *s, int len, int to) {
+  for (int i = 0; i < to;) {
+    int cols;
+    i += put_unit(NULL, s + i, (size_t)(len - i), &cols);
+    if (cols < 0) fputc('\t', out);
+    for (int k = 0; k < cols; k++) fputc(' ', out);
+  }
+}
+
 static void print_source(FILE *out, Loc loc, int width) {
   if (!loc.file || loc.line <= 0) return;
   int len;
-  const char *s = line_start(loc.file, loc.line, &len);
-  fprintf(out, "%5d | %.*s\n", loc.line, len, s);
+  const unsigned char *s = (const unsigned char *)line_start(loc.file, loc.line, &len);
+  if (len > 0 && s[len - 1] == '\r') len--; /* a CRLF line ends before its CR */
+  fprintf(out, "%5d | ", loc.line);
+  int cols;
+  for (int i = 0; i < len;) i += put_unit(out, s + i, (size_t)(len - i), &cols);
+  fputc('\n', out);
   fprintf(out, "      | ");
-  /* Keep tabs so the caret lines up with the echoed line. */
-  for (int i = 0; i < loc.col - 1 && i < len; i++) fputc(s[i] == '\t' ? '\t' : ' ', out);
+  int at = loc.col - 1 < 0 ? 0 : loc.col - 1 < len ? loc.col - 1 : len;
+  int end = width < len - at ? at + width : len;
+  /* The caret under the first column of the unit at `at`, tildes under the rest of the
+   * span; past the end of the line, under where the next character would be. */
+  pad_under(out, s, len, at);
   fputc('^', out);
-  for (int i = 1; i < width; i++) fputc('~', out);
+  int span = 0;
+  for (int i = at; i < end;) {
+    int c;
+    i += put_unit(NULL, s + i, (size_t)(len - i), &c);
+    span += c < 0 ? 1 : c;
+  }
+  int tildes = (end > at ? span : width) - 1;
+  for (int i = 0; i < tildes; i++) fputc('~', out);
   fputc('\n', out);
 }
 
-
-/* A diagnostic is one line (tools and tests read it by line): control characters that
- * reach it from user strings (a file name with a newline, say) are written escaped. */
-static void put_escaped(FILE *out, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '\n') fputs("\\n", out);
-    else if (c == '\t') fputs("\\t", out);
-    else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
-    else fputc(c, out);
+/* A diagnostic is one line (tools and tests read it by line) of valid UTF-8: control
+ * characters and bytes that are not UTF-8 reaching it from user strings (a file name
+ * with a newline, a stray byte the lexer names) are written escaped. */
+static void put_escaped(FILE *out, const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  for (size_t i = 0; i < n;) {
+    unsigned cp = 0;
+    int len = utf8_seq(s + i, n - i, &cp);
+    if (len == 1 && cp == '\n') fputs("\\n", out);
+    else if (len == 1 && cp == '\t') fputs("\\t", out);
+    else if (len && !cp_control(cp)) fwrite(s + i, 1, (size_t)len, out);
+    else
+      for (int k = 0; k < (len ? len : 1); k++) fprintf(out, "\\x%02x", s[i + k]);
+    i += len ? (size_t)len : 1;
   }
 }
 

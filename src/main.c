@@ -110,7 +110,7 @@ static int set_action(Options *o, const char **by, Action act, const char *opt) 
 
 /* Options that would do nothing in the selected mode are refused: the user meant
  * something else. */
-static int check_modes(const Options *o, const char *mode, bool arch_given) {
+static int check_modes(const Options *o, const char *mode, bool arch_given, const char *codegen_opt) {
   Action a = o->action;
   bool front = a == ACT_DUMP_AST || a == ACT_DUMP_GRAPH || a == ACT_DUMP_SHAPES || a == ACT_DUMP_PROJECTIONS;
   bool writes = a == ACT_COMPILE || a == ACT_EMIT_PTX;
@@ -121,6 +121,8 @@ static int check_modes(const Options *o, const char *mode, bool arch_given) {
   else if (o->emit_header && front) useless = "--emit-header";
   else if (o->json && a != ACT_DUMP_SHAPES && a != ACT_DUMP_PROJECTIONS && a != ACT_RUN) useless = "--json";
   else if (arch_given && !cuda) useless = "--arch";
+  else if (o->tf32 && !cuda) useless = "--tf32";
+  else if (codegen_opt && front) useless = codegen_opt; /* they shape the generated code */
   if (useless) {
     fprintf(stderr, "tdslc: error: %s does nothing with %s\ntry 'tdslc --help'\n", useless, mode);
     return 2;
@@ -142,6 +144,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   Options *o = &c->opt;
   const char *mode_by = NULL; /* the option that selected o->action */
   bool arch_given = false;
+  const char *codegen_opt = NULL; /* the first option that only code generation reads */
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
@@ -165,49 +168,57 @@ static int parse_args(Ctx *c, int argc, char **argv) {
         return bad_usage("bad --arch '%s' (expected sm_NN)", v);
       o->arch = v;
       arch_given = true;
-    } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3])
+    } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       o->opt_level = a[2] - '0';
+      if (!codegen_opt) codegen_opt = a;
+    }
     else if (!strcmp(a, "-I")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       vec_push(&c->arena, &o->include_dirs, argv[i]);
     } else if (a[0] == '-' && a[1] == 'I' && a[2]) vec_push(&c->arena, &o->include_dirs, (void *)(a + 2));
     else if ((v = opt_value(argc, argv, &i, "--precision"))) {
+      if (!codegen_opt) codegen_opt = "--precision";
       if (!strcmp(v, "single")) o->double_prec = false;
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
     else if (!strcmp(a, "-v")) o->phase_times = true;
     else if (!strcmp(a, "--time-report")) o->time_report = true;
-    else if (!strcmp(a, "--no-cache")) o->no_cache = true;
-    else if (!strcmp(a, "--no-split")) o->no_split = true;
+    else if (!strcmp(a, "--no-cache")) o->no_cache = true, codegen_opt = codegen_opt ? codegen_opt : "--no-cache";
+    else if (!strcmp(a, "--no-split")) o->no_split = true, codegen_opt = codegen_opt ? codegen_opt : "--no-split";
     else if (!strcmp(a, "-j") || (a[0] == '-' && a[1] == 'j' && a[2])) {
       const char *n = a[2] ? a + 2 : ++i < argc ? argv[i] : NULL;
       long long j;
       if (!n) return bad_usage("%s needs an argument", a);
       if (!parse_int(n, &j) || j < 1 || j > 256) return bad_usage("bad -j '%s' (expected 1 to 256 workers)", n);
       o->jobs = (int)j;
+      if (!codegen_opt) codegen_opt = "-j";
     }
     else if ((v = opt_value(argc, argv, &i, "--name"))) {
       if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
       o->name = v;
+      if (!codegen_opt) codegen_opt = "--name";
     }
     else if (mode_option(a) >= 0) {
       if (set_action(o, &mode_by, (Action)mode_option(a), a)) return 2;
     }
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--verbose")) o->verbose = true;
-    else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
+    else if (!strcmp(a, "--check-bounds")) o->check_bounds = true, codegen_opt = codegen_opt ? codegen_opt : "--check-bounds";
     else if (!strcmp(a, "--tf32")) o->tf32 = true;
-    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
+    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true, codegen_opt = codegen_opt ? codegen_opt : "--strict-fp";
     else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
       long long u;
       if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
       o->check_ulps = (int)u;
     }
     else if ((v = opt_value(argc, argv, &i, "--seed"))) {
-      long long s;
-      if (!parse_int(v, &s) || s < 0) return bad_usage("bad --seed '%s'", v);
-      o->seed = (unsigned long long)s;
+      /* any 64-bit unsigned seed (tdsl_init takes one), as PyTorch's manual_seed */
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 10);
+      if (errno || end == v || *end || v[strspn(v, " \t")] == '-' || v[0] == '+') return bad_usage("bad --seed '%s'", v);
+      o->seed = s;
       seeded = true;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
@@ -239,7 +250,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given);
+  int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given, codegen_opt);
   if (rc) return rc;
   bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
   if (!runs && (o->sets.len || o->loads.len || seeded))
@@ -256,12 +267,20 @@ static int parse_args(Ctx *c, int argc, char **argv) {
 /* An output that is the input would destroy the source (gcc refuses too), and two
  * outputs naming one file would overwrite each other. */
 static int check_outputs(const Options *o) {
-  const char *outs[3] = {o->output, o->emit_header, o->mf}, *opts[3] = {"-o", "--emit-header", "-MF"};
-  for (int i = 0; i < 3; i++) {
+  const char *outs[4] = {o->output, o->emit_header, o->mf, o->save}, *opts[4] = {"-o", "--emit-header", "-MF", "--save"};
+  for (int i = 0; i < 4; i++) {
     if (outs[i] && same_file(outs[i], o->input)) {
       fprintf(stderr, "tdslc: error: %s '%s' is the input file\n", opts[i], outs[i]);
       return 2;
     }
+    /* A checkpoint saved over a --load file would replace an input (saving back to the
+     * --load-checkpoint file is resuming, and allowed). */
+    for (int k = 0; outs[i] && k < o->loads.len; k++)
+      if (same_file(outs[i], ((RunLoad *)o->loads.items[k])->path)) {
+        fprintf(stderr, "tdslc: error: %s '%s' is the --load file of %s\n", opts[i], outs[i],
+                ((RunLoad *)o->loads.items[k])->tensor);
+        return 2;
+      }
     for (int k = 0; k < i; k++)
       if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
         fprintf(stderr, "tdslc: error: %s and %s name the same file '%s'\n", opts[k], opts[i], outs[i]);
@@ -481,6 +500,24 @@ static int dispatch(Ctx *c, IrModule *m) {
  * committed with the main output, only when everything succeeded; their temporaries
  * exist from the start, so an unwritable one fails before any output is replaced.
  * Returns a process exit status. */
+/* An output that is a file the model read (an `open`ed source, a data file) would
+ * replace an input; known only after staging, so checked here, before any write. */
+static int check_read_files(Ctx *c, const char *target) {
+  const Options *o = &c->opt;
+  bool writes = o->action == ACT_COMPILE || o->action == ACT_EMIT_PTX;
+  const char *outs[4] = {writes ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL, o->emit_header,
+                         target ? depfile_path(c, target) : NULL, o->action == ACT_RUN ? o->save : NULL};
+  const char *opts[4] = {"the output", "--emit-header", "the dependency file", "--save"};
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; outs[i] && k < c->deps.len; k++)
+      if (same_file(outs[i], c->deps.items[k])) {
+        fprintf(stderr, "tdslc: error: %s '%s' is %s\n", opts[i], outs[i],
+                same_file(outs[i], o->input) ? "the input file" : "a file the model reads");
+        return 2;
+      }
+  return 0;
+}
+
 static int generate(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
@@ -488,6 +525,7 @@ static int generate(Ctx *c, Graph *g) {
   if (!m || c->diag.errors) return 1;
   OutFile hdr = {0}, dep = {0};
   const char *target = o->md ? out_path(c, o->action == ACT_EMIT_PTX ? "ptx" : NULL) : NULL;
+  if (check_read_files(c, target)) return 2;
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
   if (!rc && target && same_file(depfile_path(c, target), o->input)) {
     fprintf(stderr, "tdslc: error: the dependency file '%s' is the input file\n", depfile_path(c, target));
