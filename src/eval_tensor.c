@@ -386,6 +386,30 @@ static bool record_field(St *st, const Frame *fr, Tensor *t, const Field *f) {
   return rowdecl_from_value(st, v, &t->decl[kind], f->e->loc, n);
 }
 
+/* The dims of a declared row as written in a shape: "3,4" (labels aside). */
+static const char *row_text(St *st, const RowDecl *r) {
+  const char *s = "";
+  for (int i = 0; i < r->n; i++) s = arena_printf(st->a, "%s%s%d", s, i ? "," : "", r->dims[i].d);
+  return s;
+}
+
+/* A literal or range initializer fixes the rows it has; a field must declare the same
+ * dims (labels may be added), or the values would be cut short or repeated. */
+static bool fields_agree(St *st, const RowDecl *from_init, const Tensor *t) {
+  static const char *kinds[3] = {[KIND_BATCH] = "batch", [KIND_OUTPUT] = "output", [KIND_INPUT] = "input"};
+  for (int k = 0; k < 3; k++) {
+    const RowDecl *a = &from_init[k], *b = &t->decl[k];
+    bool same = a->n == b->n;
+    for (int i = 0; same && i < a->n; i++) same = a->dims[i].d == b->dims[i].d;
+    if (!a->given || same) continue;
+    diag_error(&st->c->diag, b->loc, "the %s dims [%s] declared here contradict the initializer's [%s] (its values fix the shape)",
+               kinds[k], row_text(st, b), row_text(st, a));
+    diag_note(&st->c->diag, a->loc, "the initializer");
+    return false;
+  }
+  return true;
+}
+
 /* `{ w ... }`: a parameter in %op, a non-differentiable term in %cd; created once per
  * declaration scope (see DeclScope). */
 Value *eval_record(St *st, const Frame *fr, const Expr *e) {
@@ -401,8 +425,11 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   t->diff = param;
   if (param) t->init.kind = INIT_UNIFORM;
   bool ok = !e->a || record_init(st, fr, t, e->a);
+  RowDecl from_init[3];
+  memcpy(from_init, t->decl, sizeof from_init);
   for (int i = 0; ok && i < e->fields.len; i++)
     ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+  ok = ok && fields_agree(st, from_init, t);
   if (!ok) {
     if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
     return NULL;
