@@ -40,7 +40,7 @@ static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built
   if (!out->r) return false;
   char err[512];
   out->m = tdsl_open_resolved(run_jit_resolve, out->r, err, sizeof err);
-  if (!out->m) fprintf(stderr, "tdslc: error: --check: %s\n", err);
+  if (!out->m) diag_tool_error("--check: %s", err);
   return out->m != NULL;
 }
 
@@ -173,7 +173,7 @@ static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routin
   tdsl_model *b[2] = {ref, opt};
   for (int k = 0; k < 2; k++)
     if (tdsl_call(b[k], routine)) {
-      fprintf(stderr, "tdslc: error: --check: routine %s failed in the %s build: %s\n", routine,
+      diag_tool_error("--check: routine %s failed in the %s build: %s", routine,
               k ? "optimized" : "reference", tdsl_error(b[k]));
       return 1;
     }
@@ -188,7 +188,7 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
     int b = o.bufs[k];
     tdsl_tensor_info tr, tg;
     if (tdsl_tensor(ref, b, &tr) || tdsl_tensor(opt, b, &tg)) {
-      fprintf(stderr, "tdslc: error: --check: %s / %s\n", tdsl_error(ref), tdsl_error(opt));
+      diag_tool_error("--check: %s / %s", tdsl_error(ref), tdsl_error(opt));
       return 1;
     }
     long cell = first_diff(&tr, &tg, ulps);

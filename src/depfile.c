@@ -27,7 +27,7 @@ int write_depfile(Ctx *c, const char *target, const char *file) {
   const char *path = depfile_path(c, target);
   FILE *o = fopen(file, "w");
   if (!o) {
-    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
+    diag_tool_error("cannot write '%s': %s", path, strerror(errno));
     return 2;
   }
   put_path(o, target);
@@ -44,7 +44,7 @@ int write_depfile(Ctx *c, const char *target, const char *file) {
     fputs(":\n", o);
   }
   if (fclose(o)) {
-    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
+    diag_tool_error("cannot write '%s': %s", path, strerror(errno));
     return 2;
   }
   return 0;

@@ -79,6 +79,21 @@ static int put_unit(FILE *out, const unsigned char *s, size_t n, int *cols) {
   return len;
 }
 
+void diag_tool_error(const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&msg, fmt, ap);
+  va_end(ap);
+  fputs("tdslc: error: ", stderr);
+  for (int i = 0; i < n;) {
+    int cols;
+    i += put_unit(stderr, (const unsigned char *)msg + i, (size_t)(n - i), &cols);
+  }
+  fputs(n < 0 ? "out of memory\n" : "\n", stderr);
+  free(msg);
+}
+
 /* Pads the caret line under the bytes s[0..to) of the echoed line s[0..len). */
 static void pad_under(FILE *out, const unsigned char *s, int len, int to) {
   for (int i = 0; i < to;) {

@@ -61,9 +61,11 @@ static void usage(FILE *out) {
 }
 
 static int bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "tdslc: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\ntry 'tdslc --help'\n");
+  char *msg = NULL;
+  if (asprintf(&msg, fmt, arg) < 0) msg = NULL;
+  diag_tool_error("%s", msg ? msg : "out of memory");
+  free(msg);
+  fputs("try 'tdslc --help'\n", stderr);
   return 2;
 }
 
@@ -100,7 +102,8 @@ static int mode_option(const char *a) {
 
 static int set_action(Options *o, const char **by, Action act, const char *opt) {
   if (*by && o->action != act) {
-    fprintf(stderr, "tdslc: error: %s and %s cannot be combined (each selects what tdslc does)\ntry 'tdslc --help'\n", *by, opt);
+    diag_tool_error("%s and %s cannot be combined (each selects what tdslc does)", *by, opt);
+    fputs("try 'tdslc --help'\n", stderr);
     return 2;
   }
   o->action = act;
@@ -124,7 +127,8 @@ static int check_modes(const Options *o, const char *mode, bool arch_given, cons
   else if (o->tf32 && !cuda) useless = "--tf32";
   else if (codegen_opt && front) useless = codegen_opt; /* they shape the generated code */
   if (useless) {
-    fprintf(stderr, "tdslc: error: %s does nothing with %s\ntry 'tdslc --help'\n", useless, mode);
+    diag_tool_error("%s does nothing with %s", useless, mode);
+    fputs("try 'tdslc --help'\n", stderr);
     return 2;
   }
   if (a == ACT_EMIT_PTX && o->backend != BACKEND_CUDA) return bad_usage("%s", "--emit-ptx needs --backend=cuda");
@@ -270,20 +274,20 @@ static int check_outputs(const Options *o) {
   const char *outs[4] = {o->output, o->emit_header, o->mf, o->save}, *opts[4] = {"-o", "--emit-header", "-MF", "--save"};
   for (int i = 0; i < 4; i++) {
     if (outs[i] && same_file(outs[i], o->input)) {
-      fprintf(stderr, "tdslc: error: %s '%s' is the input file\n", opts[i], outs[i]);
+      diag_tool_error("%s '%s' is the input file", opts[i], outs[i]);
       return 2;
     }
     /* A checkpoint saved over a --load file would replace an input (saving back to the
      * --load-checkpoint file is resuming, and allowed). */
     for (int k = 0; outs[i] && k < o->loads.len; k++)
       if (same_file(outs[i], ((RunLoad *)o->loads.items[k])->path)) {
-        fprintf(stderr, "tdslc: error: %s '%s' is the --load file of %s\n", opts[i], outs[i],
+        diag_tool_error("%s '%s' is the --load file of %s", opts[i], outs[i],
                 ((RunLoad *)o->loads.items[k])->tensor);
         return 2;
       }
     for (int k = 0; k < i; k++)
       if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
-        fprintf(stderr, "tdslc: error: %s and %s name the same file '%s'\n", opts[k], opts[i], outs[i]);
+        diag_tool_error("%s and %s name the same file '%s'", opts[k], opts[i], outs[i]);
         return 2;
       }
   }
@@ -393,7 +397,7 @@ static const char *cache_key(Ctx *c, const IrModule *m, const JitOpts *jo) {
 /* The .so/.o through a temporary renamed on success (outfile.h). */
 static int compile_file(Ctx *c, IrModule *m, const char *out) {
   if (same_file(out, c->opt.input)) {
-    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", out);
+    diag_tool_error("the output '%s' is the input file", out);
     return 2;
   }
   OutFile of;
@@ -439,7 +443,7 @@ static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   }
   emit_header(f, shown, ctx_model_name(c), NULL);
   if (fclose(f)) {
-    fprintf(stderr, "tdslc: error: cannot write '%s'\n", c->opt.emit_header);
+    diag_tool_error("cannot write '%s'", c->opt.emit_header);
     return 2;
   }
   return 0;
@@ -456,7 +460,7 @@ static bool cuda_driver_mode(const Options *o) {
 static int cuda_files(Ctx *c, IrModule *m) {
   CudaOpts co = cuda_opts(c);
   if (co.output && same_file(co.output, c->opt.input)) {
-    fprintf(stderr, "tdslc: error: the output '%s' is the input file\n", co.output);
+    diag_tool_error("the output '%s' is the input file", co.output);
     return 2;
   }
   OutFile out = {0}, hdr = {0};
@@ -511,7 +515,7 @@ static int check_read_files(Ctx *c, const char *target) {
   for (int i = 0; i < 4; i++)
     for (int k = 0; outs[i] && k < c->deps.len; k++)
       if (same_file(outs[i], c->deps.items[k])) {
-        fprintf(stderr, "tdslc: error: %s '%s' is %s\n", opts[i], outs[i],
+        diag_tool_error("%s '%s' is %s", opts[i], outs[i],
                 same_file(outs[i], o->input) ? "the input file" : "a file the model reads");
         return 2;
       }
@@ -528,7 +532,7 @@ static int generate(Ctx *c, Graph *g) {
   if (check_read_files(c, target)) return 2;
   int rc = o->emit_header && !cuda_driver_mode(o) ? write_header(c, m, &hdr) : 0;
   if (!rc && target && same_file(depfile_path(c, target), o->input)) {
-    fprintf(stderr, "tdslc: error: the dependency file '%s' is the input file\n", depfile_path(c, target));
+    diag_tool_error("the dependency file '%s' is the input file", depfile_path(c, target));
     rc = 2;
   }
   if (!rc && target && !out_begin(&c->arena, &dep, depfile_path(c, target))) rc = 2;
@@ -544,7 +548,7 @@ static int generate(Ctx *c, Graph *g) {
 static int run(Ctx *c) {
   SrcFile *f = ctx_read_file(c, c->opt.input);
   if (!f) {
-    fprintf(stderr, "tdslc: error: cannot read '%s': %s\n", c->opt.input, strerror(errno));
+    diag_tool_error("cannot read '%s': %s", c->opt.input, strerror(errno));
     return 2;
   }
   Program *p = parse_program(&c->arena, &c->diag, f);

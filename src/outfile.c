@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "outfile.h"
 
 /* Through a symbolic link (even one whose file does not exist yet) the file it names is
@@ -29,7 +30,7 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
   o->tmp = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "tdslc: error: cannot write '%s': Is a directory\n", path);
+    diag_tool_error("cannot write '%s': Is a directory", path);
     return false;
   }
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -43,7 +44,7 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
   o->tmp = arena_printf(a, "%s.tmpXXXXXX", o->target);
   int fd = mkstemp(o->tmp);
   if (fd < 0) {
-    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
+    diag_tool_error("cannot write '%s': %s", path, strerror(errno));
     o->tmp = NULL;
     return false;
   }
@@ -57,7 +58,7 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
 
 FILE *out_fopen(OutFile *o) {
   FILE *f = o->tmp ? fopen(o->tmp, "w") : NULL;
-  if (!f) fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", o->path, strerror(errno));
+  if (!f) diag_tool_error("cannot write '%s': %s", o->path, strerror(errno));
   return f;
 }
 
@@ -68,7 +69,7 @@ bool out_commit(OutFile *o) {
     return true;
   }
   if (rename(o->tmp, o->target) != 0) {
-    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", o->path, strerror(errno));
+    diag_tool_error("cannot write '%s': %s", o->path, strerror(errno));
     out_discard(o);
     return false;
   }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "diag.h"
 #include "pcompile.h"
 
 typedef struct Split {
@@ -36,7 +37,7 @@ static const char *scratch_dir(Arena *a) {
   const char *t = getenv("TMPDIR");
   char *dir = arena_printf(a, "%s/tdslc-XXXXXX", t && *t ? t : "/tmp");
   if (mkdtemp(dir)) return dir;
-  fprintf(stderr, "tdslc: error: cannot create a scratch directory '%s': %s\n", dir, strerror(errno));
+  diag_tool_error("cannot create a scratch directory '%s': %s", dir, strerror(errno));
   return NULL;
 }
 
@@ -61,9 +62,9 @@ static void worker(const Split *s, int g) {
 
 static void describe_failure(int st) {
   if (WIFSIGNALED(st))
-    fprintf(stderr, "tdslc: error: a compile worker died (signal %d: %s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    diag_tool_error("a compile worker died (signal %d: %s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
   else if (WIFEXITED(st) && WEXITSTATUS(st) != 1)
-    fprintf(stderr, "tdslc: error: a compile worker failed (exit status %d)\n", WEXITSTATUS(st));
+    diag_tool_error("a compile worker failed (exit status %d)", WEXITSTATUS(st));
 }
 
 /* Waits for one of pid[0..n) (reaped ones are 0) and zeroes it; false if none is left. */
@@ -101,7 +102,7 @@ static bool run_workers(const Split *s, const int *todo, int n, int jobs) {
         continue;
       }
       pid[k] = 0;
-      fprintf(stderr, "tdslc: error: cannot start a compile worker: %s\n", strerror(errno));
+      diag_tool_error("cannot start a compile worker: %s", strerror(errno));
       ok = false;
     } else if (!wait_child(pid, jobs, &st)) break;
     else {

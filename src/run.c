@@ -128,7 +128,7 @@ static int run_opened(Ctx *c, tdsl_model *model, const char *err);
 void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
 static int run_err(const char *what, const tdsl_model *m) {
-  fprintf(stderr, "tdslc: error: %s%s%s\n", what ? what : "", what ? ": " : "", tdsl_error(m));
+  diag_tool_error("%s%s%s", what ? what : "", what ? ": " : "", tdsl_error(m));
   return 1;
 }
 
@@ -147,7 +147,7 @@ static int run_sets(const Options *o, tdsl_model *m, int pass) {
     bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
     if (dim != (pass == 0)) continue;
     if (!dim && !has_index(m, s->name)) {
-      fprintf(stderr, "tdslc: error: --set: no index symbol or dynamic dimension named '%s'\n", s->name);
+      diag_tool_error("--set: no index symbol or dynamic dimension named '%s'", s->name);
       return 1;
     }
     if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
@@ -177,14 +177,14 @@ static int run_model(Ctx *c, tdsl_model *m) {
     if (tdsl_find_tensor(m, p) < 0) {
       size_t n = strlen(p);
       if (n > 5 && !strcmp(p + n - 5, ".grad") && tdsl_find_tensor(m, arena_strndup(&c->arena, p, n - 5)) >= 0)
-        fprintf(stderr, "tdslc: error: --print %s: the tensor is not differentiable: it has no gradient\n", p);
-      else fprintf(stderr, "tdslc: error: --print %s: no tensor of that name\n", p);
+        diag_tool_error("--print %s: the tensor is not differentiable: it has no gradient", p);
+      else diag_tool_error("--print %s: no tensor of that name", p);
       return 1;
     }
   }
   for (int i = 0; i < o->calls.len; i++)
     if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init")) {
-      fprintf(stderr, "tdslc: error: --call %s: no routine of that name (an exported routine, T.forward or T.backprop)\n",
+      diag_tool_error("--call %s: no routine of that name (an exported routine, T.forward or T.backprop)",
               (const char *)o->calls.items[i]);
       return 1;
     }
@@ -223,7 +223,7 @@ int run_jit_file(Ctx *c, const char *path) {
 
 static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
   if (!model) {
-    fprintf(stderr, "tdslc: error: %s\n", err);
+    diag_tool_error("%s", err);
     return 1;
   }
   int rc = run_model(c, model);
