@@ -50,17 +50,29 @@ typedef struct Op {
   bool xk;       /* the operand is contiguous along K (else along its rows) */
   char S;        /* 'A' or 'B': the guards tested when staging it */
   int units;     /* copies per thread per step */
+  bool fast;     /* whole tiles read affinely: copy u of a step reads g<S> + du * u + the
+                    step's offset (no guard, no index arithmetic per copy) */
+  long sk, du;   /* the source's stride per reduced point, per copy */
 } Op;
 
+/* A tile's copies can be addressed from one pointer when every step copies whole tiles
+ * (the tile's rows and BK divide the extents, so no copy is out of range) of an operand
+ * read affinely: the copy loop then unrolls to one cp.async per copy, where the guarded
+ * loop spends ~30 instructions per copy on indices (as many as the step's mma work). */
 static Op op_of(const Ct *c, const Access *x, char S, int ro, bool xk, bool vec, int off) {
-  Op p = {x, ro, ro == R_M ? c->bm : c->bn, off, vec ? xk : true, vec, xk, S, 0};
-  p.units = p.rows * MMA_BK / CUDA_BLOCK / (vec ? 4 : 1);
+  Op p = {x, ro, ro == R_M ? c->bm : c->bn, off, vec ? xk : true, vec, xk, S, 0, false, 0, 0};
+  int w = vec ? 4 : 1;
+  p.units = p.rows * MMA_BK / CUDA_BLOCK / w;
+  long sr;
+  p.fast = c->ext[ro] % p.rows == 0 && c->ext[R_K] % MMA_BK == 0 && cu_ct_affine(c, x, ro, S, &sr, &p.sk);
+  /* Copy u: rows 8w u further (along K: el / (BK / w)), or points 256 w / rows further. */
+  p.du = xk ? CUDA_BLOCK / (MMA_BK / w) * sr : CUDA_BLOCK / (p.rows / w) * p.sk;
   return p;
 }
 
 /* The element (rr, kk) of copy u of this thread, consecutive threads along the operand's
- * contiguous axis (coalesced), and its word in the stage st: "sw". */
-static void op_el(E *e, const Op *p, const char *st) {
+ * contiguous axis (coalesced). */
+static void op_rk(E *e, const Op *p) {
   int w = p->vec ? 4 : 1;
   if (p->xk)
     fprintf(e->o, "      int el = threadIdx.x + %d * u, rr = el / %d, kk = el %% %d * %d;\n", CUDA_BLOCK, MMA_BK / w,
@@ -68,26 +80,58 @@ static void op_el(E *e, const Op *p, const char *st) {
   else
     fprintf(e->o, "      int el = threadIdx.x + %d * u, kk = el / %d, rr = el %% %d * %d;\n", CUDA_BLOCK, p->rows / w,
             p->rows / w, w);
+}
+
+/* The word of (rr, kk) in the stage st: "sw". */
+static void op_sw(E *e, const Op *p, const char *st) {
   if (p->kmaj) fprintf(e->o, "      unsigned *sw = &sm[%s + %d + tdsl_swz_k(rr, kk)];\n", st, p->off);
   else fprintf(e->o, "      unsigned *sw = &sm[%s + %d + tdsl_swz_r(rr, kk, %d)];\n", st, p->off, p->rows);
+}
+
+/* Declares the operand's element (rr + m0 or n0, kk + kbeg) as the loops of its roles. */
+static void op_decomp(E *e, const Ct *c, const Op *p, const char *k0) {
+  const char *I = e->r.idx32 ? "int" : "long";
+  fprintf(e->o, "      %s r = %s + rr, k = %s + kk;\n", I, p->ro == R_M ? "m0" : "n0", k0);
+  cu_ct_decomp(e, c, p->ro, "r", 4);
+  cu_ct_decomp(e, c, R_K, "k", 4);
+}
+
+/* The fast operand's pointer: this thread's first copy of the first step. */
+static void op_base(E *e, const Ct *c, const Op *p) {
+  if (!p->fast) return;
+  fprintf(e->o, "  const float *g%c;\n  {\n      const int u = 0;\n", p->S);
+  op_rk(e, p);
+  op_decomp(e, c, p, "kbeg");
+  fprintf(e->o, "      g%c = &", p->S);
+  cr_access(&e->r, p->x);
+  fputs(";\n  }\n", e->o);
 }
 
 /* The copies of one step of the operand (reduced points from k0) into stage st. */
 static void op_issue(E *e, const Ct *c, const Op *p, const char *st) {
   FILE *o = e->o;
-  const char *I = e->r.idx32 ? "int" : "long";
+  int nb = p->vec ? 16 : 4;
+  if (p->fast) {
+    /* Unrolled, but for 128 x 128 tiles, whose 128 registers it would overrun (spills). */
+    fprintf(o, "    const float *s%c = g%c + (long)(k0 - kbeg) * %ldL;\n#pragma unroll%s\n    for (int u = 0; u < %d; u++) {\n",
+            p->S, p->S, p->sk, c->bm == 128 && c->bn == 128 ? " 1" : "", p->units);
+    op_rk(e, p);
+    op_sw(e, p, st);
+    fprintf(o, "      tdsl_cp%d(sw, s%c + u * %ldL, %d);\n    }\n", nb, p->S, p->du, nb);
+    return;
+  }
   fprintf(o, "#pragma unroll 1\n    for (int u = 0; u < %d; u++) {\n", p->units);
-  op_el(e, p, st);
-  fprintf(o, "      %s r = %s + rr, k = k0 + kk;\n", I, p->ro == R_M ? "m0" : "n0");
+  op_rk(e, p);
+  op_sw(e, p, st);
+  op_decomp(e, c, p, "k0");
   fprintf(o, "      const float *src = b%d;\n      int nb = 0;\n", p->x->buf);
   fprintf(o, "      if (r < %s && k < %s) {\n", cu_ct_ext(e, c, p->ro), cu_ct_ext(e, c, R_K));
-  cu_ct_decomp(e, c, p->ro, "r", 4);
-  cu_ct_decomp(e, c, R_K, "k", 4);
   cu_ct_stage_guard(e, c, p->S);
   fputs("        { src = &", o);
   cr_access(&e->r, p->x);
-  fprintf(o, "; nb = %d; }\n      }\n      tdsl_cp%d(sw, src, nb);\n    }\n", p->vec ? 16 : 4, p->vec ? 16 : 4);
+  fprintf(o, "; nb = %d; }\n      }\n      tdsl_cp%d(sw, src, nb);\n    }\n", nb, nb);
 }
+
 
 /* Half h of the step (slices 2h and 2h + 1) from the stage at sA, sB. The fragments of B
  * are loaded first, bf[j][2 s' + reg] (b0, b1 of slice 2h + s' of the warp's j-th 8
@@ -161,6 +205,8 @@ void cu_mma_contraction(E *e, const char *what, Ct *c, const Stmt *st) {
   cu_ct_block_start(e, c, st);
   Op pa = op_of(c, c->a, 'A', R_M, c->a_kfast, c->vec_a, 0);
   Op pb = op_of(c, c->b, 'B', R_N, !c->b_nfast, c->vec_b, c->bm * MMA_BK);
+  op_base(e, c, &pa);
+  op_base(e, c, &pb);
   const char *I = e->r.idx32 ? "int" : "long";
   fprintf(o, "  %s nk = (kend - kbeg + %d) / %d;\n", I, MMA_BK - 1, MMA_BK);
   for (int s = 0; s < MMA_STAGES - 1; s++) issue_step(e, c, &pa, &pb, arena_printf(e->a, "%d", s));

@@ -476,6 +476,23 @@ static void grid(E *e, const Ct *c, CudaKernel *k, long nbm, long nbn) {
 
 /* ---- what cuda_mma.c's TF32 kernel shares ---- */
 
+bool cu_ct_affine(const Ct *c, const Access *x, int ro, char S, long *sr, long *sk) {
+  if (c->dyn) return false;
+  for (int g = 0; c->guard && g < c->guard->nguards; g++)
+    if (c->gside[g] == S) return false;
+  int nr = 0, nk = 0, vr = -1, vk = -1;
+  for (int i = 0; i < c->n; i++) {
+    if (c->role[i] == ro) nr++, vr = c->chain[i]->var;
+    if (c->role[i] == R_K) nk++, vk = c->chain[i]->var;
+  }
+  if (nr != 1 || nk != 1) return false;
+  for (int i = 0; i < x->flat.n; i++)
+    if (x->flat.t[i].dyn) return false;
+  *sr = coef_of(&x->flat, vr);
+  *sk = coef_of(&x->flat, vk);
+  return true;
+}
+
 void cu_ct_decomp(E *e, const Ct *c, int role, const char *lin, int ind) { decomp(e, c, role, lin, ind); }
 void cu_ct_stage_guard(E *e, const Ct *c, char S) { stage_guard(e, c, S); }
 const char *cu_ct_ext(const E *e, const Ct *c, int role) { return ext_txt(e, c, role, ""); }

@@ -35,6 +35,10 @@ typedef struct Ct {
 
 /* Declares the loop variables of a role from the linear index expression lin. */
 void cu_ct_decomp(E *e, const Ct *c, int role, const char *lin, int ind);
+/* Whether operand x (side S, its rows of role ro) is read at a fixed offset plus
+ * sr * row + sk * reduced point: one loop of each role, static strides, no padding
+ * guard of its side. */
+bool cu_ct_affine(const Ct *c, const Access *x, int ro, char S, long *sr, long *sk);
 /* "if (the guards of side S hold) " before a staged load, or nothing. */
 void cu_ct_stage_guard(E *e, const Ct *c, char S);
 /* A role's extent in the kernel: a constant, or the variable (eM, ...) it is read into

@@ -352,20 +352,21 @@ static void tf32_tiles(int M, int K, int N, const char *what, const char *bounds
 }
 
 /* A 257 x 260 product over 4100 points: 128 x 128 TF32 tiles (split-K makes enough
- * blocks, two per SM), 96 KB of dynamic shared memory. A 257 x 520 one: 128 x 256 tiles
- * (64 x 64 per warp, one block per SM), 144 KB; a by ldmatrix (K-major), b by 32-bit
- * loads (row-major). */
+ * blocks, two per SM), 96 KB of dynamic shared memory, copies guarded. A 256 x 512 one
+ * over 4096: 128 x 256 tiles (64 x 64 per warp, one block per SM), 144 KB, whole tiles
+ * copied from one pointer per operand; a by ldmatrix (K-major), b by 32-bit loads
+ * (row-major). */
 static void test_tf32_big(void) {
   tf32_tiles(257, 4100, 260,
              "contraction, 257 x 260 x 4100 (batch 1), 128x128 tiles, TF32 mma (cp.async, 3 stages of 32), split-K 8 x 544",
              "TDSL_KERNEL_MB(2) ", "TDSL_DYN_SHARED(unsigned, sm, 24576);", " 98304\n");
-  tf32_tiles(257, 4100, 520, "contraction, 257 x 520 x 4100 (batch 1), 128x256 tiles, TF32 mma (cp.async, 3 stages of 32), split-K ",
+  tf32_tiles(256, 4096, 512, "contraction, 256 x 512 x 4096 (batch 1), 128x256 tiles, TF32 mma (cp.async, 3 stages of 32), split-K ",
              "TDSL_KERNEL_MB(1) ", "TDSL_DYN_SHARED(unsigned, sm, 36864);", " 147456\n");
 }
 
 /* --tf32: the contractions multiply TF32-rounded operands on (emulated) tensor cores
  * (cuda_mma.c), within TF32's precision of the CPU's fp32; the shim refuses an mma
- * operand not rounded to TF32. Edge tiles of 1, 7 (bmm), 17 rows or columns and K tails
+ * operand not rounded to TF32. Whole tiles (unguarded copies), edge tiles of 1, 7 (bmm), 17 rows or columns and K tails
  * of 1, 7 and 17 points; each operand in both layouts (c.backprop's products read a and
  * b transposed, K-major or row-major in shared memory) and strided (bmm: copied element
  * by element); split-K; 128 x 128 tiles. Once more with every cp.async landing when
@@ -375,6 +376,7 @@ static void test_tf32(void) {
   cu_tf32_tol = 3e-3;
   int before = failures;
   test_matmul(264, 36, 260);
+  test_matmul(128, 64, 192); /* whole tiles: every product's copies from one pointer */
   test_matmul(129, 65, 17); /* 1 row and 17 columns past the tiles, K tail 1 */
   test_matmul(17, 39, 129); /* 17 rows, 1 column; K tail 7 (c.backprop's b.grad: 17) */
   test_bmm(3, 70, 45, 130);
