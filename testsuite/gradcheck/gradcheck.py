@@ -40,6 +40,11 @@ and OCANNL's sgd_one, 1e-9), `load` (--load overrides init). `--selftest` checks
 cases themselves without tdslc (PyTorch gradients against finite differences of the
 PyTorch loss: no kink or tie within reach of the perturbation).
 
+With --cuda, tdslc runs every case through the CUDA backend, emulated on the host (the
+--emit-cuda source of each case and precision compiled once as C with
+testsuite/cuda/shim.h, TDSL_CUDA_EMULATE), on CUDA_CASES (every case with --all-cases)
+and without finite differences.
+
 Prints "PASS case/check" or "FAIL case/check: reason" per check and ends with
 "N passed, M failed"; exit status 0 iff nothing failed.
 """
@@ -58,11 +63,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases as C  # noqa: E402
 
 H = 2.0 ** -8
+SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cuda", "shim.h")
+# --cuda: every kind of kernel and gradient rule once (pointwise, each unary op, max/min
+# accumulation, einsum reductions and contractions, slices, padded convolutions, pooling,
+# softmax, normalization, the optimizers' routines)
+CUDA_CASES = ["pointdiv", "pointpow_2_5", "log", "recip_sqrt", "sqrt_at_0", "where", "max2_broadcast",
+              "min2_ties", "einsum1_diag_expand", "tropical", "maxpool_padded_negative", "slice_twice", "mlp",
+              "convnet", "log_softmax_large", "cross_entropy_indices", "layer_norm", "adamw",
+              "conv_strided_padded", "negative_control"]
 
 
-def run(cmd, cwd, timeout):
+def run(cmd, cwd, timeout, env=None):
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, "TIMEOUT after %ss: %s" % (timeout, " ".join(cmd))
     if p.returncode != 0:
@@ -107,6 +120,35 @@ class Checker:
         self.passed = 0
         self.failed = 0
         self.pool = ThreadPoolExecutor(max_workers=args.jobs)
+        self.emu = {}
+
+    def emulation(self, case, d, precision):
+        """The emulation library of the case's kernels at that precision (built once)."""
+        key = (case.name, precision)
+        with self.lock:
+            if key in self.emu:
+                return self.emu[key]
+        prec = ["--precision=" + precision] if precision else []
+        cu = os.path.join(d, "%s.%s.cu" % (case.name, precision or "single"))
+        lib = cu[:-3] + ".emu.so"
+        res = None, None
+        try:
+            p = subprocess.run([self.args.tdslc, "--backend=cuda", "--emit-cuda", case.name + ".tdsl"] + prec,
+                               cwd=d, capture_output=True, text=True, timeout=self.args.timeout)
+            if p.returncode != 0:
+                res = None, "--emit-cuda: exit %d: %s" % (p.returncode, p.stderr.strip()[-1500:])
+            else:
+                with open(cu, "w") as f:
+                    f.write(p.stdout)
+                p = subprocess.run(["cc", "-std=c11", "-O1", "-w", "-DTDSL_EMULATE", "-include", SHIM, "-x", "c", cu,
+                                    "-shared", "-fPIC", "-o", lib, "-lm"], capture_output=True, text=True,
+                                   timeout=self.args.timeout)
+                res = (lib, None) if p.returncode == 0 else (None, "the kernels do not compile as C: " + p.stderr[-1500:])
+        except subprocess.TimeoutExpired:
+            res = None, "TIMEOUT building the emulation"
+        with self.lock:
+            self.emu[key] = res
+        return res
 
     def report(self, name, err):
         with self.lock:
@@ -119,6 +161,13 @@ class Checker:
 
     def tdslc(self, case, d, extra, prints, call=True, precision="double", opt=None):
         cmd = [self.args.tdslc, "--run", case.name + ".tdsl"]
+        env = None
+        if self.args.cuda:
+            lib, err = self.emulation(case, d, precision)
+            if lib is None:
+                return None, "tdslc --backend=cuda: " + err
+            env = dict(os.environ, TDSL_CUDA_EMULATE=lib)
+            cmd.append("--backend=cuda")
         if opt:
             cmd.append(opt)
         if precision:
@@ -131,7 +180,7 @@ class Checker:
         for p in prints:
             cmd += ["--print", p]
         cmd.append("--json")
-        return run(cmd, d, self.args.timeout)
+        return run(cmd, d, self.args.timeout, env)
 
     def rep(self, case, name, err):
         """Reports a check; for a negative control, a detected error is the pass."""
@@ -330,6 +379,8 @@ def main():
                     help="optimization flag for the finite-difference (forward only) runs")
     ap.add_argument("--no-fd", action="store_true")
     ap.add_argument("--no-f32", action="store_true")
+    ap.add_argument("--cuda", action="store_true", help="through the emulated CUDA backend (see above)")
+    ap.add_argument("--all-cases", action="store_true", help="with --cuda: every case, not CUDA_CASES")
     ap.add_argument("--workdir", default=None, help="keep the generated models here")
     ap.add_argument("--selftest", action="store_true",
                     help="check the oracles against each other (torch gradients vs finite differences of the torch loss), no tdslc")
@@ -341,6 +392,15 @@ def main():
     else:
         args.workdir = tempfile.mkdtemp(prefix="tdsl-gradcheck-")
     sel = [c for c in C.CASES if args.filter in c.name]
+    if args.cuda:
+        args.no_fd = True
+        if not args.all_cases:
+            unknown = set(CUDA_CASES) - {c.name for c in C.CASES}
+            if unknown:
+                print("gradcheck: CUDA_CASES names no case %s" % ", ".join(sorted(unknown)))
+                print("0 passed, 1 failed")
+                return 1
+            sel = [c for c in sel if c.name in CUDA_CASES]
     if args.list:
         for c in sel:
             print("=== %s\n%s" % (c.name, c.source()))

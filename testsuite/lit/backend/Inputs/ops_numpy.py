@@ -3,13 +3,18 @@ tdslc --run --json, against numpy on edge values (0, -0, +-1, 0.5, -2.5, 3, +-1e
 +-inf, NaN): pointwise in %cd (`r =: relu a`, `r =: a -?/ b`, `r =: where (a, b, c)`)
 and as accumulators (`z =: a; z =@^ b`). usage: ops_numpy.py TDSLC WORKDIR [FLAGS...]
 With --emit-c among the flags, the --emit-c rendering (the other flags apply to it) is
-compiled by cc -O2 and run through libtdslrt instead of --run. Zeros must have numpy's sign.
+compiled by cc -O2 and run through libtdslrt instead of --run. With --cuda, the model runs
+through the CUDA backend, emulated on the host: the --emit-cuda source (the other flags
+apply to it) compiled as C with testsuite/cuda/shim.h, TDSL_CUDA_EMULATE. Zeros must have
+numpy's sign.
 Prints one line per mismatch and exits 1 if any."""
 import json, os, subprocess, sys
 import warnings
 import numpy as np
 
 tdslc, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+cuda = "--cuda" in flags
+flags = [f for f in flags if f != "--cuda"]
 if os.sep in tdslc:  # it runs in WORKDIR
     tdslc = os.path.abspath(tdslc)
 dbl = "--precision=double" in flags
@@ -113,12 +118,26 @@ if "--emit-c" in flags:
         print("the --emit-c model failed"); sys.exit(1)
 else:
     args = [tdslc, "--run", "ops.tdsl", "--json", "--call", "run_ops"] + flags
+    env = None
+    if cuda:
+        shim = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "cuda", "shim.h")
+        with open(os.path.join(work, "ops.cu"), "w") as fh:
+            res = subprocess.run([tdslc, "--backend=cuda", "--emit-cuda", "ops.tdsl"] + flags, cwd=work, stdout=fh,
+                                 stderr=subprocess.PIPE, text=True)
+        if res.returncode != 0:
+            print("tdslc --emit-cuda failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
+        res = subprocess.run(["cc", "-std=c11", "-O1", "-w", "-DTDSL_EMULATE", "-include", shim, "-x", "c", "ops.cu",
+                              "-shared", "-fPIC", "-o", "ops.emu.so", "-lm"], cwd=work, capture_output=True, text=True)
+        if res.returncode != 0:
+            print("cc failed:", res.stderr[:2000]); sys.exit(1)
+        env = dict(os.environ, TDSL_CUDA_EMULATE=os.path.join(os.path.abspath(work), "ops.emu.so"))
+        args.insert(1, "--backend=cuda")
     for name, arr in inputs:
         arr.astype("<f4").tofile(os.path.join(work, name + ".bin"))
         args += ["--load", f"{name}={name}.bin"]
     for name in want:
         args += ["--print", name]
-    res = subprocess.run(args, cwd=work, capture_output=True, text=True)
+    res = subprocess.run(args, cwd=work, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         print("tdslc failed:", res.returncode, res.stderr[:2000]); sys.exit(1)
     for line in res.stdout.splitlines():

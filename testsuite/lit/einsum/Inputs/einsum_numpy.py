@@ -1,7 +1,7 @@
 """numpy's and opt_einsum's einsum cases run through tdslc, numpy.einsum (float64) as the
 oracle, and torch.einsum autograd for the gradients of a subset.
 
-Usage: einsum_numpy.py TDSLC WORKDIR [--filter S] [--list] [--no-grad] [--no-check]
+Usage: einsum_numpy.py TDSLC WORKDIR [--filter S] [--list] [--no-grad] [--no-check] [--cuda]
 
 A numpy spec "ij,jk->ik" becomes the tdsl spec "ij;jk=>ik" (output axes only); three or
 more operands become a chain of binary einsums whose intermediates keep the indices a
@@ -15,6 +15,12 @@ later operand or the result still needs. Every case runs in several variants:
   cd      the last einsum as a %cd assignment: { r; o = [..] } =:+ x * y ~logic:"SPEC"
   check   tdslc --check -O3 (optimized vs naive code) on the f32 program
   grad    (subset) parameters, loss = sum(r * w), grad_update, against torch autograd
+With --cuda, only the variants through the CUDA backend, emulated on the host (the
+--emit-cuda source compiled as C with testsuite/cuda/shim.h, TDSL_CUDA_EMULATE):
+  cuda       as f32
+  cuda-tf32  as f32 with --tf32: within 2e-3 of the einsum of absolute values (the chains
+             round their intermediates to TF32 again)
+  cuda-grad-f64  as grad-f64 (double precision)
 All cases of a variant go into one program (one compile); when that fails, each case runs
 alone so the failing ones are named. Prints PASS/FAIL per case and variant, then ALL-OK
 or the number of failures (exit 1)."""
@@ -213,6 +219,21 @@ case("same_diag", "ii,ii->i", [(3, 3), (3, 3)], grad=True, same=True)
 case("same_transposed", "ij,ji->", [(3, 3), (3, 3)], grad=True, same=True)
 case("same_ell2", "ijk,jkl->ik", [(3, 3, 3), (3, 3, 3)], grad=True, same=True)
 case("same_outer3", "i,j,k->ijk", [(3,), (3,), (3,)], grad=True, same=True)
+# ---- --cuda only: past the CUDA backend's kernel thresholds (backends/cuda), edges that
+# are not multiples of the tiles ----
+if "--cuda" in sys.argv:
+    case("cu_block_rowsum", "ij->i", [(130, 300)])  # one block per cell
+    case("cu_block_rowdot", "ij,ij->i", [(131, 257), (131, 257)], grad=True)
+    case("cu_strided_rowsum", "ji->i", [(300, 130)])
+    case("cu_split_colsum", "ij->j", [(2100, 3)])  # split: partials, then a fold
+    case("cu_split_dot", "i,i->", [(5000,), (5000,)], grad=True)
+    case("cu_tile_matmul", "ij,jk->ik", [(100, 70), (70, 90)], grad=True)  # 64x64 tiles
+    case("cu_tile_matmul_t", "ji,kj->ik", [(70, 97), (66, 70)])
+    case("cu_tile_batched", "bij,bkj->bki", [(3, 40, 33), (3, 50, 33)], grad=True)
+    case("cu_tile_two_k", "ijk,jkl->il", [(40, 9, 8), (9, 8, 37)])
+    case("cu_tile_splitk", "ij,jk->ik", [(65, 1100), (1100, 60)])  # split-K
+    case("cu_tile_vec_k", "ij,jk->ik", [(1, 1500), (1500, 1100)])
+    case("cu_tile_bcast", "ij,j->ij", [(70, 90), (90,)])
 
 
 # ---- translation ----
@@ -443,9 +464,13 @@ def build(name, spec, shapes, variant, grad=False):
     return b
 
 
-def run(cmd):
+CUDA = "--cuda" in flags
+SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "cuda", "shim.h")
+
+
+def run(cmd, env=None):
     try:
-        pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     except subprocess.TimeoutExpired:
         return 124, "", "timeout"
     return pr.returncode, pr.stdout, pr.stderr
@@ -491,12 +516,36 @@ def run_values(builts, variant, dirn):
         if variant == "cd":
             cmd += ["--call", b.prefix + "_run"]
         cmd += ["--print", b.result]
+    if variant.startswith("cuda"):
+        ce, err = cuda_cmd(cmd, src, ["--tf32"] if variant == "cuda-tf32" else [])
+        if ce is None:
+            return None, err
+        return run_json(*ce)
     return run_json(cmd)
 
 
-def run_json(cmd):
+def cuda_cmd(cmd, src, cflags):
+    """The tdslc command through the emulated CUDA backend, and its environment: the
+    --emit-cuda source compiled once per program as host C with the shim. None and why
+    when that fails."""
+    dirn = os.path.dirname(src)
+    cu, lib = os.path.join(dirn, "m.cu"), os.path.join(dirn, "emu.so")
+    rc, out, err = run([tdslc, "--backend=cuda", "--emit-cuda", src] + cflags)
+    if rc != 0:
+        return None, "--emit-cuda: exit %d: %s" % (rc, err.strip()[:600])
+    with open(cu, "w") as f:
+        f.write(out)
+    rc, _, err = run(["cc", "-std=c11", "-O1", "-w", "-DTDSL_EMULATE", "-include", SHIM, "-x", "c", cu,
+                      "-shared", "-fPIC", "-o", lib, "-lm"])
+    if rc != 0:
+        return None, "the kernels do not compile as host C: " + err.strip()[:600]
+    env = dict(os.environ, TDSL_CUDA_EMULATE=lib)
+    return (cmd[:1] + ["--backend=cuda"] + cflags + cmd[1:], env), None
+
+
+def run_json(cmd, env=None):
     """tdslc's --json lines by name, or None and why it failed."""
-    rc, out, err = run(cmd)
+    rc, out, err = run(cmd, env)
     if rc != 0:
         return None, "exit %d: %s" % (rc, err.strip()[:600])
     got = {}
@@ -513,7 +562,8 @@ def check_case(b, o, variant):
     if shape != b.want.shape:
         return False, "shape %s, numpy %s" % (shape, b.want.shape)
     got = np.array(o["values"], dtype=np.float64).reshape(b.want.shape)
-    ok, err = close(got, b.want, b.ops, ",".join(b.terms) + "->" + b.out, 1e-12 if variant == "f64" else 2e-6)
+    tol = {"f64": 1e-12, "cuda-tf32": 2e-3}.get(variant, 2e-6)
+    ok, err = close(got, b.want, b.ops, ",".join(b.terms) + "->" + b.out, tol)
     return ok, "max err %.3g" % err
 
 
@@ -594,7 +644,13 @@ def run_grads(bs, dirn):
         cmd += ["--call", "%s_step" % b.prefix]
         for k in range(b.nparams):
             cmd += ["--print", "%s_a%d.grad" % (b.prefix, k)]
-    got, err = run_json(cmd)
+    if CUDA:
+        ce, err = cuda_cmd(cmd, src, ["--precision=double"])
+        if ce is None:
+            return None, err
+        got, err = run_json(*ce)
+    else:
+        got, err = run_json(cmd)
     if got is None:
         return None, err
     return {k: np.array(o["values"], dtype=np.float64) for k, o in got.items()}, None
@@ -613,8 +669,8 @@ def torch_grads(b, spec):
 
 def variant_grad():
     cases = [c for c in selected() if c[3]]
-    for variant in ("f64", "kinds"):
-        tag = "grad-" + variant
+    for variant in ("f64",) if CUDA else ("f64", "kinds"):
+        tag = ("cuda-grad-" if CUDA else "grad-") + variant
         bs = [grad_program(n, s, sh, variant) for (n, s, sh, _) in cases]
         got, _ = run_grads(bs, os.path.join(work, tag))
         for b, (name, spec, _, _) in zip(bs, cases):
@@ -641,9 +697,9 @@ if "--list" in flags:
             print("\n".join(build(name, spec, shapes, v).lines))
     sys.exit(0)
 
-for v in ("f32", "f64", "kinds", "multi", "cd"):
+for v in ("cuda", "cuda-tf32") if CUDA else ("f32", "f64", "kinds", "multi", "cd"):
     variant_values(v)
-if "--no-check" not in flags:
+if "--no-check" not in flags and not CUDA:
     variant_check()
 if "--no-grad" not in flags:
     variant_grad()
