@@ -206,6 +206,7 @@ class Model:
         object.__setattr__(self, "_h", h)
         object.__setattr__(self, "_handle_obj", _Handle(L, h))
         object.__setattr__(self, "path", path)
+        object.__setattr__(self, "_seed", None)
         object.__setattr__(self, "indices", tuple(
             L.tdsl_index_name(h, i).decode() for i in range(L.tdsl_num_indices(h))))
         object.__setattr__(self, "dims", tuple(
@@ -230,6 +231,41 @@ class Model:
 
     def __exit__(self, *exc):
         self.close()
+
+    # ---- copies ----
+    def __copy__(self):
+        return self._clone()
+
+    def __deepcopy__(self, memo):
+        return self._clone()
+
+    def _clone(self):
+        """A second, independent instance of the model (tdsl_open again) holding this
+        one's state: every tensor, dynamic dimension and index symbol. A copy sharing
+        this one's handle would close it when either is closed or collected."""
+        h = self._handle()
+        new = Model(self.path)
+        try:
+            if self._seed is not None:
+                new.init(self._seed)  # the seed that "init" and reallocations reuse
+            for d in self.dims:
+                v = self.get_dim(d)
+                if v:
+                    new.set_dim(d, v)
+            for name in self.indices:
+                new.set_index(name, self.get_index(name))
+            for i in range(self._L.tdsl_num_tensors(h)):
+                src, dst = self._info(i), new._info(i)
+                if src.size and src.data and dst.data:
+                    ctypes.memmove(dst.data, src.data, src.size * (8 if src.elem == 1 else 4))
+        except BaseException:
+            new.close()
+            raise
+        return new
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a tdsl.Model cannot be pickled (it is a loaded library and its memory): "
+                        "save a checkpoint with m.save(path, \"all\") and m.load(path) it into tdsl.load(so)")
 
     def _check(self, rc):
         if rc != 0:
@@ -298,6 +334,10 @@ class Model:
         view = self[name]
         if np.iscomplexobj(value):
             raise TypeError("tensor %s is real: cannot store complex values" % name)
+        dt = np.asarray(value).dtype
+        if dt.kind not in "biuf":  # numpy would turn None into NaN and "1.5" into 1.5
+            what = "an array of dtype %s" % dt if isinstance(value, np.ndarray) else type(value).__name__
+            raise TypeError("tensor %s takes numbers, not %s" % (name, what))
         arr = np.asarray(value, dtype=view.dtype)
         if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
             if not self.dims:
@@ -324,6 +364,7 @@ class Model:
         if not -(1 << 63) <= seed < (1 << 64):
             raise ValueError("seed %d does not fit 64 bits" % seed)
         self._check(self._L.tdsl_init(self._handle(), seed & ((1 << 64) - 1)))
+        object.__setattr__(self, "_seed", seed & ((1 << 64) - 1))
 
     def call(self, routine):
         """Runs an exported routine, or `T.forward` / `T.backprop`."""
