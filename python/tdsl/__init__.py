@@ -13,9 +13,11 @@
 See tdsl(7) and README.md ("From PyTorch").
 """
 import ctypes
+import functools
 import operator
 import os
 import subprocess
+import threading
 
 import numpy as np
 
@@ -147,10 +149,11 @@ class _Handle:
     tensor reallocated by a new dynamic dimension leaves the old views valid (they keep
     the old values)."""
 
-    __slots__ = ("L", "h", "views", "closing")
+    __slots__ = ("L", "h", "views", "closing", "lock")
 
     def __init__(self, L, h):
         self.L, self.h, self.views, self.closing = L, h, 0, False
+        self.lock = threading.RLock()
 
     def hold(self, ptr):
         if self.L.tdsl_hold(self.h, ptr) != 0:
@@ -158,6 +161,10 @@ class _Handle:
         self.views += 1
 
     def release(self, ptr):
+        with self.lock:
+            self._release(ptr)
+
+    def _release(self, ptr):
         if self.h:
             self.L.tdsl_release(self.h, ptr)
             self.views -= 1
@@ -165,9 +172,10 @@ class _Handle:
                 self._close()
 
     def close(self):
-        self.closing = True
-        if self.views == 0:
-            self._close()
+        with self.lock:
+            self.closing = True
+            if self.views == 0:
+                self._close()
 
     def _close(self):
         if self.h:
@@ -188,6 +196,18 @@ class _ViewToken:
             self.handle.release(self.ptr)
         except Exception:
             pass
+
+
+def _serialized(method):
+    """Runs a method under the model's lock. ctypes releases the GIL during a C call, and
+    the runtime is not reentrant: a tdsl_set_dim in one thread freed the buffers a
+    tdsl_call was running on in another (a crash). Calls from several threads wait
+    for each other instead."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._handle_obj.lock:
+            return method(self, *args, **kwargs)
+    return run
 
 
 class Model:
@@ -216,9 +236,13 @@ class Model:
     def close(self):
         """Closes the model: its methods raise TdslError afterwards. Arrays obtained from
         it stay valid; the memory goes when the last of them does."""
-        if self.__dict__.get("_h"):
-            object.__setattr__(self, "_h", None)
-            self._handle_obj.close()
+        handle = self.__dict__.get("_handle_obj")
+        if handle is None:
+            return
+        with handle.lock:  # after a call running in another thread
+            if self.__dict__.get("_h"):
+                object.__setattr__(self, "_h", None)
+                handle.close()
 
     def __del__(self):
         try:
@@ -239,6 +263,7 @@ class Model:
     def __deepcopy__(self, memo):
         return self._clone()
 
+    @_serialized
     def _clone(self):
         """A second, independent instance of the model (tdsl_open again) holding this
         one's state: every tensor, dynamic dimension and index symbol. A copy sharing
@@ -277,6 +302,7 @@ class Model:
         return self._h
 
     # ---- description ----
+    @_serialized
     def _info(self, name_or_index):
         ti = TensorInfo()
         if isinstance(name_or_index, int):
@@ -286,6 +312,7 @@ class Model:
         return ti
 
     @property
+    @_serialized
     def tensors(self):
         """Every tensor, by name (a dict of Tensor descriptions, in model order)."""
         infos = (Tensor(self._info(i)) for i in range(self._L.tdsl_num_tensors(self._handle())))
@@ -297,17 +324,20 @@ class Model:
         return [n for n, t in self.tensors.items() if t.role == "param"]
 
     @property
+    @_serialized
     def routines(self):
         """The exported routines (`T.forward` / `T.backprop` are callable too)."""
         h = self._handle()
         return [self._L.tdsl_routine_name(h, i).decode() for i in range(self._L.tdsl_num_routines(h))]
 
     # ---- data ----
+    @_serialized
     def __contains__(self, name):
         if not isinstance(name, str) or "\0" in name:
             return False
         return self._L.tdsl_find_tensor(self._handle(), name.encode()) >= 0
 
+    @_serialized
     def __getitem__(self, name):
         """A numpy view of the tensor's memory (no copy). It stays valid (its memory is
         never freed under it) after the model is closed or the tensor is reallocated by
@@ -326,6 +356,7 @@ class Model:
         buf._token = _ViewToken(self._handle_obj, ti.data)  # released with the last view
         return np.frombuffer(buf, dtype=dtype, count=ti.size).reshape(shape)
 
+    @_serialized
     def __setitem__(self, name, value):
         """Copies value into the tensor: its shape must be the tensor's (axes of size 1
         aside); converted to the tensor's element type. A tensor with dynamic
@@ -352,11 +383,13 @@ class Model:
         ptr = data.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
         self._check(self._L.tdsl_write_shaped_f64(self._handle(), _cstr(name, "tensor name"), ptr, data.ndim, dims))
 
+    @_serialized
     def load_file(self, name, path):
         """Fills a tensor from a .npy or raw float32 file (tdsl_load_file)."""
         self._check(self._L.tdsl_load_file(self._handle(), _cstr(name, "tensor name"), _cpath(path)))
 
     # ---- running ----
+    @_serialized
     def init(self, seed=0):
         """Initializes every tensor (parameters from their initializers, the rest zero)
         and resets the index symbols to 0."""
@@ -366,23 +399,28 @@ class Model:
         self._check(self._L.tdsl_init(self._handle(), seed & ((1 << 64) - 1)))
         object.__setattr__(self, "_seed", seed & ((1 << 64) - 1))
 
+    @_serialized
     def call(self, routine):
         """Runs an exported routine, or `T.forward` / `T.backprop`."""
         self._check(self._L.tdsl_call(self._handle(), _cstr(routine, "routine name")))
 
+    @_serialized
     def set_index(self, name, value):
         self._check(self._L.tdsl_set_index(self._handle(), _cstr(name, "index name"), _cint(value, "index " + str(name))))
 
+    @_serialized
     def get_index(self, name):
         v = ctypes.c_long()
         self._check(self._L.tdsl_get_index(self._handle(), _cstr(name, "index name"), ctypes.byref(v)))
         return v.value
 
+    @_serialized
     def set_dim(self, name, value):
         """Sets a dynamic dimension (`let n = dim ()`); the tensors that use it are
         reallocated (and initialized again) when its value changes."""
         self._check(self._L.tdsl_set_dim(self._handle(), _cstr(name, "dimension name"), _cint(value, "dimension " + str(name))))
 
+    @_serialized
     def get_dim(self, name):
         """A dynamic dimension's current value (0 while unset)."""
         v = ctypes.c_long()
@@ -405,6 +443,7 @@ class Model:
             object.__setattr__(self, name, value)
 
     # ---- checkpoints ----
+    @_serialized
     def save(self, path, which="training"):
         """Writes a safetensors checkpoint: which = "params", "optimizer", "training"
         (both, the default) or "all"."""
@@ -412,10 +451,12 @@ class Model:
             raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
         self._check(self._L.tdsl_save(self._handle(), _cpath(path), SAVE_WHICH[which]))
 
+    @_serialized
     def load(self, path):
         """Loads a safetensors checkpoint (names, dtypes and shapes checked first)."""
         self._check(self._L.tdsl_load(self._handle(), _cpath(path)))
 
+    @_serialized
     def state_dict(self, which="params"):
         """Copies of the selected tensors, by name (like torch's state_dict)."""
         roles = {"params": {"param"}, "optimizer": {"optimizer"}, "training": {"param", "optimizer"}}
