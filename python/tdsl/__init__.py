@@ -345,7 +345,9 @@ class Model:
         cuda model: not after the next call either)."""
         if not isinstance(name, str):
             raise TypeError("tensor names are strings, not %s" % type(name).__name__)
-        ti = self._info(name)
+        return self._view(self._info(name))
+
+    def _view(self, ti):
         shape = tuple(ti.dims[k] for k in range(ti.rank))
         dtype = np.float64 if ti.elem == 1 else np.float32
         if ti.size == 0 or not ti.data:
@@ -458,10 +460,20 @@ class Model:
 
     @_serialized
     def state_dict(self, which="params"):
-        """Copies of the selected tensors, by name (like torch's state_dict)."""
+        """Copies of the selected tensors, by name (like torch's state_dict): which as
+        for save ("params" by default)."""
         roles = {"params": {"param"}, "optimizer": {"optimizer"}, "training": {"param", "optimizer"}}
+        if which not in SAVE_WHICH:
+            raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
         keep = roles.get(which)
-        return {n: self[n].copy() for n, t in self.tensors.items() if keep is None or t.role in keep}
+        out = {}
+        for i in range(self._L.tdsl_num_tensors(self._handle())):
+            # By number: a name may also be a let-binding's alias of another tensor.
+            ti = self._info(i)
+            t = Tensor(ti)
+            if keep is None or t.role in keep:
+                out[t.name] = self._view(ti).copy()
+        return out
 
     def __repr__(self):
         return "<tdsl.Model %s>" % self.path
