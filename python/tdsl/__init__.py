@@ -73,7 +73,8 @@ def compile(path, out=None, **options):
     path = os.fspath(path)
     if out is None:
         out = os.path.splitext(path)[0] + ".so"
-    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), path]
+    src = os.path.join(".", path) if path.startswith("-") else path  # not an option to tdslc
+    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), src]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise CompileError(r.stderr, r.returncode, cmd)

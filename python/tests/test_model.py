@@ -103,6 +103,16 @@ def test_errors(build, tmp_path):
         tdsl.load(tmp_path / "missing.so")
 
 
+
+def test_compile_a_file_named_like_an_option(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-lin.tdsl").write_text(LINEAR)
+    so = tdsl.compile("-lin.tdsl")  # was passed to tdslc as an unknown option
+    assert so == "-lin.so"
+    with tdsl.load(so) as m:
+        assert "step" in m.routines
+
+
 def test_npy_load_file(build, tmp_path):
     m = build(LINEAR)
     xs = np.arange(12, dtype=np.float64).reshape(4, 3)
