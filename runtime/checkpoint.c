@@ -192,9 +192,10 @@ static bool offsets_hold(const cJSON *e, double bytes, size_t data_len) {
 }
 
 /* Checks one header entry against the model; sets *begin to its data offset. */
-static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t data_len, char *seen, size_t *begin) {
+static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t data_len, char *seen, size_t *begin,
+                       int *index) {
   const char *name = e->string;
-  int i = tdsl_find_tensor(m, name);
+  int i = *index = tdsl_rt_find_saved(m, name);
   tdsl_tensor_info ti;
   if (i < 0) return tdsl_rt_fail(m, "'%s': tensor '%s' is not in the model", path, name);
   if (tdsl_tensor(m, i, &ti)) return -1;
@@ -307,26 +308,31 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
   int nt = tdsl_num_tensors(m), count = 0;
   char *seen = calloc((size_t)nt + 1, 1);
   size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);
-  int rc = seen && begin ? 0 : tdsl_rt_fail(m, "out of memory");
+  int *index = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *index);
+  int rc = seen && begin && index ? 0 : tdsl_rt_fail(m, "out of memory");
   const cJSON *e;
   cJSON_ArrayForEach(e, root) {
     if (rc || !strcmp(e->string, "__metadata__")) continue;
     if (!cJSON_IsObject(e)) rc = tdsl_rt_fail(m, "'%s': entry '%s' is not an object", path, e->string);
-    else rc = check_entry(m, path, e, data_len, seen, &begin[count]);
+    else rc = check_entry(m, path, e, data_len, seen, &begin[count], &index[count]);
     count++;
   }
   count = 0;
   cJSON_ArrayForEach(e, root) {
     if (rc || !strcmp(e->string, "__metadata__")) continue;
     tdsl_tensor_info ti;
-    if (tdsl_tensor_by_name(m, e->string, &ti)) rc = -1;
+    if (tdsl_tensor(m, index[count], &ti)) {
+      rc = -1;
+      continue;
+    }
     size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
-    if (!rc && (fseek(f, data_at + (long)begin[count], SEEK_SET) || fread(ti.data, 1, bytes, f) != bytes))
+    if (fseek(f, data_at + (long)begin[count], SEEK_SET) || fread(ti.data, 1, bytes, f) != bytes)
       rc = tdsl_rt_fail(m, "'%s': short read of tensor '%s'", path, e->string);
     count++;
   }
   free(seen);
   free(begin);
+  free(index);
   return rc;
 }
 

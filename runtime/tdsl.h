@@ -95,8 +95,9 @@ enum {
   TDSL_SAVE_ALL = 0x3f
 };
 int tdsl_save(tdsl_model *m, const char *path, unsigned which);
-/* Loads every tensor of a safetensors file into the model's tensor of the same name;
- * tensors absent from the file keep their values. Dynamic dimensions come from the
+/* Loads every tensor of a safetensors file into the model's tensor of the same name
+ * (the tensor's own name, as tdsl_save writes it, before an alias); tensors absent
+ * from the file keep their values. Dynamic dimensions come from the
  * saved shapes: unset ones are set (allocating their tensors); one already set to
  * another size, or two tensors giving one dimension different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets

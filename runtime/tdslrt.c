@@ -1001,6 +1001,13 @@ int tdsl_find_tensor(const tdsl_model *m, const char *name) {
   return find_exact(m, buf, strlen(buf));
 }
 
+int tdsl_rt_find_saved(const tdsl_model *m, const char *name) {
+  if (!live(m) || !name) return -1;
+  for (int i = 0; i < m->nbufs; i++)
+    if (!strcmp(m->bufs[i].name, name)) return i;
+  return tdsl_find_tensor(m, name);
+}
+
 int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
   if (!live(m)) return -1;
   if (need(m, "tdsl_tensor", "info pointer", out)) return -1;
@@ -1550,7 +1557,7 @@ long *tdsl_rt_want_new(tdsl_model *m) {
 }
 
 int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims) {
-  int i = tdsl_find_tensor(m, name);
+  int i = tdsl_rt_find_saved(m, name);
   const RtBuf *b = i >= 0 ? &m->bufs[i] : NULL;
   for (int k = 0; b && b->decl && rank == b->rank && k < rank; k++) {
     int id = -1 - b->decl[k];

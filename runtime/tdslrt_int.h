@@ -19,6 +19,12 @@ TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__(
  * tdsl_set_dim; static dims must match); a static tensor: nothing to do. */
 TDSL_HIDDEN int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims);
 
+/* The tensor a checkpoint entry names: the one of exactly that name (what tdsl_save
+ * writes), else tdsl_find_tensor's (an alias, "T.grad"). An alias is a let-binding's
+ * name and may equal another tensor's own name (`let%op w = relu ({ w } * x)`): looked
+ * up first, it sent the parameter's entry to the relu. Index, or -1. */
+TDSL_HIDDEN int tdsl_rt_find_saved(const tdsl_model *m, const char *name);
+
 /* Checkpoint loads: the sizes of dynamic dimensions the saved shapes imply. want
  * (tdsl_rt_want_new: one slot per dimension, -1 while no shape says) gathers them
  * from each entry (tdsl_rt_want_shape; a tensor without dynamic axes, or a shape of

@@ -13,9 +13,11 @@
 See tdsl(7) and README.md ("From PyTorch").
 """
 import ctypes
+import functools
 import operator
 import os
 import subprocess
+import threading
 
 import numpy as np
 
@@ -71,7 +73,8 @@ def compile(path, out=None, **options):
     path = os.fspath(path)
     if out is None:
         out = os.path.splitext(path)[0] + ".so"
-    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), path]
+    src = os.path.join(".", path) if path.startswith("-") else path  # not an option to tdslc
+    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), src]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise CompileError(r.stderr, r.returncode, cmd)
@@ -147,10 +150,11 @@ class _Handle:
     tensor reallocated by a new dynamic dimension leaves the old views valid (they keep
     the old values)."""
 
-    __slots__ = ("L", "h", "views", "closing")
+    __slots__ = ("L", "h", "views", "closing", "lock")
 
     def __init__(self, L, h):
         self.L, self.h, self.views, self.closing = L, h, 0, False
+        self.lock = threading.RLock()
 
     def hold(self, ptr):
         if self.L.tdsl_hold(self.h, ptr) != 0:
@@ -158,6 +162,10 @@ class _Handle:
         self.views += 1
 
     def release(self, ptr):
+        with self.lock:
+            self._release(ptr)
+
+    def _release(self, ptr):
         if self.h:
             self.L.tdsl_release(self.h, ptr)
             self.views -= 1
@@ -165,9 +173,10 @@ class _Handle:
                 self._close()
 
     def close(self):
-        self.closing = True
-        if self.views == 0:
-            self._close()
+        with self.lock:
+            self.closing = True
+            if self.views == 0:
+                self._close()
 
     def _close(self):
         if self.h:
@@ -190,6 +199,18 @@ class _ViewToken:
             pass
 
 
+def _serialized(method):
+    """Runs a method under the model's lock. ctypes releases the GIL during a C call, and
+    the runtime is not reentrant: a tdsl_set_dim in one thread freed the buffers a
+    tdsl_call was running on in another (a crash). Calls from several threads wait
+    for each other instead."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._handle_obj.lock:
+            return method(self, *args, **kwargs)
+    return run
+
+
 class Model:
     """A compiled model: tensors by name (m["w"]), routines (m.call), index symbols
     (attributes or set_index), dynamic dimensions (attributes, set_dim, or writing a
@@ -206,6 +227,7 @@ class Model:
         object.__setattr__(self, "_h", h)
         object.__setattr__(self, "_handle_obj", _Handle(L, h))
         object.__setattr__(self, "path", path)
+        object.__setattr__(self, "_seed", None)
         object.__setattr__(self, "indices", tuple(
             L.tdsl_index_name(h, i).decode() for i in range(L.tdsl_num_indices(h))))
         object.__setattr__(self, "dims", tuple(
@@ -215,9 +237,13 @@ class Model:
     def close(self):
         """Closes the model: its methods raise TdslError afterwards. Arrays obtained from
         it stay valid; the memory goes when the last of them does."""
-        if self.__dict__.get("_h"):
-            object.__setattr__(self, "_h", None)
-            self._handle_obj.close()
+        handle = self.__dict__.get("_handle_obj")
+        if handle is None:
+            return
+        with handle.lock:  # after a call running in another thread
+            if self.__dict__.get("_h"):
+                object.__setattr__(self, "_h", None)
+                handle.close()
 
     def __del__(self):
         try:
@@ -231,6 +257,42 @@ class Model:
     def __exit__(self, *exc):
         self.close()
 
+    # ---- copies ----
+    def __copy__(self):
+        return self._clone()
+
+    def __deepcopy__(self, memo):
+        return self._clone()
+
+    @_serialized
+    def _clone(self):
+        """A second, independent instance of the model (tdsl_open again) holding this
+        one's state: every tensor, dynamic dimension and index symbol. A copy sharing
+        this one's handle would close it when either is closed or collected."""
+        h = self._handle()
+        new = Model(self.path)
+        try:
+            if self._seed is not None:
+                new.init(self._seed)  # the seed that "init" and reallocations reuse
+            for d in self.dims:
+                v = self.get_dim(d)
+                if v:
+                    new.set_dim(d, v)
+            for name in self.indices:
+                new.set_index(name, self.get_index(name))
+            for i in range(self._L.tdsl_num_tensors(h)):
+                src, dst = self._info(i), new._info(i)
+                if src.size and src.data and dst.data:
+                    ctypes.memmove(dst.data, src.data, src.size * (8 if src.elem == 1 else 4))
+        except BaseException:
+            new.close()
+            raise
+        return new
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a tdsl.Model cannot be pickled (it is a loaded library and its memory): "
+                        "save a checkpoint with m.save(path, \"all\") and m.load(path) it into tdsl.load(so)")
+
     def _check(self, rc):
         if rc != 0:
             raise TdslError(self._L.tdsl_error(self._handle()).decode(errors="replace"))
@@ -241,6 +303,7 @@ class Model:
         return self._h
 
     # ---- description ----
+    @_serialized
     def _info(self, name_or_index):
         ti = TensorInfo()
         if isinstance(name_or_index, int):
@@ -250,6 +313,7 @@ class Model:
         return ti
 
     @property
+    @_serialized
     def tensors(self):
         """Every tensor, by name (a dict of Tensor descriptions, in model order)."""
         infos = (Tensor(self._info(i)) for i in range(self._L.tdsl_num_tensors(self._handle())))
@@ -261,17 +325,20 @@ class Model:
         return [n for n, t in self.tensors.items() if t.role == "param"]
 
     @property
+    @_serialized
     def routines(self):
         """The exported routines (`T.forward` / `T.backprop` are callable too)."""
         h = self._handle()
         return [self._L.tdsl_routine_name(h, i).decode() for i in range(self._L.tdsl_num_routines(h))]
 
     # ---- data ----
+    @_serialized
     def __contains__(self, name):
         if not isinstance(name, str) or "\0" in name:
             return False
         return self._L.tdsl_find_tensor(self._handle(), name.encode()) >= 0
 
+    @_serialized
     def __getitem__(self, name):
         """A numpy view of the tensor's memory (no copy). It stays valid (its memory is
         never freed under it) after the model is closed or the tensor is reallocated by
@@ -279,7 +346,9 @@ class Model:
         cuda model: not after the next call either)."""
         if not isinstance(name, str):
             raise TypeError("tensor names are strings, not %s" % type(name).__name__)
-        ti = self._info(name)
+        return self._view(self._info(name))
+
+    def _view(self, ti):
         shape = tuple(ti.dims[k] for k in range(ti.rank))
         dtype = np.float64 if ti.elem == 1 else np.float32
         if ti.size == 0 or not ti.data:
@@ -290,6 +359,7 @@ class Model:
         buf._token = _ViewToken(self._handle_obj, ti.data)  # released with the last view
         return np.frombuffer(buf, dtype=dtype, count=ti.size).reshape(shape)
 
+    @_serialized
     def __setitem__(self, name, value):
         """Copies value into the tensor: its shape must be the tensor's (axes of size 1
         aside); converted to the tensor's element type. A tensor with dynamic
@@ -298,6 +368,10 @@ class Model:
         view = self[name]
         if np.iscomplexobj(value):
             raise TypeError("tensor %s is real: cannot store complex values" % name)
+        dt = np.asarray(value).dtype
+        if dt.kind not in "biuf":  # numpy would turn None into NaN and "1.5" into 1.5
+            what = "an array of dtype %s" % dt if isinstance(value, np.ndarray) else type(value).__name__
+            raise TypeError("tensor %s takes numbers, not %s" % (name, what))
         arr = np.asarray(value, dtype=view.dtype)
         if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
             if not self.dims:
@@ -312,11 +386,13 @@ class Model:
         ptr = data.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
         self._check(self._L.tdsl_write_shaped_f64(self._handle(), _cstr(name, "tensor name"), ptr, data.ndim, dims))
 
+    @_serialized
     def load_file(self, name, path):
         """Fills a tensor from a .npy or raw float32 file (tdsl_load_file)."""
         self._check(self._L.tdsl_load_file(self._handle(), _cstr(name, "tensor name"), _cpath(path)))
 
     # ---- running ----
+    @_serialized
     def init(self, seed=0):
         """Initializes every tensor (parameters from their initializers, the rest zero)
         and resets the index symbols to 0."""
@@ -324,24 +400,30 @@ class Model:
         if not -(1 << 63) <= seed < (1 << 64):
             raise ValueError("seed %d does not fit 64 bits" % seed)
         self._check(self._L.tdsl_init(self._handle(), seed & ((1 << 64) - 1)))
+        object.__setattr__(self, "_seed", seed & ((1 << 64) - 1))
 
+    @_serialized
     def call(self, routine):
         """Runs an exported routine, or `T.forward` / `T.backprop`."""
         self._check(self._L.tdsl_call(self._handle(), _cstr(routine, "routine name")))
 
+    @_serialized
     def set_index(self, name, value):
         self._check(self._L.tdsl_set_index(self._handle(), _cstr(name, "index name"), _cint(value, "index " + str(name))))
 
+    @_serialized
     def get_index(self, name):
         v = ctypes.c_long()
         self._check(self._L.tdsl_get_index(self._handle(), _cstr(name, "index name"), ctypes.byref(v)))
         return v.value
 
+    @_serialized
     def set_dim(self, name, value):
         """Sets a dynamic dimension (`let n = dim ()`); the tensors that use it are
         reallocated (and initialized again) when its value changes."""
         self._check(self._L.tdsl_set_dim(self._handle(), _cstr(name, "dimension name"), _cint(value, "dimension " + str(name))))
 
+    @_serialized
     def get_dim(self, name):
         """A dynamic dimension's current value (0 while unset)."""
         v = ctypes.c_long()
@@ -364,6 +446,7 @@ class Model:
             object.__setattr__(self, name, value)
 
     # ---- checkpoints ----
+    @_serialized
     def save(self, path, which="training"):
         """Writes a safetensors checkpoint: which = "params", "optimizer", "training"
         (both, the default) or "all"."""
@@ -371,15 +454,27 @@ class Model:
             raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
         self._check(self._L.tdsl_save(self._handle(), _cpath(path), SAVE_WHICH[which]))
 
+    @_serialized
     def load(self, path):
         """Loads a safetensors checkpoint (names, dtypes and shapes checked first)."""
         self._check(self._L.tdsl_load(self._handle(), _cpath(path)))
 
+    @_serialized
     def state_dict(self, which="params"):
-        """Copies of the selected tensors, by name (like torch's state_dict)."""
+        """Copies of the selected tensors, by name (like torch's state_dict): which as
+        for save ("params" by default)."""
         roles = {"params": {"param"}, "optimizer": {"optimizer"}, "training": {"param", "optimizer"}}
+        if which not in SAVE_WHICH:
+            raise ValueError("which must be one of %s" % ", ".join(SAVE_WHICH))
         keep = roles.get(which)
-        return {n: self[n].copy() for n, t in self.tensors.items() if keep is None or t.role in keep}
+        out = {}
+        for i in range(self._L.tdsl_num_tensors(self._handle())):
+            # By number: a name may also be a let-binding's alias of another tensor.
+            ti = self._info(i)
+            t = Tensor(ti)
+            if keep is None or t.role in keep:
+                out[t.name] = self._view(ti).copy()
+        return out
 
     def __repr__(self):
         return "<tdsl.Model %s>" % self.path

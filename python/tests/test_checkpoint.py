@@ -125,3 +125,25 @@ def test_cli_save_and_load_checkpoint(tmp_path):
     r = subprocess.run([tdslc, "--run", str(src), "--load-checkpoint", str(tmp_path / "none.safetensors")],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "--load-checkpoint: cannot read" in r.stderr
+
+
+def test_names_are_tensor_names_not_aliases(build, tmp_path):
+    """`w` is both the parameter's own name and the relu's alias: the checkpoint and
+    state_dict use the parameter (state_dict returned the relu, a load failed)."""
+    m = build("""
+let%cd x = { x; o = [ 2 ] }
+let%op w = relu ({ w; o = [ 3 ] } * x)
+let%op loss = w ++ "...|... => 0"
+let%cd step = grad_update loss; sgd_update ~learning_rate:0.1 loss
+""")
+    m.init(4)
+    sd = m.state_dict()
+    assert list(sd) == ["w"] and sd["w"].shape == (3, 2)
+    assert m["w"].shape == (3,)  # m[name] goes through the alias, as documented
+    m.save(tmp_path / "a.safetensors", "params")
+    np.testing.assert_array_equal(load_file(str(tmp_path / "a.safetensors"))["w"].numpy(), sd["w"])
+    save_file({"w": torch.full((3, 2), 0.25)}, str(tmp_path / "b.safetensors"))
+    m.load(tmp_path / "b.safetensors")
+    np.testing.assert_array_equal(m.state_dict()["w"], np.full((3, 2), 0.25))
+    with pytest.raises(ValueError, match="which must be one of"):
+        m.state_dict("weights")

@@ -3,6 +3,8 @@ dynamic batch trains at batch 10 and predicts at batch 1 and 800 with the values
 static models compiled at those sizes (the oracle; in double precision, as the dynamic
 model's plain loops and the static one's scheduled ones may sum in another order), the Python API of dims, run-time
 broadcasting of a size that is 1, and the run-time checks of sizes."""
+import os
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,49 @@ def test_checkpoint_sets_dynamic_dims(build, tmp_path):
                "y": np.zeros((3, 2), np.float32)}, str(tmp_path / "join.safetensors"))
     with pytest.raises(tdsl.TdslError, match=r"max\(n,m\) = 3, but the dimensions it joins make it 4"):
         fresh.load(tmp_path / "join.safetensors")
+
+
+THREADED = """
+import sys, threading
+import tdsl
+m = tdsl.load(sys.argv[1])
+m.init(0)
+m.n = 300
+stop = []
+def resize():
+    k = 0
+    while not stop:
+        m.n = 300 + (k % 5) * 40
+        m["x"] = [[0.5] * 64] * (200 + k % 3)
+        k += 1
+t = threading.Thread(target=resize)
+t.start()
+try:
+    for _ in range(60):
+        m.call("step")
+finally:
+    stop.append(1)
+    t.join()
+print("ok", m.n > 0)
+"""
+
+
+def test_threads_share_a_model(tmp_path):
+    """A call in one thread while another resizes the model: ctypes releases the GIL, and
+    a reallocation freed the buffers the running call used (a segfault); the calls now
+    take turns."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "thr.tdsl"
+    src.write_text("""
+let n = dim ()
+let%cd x = { x; b = [ n ]; o = [ 64 ] }
+let%op y = relu ({ w; o = [ 256 ] } * x)
+let%op loss = (y *. y) ++ "...|...->... => 0"
+let%cd step = grad_update loss; sgd_update ~learning_rate:0.0001 loss
+""")
+    so = tdsl.compile(src)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tdsl.__file__)))
+    r = subprocess.run([sys.executable, "-c", THREADED, so], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "ok True" in r.stdout, (r.returncode, r.stderr[-2000:])

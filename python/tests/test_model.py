@@ -103,6 +103,16 @@ def test_errors(build, tmp_path):
         tdsl.load(tmp_path / "missing.so")
 
 
+
+def test_compile_a_file_named_like_an_option(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-lin.tdsl").write_text(LINEAR)
+    so = tdsl.compile("-lin.tdsl")  # was passed to tdslc as an unknown option
+    assert so == "-lin.so"
+    with tdsl.load(so) as m:
+        assert "step" in m.routines
+
+
 def test_npy_load_file(build, tmp_path):
     m = build(LINEAR)
     xs = np.arange(12, dtype=np.float64).reshape(4, 3)
@@ -193,3 +203,47 @@ def test_arguments_are_checked_not_truncated(build, tmp_path):
     np.testing.assert_array_equal(m["w"], [[0, 4, 8], [2, 6, 10]])
     m["w"] = np.arange(6, dtype=">f8").reshape(2, 3)  # big-endian
     np.testing.assert_array_equal(m["w"], np.arange(6).reshape(2, 3))
+
+
+def test_copies_are_independent_instances(build):
+    """copy.copy / copy.deepcopy open the model again with the same state (a copy that
+    shared the handle closed the original when it was collected); pickling is refused."""
+    import copy
+    import gc
+    import pickle
+
+    m = build(LINEAR)
+    m.init(3)
+    m["x"] = np.arange(12.0).reshape(4, 3)
+    m.call("step")
+    for c in (copy.copy(m), copy.deepcopy(m)):
+        np.testing.assert_array_equal(c["y"], m["y"])
+        c["x"] = np.zeros((4, 3))
+        c.call("step")
+        np.testing.assert_array_equal(m["x"], np.arange(12.0).reshape(4, 3))
+        c.close()
+    c = copy.copy(m)
+    del c
+    gc.collect()
+    m.call("step")  # the original is still open
+    m.i = 2
+    d = copy.deepcopy(m)
+    assert d.i == 2
+    m.call("step")
+    d.call("step")
+    np.testing.assert_array_equal(d["w"], m["w"])
+    d.close()
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(m)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(m["x"])), np.arange(12.0).reshape(4, 3))
+
+
+def test_non_numbers_are_refused(build):
+    m = build(LINEAR)
+    m.init(0)
+    for bad, what in ((None, "NoneType"), ("1.5", "str"), (np.array([1, None, 2] * 4, dtype=object).reshape(4, 3), "dtype object"),
+                      (np.array([["1", "2", "3"]] * 4), "dtype <U1")):
+        with pytest.raises(TypeError, match="takes numbers, not .*" + what):
+            m["x"] = bad
+    m["x"] = np.array([[True, False, True]] * 4)
+    np.testing.assert_array_equal(m["x"][1], [1, 0, 1])
