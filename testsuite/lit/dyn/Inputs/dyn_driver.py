@@ -7,6 +7,7 @@ the 16-wide partial sums and vector tails) it checks, in double precision:
   - the dynamic model against the static build of the same size, within 1e-12 (not bit
     for bit: the schedule plans partial sums and kernels from static sizes, and a
     dynamic extent counts as 256 there, so the sums may be grouped differently);
+  - the --emit-c rendering (-O3) compiled by cc, on 2 threads;
   - a single-precision -O3 build against numpy (1e-4) and a --check-bounds -O0 build
     (no access out of range at any size);
   - one dynamic model reused across all the sizes, in the order given and back again
@@ -103,6 +104,21 @@ CASES.append(Case("conv_batch", "let%op f = { x; b = [ {n} ]; o = [ 9 ] } +* \"b
                   {"x": ("n", 9), "w": (3,)},
                   lambda t: T.nn.functional.conv1d(t["x"][:, None, :], t["w"][None, None, :])[:, 0, :]))
 
+CASES.append(Case("bcast_contract", "let%op f = { a; o = [ 5; {k} ] } +* \"ij; jk => ik\" { b; o = [ 6; 4 ] }",
+                  {"a": (5, "k"), "b": (6, 4)}, lambda t: t["a"].expand(5, 6) @ t["b"], sizes=[{"k": 1}, {"k": 6}],
+                  refuse=[{"k": 2}, {"k": 7}]))
+CASES.append(Case("join_reduce", "let%op f = ({ a; b = [ {n} ]; o = [ 3 ] } + { c; b = [ {m} ]; o = [ 3 ] }) ++ \"b|o => o\"",
+                  {"a": ("n", 3), "c": ("m", 3)}, lambda t: (t["a"] + t["c"]).sum(0),
+                  sizes=[{"n": 1, "m": 40}, {"n": 40, "m": 1}, {"n": 33, "m": 33}, {"n": 1, "m": 1}], refuse=[{"n": 2, "m": 40}]))
+CASES.append(Case("tropical", "let%op f = { a; o = [ {n}; {k} ] } @^+ \"ij; jk => ik\" { b; o = [ {k}; 4 ] }",
+                  {"a": ("n", "k"), "b": ("k", 4)}, lambda t: (t["a"][:, :, None] + t["b"][None, :, :]).max(1).values))
+CASES.append(Case("relu_where", "let%op f = relu { a; b = [ {n} ]; o = [ 3 ] } + where { c; b = [ {n} ]; o = [ 3 ] } 1. 2.",
+                  {"a": ("n", 3), "c": ("n", 3)}, lambda t: T.relu(t["a"]) + T.where(t["c"] != 0, 1.0, 2.0)))
+CASES.append(Case("diag", "let%op f = { a; o = [ {n}; {n} ] } ++ \"ii => i\"",
+                  {"a": ("n", "n")}, lambda t: T.diagonal(t["a"]) + 0))
+CASES.append(Case("trace_dyn", "let%op f = { a; o = [ {n}; {n} ] } ++ \"ii => 0\"",
+                  {"a": ("n", "n")}, lambda t: T.trace(t["a"]).reshape(1)))
+
 
 def rand(shape, seed):
     return np.random.default_rng(seed).uniform(-1, 1, shape)
@@ -123,7 +139,7 @@ def oracle(case, sizes, data):
     (f * f).sum().backward()
     want = {"f": f.detach().numpy()}
     for k in data:
-        want[k + ".grad"] = t[k].grad.numpy()
+        want[k + ".grad"] = t[k].grad.numpy() if t[k].grad is not None else np.zeros(data[k].shape)
     return want
 
 
@@ -184,7 +200,12 @@ def check_case(case):
     so3, _ = compile_so(dyn_src, case.name + "_dyn", 3)
     sof, _ = compile_so(dyn_src, case.name + "_dyn", 3, ())
     sob, _ = compile_so(dyn_src, case.name + "_dyn", 0, ("--precision=double", "--check-bounds"))
-    models = {("O0", 1): open_model(so0, 1), ("O3", 1): open_model(so3, 1), ("O3", 2): open_model(so3, 2),
+    csrc = os.path.join(work, case.name + "_dyn.c")
+    with open(csrc, "w") as fh:
+        subprocess.run([tdslc, "-O3", "--precision=double", "--emit-c", path], stdout=fh, check=True)
+    soc = os.path.join(work, case.name + "_dyn_emitc.so")
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", soc, csrc, "-lm"], check=True)
+    models = {("emit-c", 2): open_model(soc, 2), ("O0", 1): open_model(so0, 1), ("O3", 1): open_model(so3, 1), ("O3", 2): open_model(so3, 2),
               ("O3f32", 2): open_model(sof, 2), ("O0bounds", 1): open_model(sob, 1)}
     results = {}
     order = list(case.sizes) + list(reversed(case.sizes))  # reused, then back again
