@@ -1524,6 +1524,14 @@ static int dims_set(tdsl_model *m, const char *routine) {
       return fail(m, "%s: %.300s (%s = %ld, %s = %ld)", routine, c->msg, sn, size, m->dims[-1 - c->expect].name, expect);
     return fail(m, "%s: %.300s (%s = %ld, expected %ld%s)", routine, c->msg, sn, size, expect, c->or_one ? " or 1" : "");
   }
+  /* tdsl_set_index checked the value against the dimension then; the dimension may have
+   * shrunk since, and the code indexes with the value unchecked. */
+  for (int i = 0; i < m->nsyms; i++) {
+    int r = m->sym_range[i], v = *(int *)m->syms[i].ptr;
+    if (r < 0 && v >= dim_value(m, -1 - r))
+      return fail(m, "%s: index %s = %d is out of its range 0..%d (dimension %s changed after it was set)", routine,
+                  m->syms[i].name, v, dim_value(m, -1 - r) - 1, m->dims[-1 - r].name);
+  }
   return 0;
 }
 
