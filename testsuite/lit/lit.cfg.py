@@ -38,6 +38,11 @@ try:
     _asan = "libasan" in subprocess.run(["ldd", tdslc], capture_output=True, text=True, timeout=60).stdout
 except Exception:
     _asan = False
+# "asan": the compiler under test is the sanitized build. The long oracle sweeps (emulated
+# CUDA over the numpy cases, the dynamic-size driver) skip it: what they add is numbers,
+# which the plain build checks; their compiler paths run sanitized in the other tests.
+if _asan:
+    config.available_features.add("asan")
 config.substitutions.append(("%memcap", "env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:"
                              "max_allocation_size_mb=4000" if _asan else "prlimit --as=4000000000 --"))
 
