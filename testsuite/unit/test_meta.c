@@ -153,7 +153,10 @@ int main(void) {
     CHECK(*(int *)((char *)tdsl_instance(dm) + 772) == 1);
     CHECK(tdsl_call(dm, "run") == -1 && strstr(tdsl_error(dm), "run: x axis 0 vs 4 (n = 3, expected 4 or 1)"));
     CHECK(tdsl_set_index(dm, "i", 2) == 0 && tdsl_set_index(dm, "i", 3) == -1);
-    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 772) == 0 && tdsl_call(dm, "run") == 0);
+    /* n shrinks under the symbol: i = 2 is out of its range now, refused at the call */
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *(int *)((char *)tdsl_instance(dm) + 772) == 0 && tdsl_call(dm, "run") == -1 &&
+          strstr(tdsl_error(dm), "index i = 2 is out of its range 0..0"), "%s", tdsl_error(dm));
+    CHECK(tdsl_set_index(dm, "i", 0) == 0 && tdsl_call(dm, "run") == 0);
     CHECK(tdsl_set_dim(dm, "n", 4) == 0 && tdsl_call(dm, "run") == 0);
     /* y is n x n: 2^31 - 1 makes it too large (refused before allocating; n stays) */
     CHECK(tdsl_set_dim(dm, "n", 2147483647L) == -1 && strstr(tdsl_error(dm), "makes tensor y too large") &&
