@@ -113,7 +113,7 @@ static int set_action(Options *o, const char **by, Action act, const char *opt) 
 
 /* Options that would do nothing in the selected mode are refused: the user meant
  * something else. */
-static int check_modes(const Options *o, const char *mode, bool arch_given, const char *codegen_opt) {
+static int check_modes(const Options *o, const char *mode, bool arch_given) {
   Action a = o->action;
   bool front = a == ACT_DUMP_AST || a == ACT_DUMP_GRAPH || a == ACT_DUMP_SHAPES || a == ACT_DUMP_PROJECTIONS;
   bool writes = a == ACT_COMPILE || a == ACT_EMIT_PTX;
@@ -125,7 +125,6 @@ static int check_modes(const Options *o, const char *mode, bool arch_given, cons
   else if (o->json && a != ACT_DUMP_SHAPES && a != ACT_DUMP_PROJECTIONS && a != ACT_RUN) useless = "--json";
   else if (arch_given && !cuda) useless = "--arch";
   else if (o->tf32 && !cuda) useless = "--tf32";
-  else if (codegen_opt && front) useless = codegen_opt; /* they shape the generated code */
   if (useless) {
     diag_tool_error("%s does nothing with %s", useless, mode);
     fputs("try 'tdslc --help'\n", stderr);
@@ -148,7 +147,6 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   Options *o = &c->opt;
   const char *mode_by = NULL; /* the option that selected o->action */
   bool arch_given = false;
-  const char *codegen_opt = NULL; /* the first option that only code generation reads */
   o->action = ACT_COMPILE;
   o->opt_level = 2;
   o->arch = "sm_80";
@@ -174,43 +172,39 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       arch_given = true;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       o->opt_level = a[2] - '0';
-      if (!codegen_opt) codegen_opt = a;
     }
     else if (!strcmp(a, "-I")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       vec_push(&c->arena, &o->include_dirs, argv[i]);
     } else if (a[0] == '-' && a[1] == 'I' && a[2]) vec_push(&c->arena, &o->include_dirs, (void *)(a + 2));
     else if ((v = opt_value(argc, argv, &i, "--precision"))) {
-      if (!codegen_opt) codegen_opt = "--precision";
       if (!strcmp(v, "single")) o->double_prec = false;
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
     } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
     else if (!strcmp(a, "-v")) o->phase_times = true;
     else if (!strcmp(a, "--time-report")) o->time_report = true;
-    else if (!strcmp(a, "--no-cache")) o->no_cache = true, codegen_opt = codegen_opt ? codegen_opt : "--no-cache";
-    else if (!strcmp(a, "--no-split")) o->no_split = true, codegen_opt = codegen_opt ? codegen_opt : "--no-split";
+    else if (!strcmp(a, "--no-cache")) o->no_cache = true;
+    else if (!strcmp(a, "--no-split")) o->no_split = true;
     else if (!strcmp(a, "-j") || (a[0] == '-' && a[1] == 'j' && a[2])) {
       const char *n = a[2] ? a + 2 : ++i < argc ? argv[i] : NULL;
       long long j;
       if (!n) return bad_usage("%s needs an argument", a);
       if (!parse_int(n, &j) || j < 1 || j > 256) return bad_usage("bad -j '%s' (expected 1 to 256 workers)", n);
       o->jobs = (int)j;
-      if (!codegen_opt) codegen_opt = "-j";
     }
     else if ((v = opt_value(argc, argv, &i, "--name"))) {
       if (!c_identifier(v)) return bad_usage("bad --name '%s' (expected a C identifier)", v);
       o->name = v;
-      if (!codegen_opt) codegen_opt = "--name";
     }
     else if (mode_option(a) >= 0) {
       if (set_action(o, &mode_by, (Action)mode_option(a), a)) return 2;
     }
     else if (!strcmp(a, "--json")) o->json = true;
     else if (!strcmp(a, "--verbose")) o->verbose = true;
-    else if (!strcmp(a, "--check-bounds")) o->check_bounds = true, codegen_opt = codegen_opt ? codegen_opt : "--check-bounds";
+    else if (!strcmp(a, "--check-bounds")) o->check_bounds = true;
     else if (!strcmp(a, "--tf32")) o->tf32 = true;
-    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true, codegen_opt = codegen_opt ? codegen_opt : "--strict-fp";
+    else if (!strcmp(a, "--strict-fp")) o->strict_fp = true;
     else if ((v = opt_value(argc, argv, &i, "--check-ulps"))) {
       long long u;
       if (!parse_int(v, &u) || u < 0 || u > 1000000000) return bad_usage("bad --check-ulps '%s'", v);
@@ -254,7 +248,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else o->input = a;
   }
   if (!o->input) return bad_usage("%s", "no input file");
-  int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given, codegen_opt);
+  int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given);
   if (rc) return rc;
   bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
   if (!runs && (o->sets.len || o->loads.len || seeded))

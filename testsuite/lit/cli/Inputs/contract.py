@@ -224,7 +224,7 @@ for opt in ("-o OUT", "-c ", "--backend", "--arch", "-O0", "-I DIR", "--precisio
     check(opt in out, "--help mentions " + opt)
 
 # ---- usage errors: exit 2, and no output written ------------------------------------
-for args in (["--dump-shapes", "--run", run], ["--json", run], ["--print", "m", run], ["-O3", "--dump-shapes", run],
+for args in (["--dump-shapes", "--run", run], ["--json", run], ["--print", "m", run], ["--tf32", "--dump-shapes", run],
              ["--dump-ast", "--json", run], ["--emit-c", "-o", "x.so", run], ["--arch=sm_80", run], [run, run],
              ["-o"], ["-O4", run], ["--seed=-1", "--run", run], ["--seed", "x", "--run", run], ["-o", run, run],
              ["--emit-header=" + run, run], ["nosuch.tdsl"], ["--run", run, "--save", run]):
