@@ -1465,6 +1465,24 @@ static bool stage6(Solver *s) {
   return stage6_pass(s, false) || changed;
 }
 
+/* Before stage 7: the kernel of a valid convolution whose output is still open closes
+ * first. A kernel argument's axis of size 1 (a 1x1 convolution) only bounds the kernel
+ * from below (broadcasting), so the output and the kernel are both open; closing the
+ * kernel to 1, what the argument says, lets the input fix the output, whereas closing
+ * whichever comes first would give output 1 and a contradiction. */
+static bool stage_conv_kernels(Solver *s) {
+  bool changed = false;
+  for (int i = 0; i < s->cons.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_CONV || c->padded || !c->d3 || dim_size(c->d2)) continue;
+    DimNode *r = root_or_null(c->d3);
+    if (!r) continue;
+    default_dim_one(s, r);
+    changed = true;
+  }
+  return changed;
+}
+
 /* Stage 7: everything left: dims 1, rows no further axes. */
 static bool stage7(Solver *s) {
   bool changed = false;
@@ -1492,7 +1510,7 @@ bool solver_close(Solver *s) {
   for (int round = 0; round < 4 * MAX_RANK && stage3(s); round++)
     if (!solver_run(s)) return false;
   if (s->failed) return false;
-  bool (*later[])(Solver *) = {stage4, stage5, stage6, stage7};
+  bool (*later[])(Solver *) = {stage4, stage5, stage6, stage_conv_kernels, stage7};
   for (size_t i = 0; i < sizeof later / sizeof *later; i++) {
     later[i](s);
     if (!solver_run(s)) return false;

@@ -30,7 +30,9 @@ def lit(arr, kinds):
             return "[| " + "; ".join(parts) + " |]"
         if ks[0] == "o":
             return "[ " + "; ".join(parts) + " ]"
-        return "(" + ", ".join(parts) + ")" if len(parts) > 1 else "(" + parts[0] + ")"
+        # OCaml has no 1-tuples: "(x)" is x, so an input axis of size 1 would vanish.
+        assert len(parts) > 1, "an input axis of size 1 cannot be written as a literal"
+        return "(" + ", ".join(parts) + ")"
     return rec(arr, kinds)
 
 
@@ -523,6 +525,148 @@ case("maxpool_batch_channels", 'let%op f = $x @^+ "... | 2*oh<+wh, 2*ow<+ww, ..c
      {"x": P(PIMG, "booo")}, ("booo", (2, 2, 2, 1)),
      lambda t: F_().max_pool2d(t["x"].permute(0, 3, 1, 2), 2).permute(0, 2, 3, 1),
      consts="let%op win = [ [ 0.; 0. ]; [ 0.; 0. ] ]")
+
+# ---- convolutions and pooling against torch.nn.functional, generated ----------------
+# tdsl's padded mode (=+) is input = stride * output with (dilation*(kernel-1))/2 on the
+# left (LANGUAGE.md rule 6): the oracle pads explicitly (zeros for a sum, -inf for a max),
+# runs torch's unpadded op and crops to the output size, so even kernels (asymmetric
+# padding, which torch's symmetric `padding=` cannot express) are covered too.
+def _conv_out(n_in, k, s, d, mode):
+    if mode == "=+":
+        assert n_in % s == 0
+        return n_in // s
+    assert (n_in - d * (k - 1) - 1) % s == 0, (n_in, k, s, d)
+    return (n_in - d * (k - 1) - 1) // s + 1
+
+
+def _axis(o, k, s, d, mode):
+    return "%s%s%s%s%s" % ("%d*" % s if s != 1 else "", o, mode, "%d*" % d if d != 1 else "", k)
+
+
+def conv_case(name, nd, sizes, k, s, d, mode, batch=None, ic=1, oc=1, last=False, pool=None, seed=0):
+    """A conv (or pool="max"/"avg") over nd spatial axes of the given sizes; channels-first
+    unless last; batch axis of that size if given. The kernel is a parameter (except pools)."""
+    ks = k if isinstance(k, tuple) else (k,) * nd
+    ss = s if isinstance(s, tuple) else (s,) * nd
+    ds = d if isinstance(d, tuple) else (d,) * nd
+    outs = tuple(_conv_out(n, kk, st, dl, mode) for n, kk, st, dl in zip(sizes, ks, ss, ds))
+    os_ = ["o%d" % i for i in range(nd)]
+    kv = ["k%d" % i for i in range(nd)]
+    sp = [_axis(o, kk, st, dl, mode) for o, kk, st, dl in zip(os_, kv, ss, ds)]
+    chan = pool is None or ic > 1
+    bpre = "b | " if batch else ""
+    if pool:
+        xrow = sp + (["c"] if last else []) if not chan else (sp + ["c"] if last else ["c"] + sp)
+        rrow = (os_ + ["c"] if last else ["c"] + os_) if chan else os_
+        krow = kv
+    else:
+        xrow = sp + ["ic"] if last else ["ic"] + sp
+        rrow = os_ + ["oc"] if last else ["oc"] + os_
+        krow = (kv + ["ic"] if last else ["ic"] + kv)
+    xshape = ((batch,) if batch else ()) + ((tuple(sizes) + (ic,) if last else (ic,) + tuple(sizes)) if chan else tuple(sizes))
+    xkinds = ("b" if batch else "") + "o" * (len(xshape) - (1 if batch else 0))
+    rshape = ((batch,) if batch else ()) + (((outs + (oc if not pool else ic,)) if last else ((oc if not pool else ic,) + outs)) if chan else outs)
+    rkinds = ("b" if batch else "") + "o" * (len(rshape) - (1 if batch else 0))
+    rng = np.random.default_rng(seed)
+    if pool == "max":
+        n = int(np.prod(xshape))
+        xv = (rng.permutation(n) - n // 2) / (16.0 if n <= 96 else 32.0)  # distinct: no ties
+    else:
+        xv = R(xshape, seed=seed)
+    params = {"x": P(xv.reshape(xshape), xkinds)}
+    if pool:
+        op = "@^+" if pool == "max" else "+*"
+        val = "0." if pool == "max" else repr(1.0 / float(np.prod(ks)))
+        win = val
+        for kk in reversed(ks):
+            win = "[ " + "; ".join([win] * kk) + " ]"
+        consts = "let%%op win = %s" % win
+        spec = "%s%s; %s => %s%s" % (bpre, ", ".join(xrow), ", ".join(krow), bpre, ", ".join(rrow))
+        body = 'let%%op f = $x %s "%s" win' % (op, spec)
+    else:
+        wshape = (oc,) + ((tuple(ks) + (ic,)) if last else ((ic,) + tuple(ks)))
+        # The kernel's axes are input axes (oc last in the spec, first in memory) unless
+        # one has size 1, which a literal cannot write: then all output axes, same memory.
+        kin = min(wshape[1:]) > 1
+        params["w"] = P(R(wshape, seed=seed + 1, lo=-1, hi=1), "o" + ("i" if kin else "o") * (nd + 1))
+        consts = ""
+        kspec = "%s -> oc" % ", ".join(krow) if kin else "oc, " + ", ".join(krow)
+        spec = "%s%s; %s => %s%s" % (bpre, ", ".join(xrow), kspec, bpre, ", ".join(rrow))
+        body = 'let%%op f = $x +* "%s" $w' % spec
+
+    def oracle(t):
+        F = torch.nn.functional
+        x = t["x"]
+        if not batch:
+            x = x[None]
+        if not chan:
+            x = x[:, None]
+        elif last:
+            x = x.permute(0, nd + 1, *range(1, nd + 1))
+        if mode == "=+":
+            pad = []
+            for n, o, kk, st, dl in zip(sizes, outs, ks, ss, ds):
+                pl = dl * (kk - 1) // 2
+                pr = max(0, st * (o - 1) + dl * (kk - 1) - pl - (n - 1))
+                pad = [pl, pr] + pad
+            x = F.pad(x, pad, value=-float("inf") if pool == "max" else 0.0)
+        if pool == "max":
+            y = getattr(F, "max_pool%dd" % nd)(x, ks, stride=ss, dilation=ds)
+        elif pool == "avg":
+            w = torch.full((ic, 1) + ks, 1.0 / float(np.prod(ks)), dtype=torch.float64)
+            y = getattr(F, "conv%dd" % nd)(x, w, stride=ss, dilation=ds, groups=ic)
+        else:
+            w = t["w"]
+            if last:
+                w = w.permute(0, nd + 1, *range(1, nd + 1))
+            y = getattr(F, "conv%dd" % nd)(x, w, stride=ss, dilation=ds)
+        y = y[(slice(None), slice(None)) + tuple(slice(0, o) for o in outs)]
+        if last and chan:
+            y = y.permute(0, *range(2, nd + 2), 1)
+        if not chan:
+            y = y[:, 0]
+        if not batch:
+            y = y[0]
+        return y
+
+    case(name, body, params, (rkinds, rshape), oracle, consts=consts)
+
+
+# 1-D: every stride, dilation and kernel size (even ones too) in both modes.
+_i = 0
+for _k in (1, 2, 3, 4, 5):
+    for _s in (1, 2, 3):
+        for _d in (1, 2, 3):
+            _i += 1
+            conv_case("gconv1p_k%ds%dd%d" % (_k, _s, _d), 1, (4 * _s,), _k, _s, _d, "=+", seed=300 + _i)
+            _n = _s * 2 + _d * (_k - 1) + 1
+            conv_case("gconv1v_k%ds%dd%d" % (_k, _s, _d), 1, (_n,), _k, _s, _d, "<+", seed=400 + _i)
+# channels, batch, layouts, 2-D and 3-D
+conv_case("gconv1_chan_first", 1, (6,), 3, 1, 1, "=+", batch=2, ic=3, oc=2, seed=500)
+conv_case("gconv1_chan_last", 1, (6,), 4, 2, 1, "=+", batch=2, ic=3, oc=2, last=True, seed=502)
+conv_case("gconv2p_first", 2, (4, 6), 3, 1, 1, "=+", batch=2, ic=2, oc=3, seed=504)
+conv_case("gconv2p_last", 2, (4, 6), 3, 1, 1, "=+", batch=2, ic=2, oc=3, last=True, seed=506)
+conv_case("gconv2p_even_s2", 2, (6, 4), 2, 2, 1, "=+", batch=1, ic=2, oc=2, seed=508)
+conv_case("gconv2p_k4d2", 2, (5, 5), 4, 1, 2, "=+", ic=2, oc=2, seed=510)
+conv_case("gconv2p_mixed", 2, (6, 6), (3, 2), (2, 3), (1, 2), "=+", batch=2, ic=2, oc=2, last=True, seed=512)
+conv_case("gconv2v_s2d2", 2, (7, 9), 2, 2, 2, "<+", batch=2, ic=2, oc=3, seed=514)
+conv_case("gconv2v_k5", 2, (5, 6), (5, 2), 1, 1, "<+", ic=2, oc=2, last=True, seed=516)
+conv_case("gconv2v_s3d3", 2, (10, 7), (3, 1), 3, (3, 1), "<+", batch=1, ic=1, oc=2, seed=518)
+conv_case("gconv3p_first", 3, (4, 4, 4), 3, 1, 1, "=+", batch=2, ic=2, oc=2, seed=520)
+conv_case("gconv3p_last_s2", 3, (4, 4, 2), 2, 2, 1, "=+", batch=1, ic=2, oc=2, last=True, seed=522)
+conv_case("gconv3v", 3, (5, 4, 5), (3, 2, 2), (1, 2, 3), 1, "<+", ic=2, oc=2, seed=524)
+# pools
+conv_case("gmaxpool1p_k3s2", 1, (6,), 3, 2, 1, "=+", seed=530, pool="max")
+conv_case("gmaxpool1p_k2", 1, (5,), 2, 1, 1, "=+", seed=531, pool="max")
+conv_case("gmaxpool1v_k3d2", 1, (9,), 3, 2, 2, "<+", seed=532, pool="max")
+conv_case("gmaxpool2p_k3s1", 2, (4, 5), 3, 1, 1, "=+", batch=2, ic=2, seed=533, pool="max")
+conv_case("gmaxpool2p_k3s2_last", 2, (4, 6), 3, 2, 1, "=+", batch=2, ic=2, last=True, seed=534, pool="max")
+conv_case("gmaxpool2p_k4d2", 2, (5, 6), 4, 1, 2, "=+", ic=2, seed=535, pool="max")
+conv_case("gmaxpool2v_k3s2", 2, (7, 5), 3, 2, 1, "<+", batch=2, ic=2, seed=536, pool="max")
+conv_case("gmaxpool2v_k2s3d2", 2, (9, 5), 2, 3, (2, 1), "<+", ic=1, seed=537, pool="max")
+conv_case("gmaxpool3v", 3, (4, 4, 4), 2, 2, 1, "<+", batch=1, ic=2, seed=538, pool="max")
+conv_case("gavgpool2v_k2s2", 2, (4, 6), 2, 2, 1, "<+", batch=2, ic=2, seed=540, pool="avg")
+conv_case("gavgpool2p_k3s1", 2, (4, 4), 3, 1, 1, "=+", batch=1, ic=2, seed=541, pool="avg")
 
 # ---- --load runs after init and overrides a parameter's initializer ---------------
 case("load_overrides_init", "let%op f = $a", {"a": P([1.0, -2.0, 0.5], "o")}, ("o", (3,)), kind="load")
