@@ -668,5 +668,77 @@ conv_case("gmaxpool3v", 3, (4, 4, 4), 2, 2, 1, "<+", batch=1, ic=2, seed=538, po
 conv_case("gavgpool2v_k2s2", 2, (4, 6), 2, 2, 1, "<+", batch=2, ic=2, seed=540, pool="avg")
 conv_case("gavgpool2p_k3s1", 2, (4, 4), 3, 1, 1, "=+", batch=1, ic=2, seed=541, pool="avg")
 
+# ---- softmax family and layer_norm at extreme logits, batch size 1, ties ---------------
+# Logits near +-1000 with gaps of 2 (64 x 1/32) between the largest: exp overflows even
+# in double without the maximum's stabilization. (At gaps of 16 and more every gradient
+# is a few ulps of cancellation, where float64 torch itself is off: no oracle there.)
+XL = np.array([[1.0, 1.03125, -2.0, 0.5, -3.0], [-1.0, -0.96875, -2.5, -1.0, -0.9375]])
+TL = np.eye(5)[[1, 2]]
+case("gsoftmax_extreme", "let%op f = softmax (($x *. 64.) + 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.softmax(t["x"] * 64.0 + 1000.0, 1), fd=False)
+case("glog_softmax_extreme", "let%op f = log_softmax (($x *. 64.) + 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.log_softmax(t["x"] * 64.0 + 1000.0, 1), fd=False)
+case("glog_softmax_neg_extreme", "let%op f = log_softmax ($x - 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.log_softmax(t["x"] - 1000.0, 1))
+case("gcross_entropy_extreme", "let%op f = cross_entropy (($x *. 64.) - 1000.) tgt", {"x": P(XL, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"] * 64.0 - 1000.0, T(TL)).reshape(1), fd=False,
+     consts="let%%op tgt = %s" % lit(TL, "bo"))
+# Batch size 1, and no batch axis at all.
+X1 = R((1, 4), seed=601)
+case("gsoftmax_batch1", "let%op f = softmax $x", {"x": P(X1, "bo")}, ("bo", (1, 4)), lambda t: torch.softmax(t["x"], 1))
+case("glog_softmax_nobatch", "let%op f = log_softmax $x", {"x": P(X1[0], "o")}, ("o", (4,)),
+     lambda t: torch.log_softmax(t["x"], 0))
+case("gcross_entropy_batch1", "let%op f = cross_entropy $x tgt", {"x": P(X1, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(np.eye(4)[[2]])).reshape(1), consts="let%%op tgt = %s" % lit(np.eye(4)[[2]], "bo"))
+case("gcross_entropy_indices_batch1", "let%op f = cross_entropy_indices ~classes:4 $x idx", {"x": P(X1, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], torch.tensor([3])).reshape(1), consts="let%op idx = [| 3. |]")
+case("glayer_norm_batch1", "let%op f = layer_norm () $x", {"x": P(X1, "bo")}, ("bo", (1, 4)),
+     lambda t: FN().layer_norm(t["x"], (4,), eps=1e-5))
+# Tied maxima (every logit equal in a row): the maximum's gradient cancels exactly.
+XT = np.array([[0.5, 0.5, 0.5, 0.5], [2.0, -1.0, 2.0, 0.25]])
+case("glog_softmax_tied", "let%op f = log_softmax $x", {"x": P(XT, "bo")}, ("bo", (2, 4)),
+     lambda t: torch.log_softmax(t["x"], 1), fd=False)
+case("gsoftmax_tied", "let%op f = softmax $x", {"x": P(XT, "bo")}, ("bo", (2, 4)), lambda t: torch.softmax(t["x"], 1), fd=False)
+case("gcross_entropy_tied", "let%op f = cross_entropy $x tgt", {"x": P(XT, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(np.eye(4)[[0, 2]])).reshape(1), fd=False,
+     consts="let%%op tgt = %s" % lit(np.eye(4)[[0, 2]], "bo"))
+# A constant row: the variance is 0 and eps alone keeps the normalization finite.
+case("glayer_norm_constant_row", "let%op f = layer_norm () ($x *. 64.)", {"x": P(np.array([[1.5, 1.5, 1.5, 1.5], [-2.0, 0.5, 1.0, 3.0]]), "bo")},
+     ("bo", (2, 4)), lambda t: FN().layer_norm(t["x"] * 64.0, (4,), eps=1e-5), fd=False)
+# Softmax over a non-default axis (the batch axis is reduced through ~spec).
+case("glog_softmax_spec", 'let%op f = log_softmax ~spec:"i|j => 0|j" $x', {"x": P(R((3, 4), seed=602), "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"], 0))
+
+
+# Max-pool ties with overlapping and padded windows (tdsl(7): every position equal to the
+# window's maximum receives the gradient; padding never takes part).
+def _pool_rule(x, w, k, s, d, mode):
+    n = x.shape[0]
+    if mode == "=+":
+        out, pl = n // s, d * (k - 1) // 2
+    else:
+        out, pl = (n - d * (k - 1) - 1) // s + 1, 0
+    m = np.empty(out)
+    g = np.zeros_like(x)
+    for o in range(out):
+        idx = [s * o + d * j - pl for j in range(k) if 0 <= s * o + d * j - pl < n]
+        m[o] = max(x[i] for i in idx)
+        for i in idx:
+            if x[i] == m[o]:
+                g[i] += w[o]
+    return m, g
+
+
+for _nm, _x, _k, _s, _d, _mode in (
+        ("gmaxpool_ties_overlap", [1.0, 3.0, 3.0, -1.0, 3.0, 0.5, 0.5], 3, 1, 1, "<+"),
+        ("gmaxpool_ties_padded_neg", [-2.0, -2.0, -3.0, -1.5, -1.5, -4.0], 3, 1, 1, "=+"),
+        ("gmaxpool_ties_even_s2", [0.0, 0.0, 1.0, 1.0, -1.0, 2.0, 2.0, -5.0], 2, 2, 1, "=+"),
+        ("gmaxpool_ties_dilated", [1.0, 0.0, 1.0, 0.0, 1.0, 2.0, 1.0, 2.0], 2, 1, 2, "=+")):
+    _sp = "%so%s%sk; k => o" % ("%d*" % _s if _s > 1 else "", _mode, "%d*" % _d if _d > 1 else "")
+    case(_nm, 'let%%op f = $x @^+ "%s" win' % _sp, {"x": P(np.array(_x), "o")},
+         ("o", (len(_pool_rule(np.array(_x), np.zeros(99), _k, _s, _d, _mode)[0]),)),
+         expect=(lambda k, s, d, mode: lambda v, w: (lambda r: (r[0], {"x": r[1]}))(_pool_rule(v["x"], w, k, s, d, mode)))(_k, _s, _d, _mode),
+         consts="let%%op win = [ %s ]" % "; ".join(["0."] * _k))
+
 # ---- --load runs after init and overrides a parameter's initializer ---------------
 case("load_overrides_init", "let%op f = $a", {"a": P([1.0, -2.0, 0.5], "o")}, ("o", (3,)), kind="load")
