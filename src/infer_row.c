@@ -1503,6 +1503,28 @@ static bool stage7(Solver *s) {
   return changed;
 }
 
+/* Loop indices are 32-bit (AxisIndex): a convolution's window, stride*(out-1) +
+ * dilation*(kernel-1) plus its offset, must be addressable. A valid convolution's input
+ * size bounds it already; a padded one's does not (its padding grows with the dilation:
+ * "o=+1073741824*k" over a kernel of 3 overflowed and read the wrong cells). */
+static bool conv_spans_fit(Solver *s) {
+  for (int n = 0; n < s->ninfos; n++) /* the steps' lists: s->cons drops done constraints */
+  for (int i = 0; s->infos && s->infos[n] && i < s->infos[n]->affine.len; i++) {
+    Constraint *c = VEC_AT(s->infos[n]->affine, Constraint, i);
+    long long out = dim_size(c->d2), ker = dim_size(c->d3);
+    if (out <= 0 || ker <= 0) continue; /* dynamic: refused by simp_conv */
+    long long span = (long long)c->stride * (out - 1) + (long long)c->dilation * (ker - 1) + (c->k < 0 ? -c->k : c->k);
+    if (span > 0x7fffffffLL) {
+      solver_fail(s, c,
+                  "convolution (%s): its window spans %lld positions (stride %d x (output %lld - 1) + dilation %d x "
+                  "(kernel %lld - 1)), beyond the 2147483647 an index can address",
+                  what(c->what1), span, c->stride, out, c->dilation, ker);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool solver_close(Solver *s) {
   if (!solver_run(s)) return false;
   stage2(s);
@@ -1525,7 +1547,7 @@ bool solver_close(Solver *s) {
       return false;
     }
   }
-  return true;
+  return conv_spans_fit(s);
 }
 
 void solver_free(Solver *s) { bounds_free(s); }
