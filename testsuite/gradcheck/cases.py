@@ -668,6 +668,62 @@ conv_case("gmaxpool3v", 3, (4, 4, 4), 2, 2, 1, "<+", batch=1, ic=2, seed=538, po
 conv_case("gavgpool2v_k2s2", 2, (4, 6), 2, 2, 1, "<+", batch=2, ic=2, seed=540, pool="avg")
 conv_case("gavgpool2p_k3s1", 2, (4, 4), 3, 1, 1, "=+", batch=1, ic=2, seed=541, pool="avg")
 
+
+# Grouped and depthwise convolutions: a group axis both operands and the result keep
+# (torch's groups=, whose channel axis is group-major: the same memory order).
+GX = R((2, 2, 2, 4, 4), seed=720)
+case("gconv2_groups", 'let%op f = $x +* "b | g, ci, oh=+kh, ow=+kw; g, co, ci, kh, kw => b | g, co, oh, ow" $w',
+     {"x": P(GX, "boooo"), "w": P(R((2, 3, 2, 3, 3), seed=721, lo=-1, hi=1), "ooooo")}, ("boooo", (2, 2, 3, 4, 4)),
+     lambda t: F_().conv2d(t["x"].reshape(2, 4, 4, 4), t["w"].reshape(6, 2, 3, 3), padding=1, groups=2).reshape(2, 2, 3, 4, 4))
+case("gconv1_depthwise", 'let%op f = $x +* "b | c, 2*o<+k; c, k => b | c, o" $w',
+     {"x": P(R((2, 3, 7), seed=722), "boo"), "w": P(R((3, 3), seed=723, lo=-1, hi=1), "oo")}, ("boo", (2, 3, 3)),
+     lambda t: F_().conv1d(t["x"], t["w"][:, None], stride=2, groups=3))
+
+# Transposed convolutions: the affine axis in the result ("i; k => 2*i=+k"), checked
+# against torch's conv_transpose: full (unpadded) output, then the rows tdsl keeps, from
+# the padding (dilation*(kernel-1))/2 on: stride*input of them when padded (=+), all of
+# them when valid (<+).
+def conv_t_case(name, nd, sizes, k, s, d, mode, batch=None, ic=2, oc=2, seed=0):
+    ks, ss, ds = ((v,) * nd if not isinstance(v, tuple) else v for v in (k, s, d))
+    iv = ["i%d" % j for j in range(nd)]
+    kv = ["k%d" % j for j in range(nd)]
+    rv = ["%s%s%s%s%s" % ("%d*" % st if st > 1 else "", i, mode, "%d*" % dl if dl > 1 else "", kk)
+          for i, kk, st, dl in zip(iv, kv, ss, ds)]
+    full = tuple((n - 1) * st + dl * (kk - 1) + 1 for n, kk, st, dl in zip(sizes, ks, ss, ds))
+    outs = tuple(st * n for n, st in zip(sizes, ss)) if mode == "=+" else full
+    bpre = "b | " if batch else ""
+    xshape = ((batch,) if batch else ()) + (ic,) + tuple(sizes)
+    wshape = (ic, oc) + tuple(ks)
+    rshape = ((batch,) if batch else ()) + (oc,) + outs
+    spec = "%sic, %s; ic, oc, %s => %soc, %s" % (bpre, ", ".join(iv), ", ".join(kv), bpre, ", ".join(rv))
+    params = {"x": P(R(xshape, seed=seed), ("b" if batch else "") + "o" * (nd + 1)),
+              "w": P(R(wshape, seed=seed + 1, lo=-1, hi=1), "o" * (nd + 2))}
+
+    def oracle(t):
+        F = torch.nn.functional
+        x = t["x"] if batch else t["x"][None]
+        y = getattr(F, "conv_transpose%dd" % nd)(x, t["w"], stride=ss, dilation=ds)
+        if mode == "=+":
+            pads = []
+            for o, f, kk, dl in zip(outs, full, ks, ds):
+                pl = dl * (kk - 1) // 2
+                pads = [0, max(0, pl + o - f)] + pads
+            y = F.pad(y, pads)
+            y = y[(slice(None), slice(None)) + tuple(slice(dl * (kk - 1) // 2, dl * (kk - 1) // 2 + o)
+                                                     for o, kk, dl in zip(outs, ks, ds))]
+        return y if batch else y[0]
+
+    case(name, 'let%%op f = $x +* "%s" $w' % spec, params, (("b" if batch else "") + "o" * (nd + 1), rshape), oracle)
+
+
+conv_t_case("gconvT1p_k3s2", 1, (4,), 3, 2, 1, "=+", seed=700)
+conv_t_case("gconvT1p_k2s1", 1, (5,), 2, 1, 1, "=+", seed=702)
+conv_t_case("gconvT1p_k4s3d2", 1, (3,), 4, 3, 2, "=+", seed=704)
+conv_t_case("gconvT1v_k3s2d2", 1, (4,), 3, 2, 2, "<+", batch=2, seed=706)
+conv_t_case("gconvT2p_k3s2", 2, (3, 4), 3, 2, 1, "=+", batch=2, ic=2, oc=3, seed=708)
+conv_t_case("gconvT2v_k2s2", 2, (3, 3), 2, 2, 1, "<+", ic=3, oc=2, seed=710)
+conv_t_case("gconvT2p_mixed", 2, (3, 2), (2, 3), (1, 2), (2, 1), "=+", batch=2, seed=712)
+
 # ---- softmax family and layer_norm at extreme logits, batch size 1, ties ---------------
 # Logits near +-1000 with gaps of 2 (64 x 1/32) between the largest: exp overflows even
 # in double without the maximum's stabilization. (At gaps of 16 and more every gradient
