@@ -724,6 +724,33 @@ conv_t_case("gconvT2p_k3s2", 2, (3, 4), 3, 2, 1, "=+", batch=2, ic=2, oc=3, seed
 conv_t_case("gconvT2v_k2s2", 2, (3, 3), 2, 2, 1, "<+", ic=3, oc=2, seed=710)
 conv_t_case("gconvT2p_mixed", 2, (3, 2), (2, 3), (1, 2), (2, 1), "=+", batch=2, seed=712)
 
+# A small convnet (padded conv, relu, 2x2 max-pool, valid conv, dense, cross-entropy)
+# trained 3 steps with sgd_update and momentum, against torch.optim.SGD.
+CNX = np.round(np.sin(np.arange(2 * 1 * 6 * 6)) * 64).reshape(2, 1, 6, 6) / 64  # exact in float32
+CNT = np.eye(3)[[2, 0]]
+
+
+def torch_convnet_sgd(t):
+    F = torch.nn.functional
+    a1 = torch.relu(F.conv2d(T(CNX), t["k1"], padding=1) + t["b1"])
+    p1 = F.max_pool2d(a1, 2)
+    a2 = torch.tanh(F.conv2d(p1, t["k2"]))
+    logits = torch.einsum("bchw,ochw->bo", a2, t["wd"])
+    return F.cross_entropy(logits, T(CNT)).reshape(1)
+
+
+case("convnet_sgd", """let%op a1 = relu ((img +* "b | ic, oh=+kh, ow=+kw; oc, ic, kh, kw => b | oc, oh, ow" $k1) + $b1)
+let%op p1 = a1 @^+ "b | c, 2*oh<+wh, 2*ow<+ww; wh, ww => b | c, oh, ow" win
+let%op a2 = tanh (p1 +* "b | ic, oh<+kh, ow<+kw; oc, ic, kh, kw => b | oc, oh, ow" $k2)
+let%op logits = a2 +* "b | c, h, w; o, c, h, w => b | o" $wd
+let%op f = cross_entropy logits tgt""",
+     {"k1": P(R((2, 1, 3, 3), seed=730, lo=-1, hi=1), "oooo"), "b1": P(np.array([[[0.125]], [[-0.0625]]]), "ooo"),
+      "k2": P(R((2, 2, 2, 2), seed=731, lo=-1, hi=1), "oooo"), "wd": P(R((3, 2, 2, 2), seed=732, lo=-1, hi=1), "oooo")},
+     ("o", (1,)), torch_convnet_sgd,
+     consts="let%%op img = %s\nlet%%op tgt = %s\nlet%%op win = [ [ 0.; 0. ]; [ 0.; 0. ] ]" % (
+         lit(CNX, "booo"), lit(CNT, "bo")),
+     sgd=dict(lr=0.25, wd=0.0, momentum=0.5, nesterov=False, steps=3))
+
 # ---- softmax family and layer_norm at extreme logits, batch size 1, ties ---------------
 # Logits near +-1000 with gaps of 2 (64 x 1/32) between the largest: exp overflows even
 # in double without the maximum's stabilization. (At gaps of 16 and more every gradient
