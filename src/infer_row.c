@@ -1469,7 +1469,10 @@ static bool stage6(Solver *s) {
  * first. A kernel argument's axis of size 1 (a 1x1 convolution) only bounds the kernel
  * from below (broadcasting), so the output and the kernel are both open; closing the
  * kernel to 1, what the argument says, lets the input fix the output, whereas closing
- * whichever comes first would give output 1 and a contradiction. */
+ * whichever comes first would give output 1 and a contradiction. (A kernel no argument
+ * has an axis for, a scalar window, closes to 1 too: the input then fixes the output or
+ * the sizes are refused; stage 7 used to make it a whole-input window in --dump-shapes
+ * and refuse it in the projections' pass, which closes in another order.) */
 static bool stage_conv_kernels(Solver *s) {
   bool changed = false;
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
