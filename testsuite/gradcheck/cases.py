@@ -788,6 +788,9 @@ case("gcross_entropy_tied", "let%op f = cross_entropy $x tgt", {"x": P(XT, "bo")
 # A constant row: the variance is 0 and eps alone keeps the normalization finite.
 case("glayer_norm_constant_row", "let%op f = layer_norm () ($x *. 64.)", {"x": P(np.array([[1.5, 1.5, 1.5, 1.5], [-2.0, 0.5, 1.0, 3.0]]), "bo")},
      ("bo", (2, 4)), lambda t: FN().layer_norm(t["x"] * 64.0, (4,), eps=1e-5), fd=False)
+# Large values on a large offset: the two-pass variance (x - mean first) keeps it exact.
+case("glayer_norm_offset", "let%op f = layer_norm () (($x *. 4096.) + 1000000.)", {"x": P(R((2, 5), seed=603), "bo")},
+     ("bo", (2, 5)), lambda t: FN().layer_norm(t["x"] * 4096.0 + 1e6, (5,), eps=1e-5), fd=False)
 # Softmax over a non-default axis (the batch axis is reduced through ~spec).
 case("glog_softmax_spec", 'let%op f = log_softmax ~spec:"i|j => 0|j" $x', {"x": P(R((3, 4), seed=602), "bo")}, ("bo", (3, 4)),
      lambda t: torch.log_softmax(t["x"], 0))
