@@ -1465,6 +1465,27 @@ static bool stage6(Solver *s) {
   return stage6_pass(s, false) || changed;
 }
 
+/* Before stage 7: the kernel of a valid convolution whose output is still open closes
+ * first. A kernel argument's axis of size 1 (a 1x1 convolution) only bounds the kernel
+ * from below (broadcasting), so the output and the kernel are both open; closing the
+ * kernel to 1, what the argument says, lets the input fix the output, whereas closing
+ * whichever comes first would give output 1 and a contradiction. (A kernel no argument
+ * has an axis for, a scalar window, closes to 1 too: the input then fixes the output or
+ * the sizes are refused; stage 7 used to make it a whole-input window in --dump-shapes
+ * and refuse it in the projections' pass, which closes in another order.) */
+static bool stage_conv_kernels(Solver *s) {
+  bool changed = false;
+  for (int i = 0; i < s->cons.len && !s->failed; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_CONV || c->padded || !c->d3 || dim_size(c->d2)) continue;
+    DimNode *r = root_or_null(c->d3);
+    if (!r) continue;
+    default_dim_one(s, r);
+    changed = true;
+  }
+  return changed;
+}
+
 /* Stage 7: everything left: dims 1, rows no further axes. */
 static bool stage7(Solver *s) {
   bool changed = false;
@@ -1485,6 +1506,28 @@ static bool stage7(Solver *s) {
   return changed;
 }
 
+/* Loop indices are 32-bit (AxisIndex): a convolution's window, stride*(out-1) +
+ * dilation*(kernel-1) plus its offset, must be addressable. A valid convolution's input
+ * size bounds it already; a padded one's does not (its padding grows with the dilation:
+ * "o=+1073741824*k" over a kernel of 3 overflowed and read the wrong cells). */
+static bool conv_spans_fit(Solver *s) {
+  for (int n = 0; n < s->ninfos; n++) /* the steps' lists: s->cons drops done constraints */
+  for (int i = 0; s->infos && s->infos[n] && i < s->infos[n]->affine.len; i++) {
+    Constraint *c = VEC_AT(s->infos[n]->affine, Constraint, i);
+    long long out = dim_size(c->d2), ker = dim_size(c->d3);
+    if (out <= 0 || ker <= 0) continue; /* dynamic: refused by simp_conv */
+    long long span = (long long)c->stride * (out - 1) + (long long)c->dilation * (ker - 1) + (c->k < 0 ? -c->k : c->k);
+    if (span > 0x7fffffffLL) {
+      solver_fail(s, c,
+                  "convolution (%s): its window spans %lld positions (stride %d x (output %lld - 1) + dilation %d x "
+                  "(kernel %lld - 1)), beyond the 2147483647 an index can address",
+                  what(c->what1), span, c->stride, out, c->dilation, ker);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool solver_close(Solver *s) {
   if (!solver_run(s)) return false;
   stage2(s);
@@ -1492,7 +1535,7 @@ bool solver_close(Solver *s) {
   for (int round = 0; round < 4 * MAX_RANK && stage3(s); round++)
     if (!solver_run(s)) return false;
   if (s->failed) return false;
-  bool (*later[])(Solver *) = {stage4, stage5, stage6, stage7};
+  bool (*later[])(Solver *) = {stage4, stage5, stage6, stage_conv_kernels, stage7};
   for (size_t i = 0; i < sizeof later / sizeof *later; i++) {
     later[i](s);
     if (!solver_run(s)) return false;
@@ -1507,7 +1550,7 @@ bool solver_close(Solver *s) {
       return false;
     }
   }
-  return true;
+  return conv_spans_fit(s);
 }
 
 void solver_free(Solver *s) { bounds_free(s); }

@@ -30,7 +30,9 @@ def lit(arr, kinds):
             return "[| " + "; ".join(parts) + " |]"
         if ks[0] == "o":
             return "[ " + "; ".join(parts) + " ]"
-        return "(" + ", ".join(parts) + ")" if len(parts) > 1 else "(" + parts[0] + ")"
+        # OCaml has no 1-tuples: "(x)" is x, so an input axis of size 1 would vanish.
+        assert len(parts) > 1, "an input axis of size 1 cannot be written as a literal"
+        return "(" + ", ".join(parts) + ")"
     return rec(arr, kinds)
 
 
@@ -523,6 +525,306 @@ case("maxpool_batch_channels", 'let%op f = $x @^+ "... | 2*oh<+wh, 2*ow<+ww, ..c
      {"x": P(PIMG, "booo")}, ("booo", (2, 2, 2, 1)),
      lambda t: F_().max_pool2d(t["x"].permute(0, 3, 1, 2), 2).permute(0, 2, 3, 1),
      consts="let%op win = [ [ 0.; 0. ]; [ 0.; 0. ] ]")
+
+# ---- convolutions and pooling against torch.nn.functional, generated ----------------
+# tdsl's padded mode (=+) is input = stride * output with (dilation*(kernel-1))/2 on the
+# left (LANGUAGE.md rule 6): the oracle pads explicitly (zeros for a sum, -inf for a max),
+# runs torch's unpadded op and crops to the output size, so even kernels (asymmetric
+# padding, which torch's symmetric `padding=` cannot express) are covered too.
+def _conv_out(n_in, k, s, d, mode):
+    if mode == "=+":
+        assert n_in % s == 0
+        return n_in // s
+    assert (n_in - d * (k - 1) - 1) % s == 0, (n_in, k, s, d)
+    return (n_in - d * (k - 1) - 1) // s + 1
+
+
+def _axis(o, k, s, d, mode):
+    return "%s%s%s%s%s" % ("%d*" % s if s != 1 else "", o, mode, "%d*" % d if d != 1 else "", k)
+
+
+def conv_case(name, nd, sizes, k, s, d, mode, batch=None, ic=1, oc=1, last=False, pool=None, seed=0):
+    """A conv (or pool="max"/"avg") over nd spatial axes of the given sizes; channels-first
+    unless last; batch axis of that size if given. The kernel is a parameter (except pools)."""
+    ks = k if isinstance(k, tuple) else (k,) * nd
+    ss = s if isinstance(s, tuple) else (s,) * nd
+    ds = d if isinstance(d, tuple) else (d,) * nd
+    outs = tuple(_conv_out(n, kk, st, dl, mode) for n, kk, st, dl in zip(sizes, ks, ss, ds))
+    os_ = ["o%d" % i for i in range(nd)]
+    kv = ["k%d" % i for i in range(nd)]
+    sp = [_axis(o, kk, st, dl, mode) for o, kk, st, dl in zip(os_, kv, ss, ds)]
+    chan = pool is None or ic > 1
+    bpre = "b | " if batch else ""
+    if pool:
+        xrow = sp + (["c"] if last else []) if not chan else (sp + ["c"] if last else ["c"] + sp)
+        rrow = (os_ + ["c"] if last else ["c"] + os_) if chan else os_
+        krow = kv
+    else:
+        xrow = sp + ["ic"] if last else ["ic"] + sp
+        rrow = os_ + ["oc"] if last else ["oc"] + os_
+        krow = (kv + ["ic"] if last else ["ic"] + kv)
+    xshape = ((batch,) if batch else ()) + ((tuple(sizes) + (ic,) if last else (ic,) + tuple(sizes)) if chan else tuple(sizes))
+    xkinds = ("b" if batch else "") + "o" * (len(xshape) - (1 if batch else 0))
+    rshape = ((batch,) if batch else ()) + (((outs + (oc if not pool else ic,)) if last else ((oc if not pool else ic,) + outs)) if chan else outs)
+    rkinds = ("b" if batch else "") + "o" * (len(rshape) - (1 if batch else 0))
+    rng = np.random.default_rng(seed)
+    if pool == "max":
+        n = int(np.prod(xshape))
+        xv = (rng.permutation(n) - n // 2) / (16.0 if n <= 96 else 32.0)  # distinct: no ties
+    else:
+        xv = R(xshape, seed=seed)
+    params = {"x": P(xv.reshape(xshape), xkinds)}
+    if pool:
+        op = "@^+" if pool == "max" else "+*"
+        val = "0." if pool == "max" else repr(1.0 / float(np.prod(ks)))
+        win = val
+        for kk in reversed(ks):
+            win = "[ " + "; ".join([win] * kk) + " ]"
+        consts = "let%%op win = %s" % win
+        spec = "%s%s; %s => %s%s" % (bpre, ", ".join(xrow), ", ".join(krow), bpre, ", ".join(rrow))
+        body = 'let%%op f = $x %s "%s" win' % (op, spec)
+    else:
+        wshape = (oc,) + ((tuple(ks) + (ic,)) if last else ((ic,) + tuple(ks)))
+        # The kernel's axes are input axes (oc last in the spec, first in memory) unless
+        # one has size 1, which a literal cannot write: then all output axes, same memory.
+        kin = min(wshape[1:]) > 1
+        params["w"] = P(R(wshape, seed=seed + 1, lo=-1, hi=1), "o" + ("i" if kin else "o") * (nd + 1))
+        consts = ""
+        kspec = "%s -> oc" % ", ".join(krow) if kin else "oc, " + ", ".join(krow)
+        spec = "%s%s; %s => %s%s" % (bpre, ", ".join(xrow), kspec, bpre, ", ".join(rrow))
+        body = 'let%%op f = $x +* "%s" $w' % spec
+
+    def oracle(t):
+        F = torch.nn.functional
+        x = t["x"]
+        if not batch:
+            x = x[None]
+        if not chan:
+            x = x[:, None]
+        elif last:
+            x = x.permute(0, nd + 1, *range(1, nd + 1))
+        if mode == "=+":
+            pad = []
+            for n, o, kk, st, dl in zip(sizes, outs, ks, ss, ds):
+                pl = dl * (kk - 1) // 2
+                pr = max(0, st * (o - 1) + dl * (kk - 1) - pl - (n - 1))
+                pad = [pl, pr] + pad
+            x = F.pad(x, pad, value=-float("inf") if pool == "max" else 0.0)
+        if pool == "max":
+            y = getattr(F, "max_pool%dd" % nd)(x, ks, stride=ss, dilation=ds)
+        elif pool == "avg":
+            w = torch.full((ic, 1) + ks, 1.0 / float(np.prod(ks)), dtype=torch.float64)
+            y = getattr(F, "conv%dd" % nd)(x, w, stride=ss, dilation=ds, groups=ic)
+        else:
+            w = t["w"]
+            if last:
+                w = w.permute(0, nd + 1, *range(1, nd + 1))
+            y = getattr(F, "conv%dd" % nd)(x, w, stride=ss, dilation=ds)
+        y = y[(slice(None), slice(None)) + tuple(slice(0, o) for o in outs)]
+        if last and chan:
+            y = y.permute(0, *range(2, nd + 2), 1)
+        if not chan:
+            y = y[:, 0]
+        if not batch:
+            y = y[0]
+        return y
+
+    case(name, body, params, (rkinds, rshape), oracle, consts=consts)
+
+
+# 1-D: every stride, dilation and kernel size (even ones too) in both modes.
+_i = 0
+for _k in (1, 2, 3, 4, 5):
+    for _s in (1, 2, 3):
+        for _d in (1, 2, 3):
+            _i += 1
+            conv_case("gconv1p_k%ds%dd%d" % (_k, _s, _d), 1, (4 * _s,), _k, _s, _d, "=+", seed=300 + _i)
+            _n = _s * 2 + _d * (_k - 1) + 1
+            conv_case("gconv1v_k%ds%dd%d" % (_k, _s, _d), 1, (_n,), _k, _s, _d, "<+", seed=400 + _i)
+# channels, batch, layouts, 2-D and 3-D
+conv_case("gconv1_chan_first", 1, (6,), 3, 1, 1, "=+", batch=2, ic=3, oc=2, seed=500)
+conv_case("gconv1_chan_last", 1, (6,), 4, 2, 1, "=+", batch=2, ic=3, oc=2, last=True, seed=502)
+conv_case("gconv2p_first", 2, (4, 6), 3, 1, 1, "=+", batch=2, ic=2, oc=3, seed=504)
+conv_case("gconv2p_last", 2, (4, 6), 3, 1, 1, "=+", batch=2, ic=2, oc=3, last=True, seed=506)
+conv_case("gconv2p_even_s2", 2, (6, 4), 2, 2, 1, "=+", batch=1, ic=2, oc=2, seed=508)
+conv_case("gconv2p_k4d2", 2, (5, 5), 4, 1, 2, "=+", ic=2, oc=2, seed=510)
+conv_case("gconv2p_mixed", 2, (6, 6), (3, 2), (2, 3), (1, 2), "=+", batch=2, ic=2, oc=2, last=True, seed=512)
+conv_case("gconv2v_s2d2", 2, (7, 9), 2, 2, 2, "<+", batch=2, ic=2, oc=3, seed=514)
+conv_case("gconv2v_k5", 2, (5, 6), (5, 2), 1, 1, "<+", ic=2, oc=2, last=True, seed=516)
+conv_case("gconv2v_s3d3", 2, (10, 7), (3, 1), 3, (3, 1), "<+", batch=1, ic=1, oc=2, seed=518)
+conv_case("gconv3p_first", 3, (4, 4, 4), 3, 1, 1, "=+", batch=2, ic=2, oc=2, seed=520)
+conv_case("gconv3p_last_s2", 3, (4, 4, 2), 2, 2, 1, "=+", batch=1, ic=2, oc=2, last=True, seed=522)
+conv_case("gconv3v", 3, (5, 4, 5), (3, 2, 2), (1, 2, 3), 1, "<+", ic=2, oc=2, seed=524)
+# pools
+conv_case("gmaxpool1p_k3s2", 1, (6,), 3, 2, 1, "=+", seed=530, pool="max")
+conv_case("gmaxpool1p_k2", 1, (5,), 2, 1, 1, "=+", seed=531, pool="max")
+conv_case("gmaxpool1v_k3d2", 1, (9,), 3, 2, 2, "<+", seed=532, pool="max")
+conv_case("gmaxpool2p_k3s1", 2, (4, 5), 3, 1, 1, "=+", batch=2, ic=2, seed=533, pool="max")
+conv_case("gmaxpool2p_k3s2_last", 2, (4, 6), 3, 2, 1, "=+", batch=2, ic=2, last=True, seed=534, pool="max")
+conv_case("gmaxpool2p_k4d2", 2, (5, 6), 4, 1, 2, "=+", ic=2, seed=535, pool="max")
+conv_case("gmaxpool2v_k3s2", 2, (7, 5), 3, 2, 1, "<+", batch=2, ic=2, seed=536, pool="max")
+conv_case("gmaxpool2v_k2s3d2", 2, (9, 5), 2, 3, (2, 1), "<+", ic=1, seed=537, pool="max")
+conv_case("gmaxpool3v", 3, (4, 4, 4), 2, 2, 1, "<+", batch=1, ic=2, seed=538, pool="max")
+conv_case("gavgpool2v_k2s2", 2, (4, 6), 2, 2, 1, "<+", batch=2, ic=2, seed=540, pool="avg")
+conv_case("gavgpool2p_k3s1", 2, (4, 4), 3, 1, 1, "=+", batch=1, ic=2, seed=541, pool="avg")
+
+
+# Grouped and depthwise convolutions: a group axis both operands and the result keep
+# (torch's groups=, whose channel axis is group-major: the same memory order).
+GX = R((2, 2, 2, 4, 4), seed=720)
+case("gconv2_groups", 'let%op f = $x +* "b | g, ci, oh=+kh, ow=+kw; g, co, ci, kh, kw => b | g, co, oh, ow" $w',
+     {"x": P(GX, "boooo"), "w": P(R((2, 3, 2, 3, 3), seed=721, lo=-1, hi=1), "ooooo")}, ("boooo", (2, 2, 3, 4, 4)),
+     lambda t: F_().conv2d(t["x"].reshape(2, 4, 4, 4), t["w"].reshape(6, 2, 3, 3), padding=1, groups=2).reshape(2, 2, 3, 4, 4))
+case("gconv1_depthwise", 'let%op f = $x +* "b | c, 2*o<+k; c, k => b | c, o" $w',
+     {"x": P(R((2, 3, 7), seed=722), "boo"), "w": P(R((3, 3), seed=723, lo=-1, hi=1), "oo")}, ("boo", (2, 3, 3)),
+     lambda t: F_().conv1d(t["x"], t["w"][:, None], stride=2, groups=3))
+
+# Transposed convolutions: the affine axis in the result ("i; k => 2*i=+k"), checked
+# against torch's conv_transpose: full (unpadded) output, then the rows tdsl keeps, from
+# the padding (dilation*(kernel-1))/2 on: stride*input of them when padded (=+), all of
+# them when valid (<+).
+def conv_t_case(name, nd, sizes, k, s, d, mode, batch=None, ic=2, oc=2, seed=0):
+    ks, ss, ds = ((v,) * nd if not isinstance(v, tuple) else v for v in (k, s, d))
+    iv = ["i%d" % j for j in range(nd)]
+    kv = ["k%d" % j for j in range(nd)]
+    rv = ["%s%s%s%s%s" % ("%d*" % st if st > 1 else "", i, mode, "%d*" % dl if dl > 1 else "", kk)
+          for i, kk, st, dl in zip(iv, kv, ss, ds)]
+    full = tuple((n - 1) * st + dl * (kk - 1) + 1 for n, kk, st, dl in zip(sizes, ks, ss, ds))
+    outs = tuple(st * n for n, st in zip(sizes, ss)) if mode == "=+" else full
+    bpre = "b | " if batch else ""
+    xshape = ((batch,) if batch else ()) + (ic,) + tuple(sizes)
+    wshape = (ic, oc) + tuple(ks)
+    rshape = ((batch,) if batch else ()) + (oc,) + outs
+    spec = "%sic, %s; ic, oc, %s => %soc, %s" % (bpre, ", ".join(iv), ", ".join(kv), bpre, ", ".join(rv))
+    params = {"x": P(R(xshape, seed=seed), ("b" if batch else "") + "o" * (nd + 1)),
+              "w": P(R(wshape, seed=seed + 1, lo=-1, hi=1), "o" * (nd + 2))}
+
+    def oracle(t):
+        F = torch.nn.functional
+        x = t["x"] if batch else t["x"][None]
+        y = getattr(F, "conv_transpose%dd" % nd)(x, t["w"], stride=ss, dilation=ds)
+        if mode == "=+":
+            pads = []
+            for o, f, kk, dl in zip(outs, full, ks, ds):
+                pl = dl * (kk - 1) // 2
+                pads = [0, max(0, pl + o - f)] + pads
+            y = F.pad(y, pads)
+            y = y[(slice(None), slice(None)) + tuple(slice(dl * (kk - 1) // 2, dl * (kk - 1) // 2 + o)
+                                                     for o, kk, dl in zip(outs, ks, ds))]
+        return y if batch else y[0]
+
+    case(name, 'let%%op f = $x +* "%s" $w' % spec, params, (("b" if batch else "") + "o" * (nd + 1), rshape), oracle)
+
+
+conv_t_case("gconvT1p_k3s2", 1, (4,), 3, 2, 1, "=+", seed=700)
+conv_t_case("gconvT1p_k2s1", 1, (5,), 2, 1, 1, "=+", seed=702)
+conv_t_case("gconvT1p_k4s3d2", 1, (3,), 4, 3, 2, "=+", seed=704)
+conv_t_case("gconvT1v_k3s2d2", 1, (4,), 3, 2, 2, "<+", batch=2, seed=706)
+conv_t_case("gconvT2p_k3s2", 2, (3, 4), 3, 2, 1, "=+", batch=2, ic=2, oc=3, seed=708)
+conv_t_case("gconvT2v_k2s2", 2, (3, 3), 2, 2, 1, "<+", ic=3, oc=2, seed=710)
+conv_t_case("gconvT2p_mixed", 2, (3, 2), (2, 3), (1, 2), (2, 1), "=+", batch=2, seed=712)
+
+# A small convnet (padded conv, relu, 2x2 max-pool, valid conv, dense, cross-entropy)
+# trained 3 steps with sgd_update and momentum, against torch.optim.SGD.
+CNX = np.round(np.sin(np.arange(2 * 1 * 6 * 6)) * 64).reshape(2, 1, 6, 6) / 64  # exact in float32
+CNT = np.eye(3)[[2, 0]]
+
+
+def torch_convnet_sgd(t):
+    F = torch.nn.functional
+    a1 = torch.relu(F.conv2d(T(CNX), t["k1"], padding=1) + t["b1"])
+    p1 = F.max_pool2d(a1, 2)
+    a2 = torch.tanh(F.conv2d(p1, t["k2"]))
+    logits = torch.einsum("bchw,ochw->bo", a2, t["wd"])
+    return F.cross_entropy(logits, T(CNT)).reshape(1)
+
+
+case("convnet_sgd", """let%op a1 = relu ((img +* "b | ic, oh=+kh, ow=+kw; oc, ic, kh, kw => b | oc, oh, ow" $k1) + $b1)
+let%op p1 = a1 @^+ "b | c, 2*oh<+wh, 2*ow<+ww; wh, ww => b | c, oh, ow" win
+let%op a2 = tanh (p1 +* "b | ic, oh<+kh, ow<+kw; oc, ic, kh, kw => b | oc, oh, ow" $k2)
+let%op logits = a2 +* "b | c, h, w; o, c, h, w => b | o" $wd
+let%op f = cross_entropy logits tgt""",
+     {"k1": P(R((2, 1, 3, 3), seed=730, lo=-1, hi=1), "oooo"), "b1": P(np.array([[[0.125]], [[-0.0625]]]), "ooo"),
+      "k2": P(R((2, 2, 2, 2), seed=731, lo=-1, hi=1), "oooo"), "wd": P(R((3, 2, 2, 2), seed=732, lo=-1, hi=1), "oooo")},
+     ("o", (1,)), torch_convnet_sgd,
+     consts="let%%op img = %s\nlet%%op tgt = %s\nlet%%op win = [ [ 0.; 0. ]; [ 0.; 0. ] ]" % (
+         lit(CNX, "booo"), lit(CNT, "bo")),
+     sgd=dict(lr=0.25, wd=0.0, momentum=0.5, nesterov=False, steps=3))
+
+# ---- softmax family and layer_norm at extreme logits, batch size 1, ties ---------------
+# Logits near +-1000 with gaps of 2 (64 x 1/32) between the largest: exp overflows even
+# in double without the maximum's stabilization. (At gaps of 16 and more every gradient
+# is a few ulps of cancellation, where float64 torch itself is off: no oracle there.)
+XL = np.array([[1.0, 1.03125, -2.0, 0.5, -3.0], [-1.0, -0.96875, -2.5, -1.0, -0.9375]])
+TL = np.eye(5)[[1, 2]]
+case("gsoftmax_extreme", "let%op f = softmax (($x *. 64.) + 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.softmax(t["x"] * 64.0 + 1000.0, 1), fd=False)
+case("glog_softmax_extreme", "let%op f = log_softmax (($x *. 64.) + 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.log_softmax(t["x"] * 64.0 + 1000.0, 1), fd=False)
+case("glog_softmax_neg_extreme", "let%op f = log_softmax ($x - 1000.)", {"x": P(XL, "bo")}, ("bo", (2, 5)),
+     lambda t: torch.log_softmax(t["x"] - 1000.0, 1))
+case("gcross_entropy_extreme", "let%op f = cross_entropy (($x *. 64.) - 1000.) tgt", {"x": P(XL, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"] * 64.0 - 1000.0, T(TL)).reshape(1), fd=False,
+     consts="let%%op tgt = %s" % lit(TL, "bo"))
+# Batch size 1, and no batch axis at all.
+X1 = R((1, 4), seed=601)
+case("gsoftmax_batch1", "let%op f = softmax $x", {"x": P(X1, "bo")}, ("bo", (1, 4)), lambda t: torch.softmax(t["x"], 1))
+case("glog_softmax_nobatch", "let%op f = log_softmax $x", {"x": P(X1[0], "o")}, ("o", (4,)),
+     lambda t: torch.log_softmax(t["x"], 0))
+case("gcross_entropy_batch1", "let%op f = cross_entropy $x tgt", {"x": P(X1, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(np.eye(4)[[2]])).reshape(1), consts="let%%op tgt = %s" % lit(np.eye(4)[[2]], "bo"))
+case("gcross_entropy_indices_batch1", "let%op f = cross_entropy_indices ~classes:4 $x idx", {"x": P(X1, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], torch.tensor([3])).reshape(1), consts="let%op idx = [| 3. |]")
+case("glayer_norm_batch1", "let%op f = layer_norm () $x", {"x": P(X1, "bo")}, ("bo", (1, 4)),
+     lambda t: FN().layer_norm(t["x"], (4,), eps=1e-5))
+# Tied maxima (every logit equal in a row): the maximum's gradient cancels exactly.
+XT = np.array([[0.5, 0.5, 0.5, 0.5], [2.0, -1.0, 2.0, 0.25]])
+case("glog_softmax_tied", "let%op f = log_softmax $x", {"x": P(XT, "bo")}, ("bo", (2, 4)),
+     lambda t: torch.log_softmax(t["x"], 1), fd=False)
+case("gsoftmax_tied", "let%op f = softmax $x", {"x": P(XT, "bo")}, ("bo", (2, 4)), lambda t: torch.softmax(t["x"], 1), fd=False)
+case("gcross_entropy_tied", "let%op f = cross_entropy $x tgt", {"x": P(XT, "bo")}, ("o", (1,)),
+     lambda t: FN().cross_entropy(t["x"], T(np.eye(4)[[0, 2]])).reshape(1), fd=False,
+     consts="let%%op tgt = %s" % lit(np.eye(4)[[0, 2]], "bo"))
+# A constant row: the variance is 0 and eps alone keeps the normalization finite.
+case("glayer_norm_constant_row", "let%op f = layer_norm () ($x *. 64.)", {"x": P(np.array([[1.5, 1.5, 1.5, 1.5], [-2.0, 0.5, 1.0, 3.0]]), "bo")},
+     ("bo", (2, 4)), lambda t: FN().layer_norm(t["x"] * 64.0, (4,), eps=1e-5), fd=False)
+# Large values on a large offset: the two-pass variance (x - mean first) keeps it exact.
+case("glayer_norm_offset", "let%op f = layer_norm () (($x *. 4096.) + 1000000.)", {"x": P(R((2, 5), seed=603), "bo")},
+     ("bo", (2, 5)), lambda t: FN().layer_norm(t["x"] * 4096.0 + 1e6, (5,), eps=1e-5), fd=False)
+# Softmax over a non-default axis (the batch axis is reduced through ~spec).
+case("glog_softmax_spec", 'let%op f = log_softmax ~spec:"i|j => 0|j" $x', {"x": P(R((3, 4), seed=602), "bo")}, ("bo", (3, 4)),
+     lambda t: torch.log_softmax(t["x"], 0))
+
+
+# Max-pool ties with overlapping and padded windows (tdsl(7): every position equal to the
+# window's maximum receives the gradient; padding never takes part).
+def _pool_rule(x, w, k, s, d, mode):
+    n = x.shape[0]
+    if mode == "=+":
+        out, pl = n // s, d * (k - 1) // 2
+    else:
+        out, pl = (n - d * (k - 1) - 1) // s + 1, 0
+    m = np.empty(out)
+    g = np.zeros_like(x)
+    for o in range(out):
+        idx = [s * o + d * j - pl for j in range(k) if 0 <= s * o + d * j - pl < n]
+        m[o] = max(x[i] for i in idx)
+        for i in idx:
+            if x[i] == m[o]:
+                g[i] += w[o]
+    return m, g
+
+
+for _nm, _x, _k, _s, _d, _mode in (
+        ("gmaxpool_ties_overlap", [1.0, 3.0, 3.0, -1.0, 3.0, 0.5, 0.5], 3, 1, 1, "<+"),
+        ("gmaxpool_ties_padded_neg", [-2.0, -2.0, -3.0, -1.5, -1.5, -4.0], 3, 1, 1, "=+"),
+        ("gmaxpool_ties_even_s2", [0.0, 0.0, 1.0, 1.0, -1.0, 2.0, 2.0, -5.0], 2, 2, 1, "=+"),
+        ("gmaxpool_ties_dilated", [1.0, 0.0, 1.0, 0.0, 1.0, 2.0, 1.0, 2.0], 2, 1, 2, "=+")):
+    _sp = "%so%s%sk; k => o" % ("%d*" % _s if _s > 1 else "", _mode, "%d*" % _d if _d > 1 else "")
+    case(_nm, 'let%%op f = $x @^+ "%s" win' % _sp, {"x": P(np.array(_x), "o")},
+         ("o", (len(_pool_rule(np.array(_x), np.zeros(99), _k, _s, _d, _mode)[0]),)),
+         expect=(lambda k, s, d, mode: lambda v, w: (lambda r: (r[0], {"x": r[1]}))(_pool_rule(v["x"], w, k, s, d, mode)))(_k, _s, _d, _mode),
+         consts="let%%op win = [ %s ]" % "; ".join(["0."] * _k))
 
 # ---- --load runs after init and overrides a parameter's initializer ---------------
 case("load_overrides_init", "let%op f = $a", {"a": P([1.0, -2.0, 0.5], "o")}, ("o", (3,)), kind="load")
