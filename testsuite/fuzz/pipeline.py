@@ -352,7 +352,7 @@ LOCATED = re.compile(r"^[^\n]*:\d+:\d+: (error|warning|note):|^tdslc: (error|not
 def names_and_routines(src):
     names = re.findall(r"^let%op ([A-Za-z_][A-Za-z0-9_']*) =", src, re.M)
     # `let%cd x = { x; ... }` names a host-filled tensor, not a routine
-    routines = re.findall(r"^let%cd ([A-Za-z_][A-Za-z0-9_']*) =(?! *\{ *\1 *[;}] *$)", src, re.M)
+    routines = re.findall(r"^let%cd ([A-Za-z_][A-Za-z0-9_']*) =(?! *\{ *\1 *[;}])", src, re.M)
     return names, routines
 
 
