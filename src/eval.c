@@ -513,7 +513,13 @@ static Value *eval_unop(St *st, const Frame *fr, const Expr *e) {
     return val_tensor(st, sym_tensor(st, a->sym, e->loc), e->loc);
   }
   /* "-", "-.", "~-", "~-." */
-  if (a->kind == V_INT && strcmp(op, "-.") != 0 && a->i != LLONG_MIN) return val_int(st, -a->i, e->loc);
+  if (a->kind == V_INT && strcmp(op, "-.") != 0) {
+    if (a->i == LLONG_MIN) { /* as `0 - x` does: not a silent float 9.2e18 */
+      diag_error(&st->c->diag, e->loc, "integer overflow in a compile-time expression");
+      return NULL;
+    }
+    return val_int(st, -a->i, e->loc);
+  }
   if (val_is_number(a)) return val_float(st, -val_number(a), e->loc);
   if (!tensorish(a)) {
     diag_error(&st->c->diag, e->loc, "cannot negate %s", val_kind_name(a));

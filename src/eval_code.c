@@ -247,7 +247,7 @@ static int slot_from(const OpInst *inst, Tensor *t, int depth) {
 
 static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   Tensor *t = v->t;
-  if (!v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label)
+  if (!r->positional && !v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label)
     return ae_const(st->a, t->init.value);
   /* A new intermediate: emit its forward code, and that of the existing
    * non-differentiable computed tensors it reads (e.g. a learning-rate schedule). */
@@ -308,19 +308,25 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
       diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", e->str, val_kind_name(x));
       return NULL;
     }
-    return ae_const(st->a, e->str[2] ? trunc(val_number(x)) : val_number(x));
+    double c = e->str[2] ? trunc(val_number(x)) : val_number(x);
+    if (!r->positional) return ae_const(st->a, c);
+    int from = st->g->tensors.len;
+    Tensor *t = to_tensor(st, r->fr, val_float(st, c, e->loc), e->loc, "an assignment operand");
+    return t ? buf_leaf(st, r, val_tensor(st, t, e->loc), e, from) : NULL;
   }
   int new_from = st->g->tensors.len;
   Value *v = eval(st, r->fr, e);
   if (!v) return NULL;
-  if (val_is_number(v)) return ae_const(st->a, val_number(v));
+  if (val_is_number(v) && !r->positional) return ae_const(st->a, val_number(v));
   if (v->kind == V_SYM) {
     AExpr *s = ANEW(st->a, AExpr);
     s->kind = AE_SYM;
     s->sym = v->sym;
     return s;
   }
-  if (v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY) {
+  /* With a ~logic that names its operands, a number is one of them: `d =: 2.5 < b
+   * ~logic:"|->; |-> => |->"` has two (it was folded away: "the operation has 1"). */
+  if (val_is_number(v) || v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY) {
     Tensor *t = to_tensor(st, r->fr, v, e->loc, "an assignment operand");
     if (!t) return NULL;
     v = val_tensor(st, t, e->loc);

@@ -1352,10 +1352,19 @@ static bool stage3(Solver *s) {
   int nr = s->rvars.len;
   RowBounds rb = row_bounds(s);
   char *carrier = total_carriers(s);
+  /* Rows with a least upper bound close first; those without one wait for the next
+   * round's fixpoint. Closed from one snapshot, `{ d } =: p` emptied d's open row
+   * while p's took its bound (p broadcast into an einsum), and d >= p then failed. */
+  bool bounded = false;
+  for (int i = 0; i < nr && !bounded; i++) {
+    RowVar *v = VEC_AT(s->rvars, RowVar, i);
+    bounded = !v->solved && v->terminal && row_lub_len(s, &rb, v) >= 0;
+  }
   for (int i = 0; i < nr && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (v->solved || !v->terminal) continue;
     int len = row_lub_len(s, &rb, v);
+    if (len < 0 && bounded) continue;
     if (len < 0 && carrier[v->id]) continue;
     if (len < 0 && param_output_unbounded(s, v)) {
       fail_param_row(s, v);

@@ -7,7 +7,12 @@
 Inputs, in turn: (1) a grammar-aware generator of mostly valid programs (terminals of
 random shapes, pointwise ops, matrix products with inferred parameters, einsum
 permutations/reductions/convolutions, slices by index symbols, unary ops, softmax,
-%cd routines with grad_update), (2) mutations of the testsuite's .tdsl files and of
+%cd routines with grad_update; and `Gen.extra`: %cd assignments with ~logic specs and
+number operands, padded/valid/dilated and 2-D convolutions and max-pools, @^^ and +++,
+dynamic dims (`dim ()`, set with --set), labeled dims and numbers, user `op`s with
+forward/backward, functions, stacking, where/fma/comparisons, !@ and !.., fixed-index
+slices, let/if/fun, nesting up to past the parser's 1000 levels, `open` of a library
+file and of an open cycle, both written next to the input), (2) mutations of the testsuite's .tdsl files and of
 generated programs (numbers replaced by edge values, tokens deleted, duplicated or
 swapped, lines shuffled, bytes inserted). Each input runs through the ASan+UBSan tdslc
 with --dump-shapes, --dump-ir and --run --check-bounds (printing every named tensor,
@@ -16,7 +21,8 @@ calling every routine), each under a CPU-time limit. Findings:
   an error message without file:line:col at a compile-only stage; "internal error".
 Each finding is saved as DIR/findings/KIND-N.tdsl with the command and output in
 DIR/findings/KIND-N.txt. The files in testsuite/fuzz/regress/ (found inputs, now fixed)
-run first. Prints a summary; exit 1 when something was found.
+run first. Prints a summary (and how many commands of each stage exited 0); exit 1 when
+something was found.
 """
 
 import argparse
@@ -47,6 +53,10 @@ class Gen:
         self.syms = []     # (name, range or None)
         self.params = 0
         self.n = 0
+        self.ncd = 0
+        self.nops = 0
+        self.nfun = 0
+        self.dyns = []     # (dim name, value given with --set)
 
     def dims(self, k, lo=1, hi=4):
         return [self.r.randint(lo, hi) for _ in range(k)]
@@ -71,7 +81,7 @@ class Gen:
         b, i, o = self.shape()
         k = r.randint(0, 4)
         if k == 0 and not b and not i and len(o) == 1:
-            return self.emit("range %d" % (o[0] - 1 if o[0] > 1 else 1), (b, i, [max(o[0], 2) if o[0] > 1 else 2]))
+            return self.emit("range %d" % o[0], (b, i, o))  # n values, as numpy's arange
         if k <= 1:
             parts = []
             if b: parts.append("~batch_dims:" + self.lst(b))
@@ -99,12 +109,14 @@ class Gen:
             if u[1:] == t[1:] and u is not t and self.r.random() < 0.5:
                 return u
         b, i, o = t[1:]
+        if any(isinstance(d, str) for d in b):  # a dynamic batch: range_of_shape needs static sizes
+            return t
         parts = (["~batch_dims:" + self.lst(b)] if b else []) + (["~input_dims:" + self.lst(i)] if i else [])
         return self.emit("range_of_shape %s ~output_dims:%s ()" % (" ".join(parts), self.lst(o)), (b, i, o))
 
     def step(self):
         r = self.r
-        k = r.randint(0, 11)
+        k = r.randint(0, 15)
         if k == 3:  # a unary op or a full reduction works on any shape
             t = self.pick(known=False)
             return self.emit("%s (%s)" % (r.choice(UNARY), t[0]), t[1:])
@@ -142,7 +154,113 @@ class Gen:
         if k == 11 and r.random() < 0.3:
             u = self.pick()
             return self.emit('%s +* "...|i->...; ...|...->i => ...|i" %s' % (name, u[0]), (b, None, None))
+        if k >= 12:
+            return self.extra(t)
         return self.emit("%s - %s" % (name, self.same_shape(t)[0]), (b, i, o))
+
+    # Constructs the first generator never produced: %cd code with ~logic specs, affine
+    # convolutions (padded, valid, dilated, 2-D), max-accumulating and outer-sum einsums,
+    # dynamic dims, labeled dims and numbers, user-defined ops, functions, stacking,
+    # ternaries and comparisons, constants from index symbols, deep nesting.
+    def extra(self, t):
+        r = self.r
+        name, b, i, o = t
+        k = r.randint(0, 15)
+        if k == 0 and not b and not i and len(o) == 1:  # 1-D convolution, any flavour
+            ker = r.randint(1, 3)
+            stride, dil = r.randint(1, 3), r.randint(1, 2)
+            kind = r.choice(["=+", "<+", "+"])
+            w = self.terminal_vec(ker)
+            if kind == "+":
+                self.lines.append("let use_padding = %s" % r.choice(["true", "false"]))
+                return self.emit('%s +* "%d*o+%d*k; k => o" %s' % (name, stride, dil, w), ([], [], None))
+            return self.emit('%s +* "%d*o%s%d*k; k => o" %s' % (name, stride, kind, dil, w), ([], [], None))
+        if k == 1 and not b and not i and len(o) == 2:  # 2-D pooling / convolution
+            op = r.choice(["+*", "@^+"])
+            ker = "[ %s ]" % "; ".join("[ %s ]" % "; ".join("%d" % r.randint(-1, 2) for _ in range(2)) for _ in range(2))
+            return self.emit('%s %s "%s*h=+a, %s*w=+b; a, b => h, w" %s' % (
+                name, op, r.choice(["1", "2"]), r.choice(["1", "2"]), ker), ([], [], None))
+        if k == 2 and o:  # max-reduction, outer sum
+            if r.random() < 0.5:
+                return self.emit('%s @^^ "...|...->... => 0"' % name, ([], [], []))
+            u = self.pick()
+            return self.emit('%s +++ "...|...->...; ...|...->... => 0" %s' % (name, u[0]), ([], [], []))
+        if k == 3:  # a %cd assignment with an explicit ~logic
+            u = self.same_shape(t)
+            self.ncd += 1
+            acc = r.choice(["=:+", "=+", "=:", "=:@^", "=*", "=:-"])
+            op = r.choice(["+", "*", "-", "@^", "<", "-?/"])
+            logic = r.choice(['"."', '"' + self.pw_spec(b, i, o) + '"'])
+            rhs = r.choice([u[0], u[0], "%g" % r.uniform(-2, 2), "!..%d" % r.randint(0, 3)])
+            self.lines.append('let%%cd c%d = { cd%d } %s %s %s %s ~logic:%s' % (
+                self.ncd, self.ncd, acc, name, op, rhs, logic))
+            return self.emit("cd%d" % self.ncd if r.random() < 0.5 else name, (b, i, o))
+        if k == 4:  # dynamic dims set on the command line
+            d = "n%d" % len(self.dyns)
+            self.dyns.append(d)
+            self.lines.append("let %s = dim () // set=%d" % (d, r.randint(1, 4)))
+            self.ncd += 1
+            nm = "x%d" % self.ncd
+            self.lines.append("let%%cd %s = { %s; b = [ %s ]; o = %s }" % (nm, nm, d, self.lst(o or [2])))
+            self.tensors.append((nm, [d], [], o or [2]))
+            if r.random() < 0.5:
+                return self.emit('%s ++ "...|...->... => ...|0"' % nm, ([d], [], []))
+            return self.emit("relu (%s)" % nm, ([d], [], o or [2]))
+        if k == 5:  # labeled dims
+            self.params += 1
+            lab = r.choice(["rgb", "q", "x_1"])
+            dims = "[ %s ]" % "; ".join(['("%s", %d)' % (lab, o[0]) if o else "2"] + [str(x) for x in o[1:]])
+            return self.emit("{ l%d = 0.5; o = %s } + %s" % (self.params, dims, name), (b, i, o or [2]))
+        if k == 6:
+            return self.emit("%s *. '%s' %g" % (name, r.choice("qzr"), r.uniform(-2, 2)), (b, i, o))
+        if k == 7:  # a user-defined op with forward and backward
+            self.nops += 1
+            opn = "uop%d" % self.nops
+            fw = r.choice(["v =: v1 * v1", "v =:+ relu v1", "v =: v1 + v1", "v =:@^ v1"])
+            bw = r.choice(["g1 =+ g * v1", "g1 =+ g", "g1 =+ relu_gate (v1, g)", ""])
+            body = "forward { %s }" % fw + (" backward { %s }" % bw if bw else "")
+            self.lines.append('op %s t1 ~logic:"." { %s }' % (opn, body))
+            return self.emit("%s %s" % (opn, name), (b, i, o))
+        if k == 8:  # a tensor function applied twice
+            self.nfun += 1
+            f = "f%d" % self.nfun
+            self.lines.append("let%%op %s x = relu ({ fb%d } + x) *. x" % (f, self.nfun))
+            return self.emit("%s (%s %s)" % (f, f, name), (b, i, o))
+        if k == 9:  # stacking along a new axis
+            u = self.same_shape(t)
+            return self.emit("[ %s; %s; %s ]" % (name, u[0], name), (b, i, [3] + o) if not i else (b, None, None))
+        if k == 10:
+            u, v = self.same_shape(t), self.same_shape(t)
+            form = r.choice(["where (%s < %s, %s, %s)", "fma %s %s %s %s", "where (%s = %s) %s %s"])
+            if form.startswith("fma"):
+                return self.emit("fma %s %s %s" % (name, u[0], v[0]), (b, i, o))
+            return self.emit(form % (name, u[0], v[0], name), (b, i, o))
+        if k == 11 and self.syms:
+            s = r.choice(self.syms)[0]
+            return self.emit("%s + !@%s *. !..%d" % (name, s, r.randint(0, 9)), (b, i, o))
+        if k == 12:  # deep nesting
+            depth = r.choice([5, 50, 300, 990, 1200])
+            if depth > 100:  # parentheses and compile-time arithmetic: deep but cheap to run
+                inner = r.choice([name, "!..(%s1)" % ("1+(" * depth) + ")" * depth])
+                return self.emit("(" * depth + inner + ")" * depth + " + " + name, (b, i, o))
+            ops = [r.choice(["relu", "neg", "tanh", "stop_gradient"]) for _ in range(depth)]
+            return self.emit(" (".join(ops) + " (" + name + ")" * depth, (b, i, o))
+        if k == 13:  # let ... in, if, fun
+            return self.emit("let a = %d in if a > 1 then (fun x -> x *. !..a) %s else %s" % (r.randint(0, 3), name, name),
+                             (b, i, o))
+        if k == 14 and len(o) >= 1:  # slicing / fixed index in a spec
+            fixed = r.randint(0, o[-1] - 1)
+            if len(o) > 1:
+                return self.emit('%s ++ "...|...->..r..,%d => ...|...->..r.."' % (name, fixed), (b, None, None))
+            return self.emit('%s ++ "...|...->%d => ...|...->0"' % (name, fixed), (b, None, None))
+        return self.emit("%s +* \"...|...->...; ...|...->... => ...|...->...\" %s" % (name, self.same_shape(t)[0]),
+                         (b, i, o))
+
+    def pw_spec(self, b, i, o):
+        def part(n, base):
+            return ",".join("%s%d" % (base, j) for j in range(n))
+        rows = "%s|%s->%s" % (part(len(b), "b"), part(len(i), "i"), part(len(o), "o"))
+        return "%s; %s => %s" % (rows, rows, rows)
 
     def terminal_vec(self, n):
         return "[ %s ]" % "; ".join("%d" % self.r.randint(-2, 2) for _ in range(n))
@@ -167,6 +285,10 @@ class Gen:
         return name
 
     def program(self, steps):
+        if self.r.random() < 0.15:  # another file's bindings (written by main into the work dir)
+            self.lines.append('open "%s"' % self.r.choice(["fuzzlib.tdsl"] * 5 + ["fuzzcycle.tdsl"]))
+            self.lines.append("let%op t_lib = lib_sq (lib_f libc)")  # fuzzlib's libc: 2 values, lib_b: 3
+            self.tensors.append(("t_lib", [], [], [3]))
         for _ in range(steps):
             self.step()
         if self.tensors and self.r.random() < 0.6:
@@ -229,15 +351,29 @@ LOCATED = re.compile(r"^[^\n]*:\d+:\d+: (error|warning|note):|^tdslc: (error|not
 
 def names_and_routines(src):
     names = re.findall(r"^let%op ([A-Za-z_][A-Za-z0-9_']*) =", src, re.M)
-    routines = re.findall(r"^let%cd ([A-Za-z_][A-Za-z0-9_']*) =", src, re.M)
+    # `let%cd x = { x; ... }` names a host-filled tensor, not a routine
+    routines = re.findall(r"^let%cd ([A-Za-z_][A-Za-z0-9_']*) =(?! *\{ *\1 *[;}])", src, re.M)
     return names, routines
 
 
-def run_one(tdslc, path, src, timeout):
-    """Findings for one input: list of (kind, command, output)."""
+# Files a generated program may open (written next to the input).
+LIBS = {
+    "fuzzlib.tdsl": 'let%op lib_f x = { lib_w } * x + { lib_b; o = [ 3 ] }\n'
+                    'op lib_sq t1 ~logic:"." { forward { v =: v1 * v1 } backward { g1 =+ g * v1; g1 =+ g * v1 } }\n'
+                    'let%op libc = range 2\n',
+    "fuzzcycle.tdsl": 'open "fuzzcycle2.tdsl"\nopen "fuzzlib.tdsl"\n',
+    "fuzzcycle2.tdsl": 'open "fuzzcycle.tdsl"\n',
+}
+
+
+def run_one(tdslc, path, src, timeout, stats=None):
+    """Findings for one input: list of (kind, command, output). stats counts, per stage,
+    the commands that exited 0 (how deep the inputs got)."""
     names, routines = names_and_routines(src)
     cmds = [[tdslc, "--dump-shapes", path], [tdslc, "--dump-ir", path]]
     run = [tdslc, "--run", "-O1", "--check-bounds", path]
+    for d, v in re.findall(r"^let ([A-Za-z_][A-Za-z0-9_']*) = dim \(\) // set=(\d+)", src, re.M):
+        run += ["--set", "%s=%s" % (d, v)]
     for rt in routines[:3]:
         run += ["--call", rt]
     for n in names[:12]:
@@ -262,6 +398,8 @@ def run_one(tdslc, path, src, timeout):
             found.append(("hang", cmd, "more than %ss of CPU time" % timeout))
             break
         out = p.stderr.decode("utf-8", "replace")
+        if stats is not None and p.returncode == 0:
+            stats[cmd[1]] = stats.get(cmd[1], 0) + 1
         if p.returncode not in (0, 1, 2):
             found.append(("crash", cmd, "exit %d\n%s" % (p.returncode, out[-4000:])))
         elif SANITIZER.search(out):
@@ -312,12 +450,15 @@ def main():
     fdir = os.path.join(a.out, "findings")
     os.makedirs(work, exist_ok=True)
     os.makedirs(fdir, exist_ok=True)
+    for lib, text in LIBS.items():
+        with open(os.path.join(work, lib), "w") as f:
+            f.write(text)
     print("pipeline fuzzer: seed %d, %gs, %s" % (seed, a.time, tdslc), flush=True)
     pool = seeds_from_testsuite()
     inputs = [open(f, encoding="utf-8", errors="replace").read() for f in a.files]
     inputs += [open(f).read() for f in sorted(glob.glob(os.path.join(HERE, "regress", "*.tdsl")))]
     start = time.time()
-    count, findings, kinds = 0, 0, {}
+    count, findings, kinds, stats = 0, 0, {}, {}
     path = os.path.join(work, "input.tdsl")
     while True:
         if inputs:
@@ -335,7 +476,7 @@ def main():
         with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(src)
         count += 1
-        for kind, cmd, out in run_one(tdslc, path, src, a.timeout):
+        for kind, cmd, out in run_one(tdslc, path, src, a.timeout, stats):
             findings += 1
             kinds[kind] = kinds.get(kind, 0) + 1
             base = os.path.join(fdir, "%s-%d-%d" % (kind, seed, count))
@@ -346,6 +487,8 @@ def main():
             print("FINDING %s: %s.tdsl (%s)" % (kind, base, " ".join(cmd[1:2])), flush=True)
     summary = ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items())) or "nothing"
     print("pipeline fuzzer: seed %d: %d inputs in %.0fs: %s found" % (seed, count, time.time() - start, summary))
+    print("pipeline fuzzer: exit 0 from --dump-shapes %d, --dump-ir %d, --run %d" % (
+        stats.get("--dump-shapes", 0), stats.get("--dump-ir", 0), stats.get("--run", 0)))
     return 1 if findings else 0
 
 
