@@ -419,7 +419,12 @@ static bool sink_fill(Fuse *f, Items *l, int i) {
     return false;
   }
   if (j > i + 1 && item_is_comment(&l->it[j - 1])) j--; /* before the comment of j */
-  if (j == i + 1) return true;
+  /* Only past real work: two fills (with their comments) before the same statement
+   * would otherwise swap places for ever (sink_fills meets each again). */
+  bool past_work = false;
+  for (int k = i + 1; k < j && !past_work; k++)
+    past_work = !item_is_comment(&l->it[k]) && !as_fill(f, l->it[k].s);
+  if (!past_work) return true;
   /* landing inside a callee's statements copies that callee too */
   if (!claim(f, &l->it[i], l->it[j].idx ? &l->it[j] : NULL)) return true;
   Item moved[2] = {l->it[i - c], {fill, -1, 0}};

@@ -309,6 +309,8 @@ def mutate(rnd, text):
     if not toks:
         return text
     for _ in range(rnd.randint(1, 4)):
+        if not toks:  # an earlier deletion took everything
+            break
         k = rnd.randint(0, 7)
         j = rnd.randrange(len(toks))
         if k == 0:
