@@ -448,6 +448,10 @@ def main():
     seed = a.seed if a.seed is not None else int(time.time())
     rnd = random.Random(seed)
     tdslc = os.path.abspath(a.tdslc)
+    # Absolute: each command runs in the work directory (for `open`), so a relative input
+    # path did not resolve there and every command exited 2 (make check's smoke, whose
+    # --out is relative, tested nothing).
+    a.out = os.path.abspath(a.out)
     work = os.path.join(a.out, "work")
     fdir = os.path.join(a.out, "findings")
     os.makedirs(work, exist_ok=True)
@@ -491,6 +495,9 @@ def main():
     print("pipeline fuzzer: seed %d: %d inputs in %.0fs: %s found" % (seed, count, time.time() - start, summary))
     print("pipeline fuzzer: exit 0 from --dump-shapes %d, --dump-ir %d, --run %d" % (
         stats.get("--dump-shapes", 0), stats.get("--dump-ir", 0), stats.get("--run", 0)))
+    if count >= 20 and not a.files and not a.regress_only and stats.get("--dump-shapes", 0) == 0:
+        print("pipeline fuzzer: no input got through --dump-shapes: the harness, not tdslc, is broken")
+        return 1
     return 1 if findings else 0
 
 
