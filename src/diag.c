@@ -79,21 +79,6 @@ static int put_unit(FILE *out, const unsigned char *s, size_t n, int *cols) {
   return len;
 }
 
-void diag_tool_error(const char *fmt, ...) {
-  char *msg = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vasprintf(&msg, fmt, ap);
-  va_end(ap);
-  fputs("tdslc: error: ", stderr);
-  for (int i = 0; i < n;) {
-    int cols;
-    i += put_unit(stderr, (const unsigned char *)msg + i, (size_t)(n - i), &cols);
-  }
-  fputs(n < 0 ? "out of memory\n" : "\n", stderr);
-  free(msg);
-}
-
 /* Pads the caret line under the bytes s[0..to) of the echoed line s[0..len). */
 static void pad_under(FILE *out, const unsigned char *s, int len, int to) {
   for (int i = 0; i < to;) {
@@ -147,6 +132,19 @@ static void put_escaped(FILE *out, const char *str, size_t n) {
     i += len ? (size_t)len : 1;
   }
 }
+
+void diag_tool_error(const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&msg, fmt, ap);
+  va_end(ap);
+  fputs("tdslc: error: ", stderr);
+  if (n >= 0) put_escaped(stderr, msg, (size_t)n); /* as a located diagnostic's message */
+  fputs(n < 0 ? "out of memory\n" : "\n", stderr);
+  free(msg);
+}
+
 
 static void vreport(Diag *d, Loc loc, int width, const char *kind, const char *fmt, va_list ap) {
   if (loc.file) {

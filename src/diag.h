@@ -28,7 +28,7 @@ void diag_error_span(Diag *d, Loc loc, int width, const char *fmt, ...)
 bool diag_full(const Diag *d); /* max_errors reached: callers may stop early */
 /* "tdslc: error: MESSAGE" on stderr, for errors that have no source location (the
  * command line, files): control characters and invalid UTF-8 in the message (a name or
- * a path the user gave) are escaped as \xNN, as in echoed source lines. */
+ * a path the user gave) are escaped as in a located diagnostic's message (\n, \t, \xNN). */
 void diag_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
