@@ -1,5 +1,6 @@
 """Compares the values of tdslc --run --json output (stdin) with expected values within a
-tolerance. Usage: close.py [--tol T] NAME=v1,v2,... ...  Expected values come from the
+tolerance. Usage: close.py [--tol T] NAME=v1,v2,... | NAME=all:v ...  (all:v: every value
+is v).  Expected values come from the
 test's oracle (OCANNL's .expected, numpy or torch), written in the test's comments. Prints
 "NAME ok" per match, "NAME BAD got ... want ..." otherwise, and "ALL-OK" when all matched."""
 import json
@@ -13,7 +14,8 @@ if args and args[0] == "--tol":
 want = {}
 for a in args:
     name, vals = a.split("=", 1)
-    want[name] = [float(v) for v in vals.split(",")]
+    want[name] = ("all", float(vals[4:])) if vals.startswith("all:") else [
+        float(v) for v in vals.split(",")]
 got = {}
 for line in sys.stdin:
     line = line.strip()
@@ -23,6 +25,8 @@ for line in sys.stdin:
 bad = 0
 for name, w in want.items():
     g = got.get(name)
+    if isinstance(w, tuple) and g:
+        w = [w[1]] * len(g)
     if g is not None and len(g) == len(w) and all(
             abs(x - y) <= tol * max(1.0, abs(y)) for x, y in zip(g, w)):
         print(name, "ok")
