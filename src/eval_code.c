@@ -443,6 +443,18 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Rhs r = {.fr = &fr, .lhs = lv->t, .positional = logic && !outer->op && logic->kind == V_STRING && strcmp(logic->s, ".") != 0};
   AExpr *rhs = rhs_top(st, &r, e->b);
   if (!rhs) return NULL;
+  /* Compose sums a[i,k] op b[k] over k: with / or ** that reads as a matrix inverse or
+   * power but computes neither, so it is refused as OCANNL's %cd refuses it (a semiring
+   * such as + with "@" stays allowed). */
+  if (logic && logic->kind == V_STRING && !strcmp(logic->s, "@") && (r.top == OP_DIV || r.top == OP_POW)) {
+    const char *tok = op_info[r.top].infix;
+    const char *shown = e->b->kind == E_BINOP ? tok : op_info[r.top].name;
+    diag_error(&st->c->diag, logic->loc,
+               "~logic:\"@\" (compose) with '%s' looks like a matrix inverse or power but computes neither", shown);
+    diag_note(&st->c->diag, e->loc, "use ~logic:\".\" for a pointwise '%s', or an einsum spec for a custom contraction",
+              shown);
+    return NULL;
+  }
   UpdateStep *step;
   int lhs_slot = 0;
   if (outer->op) {
