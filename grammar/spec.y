@@ -178,9 +178,9 @@ spec:
     }
   | args DARROW slot {
       Spec *s = p->spec;
-      if ($1->len > 2) {
-        spec_fail(p, VEC_AT(*$1, SpecSlot, 2)->col,
-                  "an einsum spec has at most two arguments before '=>'");
+      if ($1->len > 3) {
+        spec_fail(p, VEC_AT(*$1, SpecSlot, 3)->col,
+                  "an einsum spec has at most three arguments before '=>'");
         YYABORT;
       }
       s->nargs = $1->len;

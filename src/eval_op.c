@@ -58,8 +58,8 @@ static bool resolve_row(St *st, const Frame *call, SpecRow *r, Loc sloc, bool *s
 
 static bool resolve_spec(St *st, const Frame *call, Spec *sp, Loc sloc, bool *use_padding) {
   bool scope_conv = false;
-  SpecSlot *slots[3] = {sp->args[0], sp->args[1], sp->result};
-  for (int s = 0; s < 3; s++) {
+  SpecSlot *slots[4] = {sp->args[0], sp->args[1], sp->args[2], sp->result};
+  for (int s = 0; s < 4; s++) {
     if (!slots[s]) continue;
     if (!resolve_row(st, call, &slots[s]->batch, sloc, &scope_conv) ||
         !resolve_row(st, call, &slots[s]->input, sloc, &scope_conv) ||
@@ -115,8 +115,8 @@ bool logic_from_value(St *st, const Frame *call, Value *logic, int n, LogicKind 
                s, sp->nargs, sp->nargs == 1 ? "" : "s", n);
     return false;
   }
-  if (n != 1 && n != 2) {
-    diag_error(&st->c->diag, logic->loc, "an einsum spec needs one or two tensor arguments");
+  if (n < 1 || n > 3) {
+    diag_error(&st->c->diag, logic->loc, "an einsum spec needs one, two or three tensor arguments");
     return false;
   }
   if (!resolve_spec(st, call, sp, logic->loc, use_padding)) return false;

@@ -4,6 +4,7 @@
  *
  *   spec   := slot ("=>" slot)            unary:  rhs => lhs
  *           | slot ";" slot "=>" slot     binary: rhs1; rhs2 => lhs
+ *           | slot ";" slot ";" slot "=>" slot   ternary (where, fma, op with 3 arguments)
  *           | slot                        a bare shape (used by ~logic on %cd, record dims)
  *   slot   := [batch "|"] [input "->"] output
  *   row    := axis* [rowvar axis*]        axes before a row variable are the leftmost
@@ -80,8 +81,8 @@ typedef struct SpecSlot {
 
 typedef struct Spec {
   const char *text;
-  int nargs;        /* 0 (bare slot), 1 or 2 */
-  SpecSlot *args[2];
+  int nargs;        /* 0 (bare slot), 1, 2 or 3 (a ternary primitive: where, fma) */
+  SpecSlot *args[3];
   SpecSlot *result; /* for nargs == 0 the bare slot */
   bool multichar;
 } Spec;

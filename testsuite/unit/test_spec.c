@@ -343,7 +343,7 @@ static const struct { const char *in; int col; const char *msg; } errors[] = {
   {"   ", 0, "empty"},
   {"a; b", 4, "missing '=>'"},
   {"ij; jk", 6, "=>"},
-  {"a; b; c => d", 6, "at most two arguments"},
+  {"a; b; c; d => e", 9, "at most three arguments"},
   {"a=>b=>c", 4, "'=>'"},
   {"...a...", 4, "second row variable"},
   {"..v..|..a....b.. => x", 11, "second row variable"},
