@@ -156,18 +156,22 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
   return t;
 }
 
-/* ---- stacking `[ a; b ]` ----
+/* ---- stacking `[ a; b ]`, `[| a; b |]`, `(a, b)` ----
  * Element k of n is multiplied into the result by a binary EINSUM step
  *   "k; ... | ... -> ... => ... | ... -> k, ..."
  * with a one-hot constant (dimension n, 1 at position k) as its first argument: the
  * element's axes pass through and the new leftmost output axis gets dimension n from
- * the constant. Every axis is an ordinary iterator, so this needs nothing beyond plain
+ * the constant. As for literals (and OCANNL's block tensors), an array stacks along a new
+ * leftmost batch axis ("=> k, ... | ... -> ...") and a tuple along a new leftmost input
+ * axis ("=> ... | k, ... -> ..."). Every axis is an ordinary iterator, so this needs nothing beyond plain
  * einsum inference (a fixed index k in the result would express the same with less
  * arithmetic, but a fixed 0 there reads as a dimension-1 axis). The first assignment
  * zero-fills the result (=:+), the others accumulate (=+); element k's gradient is
  * `g2 =+ v1 * g` through the same step. */
-static const Spec *stack_spec(St *st, Loc loc) {
-  const char *text = "k; ... | ... -> ... => ... | ... -> k, ...";
+static const Spec *stack_spec(St *st, VKind kind, Loc loc) {
+  const char *text = kind == V_ARRAY ? "k; ... | ... -> ... => k, ... | ... -> ..."
+                   : kind == V_TUPLE ? "k; ... | ... -> ... => ... | k, ... -> ..."
+                                     : "k; ... | ... -> ... => ... | ... -> k, ...";
   int col;
   const char *msg;
   Spec *sp = spec_parse(st->a, text, &col, &msg);
@@ -196,7 +200,7 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
     if (!el[k]) return NULL;
     diff = diff || el[k]->diff;
   }
-  const Spec *spec = stack_spec(st, loc);
+  const Spec *spec = stack_spec(st, v->kind, loc);
   if (!spec) return NULL;
   Tensor **hot = ANEWN(st->a, Tensor *, n);
   for (int k = 0; k < n; k++) hot[k] = one_hot(st, n, k, loc);
@@ -233,10 +237,6 @@ Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what) 
       return NULL;
     }
     if (!has_tensor(v)) return literal_tensor(st, v, v->loc);
-    if (v->kind != V_LIST) {
-      diag_error(&st->c->diag, v->loc, "tensors can only be stacked in a list [ a; b ]");
-      return NULL;
-    }
     return stack_tensor(st, fr, v, v->loc);
   }
   /* A function value's loc is its definition; the application is more useful. */
