@@ -367,7 +367,7 @@ static bool check_slices(Solver *s, Graph *g) {
     if (!in || !in->slice || !in->step->sym) continue;
     int d = dim_size(in->slice);
     IndexSym *sym = in->step->sym;
-    if (d == 0) { /* no value of the symbol would be in range (and a range of 0 means unbounded) */
+    if (dim_is_known(in->slice) && d == 0) { /* no value of the symbol is in range (a range of 0 means unbounded) */
       s->failed = true;
       diag_error(s->diag, in->step->loc, "index symbol '%s' slices a leftmost batch axis of dimension 0 (of %s): "
                  "an empty axis has no index", sym->name, tname(s, in->step->rhs[0]));

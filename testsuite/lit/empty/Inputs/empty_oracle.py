@@ -103,6 +103,9 @@ CASES = [
      {"r": np.zeros((0, 3)) + np.arange(3.0).reshape(1, 3)}),
     ("np_pointwise", 'let%op r = relu (range 0) *. exp (range 0)', [], {"r": np.maximum(np.arange(0.0), 0)}),
     ("np_literal_2_0", 'let%op r = [ [ ]; [ ] ]', [], {"r": np.array([[], []])}),
+    ("np_stack", 'let%op r = [ range 0; range 0 ]', [], {"r": np.stack([np.arange(0.0), np.arange(0.0)])}),
+    ("np_init_literal", 'let%op w = { w = [ ] }\nlet%op r = [ w; w ] ++ "ij=>i"', [],
+     {"r": np.stack([np.zeros(0), np.zeros(0)]).sum(1)}),
     ("np_batch_empty", 'let%op x = { x = 1.; b = [ 0 ]; o = [ 2 ] }\nlet%op r = x ++ "b|i=>i"', [],
      {"r": np.ones((0, 2)).sum(0)}),
     # the accumulators' neutral elements over an empty axis
