@@ -467,9 +467,14 @@ static Value *arg_or_null(Fn *f, const char *name) { return fn_param(f, name); }
 static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
   IndexSym *s = ANEW(st->a, IndexSym);
-  if (n->kind == V_INT && n->i >= 0 && n->i <= INT_MAX) s->range = (int)n->i;
+  if (n->kind == V_INT && n->i == 0) { /* range 0 would read as unbounded (IndexSym.range) */
+    diag_error(&st->c->diag, n->loc, "index 0 has no value in range: an index symbol ranges over at least 1 value "
+               "(an empty axis has no index; index () is unbounded)");
+    return NULL;
+  }
+  if (n->kind == V_INT && n->i > 0 && n->i <= INT_MAX) s->range = (int)n->i;
   else if (n->kind != V_UNIT) {
-    diag_error(&st->c->diag, n->loc, "index expects a non-negative integer or (), got %s", val_kind_name(n));
+    diag_error(&st->c->diag, n->loc, "index expects a positive integer or (), got %s", val_kind_name(n));
     return NULL;
   }
   s->id = st->g->syms.len;
