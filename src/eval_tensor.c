@@ -119,7 +119,9 @@ static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
 }
 
 /* Nesting order gives the axes; values are stored in memory order batch, output,
- * input (each kind keeping its nesting order). */
+ * input (each kind keeping its nesting order). An empty list or array is an axis of
+ * dimension 0 and the last axis (nothing is nested in it): `[ ]` has output dims [0],
+ * `[ [ ]; [ ] ]` [2; 0], `[| |]` batch dims [0]; an empty tuple is unit `()`, no axis. */
 static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
   Lit l = {0};
   for (Value *x = v; is_seq(x); x = VEC_AT(x->items, Value, 0)) {
@@ -129,10 +131,7 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
     }
     l.kind[l.naxes] = axis_kind(x);
     l.dim[l.naxes++] = x->items.len;
-    if (x->items.len == 0) {
-      diag_error(&st->c->diag, x->loc, "empty ndarray literal");
-      return NULL;
-    }
+    if (x->items.len == 0) break;
   }
   long long size = 1;
   for (int k = 2; k >= 0; k--) /* the last kind in memory order varies fastest */
@@ -141,7 +140,7 @@ static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
         l.stride[d] = size;
         size *= l.dim[d];
       }
-  l.values = ANEWN(st->a, double, size);
+  l.values = ANEWN(st->a, double, size > 0 ? size : 1);
   if (!lit_fill(st, &l, v, 0, 0)) return NULL;
   Tensor *t = tensor_new(st, TK_CONST, loc);
   t->init.kind = INIT_VALUES;
@@ -232,10 +231,6 @@ Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what) 
   }
   if (val_is_number(v)) return const_scalar(st, val_number(v), NULL, v->loc);
   if (is_seq(v)) {
-    if (v->items.len == 0) {
-      diag_error(&st->c->diag, v->loc, "an empty list cannot be used as %s", what);
-      return NULL;
-    }
     if (!has_tensor(v)) return literal_tensor(st, v, v->loc);
     return stack_tensor(st, fr, v, v->loc);
   }
@@ -472,9 +467,14 @@ static Value *arg_or_null(Fn *f, const char *name) { return fn_param(f, name); }
 static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
   IndexSym *s = ANEW(st->a, IndexSym);
-  if (n->kind == V_INT && n->i >= 0 && n->i <= INT_MAX) s->range = (int)n->i;
+  if (n->kind == V_INT && n->i == 0) { /* range 0 would read as unbounded (IndexSym.range) */
+    diag_error(&st->c->diag, n->loc, "index 0 has no value in range: an index symbol ranges over at least 1 value "
+               "(an empty axis has no index; index () is unbounded)");
+    return NULL;
+  }
+  if (n->kind == V_INT && n->i > 0 && n->i <= INT_MAX) s->range = (int)n->i;
   else if (n->kind != V_UNIT) {
-    diag_error(&st->c->diag, n->loc, "index expects a non-negative integer or (), got %s", val_kind_name(n));
+    diag_error(&st->c->diag, n->loc, "index expects a positive integer or (), got %s", val_kind_name(n));
     return NULL;
   }
   s->id = st->g->syms.len;
@@ -516,8 +516,8 @@ static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) { return val_dyn
 
 static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
-  if (n->kind != V_INT || n->i <= 0 || n->i > INT_MAX) {
-    diag_error(&st->c->diag, n->loc, "range expects a positive integer, got %s",
+  if (n->kind != V_INT || n->i < 0 || n->i > INT_MAX) { /* range 0: an empty tensor */
+    diag_error(&st->c->diag, n->loc, "range expects a non-negative integer, got %s",
                n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
     return NULL;
   }

@@ -63,8 +63,9 @@ typedef struct DimCheck {
 /* Stored as DIM_DYN(id) wherever a dimension is an int (tdsl_abi.h). */
 /* One declared or solved dimension (DIM_DYN for a dynamic one). label may be NULL. */
 typedef struct DimDecl {
-  int d;
+  int d;         /* >= 0 (0: an empty axis), or DIM_DYN */
   const char *label;
+  bool unknown;  /* Shape only, after an inference error: not inferred (d is 0 then) */
 } DimDecl;
 
 /* A declared row (record fields o/i/b, range_of_shape arguments, literal brackets). */
@@ -77,7 +78,7 @@ typedef struct RowDecl {
 
 /* A fully inferred shape: three rows of dims, filled by shape inference. */
 typedef struct Shape {
-  bool solved;     /* filled; after an inference error, partly: an unknown dim is 0 */
+  bool solved;     /* filled; after an inference error, partly: an unknown dim is `unknown` */
   int n[3];        /* indexed by KIND_* */
   bool open[3];    /* after an inference error: the row may have further axes, not
                       inferred yet (an unsolved row variable) */

@@ -5,7 +5,8 @@
  *   src/infer_dump.c   --dump-shapes / --dump-projections
  *
  * Representation. A dimension is a DimNode in a union-find forest: a root either
- * knows its size d (> 0, with an optional label) or is an unknown variable. A row is
+ * knows its size d (`known`: >= 0, or DIM_DYN; 0 is an empty axis, an ordinary size
+ * that never broadcasts; with an optional label) or is an unknown variable. A row is
  * `beg ++ var ++ end`: leftmost axes, an optional row variable, rightmost axes (a row
  * without a variable is closed: all its axes are in `end`). Solving a row variable
  * points it at a Row; rows are read through row_norm, which substitutes solved
@@ -23,6 +24,8 @@
 #ifndef TDSL_INFER_H
 #define TDSL_INFER_H
 
+#include <limits.h>
+
 #include "ctx.h"
 
 typedef struct DimNode DimNode;
@@ -39,7 +42,9 @@ typedef struct Origin {
 struct DimNode {
   int id;
   DimNode *parent;  /* union-find link; NULL at a root */
-  int d;            /* root only: > 0 known size, 0 unknown */
+  int d;            /* root only, when known: the size (>= 0, or DIM_DYN) */
+  bool known;       /* root only: d is the size (a size of 0 is an empty axis, so 0 cannot
+                       stand for "unknown") */
   const char *label;
   bool terminal;    /* an axis of a terminal tensor: closes to its LUB (stage 3) */
   Tensor *owner;    /* the terminal tensor (parameters must not default to 1) */
@@ -155,7 +160,10 @@ void solver_init(Solver *s, Arena *a, Diag *diag);
 DimNode *dim_find(DimNode *d);
 DimNode *dim_var(Solver *s);
 DimNode *dim_known(Solver *s, int d, const char *label);
-int dim_size(DimNode *d); /* 0 if unknown, DIM_DYN for a dynamic dimension */
+int dim_size(DimNode *d); /* a known dim's size (DIM_DYN for a dynamic one); 0 if unknown */
+bool dim_is_known(DimNode *d);
+enum { SIZE_UNKNOWN = INT_MIN }; /* a projection class's size before any member's is known
+                                    (0 is a size: an empty axis) */
 /* A dimension for messages: N, a dynamic dimension's name, `?` (arena string). */
 const char *dim_str(Solver *s, int d);
 
@@ -210,7 +218,7 @@ typedef struct ProjNode {
   int fixed;       /* CL_FIXED */
   Constraint *aff; /* CL_AFFINE: its C_CONV */
   int iter;        /* CL_ITER: iterator number once numbered, else -1 */
-  int size;        /* the largest member dimension (infer_proj.c size_join) */
+  int size;        /* the largest member dimension (infer_proj.c size_join), or SIZE_UNKNOWN */
   bool dyn_bcast;  /* this axis (not its class): a dynamic size broadcast into the class */
 } ProjNode;
 

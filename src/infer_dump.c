@@ -24,7 +24,7 @@ static void print_row(FILE *out, const Graph *g, const Shape *sh, int k) {
   for (int i = 0; i < sh->n[k]; i++) {
     if (i) fputc(',', out);
     if (sh->dims[k][i].label) fprintf(out, "%s=", sh->dims[k][i].label);
-    if (sh->dims[k][i].d) graph_print_dim(out, g, sh->dims[k][i].d, false); /* n, or ? (tdslc(1)) */
+    if (!sh->dims[k][i].unknown) graph_print_dim(out, g, sh->dims[k][i].d, false); /* n, or ? (tdslc(1)) */
     else fputc('?', out); /* after an inference error: not inferred */
   }
 }
@@ -79,9 +79,9 @@ static void shape_row(FILE *out, const void *arg, int k) {
   const Shape *sh = x->sh;
   fputc('[', out);
   for (int i = 0; i < sh->n[k]; i++) {
-    if (sh->dims[k][i].d > 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
-    else if (sh->dims[k][i].d < 0) fputs(i ? "," : "", out), json_dim(out, x->g, sh->dims[k][i].d);
-    else fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
+    if (sh->dims[k][i].unknown) fprintf(out, "%snull", i ? "," : ""); /* after an inference error: not inferred */
+    else if (sh->dims[k][i].d >= 0) fprintf(out, "%s%d", i ? "," : "", sh->dims[k][i].d);
+    else fputs(i ? "," : "", out), json_dim(out, x->g, sh->dims[k][i].d);
   }
   fputc(']', out);
 }
@@ -91,7 +91,7 @@ static long long shape_cells(const Shape *sh) {
   long long n = 1;
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < sh->n[k]; i++)
-      if (sh->dims[k][i].d > 0 && __builtin_mul_overflow(n, (long long)sh->dims[k][i].d, &n)) return LLONG_MAX;
+      if (!sh->dims[k][i].unknown && sh->dims[k][i].d >= 0 && __builtin_mul_overflow(n, (long long)sh->dims[k][i].d, &n)) return LLONG_MAX;
   return n;
 }
 

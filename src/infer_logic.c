@@ -35,13 +35,6 @@ static void tensor_rows(Logic *L, Tensor *t) {
     if (rd->given) {
       DimNode **dims = ANEWN(s->a, DimNode *, rd->n + 1);
       for (int i = 0; i < rd->n; i++) {
-        if (rd->dims[i].d == 0) { /* 0 would read as "unknown" below (< 0: dynamic) */
-          s->failed = true;
-          diag_error(s->diag, rd->loc.file ? rd->loc : t->loc,
-                     "%s axis %d of %s has dimension %d: empty tensors are not supported", kind_name[k], i,
-                     tname(s, t), rd->dims[i].d);
-          return;
-        }
         DimNode *d = dim_known(s, rd->dims[i].d, rd->dims[i].label);
         d->origin.what = arena_printf(s->a, "%s axis %d of %s", kind_name[k], i, tname(s, t));
         d->origin.loc = rd->loc.file ? rd->loc : t->loc;
@@ -128,7 +121,7 @@ static DimNode *spec_axis(Logic *L, SpecEnv *e, StepInfo *info, SpecAxis *ax, bo
   case AX_FIXED: {
     /* generative: a dimension-1 axis for the shape, still written at index 0 */
     DimNode *d = generative && ax->fixed == 0 ? dim_known(s, 1, NULL) : dim_var(s);
-    if (d->d) {
+    if (d->known) {
       vec_push(s->a, &info->fixed, d);
       vec_push(s->a, &info->fixed_val, (void *)(intptr_t)0);
       return d;
@@ -374,6 +367,12 @@ static bool check_slices(Solver *s, Graph *g) {
     if (!in || !in->slice || !in->step->sym) continue;
     int d = dim_size(in->slice);
     IndexSym *sym = in->step->sym;
+    if (dim_is_known(in->slice) && d == 0) { /* no value of the symbol is in range (a range of 0 means unbounded) */
+      s->failed = true;
+      diag_error(s->diag, in->step->loc, "index symbol '%s' slices a leftmost batch axis of dimension 0 (of %s): "
+                 "an empty axis has no index", sym->name, tname(s, in->step->rhs[0]));
+      return false;
+    }
     if (sym->range == 0) { /* a dynamic axis gives a dynamic range */
       sym->range = d;
       sym->range_inferred = true;
@@ -451,6 +450,7 @@ static void fill_shape(Solver *s, Tensor *t, Row *rows[3]) {
       DimNode *d = dim_find(i < r->nbeg ? r->beg[i] : r->end[i - r->nbeg]);
       t->shape.dims[k][i].d = d->d;
       t->shape.dims[k][i].label = d->label;
+      t->shape.dims[k][i].unknown = !d->known;
     }
   }
 }

@@ -44,17 +44,20 @@ int pc_node(ProjCtx *p, int slot, DimNode *d) {
     p->node = realloc(p->node, sizeof *p->node * (size_t)p->cap);
   }
   int i = p->n++;
-  p->node[i] = (ProjNode){.dim = d, .parent = i, .ns = ns, .kind = CL_ITER, .iter = -1, .size = dim_size(d)};
+  p->node[i] = (ProjNode){.dim = d, .parent = i, .ns = ns, .kind = CL_ITER, .iter = -1,
+                             .size = dim_is_known(d) ? dim_size(d) : SIZE_UNKNOWN};
   p->local[key] = i + 1;
   return i;
 }
 
-/* The iterator size of a class holding axes of sizes a and b (0: unknown): the largest
- * static size, else a dynamic one (the run-time checks make them agree), else 1. */
+/* The iterator size of a class holding axes of sizes a and b (SIZE_UNKNOWN: unknown):
+ * the largest static size, else an empty axis (0: it does not broadcast, 1 does), else a
+ * dynamic one (the run-time checks make them agree), else 1. */
 static int size_join(int a, int b) {
-  if (!a || a == b) return b ? b : a;
-  if (!b) return a;
+  if (a == SIZE_UNKNOWN || a == b) return b;
+  if (b == SIZE_UNKNOWN) return a;
   if (a > 1 || b > 1) return a > b ? a : b;
+  if (a == 0 || b == 0) return 0;
   return DIM_IS_DYN(a) ? a : b;
 }
 
@@ -74,7 +77,7 @@ static void pc_union_dyn_bcast(ProjCtx *p, int cur, int sub) {
   int size = p->node[pc_find(p, cur)].size;
   p->node[sub].dyn_bcast = true;
   pc_union(p, cur, sub);
-  if (size) p->node[pc_find(p, cur)].size = size;
+  if (size != SIZE_UNKNOWN) p->node[pc_find(p, cur)].size = size;
 }
 
 void pc_mark(ProjCtx *p, int i, ClassKind k, int fixed, Constraint *aff) {
@@ -106,7 +109,7 @@ static int class_iter(ProjCtx *p, int cls, int *niters, PtrVec *sizes, Arena *a)
   if (r->kind != CL_ITER) return -1;
   if (r->iter < 0) {
     r->iter = (*niters)++;
-    vec_push(a, sizes, (void *)(intptr_t)(r->size ? r->size : 1));
+    vec_push(a, sizes, (void *)(intptr_t)(r->size != SIZE_UNKNOWN ? r->size : 1));
   }
   return r->iter;
 }

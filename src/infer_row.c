@@ -50,11 +50,13 @@ DimNode *dim_var(Solver *s) { return dim_new(s); }
 DimNode *dim_known(Solver *s, int d, const char *label) {
   DimNode *n = dim_new(s);
   n->d = d;
+  n->known = true;
   n->label = label;
   return n;
 }
 
 int dim_size(DimNode *d) { return dim_find(d)->d; }
+bool dim_is_known(DimNode *d) { return dim_find(d)->known; }
 
 const char *dim_str(Solver *s, int d) {
   if (!DIM_IS_DYN(d)) return arena_printf(s->a, "%d", d);
@@ -258,7 +260,7 @@ void con_total(Solver *s, Row *rows[3], RowVar *carrier, long long n, UpdateStep
 
 static void note_origin(Solver *s, DimNode *d) {
   DimNode *r = dim_find(d);
-  if (r->d && r->origin.has_loc)
+  if (r->known && r->origin.has_loc)
     diag_note(s->diag, r->origin.loc, "dimension %s%s%s comes from %s", dim_str(s, r->d), r->label ? " labelled " : "",
               r->label ? r->label : "", r->origin.what ? r->origin.what : "here");
 }
@@ -299,19 +301,19 @@ static bool labels_clash(DimNode *a, DimNode *b) { return a->label && b->label &
 static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   DimNode *ra = dim_find(a), *rb = dim_find(b);
   if (ra == rb) return DONE;
-  if (ra->d && rb->d && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
-  if (!ra->d && rb->d) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
+  if (ra->known && rb->known && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
+  if (!ra->known && rb->known) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
   rb->parent = ra;
   wake(s, &ra->watch);
   wake(s, &rb->watch);
   if (!ra->label) ra->label = rb->label;
   ra->terminal = ra->terminal || rb->terminal;
   ra->meets_one = ra->meets_one || rb->meets_one;
-  if (!ra->d && rb->at_least > ra->at_least) ra->at_least = rb->at_least;
+  if (!ra->known && rb->at_least > ra->at_least) ra->at_least = rb->at_least;
   if (!ra->owner) ra->owner = rb->owner;
   if (!ra->result_only) ra->result_only = rb->result_only;
   if (!ra->lonely) ra->lonely = rb->lonely;
-  if (!ra->d && !ra->origin.what) ra->origin = rb->origin;
+  if (!ra->known && !ra->origin.what) ra->origin = rb->origin;
   return DONE;
 }
 
@@ -373,23 +375,23 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
   if (cur == sub) return DONE;
   /* as OCANNL, a fixed index above 0 in an argument's spec reads that argument's own axis */
   if (c->d1->arg_fixed > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
-  if (sub->d) {
-    if (sub->d == 1) { /* broadcast */
+  if (sub->known) {
+    if (sub->d == 1) { /* broadcast (only 1 does: 0 is an empty axis, ordinary) */
       cur->meets_one = true;
       return DONE;
     }
-    if (!cur->d && DIM_IS_DYN(sub->d)) { /* a static bound may still come: decided at the fixpoint */
+    if (!cur->known && DIM_IS_DYN(sub->d)) { /* a static bound may still come: decided at the fixpoint */
       vec_push(s->a, &s->dyn_lower, c);
       return PENDING;
     }
-    if (!cur->d) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
+    if (!cur->known) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
     if (cur->d != sub->d && (DIM_IS_DYN(cur->d) || DIM_IS_DYN(sub->d))) return dyn_ineq(s, c, cur, sub);
     if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
     if (!cur->label) cur->label = sub->label;
     else if (!sub->label) sub->label = cur->label;
     return DONE;
   }
-  if (cur->d == 1) return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
+  if (cur->known && cur->d == 1) return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
   /* A fixed index above 0 reads sub, so sub is not 1 and cannot broadcast: as OCANNL,
    * `ti ++ "i=>i2"` and `tj ++ "j=>j1"` both under one axis make one dimension (>= 3). */
   if (sub->at_least > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
@@ -398,7 +400,7 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
 
 static Step simp_at_least(Solver *s, Constraint *c) {
   DimNode *d = dim_find(c->d1);
-  if (!d->d) {
+  if (!d->known) {
     if (c->k > d->at_least) {
       d->at_least = c->k;
       wake(s, &d->watch); /* the inequalities below d may now be equalities */
@@ -411,7 +413,7 @@ static Step simp_at_least(Solver *s, Constraint *c) {
     note_origin(s, c->d1);
     return FAIL;
   }
-  if (d->d > 0 && d->d < c->k) {
+  if (d->d >= 0 && d->d < c->k) { /* an axis of size 0 has no index at all */
     solver_fail(s, c, "fixed index %lld is out of range for dimension %d (%s)", c->k - 1, d->d, what(c->what1));
     note_origin(s, c->d1);
     return FAIL;
@@ -422,7 +424,16 @@ static Step simp_at_least(Solver *s, Constraint *c) {
 /* Valid:  in = stride*(out-1) + dilation*(kernel-1) + 1.  Padded: in = stride*out.
  * In 64 bits: sizes, strides and dilations are each below 2^31. */
 static Step simp_conv(Solver *s, Constraint *c) {
-  long long in = dim_size(c->d1), out = dim_size(c->d2), ker = dim_size(c->d3);
+  DimNode *side[3] = {c->d1, c->d2, c->d3};
+  static const char *side_name[3] = {"input", "output", "kernel"};
+  for (int i = 0; i < 3; i++) /* a window needs positions: an empty axis stays an error, as a too small input */
+    if (side[i] && dim_is_known(side[i]) && dim_size(side[i]) == 0) {
+      solver_fail(s, c, "convolution (%s) over an empty %s axis (size 0)", what(c->what1), side_name[i]);
+      note_origin(s, side[i]);
+      return FAIL;
+    }
+  /* below, 0 stands for unknown: no known size is 0 */
+  long long in = dim_size(c->d1), out = dim_size(c->d2), ker = c->d3 ? dim_size(c->d3) : 0;
   if (in < 0 || out < 0 || ker < 0) {
     solver_fail(s, c, "convolution (%s) over dynamic dimension %s: a convolution needs static sizes", what(c->what1),
                 dim_str(s, (int)(in < 0 ? in : out < 0 ? out : ker)));
@@ -798,7 +809,7 @@ static Step simp_total(Solver *s, Constraint *c) {
                       dim_str(s, sz));
           return FAIL;
         }
-        if (sz) prod *= sz;
+        if (dim_is_known(d[i])) prod *= sz;
         else nunknown++, unknown = d[i];
         if (prod > (1LL << 40)) prod = 1LL << 40;
       }
@@ -810,7 +821,7 @@ static Step simp_total(Solver *s, Constraint *c) {
     solver_fail(s, c, "%s has %lld elements but its shape has %lld", what(c->what1), c->k, prod);
     return FAIL;
   }
-  if (nunknown > 1) return PENDING;
+  if (nunknown > 1 || (prod == 0 && c->k == 0)) return PENDING; /* 0 elements: any unknown fits */
   if (prod > 0 && c->k % prod == 0) return set_dim(s, c, unknown, c->k / prod, c->what1);
   solver_fail(s, c, "%s has %lld elements, not a multiple of %lld", what(c->what1), c->k, prod);
   return FAIL;
@@ -847,7 +858,7 @@ static void bounds_index(Solver *s) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_DIM_INEQ) continue;
     DimNode *sub = dim_find(c->d2);
-    if (sub->d) continue;
+    if (sub->known) continue;
     if (s->up_n == s->up_cap) {
       s->up_cap = s->up_cap ? 2 * s->up_cap : 256;
       s->up_next = realloc(s->up_next, sizeof *s->up_next * (size_t)s->up_cap);
@@ -868,36 +879,43 @@ static void bounds_free(Solver *s) {
 }
 
 /* The upper bound of an unknown dim root through the indexed inequalities (transitive):
- * 0 none, n > 1 a unique bound, 1 when two different bounds force dimension 1.
+ * LUB_NONE none, n > 1 or 0 (an empty axis) a unique bound, 1 when two different
+ * bounds force dimension 1.
  * *label receives the bound's label, if any. */
+enum { LUB_NONE = INT_MIN }; /* not a size: 0 is one, negatives are DIM_DYN */
+
+/* A bound only the same size satisfies (1 broadcasts into every bound, a dynamic one is
+ * checked at run time). */
+static bool lub_exact(int b) { return b > 1 || b == 0; }
+
 static int dim_lub_rec(Solver *s, DimNode *r) {
-  if (r->id >= s->up_nodes) return 0; /* created after the snapshot: no bound recorded */
+  if (r->id >= s->up_nodes) return LUB_NONE; /* created after the snapshot: no bound recorded */
   if (s->up_mark[r->id] == s->up_stamp) return s->up_memo[r->id]; /* done, or on the stack */
   s->up_mark[r->id] = s->up_stamp;
-  s->up_memo[r->id] = 0;
+  s->up_memo[r->id] = LUB_NONE;
   s->up_lbl[r->id] = NULL;
-  int lub = 0;
+  int lub = LUB_NONE;
   const char *label = NULL;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
     int b;
     const char *bl = NULL;
-    if (cur->d) {
+    if (cur->known) {
       b = cur->d;
-      if (b > 1) bl = cur->label;
+      if (lub_exact(b)) bl = cur->label;
     } else {
       b = dim_lub_rec(s, cur);
       if (cur->id < s->up_nodes) bl = s->up_lbl[cur->id];
     }
-    if (b == 0) continue;
+    if (b == LUB_NONE) continue;
     /* Labels are part of the dimension (seed, "Representing shapes"): a3 and b3 are two
      * different bounds, and only 1 broadcasts into both, as for 3 and 5. */
-    bool clash = b > 1 && bl && label && strcmp(bl, label);
-    if (!label && b > 1) label = bl;
-    if (lub == 0) lub = b;
+    bool clash = lub_exact(b) && bl && label && strcmp(bl, label);
+    if (!label && lub_exact(b)) label = bl;
+    if (lub == LUB_NONE) lub = b;
     else if (lub != b || clash) lub = 1;
   }
-  if (lub <= 1) label = NULL;
+  if (!lub_exact(lub)) label = NULL;
   s->up_memo[r->id] = lub;
   s->up_lbl[r->id] = label;
   return lub;
@@ -908,7 +926,7 @@ static int dim_lub_rec(Solver *s, DimNode *r) {
 static int dim_lub_q(Solver *s, DimNode *d, const char **label, bool fresh) {
   if (label) *label = NULL;
   DimNode *r = dim_find(d);
-  if (!s->up_head) return 0;
+  if (!s->up_head) return LUB_NONE;
   if (fresh) s->up_stamp++;
   int lub = dim_lub_rec(s, r);
   if (label && r->id < s->up_nodes) *label = s->up_lbl[r->id];
@@ -938,7 +956,7 @@ static bool force_conflicting_bounds(Solver *s) {
   s->up_stamp++; /* one memo for the whole sweep: linear */
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (d->parent || d->d || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
+    if (d->parent || d->known || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
     if (dim_lub_q(s, d, NULL, false) == 1) {
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
@@ -1011,12 +1029,12 @@ static void dyn_plan(Solver *s, DynPlan *p) {
   for (int i = 0; i < s->dyn_lower.len; i++) {
     Constraint *c = VEC_AT(s->dyn_lower, Constraint, i);
     DimNode *cur = dim_find(c->d1), *sub = dim_find(c->d2);
-    if (!c->done && !cur->d && DIM_IS_DYN(sub->d)) dyn_below(s, p, cur->id, sub->d, sub, c->step ? c->step->loc : (Loc){0});
+    if (!c->done && !cur->known && DIM_IS_DYN(sub->d)) dyn_below(s, p, cur->id, sub->d, sub, c->step ? c->step->loc : (Loc){0});
   }
   for (int i = 0; i < p->norder; i++) /* grows while it runs: the dims above */
     for (int e = s->up_head[p->order[i]]; e >= 0; e = s->up_next[e]) {
       DimNode *up = dim_find(s->up_to[e]);
-      if (up->d || up->id >= p->n || up->id == p->order[i]) continue;
+      if (up->known || up->id >= p->n || up->id == p->order[i]) continue;
       if (!p->from[up->id]) p->order[p->norder++] = up->id, p->from[up->id] = p->from[p->order[i]];
       p->wait[up->id]++;
     }
@@ -1042,16 +1060,16 @@ static bool dyn_lower_bounds(Solver *s) {
   while (ready && !s->failed) { /* each round decides one */
     int id = -1;
     while (head < nready && id < 0)
-      if (!dim_find(VEC_AT(s->dims, DimNode, ready[head++]))->d) id = ready[head - 1];
+      if (!dim_find(VEC_AT(s->dims, DimNode, ready[head++]))->known) id = ready[head - 1];
     for (int i = 0; i < p.norder && id < 0; i++) /* a cycle of pending bounds: the first one left */
-      if (!dim_find(VEC_AT(s->dims, DimNode, p.order[i]))->d && p.size[p.order[i]]) id = p.order[i];
+      if (!dim_find(VEC_AT(s->dims, DimNode, p.order[i]))->known && p.size[p.order[i]]) id = p.order[i];
     if (id < 0) break;
     DimNode *k = dim_known(s, p.size[id], NULL);
     k->origin = p.from[id]->origin;
     unify_dim(s, NULL, VEC_AT(s->dims, DimNode, id), k);
     for (int e = s->up_head[id]; e >= 0; e = s->up_next[e]) {
       DimNode *up = dim_find(s->up_to[e]);
-      if (up->d || up->id >= n || !p.from[up->id]) continue;
+      if (up->known || up->id >= n || !p.from[up->id]) continue;
       dyn_below(s, &p, up->id, p.size[id], p.from[id], (Loc){0});
       if (--p.wait[up->id] == 0) ready[nready++] = up->id;
     }
@@ -1147,7 +1165,7 @@ static void fail_result_only(Solver *s, const Origin *o) {
 static const Origin *any_result_only(Solver *s) {
   for (int i = 0; i < s->dims.len; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!d->parent && !d->d && d->result_only) return d->result_only;
+    if (!d->parent && !d->known && d->result_only) return d->result_only;
   }
   return NULL;
 }
@@ -1159,7 +1177,7 @@ static const Origin *lonely_above(Solver *s, DimNode *r) {
   s->up_mark[r->id] = s->up_stamp;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]); /* stage 7 may have closed it to 1 already */
-    const Origin *o = cur->d ? cur->lonely : lonely_above(s, cur);
+    const Origin *o = cur->known ? cur->lonely : lonely_above(s, cur);
     if (o) return o;
   }
   return NULL;
@@ -1214,7 +1232,7 @@ static bool meets_one_rec(Solver *s, DimNode *r) {
   s->up_mark[r->id] = s->up_stamp;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
-    if (!cur->d && s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
+    if (!cur->known && s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
   }
   return false;
 }
@@ -1294,7 +1312,7 @@ static int row_lub_len(Solver *s, RowBounds *b, RowVar *v) {
 
 static DimNode *root_or_null(DimNode *d) {
   DimNode *r = dim_find(d);
-  return r->d ? NULL : r;
+  return r->known ? NULL : r;
 }
 
 /* Stage 2: terminal dims with no upper bound and no other constraint become 1. */
@@ -1307,7 +1325,7 @@ static bool stage2(Solver *s) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     DimNode *r = root_or_null(d);
     if (!r || r != d || !r->terminal) continue;
-    if (dim_lub_memo(s, r, NULL) || constrained[r->id]) continue;
+    if (dim_lub_memo(s, r, NULL) != LUB_NONE || constrained[r->id]) continue;
     vec_push(s->a, &todo, r);
   }
   free(constrained);
@@ -1330,19 +1348,20 @@ static bool param_output_unbounded(Solver *s, RowVar *v) {
 static bool stage3(Solver *s) {
   bool changed = false;
   int n = s->dims.len;
-  int *lub = calloc((size_t)n + 1, sizeof *lub);
+  int *lub = malloc(((size_t)n + 1) * sizeof *lub);
   const char **labels = calloc((size_t)n + 1, sizeof *labels);
   bounds_index(s);
   s->up_stamp++;
   for (int i = 0; i < n; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!d->parent && !d->d && d->terminal) lub[i] = dim_lub_memo(s, d, &labels[i]);
+    lub[i] = LUB_NONE;
+    if (!d->parent && !d->known && d->terminal) lub[i] = dim_lub_memo(s, d, &labels[i]);
   }
   for (int i = 0; i < n && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!lub[i] || !root_or_null(d)) continue;
-    const char *label = lub[i] > 1 ? labels[i] : NULL;
-    if (DIM_IS_DYN(lub[i])) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
+    if (lub[i] == LUB_NONE || !root_or_null(d)) continue;
+    const char *label = lub_exact(lub[i]) ? labels[i] : NULL;
+    if (DIM_IS_DYN(lub[i]) || lub[i] == 0) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
     else set_dim(s, NULL, d, lub[i], NULL);
     if (label && !dim_find(d)->label) dim_find(d)->label = label;
     changed = true;
@@ -1486,7 +1505,7 @@ static bool stage_conv_kernels(Solver *s) {
   bool changed = false;
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_CONV || c->padded || !c->d3 || dim_size(c->d2)) continue;
+    if (c->done || c->kind != C_CONV || c->padded || !c->d3 || dim_is_known(c->d2)) continue;
     DimNode *r = root_or_null(c->d3);
     if (!r) continue;
     default_dim_one(s, r);
@@ -1507,7 +1526,7 @@ static bool stage7(Solver *s) {
   }
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
-    if (!d->parent && !d->d) {
+    if (!d->parent && !d->known) {
       default_dim_one(s, d);
       changed = true;
     }

@@ -493,13 +493,18 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
 
   PtrVec accs = {0};
   Stmt *st = lower_store(l, &n, as, &accs);
-  if (as->init_neutral) {
+  if (as->init_neutral && irbuf(l, st->dst.buf)->size != 0) { /* an empty lhs has no cell to fill */
     Stmt *fill = new_stmt(l, S_FILL);
     fill->buf = st->dst.buf;
     fill->value = op_neutral(as->accum);
     vec_push(l->a, body, fill);
   }
   push_comment(l, body, st->what); /* so that --dump-ir reads like the source */
+  /* An iterator over an empty axis (static size 0; a dynamic size is never 0): the nest
+   * has no point, so it stores nothing and the lhs keeps its fill (a sum over an empty
+   * axis is 0, a max -inf, ...: op_neutral). No loop of 0 trips reaches the back ends. */
+  for (int i = 0; i < p->niters; i++)
+    if (p->iter_size[i] == 0) return;
 
   PtrVec guards = {0};
   for (int i = 0; i < accs.len; i++) add_guards(l, &n, accs.items[i], &guards);

@@ -277,7 +277,7 @@ void emit_header(FILE *o, const IrModule *m, const char *name, const char *const
     }
     fprintf(o, "(inst) ((%s *)((char *)(inst) + %ld)) /* %s [", ctype(m, i), l.buf_off[i], b->name);
     for (int k = 0; k < b->rank; k++) fprintf(o, "%s%d", k ? "," : "", b->dims[k]);
-    fprintf(o, "], %ld cells */\n", b->size > 0 ? b->size : 1);
+    fprintf(o, "], %ld cells */\n", b->size); /* 0 for an empty tensor (its storage is one cell) */
   }
   for (int i = 0; i < m->dims.len; i++) {
     fprintf(o, "#define %s_dim_", name);

@@ -532,6 +532,64 @@ static void projection_classes(void) {
   sys_free(&y);
 }
 
+/* Dimension 0 is a known size (an empty axis), never "unknown" (tdsl(7), Empty tensors):
+ * it binds variables, is a least upper bound of its own, does not broadcast, and two
+ * bounds 0 and 3 leave only 1. */
+static void empty_dims(void) {
+  Sys y;
+  /* a variable equal to 0 is solved: 0 */
+  sys_init(&y);
+  Solver *s = &y.s;
+  DimNode *v = dim_var(s);
+  con_dim_eq(s, v, dim_known(s, 0, NULL), NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_is_known(v) && dim_size(v) == 0, "eq 0: %d", dim_size(v));
+  sys_free(&y);
+  /* a terminal variable below 0 closes to its LUB 0, not to 1 */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  v->terminal = true;
+  con_dim_ineq(s, dim_known(s, 0, NULL), v, NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 0, "terminal LUB 0: %d", dim_size(v));
+  sys_free(&y);
+  /* an unknown cur above a 0: cur is 0 (0 does not broadcast) */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  con_dim_ineq(s, v, dim_known(s, 0, NULL), NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 0, "cur above 0: %d", dim_size(v));
+  sys_free(&y);
+  /* 1 broadcasts into 0 */
+  sys_init(&y);
+  s = &y.s;
+  con_dim_ineq(s, dim_known(s, 0, NULL), dim_known(s, 1, NULL), NULL, NULL, NULL);
+  CHECK(solver_close(s), "1 into 0: %s", sys_errors(&y));
+  sys_free(&y);
+  /* 0 does not broadcast into 3, nor 3 into 0 */
+  for (int k = 0; k < 2; k++) {
+    sys_init(&y);
+    s = &y.s;
+    con_dim_ineq(s, dim_known(s, k ? 0 : 3, NULL), dim_known(s, k ? 3 : 0, NULL), NULL, NULL, NULL);
+    CHECK(!solver_close(s) && strstr(sys_errors(&y), "dimension mismatch"), "0 vs 3 (%d): %s", k, sys_errors(&y));
+    sys_free(&y);
+  }
+  /* below 0 and below 3: only 1 fits both */
+  sys_init(&y);
+  s = &y.s;
+  v = dim_var(s);
+  v->terminal = true;
+  con_dim_ineq(s, dim_known(s, 0, NULL), v, NULL, NULL, NULL);
+  con_dim_ineq(s, dim_known(s, 3, NULL), v, NULL, NULL, NULL);
+  CHECK(solver_close(s) && dim_size(v) == 1, "bounds 0 and 3: %d", dim_size(v));
+  sys_free(&y);
+  /* a fixed index reads no axis of size 0 */
+  sys_init(&y);
+  s = &y.s;
+  con_at_least(s, dim_known(s, 0, NULL), 1, NULL, NULL);
+  CHECK(!solver_close(s) && strstr(sys_errors(&y), "out of range for dimension 0"), "%s", sys_errors(&y));
+  sys_free(&y);
+}
+
 int main(void) {
   projection_classes();
   lubs();
@@ -542,5 +600,6 @@ int main(void) {
   convs();
   order_independence();
   random_systems();
+  empty_dims();
   return tk_exit("test_infer_solver");
 }
