@@ -555,6 +555,7 @@ static int run(Ctx *c) {
   Graph *g = stage_program(c, p);
   timing_mark(c, "staging");
   if (!g || c->diag.errors) return 1;
+  c->graph = g;
   if (c->opt.action == ACT_DUMP_GRAPH) {
     graph_print(stdout, g);
     return 0;
