@@ -686,6 +686,8 @@ static const char *prelude =
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
     "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
     "#define TDSL_ALIGN16 __align__(16)\n"
+    "#define TDSL_LD4(p) (*(const float4 *)(p))\n"
+    "#define TDSL_ST4(p, v) (*(float4 *)(p) = (v))\n"
     "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
