@@ -312,7 +312,7 @@ static const char *out_path(Ctx *c, const char *ext) {
 static CudaOpts cuda_opts(Ctx *c) {
   Options *o = &c->opt;
   CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
-                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32};
+                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32, .strict_fp = o->strict_fp};
   co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
   if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
   return co;

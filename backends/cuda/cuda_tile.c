@@ -639,6 +639,7 @@ static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   long K = c->ext[R_K];
   c->splits = 1;
   c->kc = K;
+  if (e->strict) return; /* the splits' partial sums are added apart: reassociated */
   /* The scratch memory is sized at compile time: a dynamic output is not split. */
   if (blocks >= SPLITK_MIN_BLOCKS || c->dext[R_BATCH] || c->dext[R_M] || c->dext[R_N]) return;
   long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks, kc = 0;

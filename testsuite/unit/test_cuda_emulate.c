@@ -335,6 +335,9 @@ static void test_split_k(void) {
   CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
   CHECK(strstr(src, cu_tf32 ? "split-K 2 x 576" : "split-K 2 x 560") != NULL); /* a multiple of BK: 32 with TF32 */
   CHECK(strstr(src, "split-K combine of 2") != NULL);
+  /* --strict-fp: each cell sums its whole K in order, no split-K */
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL && strstr(src, "split-K") == NULL);
   gb_free(&b);
 }
 
@@ -457,6 +460,9 @@ static void test_reductions(void) {
    * columns of tall (a column sum). */
   CHECK(strstr(src, "long c = t % 328L;") != NULL);
   CHECK(strstr(src, "long c = t / 3L;\n  t %= 3L;\n  long slot = t * 78L + c;") != NULL);
+  /* --strict-fp: every reduction in one thread, in the CPU's order */
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "split reduction") == NULL && strstr(src, "block reduction") == NULL);
   gb_free(&b);
 }
 
@@ -493,6 +499,8 @@ static void test_block_reductions(void) {
   int found = 0;
   while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
   CHECK(found == 3);
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "block reduction") == NULL && strstr(src, "split reduction") == NULL);
   gb_free(&b);
 }
 
