@@ -17,6 +17,10 @@ typedef struct Lexer {
   const unsigned char *line_start;
   int line;
   TokenVec out;
+  /* End of the last text dropped with an error (a bad character, an unknown operator):
+   * "unexpected end of file" goes after it when nothing was pushed since. */
+  const unsigned char *dropped_end;
+  Loc dropped_loc;
 } Lexer;
 
 static Loc loc_at(Lexer *L, const unsigned char *p) {
@@ -250,6 +254,12 @@ static void lex_number(Lexer *L, bool is_float) {
   }
 }
 
+/* Records that the text from L->tok to L->cur was reported and dropped. */
+static void dropped(Lexer *L) {
+  L->dropped_end = L->cur;
+  L->dropped_loc = loc_at(L, L->cur);
+}
+
 static void bad_char(Lexer *L) {
   unsigned char c = *L->tok;
   Loc l = loc_at(L, L->tok);
@@ -262,6 +272,7 @@ static void bad_char(Lexer *L) {
   } else {
     diag_error(L->d, l, "unexpected character '\\x%02x'", c);
   }
+  dropped(L);
 }
 
 /*!re2c
@@ -317,6 +328,7 @@ static void lex_token(Lexer *L, bool *done) {
       int k = op_kind(s);
       if (!k) {
         diag_error_span(L->d, loc_at(L, L->tok), (int)(L->cur - L->tok), "unknown operator '%s'", s);
+        dropped(L);
         return;
       }
       push(L, k);
@@ -327,11 +339,16 @@ static void lex_token(Lexer *L, bool *done) {
 }
 
 /* "unexpected end of file" is shown right after the last token, on its line, rather
- * than on the empty line after the final newline. */
+ * than on the empty line after the final newline; after the last dropped bad text when
+ * that comes later (the parser saw the token before it, but the file ends after it). */
 static void place_eof(Lexer *L) {
   TokenVec *v = &L->out;
-  if (v->len < 2) return;
-  const Token *last = &v->items[v->len - 2];
+  const Token *last = v->len >= 2 ? &v->items[v->len - 2] : NULL;
+  if (L->dropped_end && (!last || L->dropped_end > (const unsigned char *)last->text + last->len)) {
+    v->items[v->len - 1].loc = L->dropped_loc;
+    return;
+  }
+  if (!last) return;
   Loc l = last->loc;
   for (int i = 0; i < last->len; i++) {
     if (last->text[i] == '\n') l.line++, l.col = 1;

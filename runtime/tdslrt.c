@@ -1480,11 +1480,26 @@ static void put_dim(tdsl_model *m, int id, int v) {
   for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
 }
 
+/* Setting a join: the message says what it is and names the dimensions to set. */
+static int join_refused(tdsl_model *m, int id) {
+  const RtNamed *d = &m->dims[id];
+  char parts[256] = "";
+  size_t len = 0;
+  for (int k = 0; k < d->nparts && len < sizeof parts; k++) {
+    const char *sep = !k ? "" : k == d->nparts - 1 ? " and " : ", ";
+    int w = snprintf(parts + len, sizeof parts - len, "%s%s", sep, m->dims[d->parts[k]].name);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  return fail(m, "dimension %s is a join (the largest of %s), computed from the dimensions it joins: set %s instead",
+              d->name, parts, parts);
+}
+
 int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
   if (!live(m) || need(m, "tdsl_set_dim", "name", name)) return -1;
   int id = find_dim(m, name);
   if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
-  if (id >= m->nset) return fail(m, "dimension %s is computed from the dimensions it joins: set those", name);
+  if (id >= m->nset) return join_refused(m, id);
   if (v < 1 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 1..%d", name, v, INT_MAX);
   int old = dim_value(m, id);
   if (old == v) return 0; /* the tensors keep their values */

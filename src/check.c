@@ -32,7 +32,7 @@ typedef struct Built {
 } Built;
 
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
-  CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level}; /* all an in-memory build reads */
+  CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level, .strict_fp = c->opt.strict_fp}; /* all an in-memory build reads */
   if (cuda) { /* as the driver gives it to the CUDA backend (main.c dispatch) */
     SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = sched_host_vec_bytes()};
     ir = sched_fuse_routines(&c->arena, ir, &so);

@@ -78,9 +78,10 @@ Env *env_bind(St *st, Env *env, const char *name, Value *v) {
   return e;
 }
 
-void env_bind_global(St *st, const char *name, Value *v) {
+void env_bind_global(St *st, const char *name, Value *v, Loc loc) {
   Env *e = env_bind(st, st->globals, name, v);
   e->global = true;
+  e->loc = loc;
   e->seq = st->globals && st->globals->global ? st->globals->seq + 1 : 1;
   e->shadowed = strtab_get(&st->global_index, name);
   e->index = &st->global_index;
@@ -130,7 +131,7 @@ bool env_poisoned(const Frame *fr, const char *name) {
   return e && !e->v;
 }
 
-void env_poison(St *st, const char *name) { env_bind_global(st, name, NULL); }
+void env_poison(St *st, const char *name) { env_bind_global(st, name, NULL, (Loc){0}); }
 
 /* ---- functions ---- */
 
@@ -759,7 +760,7 @@ static bool eval_let_item(St *st, const Item *it) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
     if (!b->name) continue;
     /* A failed binding is bound to nothing: later uses fail without more errors. */
-    env_bind_global(st, b->name, vals[i]);
+    env_bind_global(st, b->name, vals[i], b->loc);
   }
   return ok;
 }
@@ -856,7 +857,7 @@ static bool eval_opdef(St *st, const Item *it) {
     }
   Value *v = val_new(st, V_FN, it->loc);
   v->fn = f;
-  env_bind_global(st, op->name, v);
+  env_bind_global(st, op->name, v, it->loc);
   return true;
 }
 
@@ -874,6 +875,54 @@ static bool eval_program(St *st, const Program *p) {
     ok = ok && r;
   }
   return ok;
+}
+
+/* What a top-level value is, for the driver's messages about names (TopName). */
+static const char *topname_what(const Value *v) {
+  switch (v->kind) {
+  case V_INT: case V_FLOAT: return "a compile-time number";
+  case V_BOOL: return "a compile-time boolean";
+  case V_STRING: return "a compile-time string";
+  case V_LIST: return "a compile-time list";
+  case V_TUPLE: return "a compile-time tuple";
+  case V_ARRAY: return "a compile-time array";
+  case V_UNIT: return "the unit value ()";
+  default: return val_kind_name(v);
+  }
+}
+
+/* Graph.topnames: the newest binding of each top-level name, unless it is a tensor
+ * (the model has those by name). */
+static void record_topnames(St *st) {
+  for (Env *e = st->globals; e; e = e->next) {
+    if (!e->global || !e->v || strtab_get(&st->global_index, e->name) != e) continue;
+    Value *v = e->v;
+    if (v->kind == V_TENSOR && !v->grad) continue;
+    TopName *n = ANEW(st->a, TopName);
+    n->name = e->name;
+    n->loc = e->loc;
+    n->what = topname_what(v);
+    switch (v->kind) {
+    case V_SYM: n->kind = TOPNAME_INDEX; break;
+    case V_DIM: n->kind = TOPNAME_DIM; break;
+    case V_FN: n->kind = TOPNAME_FUNCTION; break;
+    case V_TENSOR:
+      n->kind = TOPNAME_GRAD;
+      n->t = v->t;
+      n->what = v->t->name ? arena_printf(st->a, "the gradient %s.grad", v->t->name) : "a gradient";
+      break;
+    case V_CODE: {
+      /* Exported when the name is a routine of the graph (a let%cd without parameters). */
+      n->kind = TOPNAME_CODE;
+      for (int i = 0; i < st->g->routines.len; i++)
+        if (!strcmp(VEC_AT(st->g->routines, Routine, i)->name, e->name)) n->kind = TOPNAME_ROUTINE;
+      n->what = n->kind == TOPNAME_ROUTINE ? "a routine" : "code";
+      break;
+    }
+    default: n->kind = TOPNAME_VALUE; break;
+    }
+    vec_push(st->a, &st->g->topnames, n);
+  }
 }
 
 Graph *stage_program(Ctx *c, const Program *p) {
@@ -896,5 +945,6 @@ Graph *stage_program(Ctx *c, const Program *p) {
   vec_push(st->a, &st->opened, (void *)key);
   vec_push(st->a, &st->loading, (void *)key);
   if (!eval_program(st, p) || c->diag.errors) return NULL;
+  record_topnames(st);
   return st->g;
 }

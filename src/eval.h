@@ -82,6 +82,7 @@ struct Value {
 struct Env {
   const char *name;
   Value *v;         /* NULL: a top-level binding that failed (env_poison) */
+  Loc loc;          /* global: the bound name (none for built-ins) */
   bool global;      /* a top-level binding (inline declarations are searched before these) */
   int seq;          /* global: its position among the top-level bindings (1, 2, ...) */
   Env *shadowed;    /* global: the previous top-level binding of the same name */
@@ -179,7 +180,7 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
              const Frame *call, Loc loc);
 Env *env_bind(St *st, Env *env, const char *name, Value *v);
 /* A top-level binding: prepended to st->globals and indexed by name. */
-void env_bind_global(St *st, const char *name, Value *v);
+void env_bind_global(St *st, const char *name, Value *v, Loc loc);
 Value *env_lookup(const Frame *fr, St *st, const char *name);
 /* A top-level binding that failed binds its name to nothing: env_lookup gives NULL and
  * env_poisoned true, so uses add no "unknown identifier" error to the root one. */

@@ -440,7 +440,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   }
   /* Declared in a top-level binding: visible to every later top-level item. */
   if (s && s->toplevel) {
-    env_bind_global(st, e->str, val_tensor(st, t, e->loc));
+    env_bind_global(st, e->str, val_tensor(st, t, e->loc), e->loc);
   }
   return val_tensor(st, t, e->loc);
 }
@@ -635,7 +635,7 @@ void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
   f->bound = ANEWN(st->a, Value *, ps.len > 0 ? ps.len : 1);
   Value *v = val_new(st, V_FN, (Loc){0});
   v->fn = f;
-  env_bind_global(st, name, v);
+  env_bind_global(st, name, v, (Loc){0});
 }
 
 void install_builtins(St *st) {

@@ -204,6 +204,27 @@ typedef struct NamedTensor {
   Tensor *t;
 } NamedTensor;
 
+/* A top-level name whose newest binding is not a tensor of the model (staging records
+ * them, src/eval.c): the driver says what a name given on the command line (--print,
+ * --call, --load, --set) is when the compiled model has no such tensor or routine. */
+typedef enum TopNameKind {
+  TOPNAME_VALUE,    /* a compile-time value: number, string, list, ... (what says which) */
+  TOPNAME_INDEX,    /* an index symbol */
+  TOPNAME_DIM,      /* a dynamic dimension */
+  TOPNAME_ROUTINE,  /* an exported routine (a let%cd of code without parameters) */
+  TOPNAME_CODE,     /* code not exported: bound by let or let%op */
+  TOPNAME_FUNCTION, /* a function or an operation */
+  TOPNAME_GRAD,     /* the gradient of tensor t */
+} TopNameKind;
+
+typedef struct TopName {
+  const char *name;
+  TopNameKind kind;
+  const char *what; /* "a compile-time number", "a function", "the gradient T.grad", ... */
+  Loc loc;          /* the bound name; no file for a built-in */
+  Tensor *t;        /* TOPNAME_GRAD */
+} TopName;
+
 typedef struct Graph {
   PtrVec tensors;  /* Tensor*, creation order */
   PtrVec steps;    /* UpdateStep*, creation order */
@@ -212,6 +233,7 @@ typedef struct Graph {
   PtrVec syms;     /* IndexSym* */
   PtrVec dimsyms;  /* DimSym*: dynamic dimensions, by id */
   PtrVec dimchecks; /* DimCheck*: run-time checks of dynamic dimensions (shape inference) */
+  PtrVec topnames; /* TopName*: top-level names not bound to a tensor, newest binding only */
 } Graph;
 
 /* Axis index of one operand axis in an assignment's iteration space:

@@ -290,6 +290,10 @@ static Step fail_dims(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
                 what(c->what2));
   note_origin(s, a);
   note_origin(s, b);
+  DimNode *one = ra->d == rb->d ? NULL : ra->d == 1 && ra->label ? ra : rb->d == 1 && rb->label ? rb : NULL;
+  if (one && c->step)
+    diag_note(s->diag, c->step->loc, "a labelled dimension 1 (%s=1) is an axis of its own: only an unlabelled 1 broadcasts",
+              one->label);
   return FAIL;
 }
 
@@ -376,7 +380,11 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
   /* as OCANNL, a fixed index above 0 in an argument's spec reads that argument's own axis */
   if (c->d1->arg_fixed > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
   if (sub->known) {
-    if (sub->d == 1) { /* broadcast (only 1 does: 0 is an empty axis, ordinary) */
+    /* Only an unlabelled 1 broadcasts: 0 is an empty axis, an ordinary size, and a labelled
+     * one ('q' 2.0, q=1) is a size like any other, so its label reaches the axes it meets
+     * (seed: labels propagate through inference; OCANNL's solve_dim_ineq broadcasts
+     * `Dim {d = 1; label = None}` only). */
+    if (sub->d == 1 && !sub->label) { /* broadcast */
       cur->meets_one = true;
       return DONE;
     }
@@ -391,7 +399,10 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
     else if (!sub->label) sub->label = cur->label;
     return DONE;
   }
-  if (cur->known && cur->d == 1) return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
+  /* under an unlabelled 1, sub is 1; under q=1 it may still be 1 (which broadcasts) or
+   * q=1: an upper bound, decided with the others (dim_lub) */
+  if (cur->known && cur->d == 1 && !cur->label)
+    return unify_dim(s, c, sub, cur) == FAIL ? FAIL : PROGRESS;
   /* A fixed index above 0 reads sub, so sub is not 1 and cannot broadcast: as OCANNL,
    * `ti ++ "i=>i2"` and `tj ++ "j=>j1"` both under one axis make one dimension (>= 3). */
   if (sub->at_least > 1) return unify_dim(s, c, cur, sub) == FAIL ? FAIL : PROGRESS;
@@ -879,14 +890,10 @@ static void bounds_free(Solver *s) {
 }
 
 /* The upper bound of an unknown dim root through the indexed inequalities (transitive):
- * LUB_NONE none, n > 1 or 0 (an empty axis) a unique bound, 1 when two different
- * bounds force dimension 1.
+ * LUB_NONE none, n > 1, 0 (an empty axis) or a labelled 1 (q=1) a unique bound, an
+ * unlabelled 1 when two different bounds force dimension 1.
  * *label receives the bound's label, if any. */
 enum { LUB_NONE = INT_MIN }; /* not a size: 0 is one, negatives are DIM_DYN */
-
-/* A bound only the same size satisfies (1 broadcasts into every bound, a dynamic one is
- * checked at run time). */
-static bool lub_exact(int b) { return b > 1 || b == 0; }
 
 static int dim_lub_rec(Solver *s, DimNode *r) {
   if (r->id >= s->up_nodes) return LUB_NONE; /* created after the snapshot: no bound recorded */
@@ -902,20 +909,27 @@ static int dim_lub_rec(Solver *s, DimNode *r) {
     const char *bl = NULL;
     if (cur->known) {
       b = cur->d;
-      if (lub_exact(b)) bl = cur->label;
+      if (b >= 0) bl = cur->label; /* a dynamic bound is checked at run time, unlabelled */
     } else {
       b = dim_lub_rec(s, cur);
       if (cur->id < s->up_nodes) bl = s->up_lbl[cur->id];
     }
     if (b == LUB_NONE) continue;
+    if (lub == LUB_NONE) {
+      lub = b;
+      label = bl;
+      continue;
+    }
     /* Labels are part of the dimension (seed, "Representing shapes"): a3 and b3 are two
-     * different bounds, and only 1 broadcasts into both, as for 3 and 5. */
-    bool clash = lub_exact(b) && bl && label && strcmp(bl, label);
-    if (!label && lub_exact(b)) label = bl;
-    if (lub == LUB_NONE) lub = b;
-    else if (lub != b || clash) lub = 1;
+     * different bounds, and only 1 broadcasts into both, as for 3 and 5. An unlabelled 3
+     * meeting a3 takes the label; a labelled 1 is no broadcast, so q=1 and 1 (or p=1)
+     * leave the unlabelled 1, which broadcasts into both. */
+    bool clash = bl && label && strcmp(bl, label);
+    if (lub != b || clash) lub = 1, label = NULL;
+    else if (b == 1) label = bl && label ? label : NULL;
+    else if (!label) label = bl;
   }
-  if (!lub_exact(lub)) label = NULL;
+  if (lub == LUB_NONE || DIM_IS_DYN(lub)) label = NULL;
   s->up_memo[r->id] = lub;
   s->up_lbl[r->id] = label;
   return lub;
@@ -957,7 +971,8 @@ static bool force_conflicting_bounds(Solver *s) {
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (d->parent || d->known || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
-    if (dim_lub_q(s, d, NULL, false) == 1) {
+    const char *label;
+    if (dim_lub_q(s, d, &label, false) == 1 && !label) { /* q=1 alone is one bound, not two */
       set_dim(s, NULL, d, 1, "two different broadcast targets");
       progress = true;
     }
@@ -1360,7 +1375,7 @@ static bool stage3(Solver *s) {
   for (int i = 0; i < n && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (lub[i] == LUB_NONE || !root_or_null(d)) continue;
-    const char *label = lub_exact(lub[i]) ? labels[i] : NULL;
+    const char *label = lub[i] >= 0 ? labels[i] : NULL; /* q=1 too: a bound of its own */
     if (DIM_IS_DYN(lub[i]) || lub[i] == 0) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
     else set_dim(s, NULL, d, lub[i], NULL);
     if (label && !dim_find(d)->label) dim_find(d)->label = label;

@@ -100,6 +100,39 @@ static int mode_option(const char *a) {
   return -1;
 }
 
+/* An option that is not one: the message says what is wrong with it when it is a known
+ * option given wrongly (its value missing, a value given to a flag, a bad -O level). */
+static int bad_option(const char *a) {
+  static const char *const valued[] = {"--backend", "--arch", "--precision", "--emit-header", "--name",
+                                       "--check-ulps", "--seed", "--set", "--load", "--call", "--print",
+                                       "--save", "--load-checkpoint"};
+  static const char *const flags[] = {"-c", "-v", "--time-report", "--no-cache", "--no-split", "--json",
+                                      "--verbose", "--check-bounds", "--tf32", "--strict-fp", "-MD"};
+  for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
+    if (!strcmp(a, valued[i])) return bad_usage("%s needs an argument", a);
+  const char *eq = strchr(a, '=');
+  if (eq) {
+    char *name = strndup(a, (size_t)(eq - a));
+    bool flag = name && mode_option(name) >= 0;
+    for (size_t i = 0; name && i < sizeof flags / sizeof *flags; i++) flag |= !strcmp(name, flags[i]);
+    int rc = flag ? bad_usage("option '%s' takes no value", name) : -1;
+    free(name);
+    if (rc >= 0) return rc;
+  }
+  if (a[1] == 'O') return bad_usage("bad optimization level '%s' (expected -O0, -O1, -O2 or -O3)", a);
+  return bad_usage("unknown option '%s'", a);
+}
+
+/* An option's value that must not be empty (a name or a path). */
+static bool empty_value(const char *opt, const char *v, const char *what) {
+  if (*v) return false;
+  char *msg = NULL;
+  if (asprintf(&msg, "%s needs %s, not an empty string", opt, what) < 0) msg = NULL;
+  bad_usage("%s", msg ? msg : "out of memory");
+  free(msg);
+  return true;
+}
+
 static int set_action(Options *o, const char **by, Action act, const char *opt) {
   if (*by && o->action != act) {
     diag_tool_error("%s and %s cannot be combined (each selects what tdslc does)", *by, opt);
@@ -158,6 +191,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     if (!strcmp(a, "--version")) { printf("tdslc " TDSLC_VERSION "\n"); exit(0); }
     if (!strcmp(a, "-o")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
+      if (empty_value(a, argv[i], "a file name")) return 2;
       o->output = argv[i];
     } else if (!strcmp(a, "-c")) o->object = true;
     else if ((v = opt_value(argc, argv, &i, "--backend"))) {
@@ -181,7 +215,10 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       if (!strcmp(v, "single")) o->double_prec = false;
       else if (!strcmp(v, "double")) o->double_prec = true;
       else return bad_usage("unknown precision '%s' (expected single or double)", v);
-    } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) o->emit_header = v;
+    } else if ((v = opt_value(argc, argv, &i, "--emit-header"))) {
+      if (empty_value("--emit-header", v, "a file name")) return 2;
+      o->emit_header = v;
+    }
     else if (!strcmp(a, "-v")) o->phase_times = true;
     else if (!strcmp(a, "--time-report")) o->time_report = true;
     else if (!strcmp(a, "--no-cache")) o->no_cache = true;
@@ -233,17 +270,27 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       l->tensor = arena_strndup(&c->arena, v, (size_t)(eq - v));
       l->path = eq + 1;
       vec_push(&c->arena, &o->loads, l);
-    } else if ((v = opt_value(argc, argv, &i, "--call"))) vec_push(&c->arena, &o->calls, (void *)v);
-    else if ((v = opt_value(argc, argv, &i, "--print"))) vec_push(&c->arena, &o->prints, (void *)v);
-    else if ((v = opt_value(argc, argv, &i, "--save"))) o->save = v;
-    else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) o->load_ckpt = v;
+    } else if ((v = opt_value(argc, argv, &i, "--call"))) {
+      if (empty_value("--call", v, "a routine name")) return 2;
+      vec_push(&c->arena, &o->calls, (void *)v);
+    } else if ((v = opt_value(argc, argv, &i, "--print"))) {
+      if (empty_value("--print", v, "a tensor name")) return 2;
+      vec_push(&c->arena, &o->prints, (void *)v);
+    } else if ((v = opt_value(argc, argv, &i, "--save"))) {
+      if (empty_value("--save", v, "a file name")) return 2;
+      o->save = v;
+    } else if ((v = opt_value(argc, argv, &i, "--load-checkpoint"))) {
+      if (empty_value("--load-checkpoint", v, "a file name")) return 2;
+      o->load_ckpt = v;
+    }
     else if (!strcmp(a, "-MD")) o->md = true;
     else if (!strcmp(a, "-MF")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
+      if (empty_value(a, argv[i], "a file name")) return 2;
       o->mf = argv[i];
       o->md = true;
     }
-    else if (a[0] == '-' && a[1]) return bad_usage("unknown option '%s'", a);
+    else if (a[0] == '-' && a[1]) return bad_option(a);
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
@@ -312,7 +359,7 @@ static const char *out_path(Ctx *c, const char *ext) {
 static CudaOpts cuda_opts(Ctx *c) {
   Options *o = &c->opt;
   CudaOpts co = {.arch = o->arch, .opt_level = o->opt_level, .object = o->object,
-                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32};
+                 .header = o->emit_header, .model = ctx_model_name(c), .tf32 = o->tf32, .strict_fp = o->strict_fp};
   co.out = o->action == ACT_EMIT_CUDA ? CUDA_OUT_SOURCE : o->action == ACT_EMIT_PTX ? CUDA_OUT_PTX : CUDA_OUT_LIBRARY;
   if (co.out != CUDA_OUT_SOURCE) co.output = out_path(c, co.out == CUDA_OUT_PTX ? "ptx" : NULL);
   return co;
@@ -555,6 +602,7 @@ static int run(Ctx *c) {
   Graph *g = stage_program(c, p);
   timing_mark(c, "staging");
   if (!g || c->diag.errors) return 1;
+  c->graph = g;
   if (c->opt.action == ACT_DUMP_GRAPH) {
     graph_print(stdout, g);
     return 0;

@@ -132,6 +132,117 @@ static int run_err(const char *what, const tdsl_model *m) {
   return 1;
 }
 
+/* ---- names the model does not have ---- */
+
+/* The newest top-level binding of name when it is not a tensor (Graph.topnames). */
+static const TopName *topname(const Ctx *c, const char *name) {
+  if (!c->graph) return NULL;
+  for (int i = 0; i < c->graph->topnames.len; i++) {
+    const TopName *n = c->graph->topnames.items[i];
+    if (!strcmp(n->name, name)) return n;
+  }
+  return NULL;
+}
+
+/* "OPT: 'NAME' is WHAT, not WANTED (HINT)" and a note where NAME is bound: the model
+ * knows only tensors, routines, index symbols and dimensions, so a name bound to
+ * anything else (a compile-time number, a function, ...) is not in it by design.
+ * false when name has no top-level binding (the caller says "no ... of that name"). */
+static bool explain_name(Ctx *c, const char *opt, const char *name, const char *wanted, bool routine) {
+  const TopName *n = topname(c, name);
+  if (!n) return false;
+  const char *hint = "";
+  switch (n->kind) {
+  case TOPNAME_VALUE:
+    hint = " (a compile-time value is folded into the code: the compiled model does not keep it)";
+    break;
+  case TOPNAME_INDEX:
+  case TOPNAME_DIM:
+    hint = arena_printf(&c->arena, " (--set %s=N sets it)", name);
+    break;
+  case TOPNAME_ROUTINE:
+    if (!routine) hint = arena_printf(&c->arena, " (--call %s runs it)", name);
+    break;
+  case TOPNAME_CODE:
+    if (routine) hint = " (only a top-level let%cd of code without parameters is an exported routine)";
+    break;
+  case TOPNAME_FUNCTION:
+    if (routine) hint = " (a function is not exported: bind its application with let%cd)";
+    break;
+  case TOPNAME_GRAD: /* what names the gradient by its tensor's name */
+    break;
+  }
+  diag_error(&c->diag, (Loc){0}, "%s: '%s' is %s, not %s%s", opt, name, n->what, wanted, hint);
+  if (n->loc.file) diag_note(&c->diag, n->loc, "'%s' is bound here", name);
+  else diag_note(&c->diag, n->loc, "'%s' is built in", name);
+  return true;
+}
+
+/* NAME or NAME.grad that the model has no tensor of: 1 after the error. */
+static int no_tensor(Ctx *c, tdsl_model *m, const char *opt, const char *p) {
+  size_t n = strlen(p);
+  const char *base = n > 5 && !strcmp(p + n - 5, ".grad") ? arena_strndup(&c->arena, p, n - 5) : NULL;
+  if (base && tdsl_find_tensor(m, base) >= 0)
+    diag_tool_error("%s %s: the tensor is not differentiable: it has no gradient", opt, p);
+  else if (!explain_name(c, arena_printf(&c->arena, "%s %s", opt, p), base ? base : p, "a tensor", false))
+    diag_tool_error("%s %s: no tensor of that name", opt, p);
+  return 1;
+}
+
+/* A --call name that is no routine of the model: 1 after the error. */
+static int no_routine(Ctx *c, tdsl_model *m, const char *p) {
+  const char *opt = arena_printf(&c->arena, "--call %s", p);
+  const char *dot = strrchr(p, '.');
+  if (tdsl_find_tensor(m, p) >= 0) {
+    diag_tool_error("%s: '%s' is a tensor, not a routine (--call %s.forward computes it)", opt, p, p);
+    return 1;
+  }
+  if (dot && (!strcmp(dot, ".forward") || !strcmp(dot, ".backprop"))) {
+    const char *t = arena_strndup(&c->arena, p, (size_t)(dot - p));
+    if (tdsl_find_tensor(m, t) >= 0) { /* only backprop can be missing */
+      diag_tool_error("%s: the tensor %s is not differentiable: it has no backprop", opt, t);
+      return 1;
+    }
+    if (explain_name(c, opt, t, "a tensor", false)) return 1;
+  } else if (explain_name(c, opt, p, "a routine", true)) {
+    return 1;
+  }
+  diag_tool_error("%s: no routine of that name (an exported routine, T.forward or T.backprop)", opt);
+  return 1;
+}
+
+/* The join of dimensions whose graph id a name ?ID gives (--dump-ir prints joins as
+ * `join ?ID max(...)`), or NULL. */
+static const DimSym *join_by_id(const Ctx *c, const char *name) {
+  if (!c->graph || name[0] != '?' || !name[1]) return NULL;
+  char *end;
+  long id = strtol(name + 1, &end, 10);
+  if (*end || id < 0 || id >= c->graph->dimsyms.len) return NULL;
+  const DimSym *d = c->graph->dimsyms.items[id];
+  return d->njoin ? d : NULL;
+}
+
+/* A --set name that is no index symbol or dimension of the model: 1 after the error. */
+static int no_settable(Ctx *c, tdsl_model *m, const char *name) {
+  const DimSym *j = join_by_id(c, name);
+  if (tdsl_find_tensor(m, name) >= 0)
+    diag_tool_error("--set: '%s' is a tensor, not an index symbol or dynamic dimension (--load %s=PATH sets its values)",
+                    name, name);
+  else if (j) {
+    const char *parts = "";
+    for (int k = 0; k < j->njoin; k++) {
+      const DimSym *d = c->graph->dimsyms.items[j->join[k]];
+      const char *dn = d->name ? d->name : arena_printf(&c->arena, "?%d", d->id);
+      parts = arena_printf(&c->arena, "%s%s%s", parts, !k ? "" : k == j->njoin - 1 ? " and " : ", ", dn);
+    }
+    diag_tool_error("--set: '%s' is the join %s (the largest of %s), computed from the dimensions it joins: set "
+                    "%s instead", name, j->name, parts, parts);
+  }
+  else if (!explain_name(c, "--set", name, "an index symbol or dynamic dimension", false))
+    diag_tool_error("--set: no index symbol or dynamic dimension named '%s'", name);
+  return 1;
+}
+
 static bool has_index(const tdsl_model *m, const char *name) {
   for (int i = 0; i < tdsl_num_indices(m); i++)
     if (!strcmp(tdsl_index_name(m, i), name)) return true;
@@ -140,16 +251,14 @@ static bool has_index(const tdsl_model *m, const char *name) {
 
 /* --set of the dimensions (pass 0: they size the tensors) or the index symbols (pass 1:
  * a range may be a dimension's value). */
-static int run_sets(const Options *o, tdsl_model *m, int pass) {
+static int run_sets(Ctx *c, tdsl_model *m, int pass) {
+  const Options *o = &c->opt;
   for (int i = 0; i < o->sets.len; i++) {
     RunSet *s = o->sets.items[i];
     long cur;
     bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
     if (dim != (pass == 0)) continue;
-    if (!dim && !has_index(m, s->name)) {
-      diag_tool_error("--set: no index symbol or dynamic dimension named '%s'", s->name);
-      return 1;
-    }
+    if (!dim && !has_index(m, s->name)) return no_settable(c, m, s->name);
     if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
       return run_err("--set", m);
   }
@@ -161,33 +270,25 @@ static int run_sets(const Options *o, tdsl_model *m, int pass) {
 int run_prepare(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   if (tdsl_init(m, o->seed)) return run_err("init", m);
-  if (run_sets(o, m, 0)) return 1;
+  if (run_sets(c, m, 0)) return 1;
   if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
+    if (tdsl_find_tensor(m, l->tensor) < 0) return no_tensor(c, m, "--load", l->tensor);
     if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
   }
-  return run_sets(o, m, 1);
+  return run_sets(c, m, 1);
 }
 
 static int run_model(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   for (int i = 0; i < o->prints.len; i++) {
     const char *p = o->prints.items[i];
-    if (tdsl_find_tensor(m, p) < 0) {
-      size_t n = strlen(p);
-      if (n > 5 && !strcmp(p + n - 5, ".grad") && tdsl_find_tensor(m, arena_strndup(&c->arena, p, n - 5)) >= 0)
-        diag_tool_error("--print %s: the tensor is not differentiable: it has no gradient", p);
-      else diag_tool_error("--print %s: no tensor of that name", p);
-      return 1;
-    }
+    if (tdsl_find_tensor(m, p) < 0) return no_tensor(c, m, "--print", p);
   }
   for (int i = 0; i < o->calls.len; i++)
-    if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init")) {
-      diag_tool_error("--call %s: no routine of that name (an exported routine, T.forward or T.backprop)",
-              (const char *)o->calls.items[i]);
-      return 1;
-    }
+    if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init"))
+      return no_routine(c, m, o->calls.items[i]);
   if (run_prepare(c, m)) return 1;
   if (o->calls.len) {
     for (int i = 0; i < o->calls.len; i++)

@@ -63,7 +63,7 @@ static bool check_arch(const CudaOpts *o) {
 }
 
 static CudaPlan *plan(Arena *a, IrModule *m, const CudaOpts *o) {
-  return cuda_plan(a, m, &(CudaPlanOpts){.tf32 = o->tf32, .sm = atoi(arch_of(o) + 3)});
+  return cuda_plan(a, m, &(CudaPlanOpts){.tf32 = o->tf32, .sm = atoi(arch_of(o) + 3), .strict_fp = o->strict_fp});
 }
 
 int cuda_backend(Arena *a, IrModule *m, const CudaOpts *o) {

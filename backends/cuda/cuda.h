@@ -83,6 +83,8 @@ typedef struct CudaPlan {
 typedef struct CudaPlanOpts {
   bool tf32;
   int sm;
+  bool strict_fp; /* --strict-fp: every reduction in the CPU's order (no block reductions,
+                     split reductions or split-K, which reassociate) */
 } CudaPlanOpts;
 
 /* backends/cuda/cuda_emit.c. A routine the plan runs as one kernel (cuda_fuse.c) is no
@@ -117,6 +119,7 @@ typedef struct CudaOpts {
   const char *header; /* --emit-header: its file, or NULL */
   const char *model;  /* the model's symbol prefix (--name; header names too), NULL: "tdsl" */
   bool tf32;          /* --tf32 */
+  bool strict_fp;     /* --strict-fp (CudaPlanOpts) */
 } CudaOpts;
 
 /* --emit-cuda, --emit-ptx and -o for --backend=cuda; returns an exit status. */

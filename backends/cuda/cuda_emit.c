@@ -551,10 +551,12 @@ static void nest_kernel(E *e, const IrFunc *f, const Stmt *s) {
   if (reg && cu_contraction(e, what, chain, n, par, reg)) return;
   RedSize z;
   const Stmt *st = n ? split_store(e, &stores, chain, n, par, &z) : NULL;
-  if (st && cu_block_reduction(e, what, chain, n, par, st, &z)) return;
+  /* Both combine partial results across threads, in another order than the CPU's: not
+   * under --strict-fp (for max and min only the sign of a zero result can differ). */
+  if (st && !e->strict && cu_block_reduction(e, what, chain, n, par, st, &z)) return;
   /* The scratch memory is sized at compile time: the points must be static. Over a
    * dynamic number of reduced points, the most chunks; those that run adapt at launch. */
-  if (st && !z.pdext && z.points < SPLIT_MAX_POINTS && (z.rdext || z.red >= SPLIT_MIN_RED)) {
+  if (st && !e->strict && !z.pdext && z.points < SPLIT_MAX_POINTS && (z.rdext || z.red >= SPLIT_MIN_RED)) {
     long chunks = (z.rdext ? SPLIT_DYN_THREADS : SPLIT_TARGET_THREADS) / z.points;
     if (!z.rdext && chunks > z.red / SPLIT_MIN_CHUNK) chunks = z.red / SPLIT_MIN_CHUNK;
     if (chunks > 1) {
@@ -686,6 +688,8 @@ static const char *prelude =
     "#define TDSL_INF __int_as_float(0x7f800000)\n"
     "#define TDSL_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))\n"
     "#define TDSL_ALIGN16 __align__(16)\n"
+    "#define TDSL_LD4(p) (*(const float4 *)(p))\n"
+    "#define TDSL_ST4(p, v) (*(float4 *)(p) = (v))\n"
     "#endif\n";
 
 static char *meta_text(Arena *a, const IrModule *m, const CudaPlan *p, long scratch) {
@@ -770,6 +774,7 @@ CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   E e = {.a = a, .m = m, .mm = m, .p = p, .o = open_memstream(&txt, &len)};
   e.r = (CRender){.o = e.o, .m = m, .buf = "b", .sym = "s", .dim = "dim", .stmt = acc_hook, .user = &e};
   e.tf32 = opts->tf32;
+  e.strict = opts->strict_fp;
   e.arg = ANEWN(a, char, m->bufs.len + 1);
   e.sym = ANEWN(a, bool, m->syms.len + 1);
   e.dim = ANEWN(a, bool, m->dims.len + 1);

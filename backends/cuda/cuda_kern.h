@@ -22,6 +22,7 @@ typedef struct E {
   long scratch;       /* bytes of scratch the split reductions need */
   Elem scratch_elem;  /* of the kernel being emitted */
   bool tf32;          /* fp32 contractions on TF32 tensor cores */
+  bool strict;        /* --strict-fp: no reassociated reduction (CudaPlanOpts) */
   const Stmt *pending_fill; /* a fill of 0 not yet planned: the next nest may take it */
   char **txt;         /* the memstream behind o, and its length */
   size_t *len;

@@ -289,10 +289,11 @@ static void stage_load(E *e, const Ct *c, const Stage *s, const char *T, const c
   decomp(e, c, s->ro, "r", 4);
   decomp(e, c, R_K, "k", 4);
   stage_guard(e, c, s->S);
-  if (s->vec) fputs("        v = *(const float4 *)&", o);
+  /* 128-bit accesses go through TDSL_LD4/TDSL_ST4: the emulation checks their alignment */
+  if (s->vec) fputs("        v = TDSL_LD4(&", o);
   else fprintf(o, "        v = (%s)", T);
   cr_access(&e->r, s->x);
-  fprintf(o, ";\n      }\n      r%c[u] = v;\n    }\n", s->S);
+  fprintf(o, "%s;\n      }\n      r%c[u] = v;\n    }\n", s->vec ? ")" : "", s->S);
 }
 
 static void stage_store(E *e, const Ct *c, const Stage *s, const char *buf) {
@@ -305,7 +306,7 @@ static void stage_store(E *e, const Ct *c, const Stage *s, const char *buf) {
     fprintf(o, "      %c[%s][kk][rr] = r%c[u].x; %c[%s][kk + 1][rr] = r%c[u].y; %c[%s][kk + 2][rr] = r%c[u].z; "
                "%c[%s][kk + 3][rr] = r%c[u].w;\n",
             S, buf, S, S, buf, S, S, buf, S, S, buf, S);
-  else fprintf(o, "      *(float4 *)&%c[%s][kk][rr] = r%c[u];\n", S, buf, S);
+  else fprintf(o, "      TDSL_ST4(&%c[%s][kk][rr], r%c[u]);\n", S, buf, S);
   fputs("    }\n", o);
 }
 
@@ -343,7 +344,7 @@ static void fma_point(E *e, const Ct *c, const char *T, const char *A, const cha
       cu_indent(e, ind);
       fprintf(o, "for (int i = 0; i < %d; i++) {\n", (x ? c->tn : c->tm) / 4);
       cu_indent(e, ind + 1);
-      fprintf(o, "float4 v = *(const float4 *)&%s[kk][i * 64 + %s * 4];\n", x ? B : A, x ? "tx" : "ty");
+      fprintf(o, "float4 v = TDSL_LD4(&%s[kk][i * 64 + %s * 4]);\n", x ? B : A, x ? "tx" : "ty");
       cu_indent(e, ind + 1);
       fprintf(o, "%c[4 * i] = v.x; %c[4 * i + 1] = v.y; %c[4 * i + 2] = v.z; %c[4 * i + 3] = v.w;\n", "ab"[x], "ab"[x],
               "ab"[x], "ab"[x]);
@@ -638,6 +639,7 @@ static void choose_split(E *e, Ct *c, long blocks, Elem el) {
   long K = c->ext[R_K];
   c->splits = 1;
   c->kc = K;
+  if (e->strict) return; /* the splits' partial sums are added apart: reassociated */
   /* The scratch memory is sized at compile time: a dynamic output is not split. */
   if (blocks >= SPLITK_MIN_BLOCKS || c->dext[R_BATCH] || c->dext[R_M] || c->dext[R_N]) return;
   long s = (SPLITK_MIN_BLOCKS + blocks - 1) / blocks, kc = 0;

@@ -36,6 +36,8 @@ typedef struct { unsigned x, y, z, w; } uint4;
 #define TDSL_ALIGN16 __attribute__((aligned(16)))
 #define TDSL_DYN_SHARED(T, name, n) static T name[n] __attribute__((aligned(16)))
 #define __syncthreads() tdsl_emu_barrier(0)
+#define TDSL_LD4(p) tdsl_emu_ld4(p)
+#define TDSL_ST4(p, v) tdsl_emu_st4((p), (v))
 #define TDSL_SHFL_DOWN(v, d) tdsl_emu_shfl_down((v), (d))
 #define TDSL_EMU_ENTRY(name, call)                                          \
   void tdsl_emu_##name(void **p, unsigned grid, unsigned block);            \
@@ -50,6 +52,29 @@ typedef struct { unsigned x, y, z, w; } uint4;
         call;                                                               \
       }                                                                     \
   }
+
+/* A vector or async access at an address that is not a multiple of its size faults on
+ * a GPU ("misaligned address"); here it stops with that message instead of reading. */
+static __attribute__((unused)) void tdsl_emu_aligned(const void *p, unsigned bytes, const char *what) {
+  if ((uintptr_t)p % bytes) {
+    fprintf(stderr, "cuda emulation: misaligned %s at %p (needs %u-byte alignment: a fault on a GPU)\n", what, p, bytes);
+    abort();
+  }
+}
+
+/* 128-bit loads and stores (float4), which a GPU performs only at 16-byte aligned
+ * addresses: the kernels write them as TDSL_LD4 / TDSL_ST4 so that the emulation checks
+ * the address (a plain struct copy in C would not care). */
+static __attribute__((unused)) float4 tdsl_emu_ld4(const void *p) {
+  tdsl_emu_aligned(p, 16, "float4 load");
+  float4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static __attribute__((unused)) void tdsl_emu_st4(void *p, float4 v) {
+  tdsl_emu_aligned(p, 16, "float4 store");
+  memcpy(p, &v, sizeof v);
+}
 
 /* ---- cooperative blocks ---- */
 
@@ -166,7 +191,7 @@ static __attribute__((unused)) unsigned tdsl_tf32u(unsigned u) { return tdsl_tf3
  * each matrix, in d[0..3]. */
 static __attribute__((unused)) void tdsl_ldm4(unsigned *d, const unsigned *p) {
   unsigned t = threadIdx.x, w = 1 + t / 32, base = t - t % 32;
-  if ((uintptr_t)p % 16) abort(); /* misaligned: a fault on a GPU */
+  tdsl_emu_aligned(p, 16, "ldmatrix row");
   tdsl_emu.rows[t] = p;
   tdsl_emu_barrier(w);
   unsigned r[4];
@@ -211,7 +236,8 @@ static void tdsl_emu_cp_land(const tdsl_emu_cp *c) {
 static void tdsl_emu_cp_async(void *dst, const void *src, unsigned bytes, int nb) {
   unsigned t = threadIdx.x;
   tdsl_emu_cp c = {dst, src, bytes, (unsigned)nb, tdsl_emu_cps.group[t]};
-  if ((uintptr_t)dst % bytes || (nb && (uintptr_t)src % bytes)) abort(); /* misaligned: a fault on a GPU */
+  tdsl_emu_aligned(dst, bytes, "cp.async destination");
+  if (nb) tdsl_emu_aligned(src, bytes, "cp.async source");
   if (tdsl_emu_cps.eager) {
     tdsl_emu_cp_land(&c);
     return;

@@ -242,8 +242,10 @@ static void test_staging(void) {
   const char *src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->src;
   CHECK(strstr(src, "float4 rA[1];") != NULL && strstr(src, "float4 rB[1];") != NULL);
   CHECK(strstr(src, "A[buf ^ 1][kk + 3][rr] = rA[u].w;") != NULL);
-  CHECK(strstr(src, "*(float4 *)&B[buf ^ 1][kk][rr] = rB[u];") != NULL);
-  CHECK(strstr(src, "*(const float4 *)&A[buf][kk][i * 64 + ty * 4]") != NULL);
+  /* 128-bit accesses through TDSL_LD4/TDSL_ST4, which the shim checks for alignment */
+  CHECK(strstr(src, "TDSL_ST4(&B[buf ^ 1][kk][rr], rB[u]);") != NULL);
+  CHECK(strstr(src, "TDSL_LD4(&A[buf][kk][i * 64 + ty * 4])") != NULL);
+  CHECK(strstr(src, "*(float4 *)&") == NULL && strstr(src, "*(const float4 *)&") == NULL); /* none unchecked */
   gb_free(&b);
   gb_init(&b);
   /* a[b,i,2k+1]: strided along K, staged by scalar loads; w[b,j,k] transposed. */
@@ -333,6 +335,9 @@ static void test_split_k(void) {
   CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL);
   CHECK(strstr(src, cu_tf32 ? "split-K 2 x 576" : "split-K 2 x 560") != NULL); /* a multiple of BK: 32 with TF32 */
   CHECK(strstr(src, "split-K combine of 2") != NULL);
+  /* --strict-fp: each cell sums its whole K in order, no split-K */
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "contraction, 40 x 24 x 1100 (batch 1), 64x64 tiles") != NULL && strstr(src, "split-K") == NULL);
   gb_free(&b);
 }
 
@@ -455,6 +460,9 @@ static void test_reductions(void) {
    * columns of tall (a column sum). */
   CHECK(strstr(src, "long c = t % 328L;") != NULL);
   CHECK(strstr(src, "long c = t / 3L;\n  t %= 3L;\n  long slot = t * 78L + c;") != NULL);
+  /* --strict-fp: every reduction in one thread, in the CPU's order */
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "split reduction") == NULL && strstr(src, "block reduction") == NULL);
   gb_free(&b);
 }
 
@@ -491,6 +499,8 @@ static void test_block_reductions(void) {
   int found = 0;
   while ((p = strstr(p, "block reduction, 130 points of 300"))) found++, p++;
   CHECK(found == 3);
+  src = cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.tf32 = cu_tf32, .sm = cu_sm, .strict_fp = true})->src;
+  CHECK(strstr(src, "block reduction") == NULL && strstr(src, "split reduction") == NULL);
   gb_free(&b);
 }
 
@@ -715,7 +725,7 @@ static void test_dyn_matmul(void) {
     CHECK(strstr(src, "contraction, 20 x 70 x n (batch 1), 64x64 tiles, split-K up to 132, chunks of >= 512"));
     CHECK(strstr(src, "long nbm = (eM + 63) / 64, nbn = 2;") != NULL);
     /* a [n, 20] is read by float4 along K; a [20, n] (stride n) by scalars. */
-    CHECK((strstr(src, "v = *(const float4 *)&b0[") != NULL) == !t);
+    CHECK((strstr(src, "v = TDSL_LD4(&b0[") != NULL) == !t);
     CHECK(strstr(b.ir ? cuda_plan(&b.a, b.ir, &(CudaPlanOpts){.sm = 80})->meta : "", "tceil ") != NULL);
     run_dyn(&b, 8, sizes, 4, (const char *[]){"c.forward", "seed", "c.backprop", "c.backprop"});
     gb_free(&b);
