@@ -369,6 +369,10 @@ static const struct { const char *in; int col; const char *msg; } errors[] = {
   {"a.b", 1, "'.'"},
   {"a^b", 1, "'^'"},
   {"a&b", 1, "'&'"},
+  {"a, b^c", 4, "concatenation"},
+  {"...b..|x", 0, "written `..b..`, not `...b..`"},
+  {"... batch , .., x", 0, "written `..batch..`"},
+  {"...batch..|x", 0, "unnamed context ellipsis"},
 };
 
 /* The mode rule alone (tdsl(7), EINSUM SPECS). */
