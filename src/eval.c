@@ -61,6 +61,7 @@ const char *val_kind_name(const Value *v) {
   case V_CODE: return "code";
   case V_FN:
     return v->fn->kind == FN_OP ? "an operation" : "a function";
+  case V_CAPTURE: return "a captured einsum label";
   }
   return "a value";
 }
@@ -97,6 +98,13 @@ static Env *global_find(const Env *g, const char *name) {
   return e;
 }
 
+static Env *capture_lookup(DeclScope *s, const char *name) {
+  for (; s; s = s->parent)
+    for (Env *e = s->captures; e; e = e->next)
+      if (!strcmp(e->name, name)) return e;
+  return NULL;
+}
+
 static Tensor *decl_lookup(DeclScope *s, const char *name) {
   for (; s; s = s->parent)
     for (int i = s->idents.len - 1; i >= 0; i--)
@@ -114,6 +122,8 @@ static Env *env_find(const Frame *fr, const char *name, Tensor **decl) {
     if (!strcmp(e->name, name)) return e;
   *decl = decl_lookup(fr->decls, name);
   if (*decl) return NULL;
+  Env *cap = capture_lookup(fr->decls, name);
+  if (cap) return cap;
   return e ? global_find(e, name) : NULL;
 }
 
@@ -548,6 +558,63 @@ static Value *eval_app(St *st, const Frame *fr, const Expr *e) {
   return apply(st, fn, n, args, ad, fr, e->loc);
 }
 
+/* Whether the spec names `name` as an axis label (row == false) or a row variable. */
+static bool spec_names(const Spec *sp, const char *name, bool *row) {
+  SpecSlot *slots[3] = {sp->args[0], sp->args[1], sp->result};
+  for (int j = 0; j < 3; j++) {
+    if (!slots[j]) continue;
+    for (int k = 0; k < 3; k++) {
+      const SpecRow *r = spec_slot_row(slots[j], k);
+      if (r->rowvar && !strcmp(r->rowvar, name)) {
+        *row = true;
+        return true;
+      }
+      const PtrVec *lists[2] = {&r->left, &r->right};
+      for (int l = 0; l < 2; l++)
+        for (int i = 0; i < lists[l]->len; i++) {
+          const SpecAxis *ax = VEC_AT(*lists[l], SpecAxis, i);
+          if (((ax->kind == AX_VAR || ax->kind == AX_AFFINE) && !strcmp(ax->name, name)) ||
+              (ax->kind == AX_AFFINE && ax->kernel && !strcmp(ax->kernel, name))) {
+            *row = false;
+            return true;
+          }
+        }
+    }
+  }
+  return false;
+}
+
+/* The seed's capture list (`x +* "ij;jk=>ik" ["j"] y`): binds each name to the label or
+ * row variable of the einsum's spec, at the point inline declarations are bound (the rest
+ * of the enclosing scope; after a top-level binding, every later item), for `dim`. */
+static bool bind_captures(St *st, const Frame *fr, const Expr *e, Value *r) {
+  UpdateStep *step = r->kind == V_TENSOR && r->t->step ? r->t->step : NULL;
+  if (!step || !step->spec) {
+    diag_error(&st->c->diag, e->loc, "'%s' with a capture list must create an einsum (its ~logic a spec)", e->str);
+    return false;
+  }
+  for (int i = 0; i < e->items.len; i++) {
+    const Expr *c = VEC_AT(e->items, Expr, i);
+    if (c->kind != E_STRING) {
+      diag_error(&st->c->diag, c->loc, "an einsum capture list holds strings: the spec's labels to capture");
+      return false;
+    }
+    bool row = false;
+    if (!spec_names(step->spec, c->str, &row)) {
+      diag_error(&st->c->diag, c->loc, "captured label '%s' does not occur in the einsum spec \"%s\"", c->str,
+                 step->spec->text);
+      return false;
+    }
+    Value *v = val_new(st, V_CAPTURE, c->loc);
+    v->s = c->str;
+    v->cap_step = step;
+    v->cap_row = row;
+    if (fr->decls) fr->decls->captures = env_bind(st, fr->decls->captures, c->str, v);
+    if (!fr->decls || fr->decls->toplevel) env_bind_global(st, c->str, v);
+  }
+  return true;
+}
+
 static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   Value *spec = eval(st, fr, e->c);
   if (!spec) return NULL;
@@ -574,7 +641,9 @@ static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   sa->loc = e->c->loc;
   Value *args[3] = {spec, a, b};
   const Arg *ad[3] = {sa, NULL, NULL};
-  return apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
+  Value *r = apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
+  if (!r || !e->items.len) return r;
+  return bind_captures(st, fr, e, r) ? r : NULL;
 }
 
 static Value *eval_let(St *st, const Frame *fr, const Expr *e) {

@@ -122,6 +122,8 @@ struct Tensor {
   Code fwd;         /* its own forward assignments (not its arguments') */
   Code bwd;         /* its own backprop: propagates t.grad into its arguments' grads */
   Shape shape;      /* filled by shape inference */
+  bool dim_embed;   /* INIT_CONST whose value shape inference sets (DimEmbed): staging
+                       must not read init.value (no folding into code or init programs) */
 };
 
 typedef enum LogicKind {
@@ -203,6 +205,31 @@ typedef struct NamedTensor {
   Tensor *t;
 } NamedTensor;
 
+/* A label captured by an einsum (the seed's capture list: `x +* "ij;jk=>ik" ["j"] y`),
+ * embedded as a number by `dim j`: the constant scalar t gets, after shape inference, the
+ * size inference gave the axis label `name` of step's spec (for a row variable, `row`,
+ * the product of its axes' sizes). loc is the `dim` application. */
+typedef struct DimEmbed {
+  Tensor *t;
+  UpdateStep *step;
+  const char *name;
+  bool row;
+  Loc loc;
+} DimEmbed;
+
+/* `set_dim j 3` / `set_equal j k` / `set_scale ~factor:2 j k` (OCANNL's Shape.set_dim,
+ * set_equal, set_scale on captured labels): the axis label `name` of step's spec has size
+ * value, or (step2 != NULL) factor times the size of label name2 of step2 (factor 1:
+ * set_equal). Shape inference adds it once both steps' constraints exist; loc (the
+ * application) is where a conflict is reported. */
+typedef struct DimSet {
+  UpdateStep *step, *step2;
+  const char *name, *name2;
+  int value;
+  int factor;
+  Loc loc;
+} DimSet;
+
 typedef struct Graph {
   PtrVec tensors;  /* Tensor*, creation order */
   PtrVec steps;    /* UpdateStep*, creation order */
@@ -211,6 +238,8 @@ typedef struct Graph {
   PtrVec syms;     /* IndexSym* */
   PtrVec dimsyms;  /* DimSym*: dynamic dimensions, by id */
   PtrVec dimchecks; /* DimCheck*: run-time checks of dynamic dimensions (shape inference) */
+  PtrVec dimembeds; /* DimEmbed*: `dim` of captured labels, filled by shape inference */
+  PtrVec dimsets;   /* DimSet*: sizes set on captured labels, creation order */
 } Graph;
 
 /* Axis index of one operand axis in an assignment's iteration space:
