@@ -539,6 +539,17 @@ static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) {
   return val_tensor(st, t, loc);
 }
 
+/* `embed_dim j`: the seed's name for `dim j` (captured labels only). */
+static Value *bi_embed_dim(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = arg_or_null(f, "x");
+  if (x->kind != V_CAPTURE) {
+    diag_error(&st->c->diag, x->loc.file ? x->loc : loc, "embed_dim expects a label captured by an einsum, got %s",
+               val_kind_name(x));
+    return NULL;
+  }
+  return bi_dim(st, f, call, loc);
+}
+
 /* A captured axis label (not a row variable) given to set_dim / set_equal, or NULL + error. */
 static Value *captured_label(St *st, Value *x, const char *fn, Loc loc) {
   if (x->kind != V_CAPTURE) {
@@ -727,6 +738,7 @@ void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
 void install_builtins(St *st) {
   builtin_install(st, "index", "n", bi_index);
   builtin_install(st, "dim", "x", bi_dim);
+  builtin_install(st, "embed_dim", "x", bi_embed_dim);
   builtin_install(st, "set_dim", "x n", bi_set_dim);
   builtin_install(st, "set_equal", "x y", bi_set_equal);
   builtin_install(st, "set_scale", "~factor x y", bi_set_scale);
