@@ -114,8 +114,10 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
         ";"       { return tok(p, lloc, cur, SEMI); }
         "*"       { return tok(p, lloc, cur, STAR); }
         "+"       { return tok(p, lloc, cur, PLUS); }
-        "=+"      { return tok(p, lloc, cur, EQPLUS); }
-        "<+"      { return tok(p, lloc, cur, LTPLUS); }
+        /* OCANNL lexes '<' / '=' and '+' as two tokens, so spaces may separate them:
+           its nn_blocks pooling writes `stride*oh< + wh`. */
+        "=" white? "+" { return tok(p, lloc, cur, EQPLUS); }
+        "<" white? "+" { return tok(p, lloc, cur, LTPLUS); }
         *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
                       arena_printf(p->a, "unexpected character %s in einsum spec",
                                    show_char(p->a, (unsigned char)*p->tok))); }

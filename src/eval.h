@@ -77,8 +77,7 @@ struct Value {
   bool is_number;   /* V_TENSOR: a number lifted to a constant tensor */
   Code code;        /* V_CODE */
   Fn *fn;           /* V_FN */
-  UpdateStep *cap_step; /* V_CAPTURE: the einsum step whose spec names it; s = the name, */
-  bool cap_row;         /* and whether it is a row variable there */
+  CaptureRef *cap;  /* V_CAPTURE */
 };
 
 /* Lexical environments are immutable linked lists; closures capture the head. */
@@ -104,6 +103,7 @@ struct DeclScope {
   PtrVec tensors;    /* Tensor* */
   PtrVec idents;     /* const char*: the declared identifiers */
   Env *captures;     /* names bound by einsum capture lists, hoisted the same way */
+  const Expr *body;  /* the scope's code: where hoisted captures are looked for (NULL: none) */
 };
 
 /* The op instance whose forward/backward body is being evaluated. */

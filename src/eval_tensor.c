@@ -531,9 +531,7 @@ static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) {
   t->dim_embed = true;
   DimEmbed *d = ANEW(st->a, DimEmbed);
   d->t = t;
-  d->step = x->cap_step;
-  d->name = x->s;
-  d->row = x->cap_row;
+  d->ref = x->cap;
   d->loc = site_loc(st, loc);
   vec_push(st->a, &st->g->dimembeds, d);
   return val_tensor(st, t, loc);
@@ -557,7 +555,7 @@ static Value *captured_label(St *st, Value *x, const char *fn, Loc loc) {
                val_kind_name(x));
     return NULL;
   }
-  if (x->cap_row) {
+  if (x->cap->row) {
     diag_error(&st->c->diag, loc, "%s of the row variable %s is not supported: capture one of its axes' labels instead",
                fn, x->s);
     if (x->loc.file) diag_note(&st->c->diag, x->loc, "%s captured here", x->s);
@@ -576,7 +574,7 @@ static Value *bi_set_dim(St *st, Fn *f, const Frame *call, Loc loc) {
     return NULL;
   }
   DimSet *d = ANEW(st->a, DimSet);
-  d->step = x->cap_step, d->name = x->s, d->value = (int)n->i, d->loc = site_loc(st, loc);
+  d->ref = x->cap, d->value = (int)n->i, d->loc = site_loc(st, loc);
   vec_push(st->a, &st->g->dimsets, d);
   return val_new(st, V_UNIT, loc);
 }
@@ -587,7 +585,7 @@ static Value *bi_set_equal(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *y = x ? captured_label(st, arg_or_null(f, "y"), "set_equal", loc) : NULL;
   if (!y) return NULL;
   DimSet *d = ANEW(st->a, DimSet);
-  d->step = x->cap_step, d->name = x->s, d->step2 = y->cap_step, d->name2 = y->s, d->loc = site_loc(st, loc);
+  d->ref = x->cap, d->ref2 = y->cap, d->loc = site_loc(st, loc);
   d->factor = 1;
   vec_push(st->a, &st->g->dimsets, d);
   return val_new(st, V_UNIT, loc);
@@ -605,7 +603,7 @@ static Value *bi_set_scale(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *y = x ? captured_label(st, arg_or_null(f, "y"), "set_scale", loc) : NULL;
   if (!y) return NULL;
   DimSet *d = ANEW(st->a, DimSet);
-  d->step = x->cap_step, d->name = x->s, d->step2 = y->cap_step, d->name2 = y->s, d->loc = site_loc(st, loc);
+  d->ref = x->cap, d->ref2 = y->cap, d->loc = site_loc(st, loc);
   d->factor = (int)fa->i;
   vec_push(st->a, &st->g->dimsets, d);
   return val_new(st, V_UNIT, loc);

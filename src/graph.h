@@ -205,26 +205,32 @@ typedef struct NamedTensor {
   Tensor *t;
 } NamedTensor;
 
-/* A label captured by an einsum (the seed's capture list: `x +* "ij;jk=>ik" ["j"] y`),
- * embedded as a number by `dim j`: the constant scalar t gets, after shape inference, the
- * size inference gave the axis label `name` of step's spec (for a row variable, `row`,
- * the product of its axes' sizes). loc is the `dim` application. */
-typedef struct DimEmbed {
-  Tensor *t;
+/* A label captured by an einsum (the seed's capture list: `x +* "ij;jk=>ik" ["j"] y`):
+ * the axis label or (row) row variable `name` of step's spec. Like an inline declaration
+ * it is bound from the start of its scope (OCANNL hoists it), so a use may come before
+ * the einsum runs: step is NULL until it does. loc: the capture list's string. */
+typedef struct CaptureRef {
   UpdateStep *step;
   const char *name;
   bool row;
   Loc loc;
+} CaptureRef;
+
+/* `dim j` of a captured label: the constant scalar t gets, after shape inference, the
+ * size inference gave the label (for a row variable, the product of its axes' sizes).
+ * loc is the `dim` application. */
+typedef struct DimEmbed {
+  Tensor *t;
+  CaptureRef *ref;
+  Loc loc;
 } DimEmbed;
 
 /* `set_dim j 3` / `set_equal j k` / `set_scale ~factor:2 j k` (OCANNL's Shape.set_dim,
- * set_equal, set_scale on captured labels): the axis label `name` of step's spec has size
- * value, or (step2 != NULL) factor times the size of label name2 of step2 (factor 1:
- * set_equal). Shape inference adds it once both steps' constraints exist; loc (the
+ * set_equal, set_scale on captured labels): the label ref has size value, or (ref2 != NULL)
+ * factor times the size of label ref2 (factor 1: set_equal). Shape inference adds it once both steps' constraints exist; loc (the
  * application) is where a conflict is reported. */
 typedef struct DimSet {
-  UpdateStep *step, *step2;
-  const char *name, *name2;
+  CaptureRef *ref, *ref2;
   int value;
   int factor;
   Loc loc;

@@ -143,6 +143,9 @@ static const struct { const char *in, *out; } round_trips[] = {
   {"i,j->2*i+j", "i, j -> 2*i+j"},
   {"a,2*b+c", "a, 2*b+c"},
   {"s*o=+d*k, x", "s*o=+d*k, x"},
+  /* OCANNL's lexer: '<' / '=' and '+' are two tokens (nn_blocks writes `2*oh< + wh`) */
+  {"... | 2*oh< + wh, 2*ow< + ww, ..c..", "... | 2*oh<+wh, 2*ow<+ww, ..c.."},
+  {"s*o= +d*k", "s*o=+d*k"},
   {"regular, 3*strided", "regular, 3*strided"},
   {"..v,..|x", "..v.. | x,"},
   {"..batch.., seq | heads, ..dims..; ..batch.., time | heads, ..dims.. => ..batch.., seq | "
