@@ -212,14 +212,31 @@ static Expr **leftmost(Expr **slot) {
   }
 }
 
+/* The capture list that may follow a literal spec (the seed's `~capture_dims`:
+ * `x +* "ij;jk=>ik" ["j"] y`): an unparenthesized list literal. Its items are checked
+ * (strings) by staging. */
+static bool is_capture_list(const Arg *arg) {
+  return arg->kind == A_POS && arg->e->kind == E_LIST && !arg->e->paren;
+}
+
+static void take_captures(Expr *e, const Expr *list) { e->items = list->items; }
+
 /* a OP rhs for an einsum operator (tdsl(7), %op TENSOR EXPRESSIONS): binary `a OP "spec" b`,
- * `a OP b "spec"`, `a OP spec_ident b`; unary `a OP "spec"` / `a OP spec_ident`. */
+ * `a OP b "spec"`, `a OP spec_ident b`; unary `a OP "spec"` / `a OP spec_ident`. A literal
+ * spec may be followed by a capture list: `a OP "spec" ["i"; "j"] b`, `a OP b "spec" ["i"]`,
+ * `a OP "spec" ["i"]` (E_EINSUM.items). */
 static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   bool unary = !strcmp(op->str, "++") || !strcmp(op->str, "@^^");
   Expr *e = mk(P, E_EINSUM, op->loc);
   e->str = op->str;
   e->a = a;
   if (unary) {
+    if (!rhs->paren && rhs->kind == E_APP && rhs->a->kind == E_STRING && !rhs->a->paren && rhs->args.len == 1 &&
+        is_capture_list(VEC_AT(rhs->args, Arg, 0))) {
+      take_captures(e, VEC_AT(rhs->args, Arg, 0)->e);
+      e->c = rhs->a;
+      return fin(P, e);
+    }
     if (!rhs->paren && rhs->kind == E_APP && is_spec(rhs->a)) {
       diag_error(P->d, op->loc, "'%s' is unary: a %s \"SPEC\" takes no second operand", op->str, op->str);
       return fin(P, e);
@@ -235,6 +252,13 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   Expr **slot = leftmost(&rhs);
   Expr *l = *slot;
   if (!l->paren && l->kind == E_APP && l->a->kind == E_STRING && !l->a->paren) {
+    Arg *first = VEC_AT(l->args, Arg, 0);
+    if (l->args.len > 1 && is_capture_list(first)) {
+      take_captures(e, first->e);
+      PtrVec rest = {0};
+      for (int i = 1; i < l->args.len; i++) vec_push(P->a, &rest, l->args.items[i]);
+      l = mkapp(P, l->a, &rest);
+    }
     Expr *b = drop_fn(P, l);
     if (b) {
       e->c = l->a;
@@ -244,8 +268,16 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
     }
   }
   if (!rhs->paren && rhs->kind == E_APP) {
-    /* mixfix: b "spec" */
+    /* mixfix: b "spec" ["captures"] */
     Arg *last = VEC_AT(rhs->args, Arg, rhs->args.len - 1);
+    if (rhs->args.len >= 2 && is_capture_list(last)) {
+      Arg *prev = VEC_AT(rhs->args, Arg, rhs->args.len - 2);
+      if (prev->kind == A_POS && prev->e->kind == E_STRING && !prev->e->paren) {
+        take_captures(e, last->e);
+        rhs->args.len--;
+        last = prev;
+      }
+    }
     if (last->kind == A_POS && last->e->kind == E_STRING && !last->e->paren) {
       e->c = last->e;
       rhs->args.len--;

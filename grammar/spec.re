@@ -59,6 +59,24 @@ static const char *rowvar_name(SpecParser *p) {
   return arena_strndup(p->a, s, (size_t)(e - s));
 }
 
+/* `...name..` (or `...name,..`) at the current token: the named row variable `..name..`
+ * written with the context ellipsis' three dots. It never parses (after `...` a row goes
+ * on with axes only), so say what was meant, as OCANNL's hint does. (Its second hint, that
+ * a multi-letter name needs multichar mode, does not apply: `..name..` lexes as one row
+ * variable in both modes here.) */
+static int misspelled_rowvar(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *end) {
+  /* `...a...` is an ellipsis, an axis and a second ellipsis: the parser's error says so. */
+  if (*end == '.') return tok(p, lloc, (const unsigned char *)p->tok + 3, ELLIPSIS);
+  const char *s = p->tok + 3;
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+  const char *e = s;
+  while ((*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') || *e == '_') e++;
+  int n = (int)(e - s);
+  return bad(p, lloc, end,
+             arena_printf(p->a, "`...` is the unnamed context ellipsis; a named row variable is written "
+                                "`..%.*s..`, not `...%.*s..`", n, s, n, s));
+}
+
 int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
   const unsigned char *lim = (const unsigned char *)p->text + strlen(p->text);
   const unsigned char *cur, *mar;
@@ -85,7 +103,10 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
                     /* OCANNL's spelling that forces multi-character mode */
                     lval->tok.str = rowvar_name(p); return tok(p, lloc, cur, ROWVAR); }
         "...."    { return bad(p, lloc, cur, "row variable with an empty name in einsum spec"); }
+        "..." white? ident white? ("," white?)? ".." { return misspelled_rowvar(p, lloc, cur); }
         "..."     { return tok(p, lloc, cur, ELLIPSIS); }
+        "^"       { return bad(p, lloc, cur,
+                      "axis concatenation '^' is not supported in einsum specs"); }
         ","       { return tok(p, lloc, cur, COMMA); }
         "|"       { return tok(p, lloc, cur, PIPE); }
         "->"      { return tok(p, lloc, cur, ARROW); }
@@ -93,8 +114,10 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
         ";"       { return tok(p, lloc, cur, SEMI); }
         "*"       { return tok(p, lloc, cur, STAR); }
         "+"       { return tok(p, lloc, cur, PLUS); }
-        "=+"      { return tok(p, lloc, cur, EQPLUS); }
-        "<+"      { return tok(p, lloc, cur, LTPLUS); }
+        /* OCANNL lexes '<' / '=' and '+' as two tokens, so spaces may separate them:
+           its nn_blocks pooling writes `stride*oh< + wh`. */
+        "=" white? "+" { return tok(p, lloc, cur, EQPLUS); }
+        "<" white? "+" { return tok(p, lloc, cur, LTPLUS); }
         *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
                       arena_printf(p->a, "unexpected character %s in einsum spec",
                                    show_char(p->a, (unsigned char)*p->tok))); }
@@ -113,6 +136,7 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
         digits    { return int_token(p, lval, lloc, cur); }
         ".." ident ".." { lval->tok.str = rowvar_name(p); return tok(p, lloc, cur, ROWVAR); }
         "...."    { return bad(p, lloc, cur, "row variable with an empty name in einsum spec"); }
+        "..." white? ident white? ".." { return misspelled_rowvar(p, lloc, cur); }
         "..."     { return tok(p, lloc, cur, ELLIPSIS); }
         "|"       { return tok(p, lloc, cur, PIPE); }
         "->"      { return tok(p, lloc, cur, ARROW); }

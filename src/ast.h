@@ -23,7 +23,8 @@ typedef enum ExprKind {
   E_APP,         /* a = function, args = arguments (Arg*) */
   E_BINOP,       /* str = operator text ("+", "*.", "@|", "<>", "mod", "&&", ...), a, b */
   E_EINSUM,      /* str = "+*", "+++", "@^+" (binary) or "++", "@^^" (unary);
-                    a, b (NULL when unary), c = the spec (E_STRING or E_IDENT) */
+                    a, b (NULL when unary), c = the spec (E_STRING or E_IDENT),
+                    items = the capture list's elements (`"spec" ["i"; "j"]`), if any */
   E_UNOP,        /* str = "-", "-.", "~-", "!.", "!..", "!@"; a */
   E_FUN,         /* params (Param*), a = body */
   E_LET,         /* bindings (Binding*), a = body: let ... and ... in a */

@@ -125,6 +125,14 @@ void ast_print_expr(FILE *out, const Expr *e) {
     if (e->kind == E_EINSUM) {
       fputc(' ', out);
       ast_print_expr(out, e->c);
+      if (e->items.len) {
+        fputs(" (captures", out);
+        for (int i = 0; i < e->items.len; i++) {
+          fputc(' ', out);
+          ast_print_expr(out, VEC_AT(e->items, Expr, i));
+        }
+        fputc(')', out);
+      }
     }
     fputc(')', out);
     return;

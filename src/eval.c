@@ -61,6 +61,7 @@ const char *val_kind_name(const Value *v) {
   case V_CODE: return "code";
   case V_FN:
     return v->fn->kind == FN_OP ? "an operation" : "a function";
+  case V_CAPTURE: return "a captured einsum label";
   }
   return "a value";
 }
@@ -98,6 +99,13 @@ static Env *global_find(const Env *g, const char *name) {
   return e;
 }
 
+static Env *capture_lookup(DeclScope *s, const char *name) {
+  for (; s; s = s->parent)
+    for (Env *e = s->captures; e; e = e->next)
+      if (!strcmp(e->name, name)) return e;
+  return NULL;
+}
+
 static Tensor *decl_lookup(DeclScope *s, const char *name) {
   for (; s; s = s->parent)
     for (int i = s->idents.len - 1; i >= 0; i--)
@@ -115,6 +123,8 @@ static Env *env_find(const Frame *fr, const char *name, Tensor **decl) {
     if (!strcmp(e->name, name)) return e;
   *decl = decl_lookup(fr->decls, name);
   if (*decl) return NULL;
+  Env *cap = capture_lookup(fr->decls, name);
+  if (cap) return cap;
   return e ? global_find(e, name) : NULL;
 }
 
@@ -312,6 +322,7 @@ Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
     if (f->params[k]->kind == P_UNIT && f->kind == FN_CLOSURE) {
       DeclScope *s = ANEW(st->a, DeclScope);
       s->parent = f->fr.decls;
+      s->body = f->body;
       if (!label_of(st, f, aloc, &s->label)) return NULL;
       f->unit_scope = s;
     }
@@ -549,6 +560,130 @@ static Value *eval_app(St *st, const Frame *fr, const Expr *e) {
   return apply(st, fn, n, args, ad, fr, e->loc);
 }
 
+/* Whether the spec names `name` as an axis label (row == false) or a row variable. */
+static bool spec_names(const Spec *sp, const char *name, bool *row) {
+  SpecSlot *slots[3] = {sp->args[0], sp->args[1], sp->result};
+  for (int j = 0; j < 3; j++) {
+    if (!slots[j]) continue;
+    for (int k = 0; k < 3; k++) {
+      const SpecRow *r = spec_slot_row(slots[j], k);
+      if (r->rowvar && !strcmp(r->rowvar, name)) {
+        *row = true;
+        return true;
+      }
+      const PtrVec *lists[2] = {&r->left, &r->right};
+      for (int l = 0; l < 2; l++)
+        for (int i = 0; i < lists[l]->len; i++) {
+          const SpecAxis *ax = VEC_AT(*lists[l], SpecAxis, i);
+          if (((ax->kind == AX_VAR || ax->kind == AX_AFFINE) && !strcmp(ax->name, name)) ||
+              (ax->kind == AX_AFFINE && ax->kernel && !strcmp(ax->kernel, name))) {
+            *row = false;
+            return true;
+          }
+        }
+    }
+  }
+  return false;
+}
+
+/* Binds a capture in scope sc (and, for a top-level binding's scope, globally). */
+static Value *capture_value(St *st, DeclScope *sc, CaptureRef *ref) {
+  Value *v = val_new(st, V_CAPTURE, ref->loc);
+  v->s = ref->name;
+  v->cap = ref;
+  if (sc) sc->captures = env_bind(st, sc->captures, ref->name, v);
+  if (!sc || sc->toplevel) env_bind_global(st, ref->name, v, ref->loc);
+  return v;
+}
+
+/* The seed's capture list (`x +* "ij;jk=>ik" ["j"] y`): binds each name to the label or
+ * row variable of the einsum's spec, where inline declarations are bound (the enclosing
+ * scope; after a top-level binding, every later item), for `dim` and `set_dim`. A name
+ * already hoisted into this scope by an earlier use (hoist_capture) is filled in. */
+static bool bind_captures(St *st, const Frame *fr, const Expr *e, Value *r) {
+  UpdateStep *step = r->kind == V_TENSOR && r->t->step ? r->t->step : NULL;
+  if (!step || !step->spec) {
+    diag_error(&st->c->diag, e->loc, "'%s' with a capture list must create an einsum (its ~logic a spec)", e->str);
+    return false;
+  }
+  for (int i = 0; i < e->items.len; i++) {
+    const Expr *c = VEC_AT(e->items, Expr, i);
+    if (c->kind != E_STRING) {
+      diag_error(&st->c->diag, c->loc, "an einsum capture list holds strings: the spec's labels to capture");
+      return false;
+    }
+    bool row = false;
+    if (!spec_names(step->spec, c->str, &row)) {
+      diag_error(&st->c->diag, c->loc, "captured label '%s' does not occur in the einsum spec \"%s\"", c->str,
+                 step->spec->text);
+      return false;
+    }
+    CaptureRef *ref = NULL;
+    for (Env *b = fr->decls ? fr->decls->captures : NULL; b && !ref; b = b->next)
+      if (!strcmp(b->name, c->str) && b->v->cap->step == NULL && b->v->cap->loc.line == c->loc.line &&
+          b->v->cap->loc.col == c->loc.col && b->v->cap->loc.file == c->loc.file)
+        ref = b->v->cap;
+    if (ref) {
+      ref->step = step;
+      ref->row = row;
+      continue;
+    }
+    ref = ANEW(st->a, CaptureRef);
+    ref->step = step, ref->name = c->str, ref->row = row, ref->loc = c->loc;
+    capture_value(st, fr->decls, ref);
+  }
+  return true;
+}
+
+/* The first capture of `name` in e's subtree, in source order (NULL if none). */
+static const Expr *find_capture(const Expr *e, const char *name, const Expr **einsum) {
+  if (!e) return NULL;
+  if (e->kind == E_EINSUM)
+    for (int i = 0; i < e->items.len; i++) {
+      const Expr *c = VEC_AT(e->items, Expr, i);
+      if (c->kind == E_STRING && !strcmp(c->str, name)) {
+        *einsum = e;
+        return c;
+      }
+    }
+  const Expr *kids[3] = {e->a, e->b, e->c};
+  const Expr *f;
+  for (int i = 0; i < 3; i++)
+    if ((f = find_capture(kids[i], name, einsum))) return f;
+  if (e->kind != E_EINSUM)
+    for (int i = 0; i < e->items.len; i++)
+      if ((f = find_capture(VEC_AT(e->items, Expr, i), name, einsum))) return f;
+  for (int i = 0; i < e->args.len; i++)
+    if ((f = find_capture(VEC_AT(e->args, Arg, i)->e, name, einsum))) return f;
+  for (int i = 0; i < e->bindings.len; i++)
+    if ((f = find_capture(VEC_AT(e->bindings, Binding, i)->body, name, einsum))) return f;
+  for (int i = 0; i < e->fields.len; i++)
+    if ((f = find_capture(VEC_AT(e->fields, Field, i)->e, name, einsum))) return f;
+  return NULL;
+}
+
+/* An unbound identifier that an einsum of the enclosing scope captures: as OCANNL hoists
+ * captures with the inline declarations, it is bound from the start of the scope (so
+ * `set_dim wh 2` may precede the einsum capturing wh); the einsum fills it in. Whether
+ * it is a row variable is read from the spec when it is a literal. */
+static Value *hoist_capture(St *st, const Frame *fr, const char *name) {
+  for (DeclScope *sc = fr->decls; sc; sc = sc->parent) {
+    const Expr *es = NULL, *c = find_capture(sc->body, name, &es);
+    if (!c) continue;
+    CaptureRef *ref = ANEW(st->a, CaptureRef);
+    ref->name = c->str, ref->loc = c->loc;
+    if (es->c && es->c->kind == E_STRING) {
+      int col = 0;
+      const char *msg = NULL;
+      Spec *sp = spec_parse(st->a, es->c->str, &col, &msg);
+      bool row = false;
+      if (sp && spec_names(sp, name, &row)) ref->row = row;
+    }
+    return capture_value(st, sc, ref);
+  }
+  return NULL;
+}
+
 static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   Value *spec = eval(st, fr, e->c);
   if (!spec) return NULL;
@@ -575,7 +710,9 @@ static Value *eval_einsum(St *st, const Frame *fr, const Expr *e) {
   sa->loc = e->c->loc;
   Value *args[3] = {spec, a, b};
   const Arg *ad[3] = {sa, NULL, NULL};
-  return apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
+  Value *r = apply(st, fn, b ? 3 : 2, args, ad, fr, e->loc);
+  if (!r || !e->items.len) return r;
+  return bind_captures(st, fr, e, r) ? r : NULL;
 }
 
 static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
@@ -659,6 +796,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   }
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
+    if (!v && !env_poisoned(fr, e->str)) v = hoist_capture(st, fr, e->str);
     if (!v && !env_poisoned(fr, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
     if (v && v->kind == V_DIM) { /* misuse errors point at the use, not at `dim ()` */
       Value *u = val_new(st, V_DIM, e->loc);
@@ -743,6 +881,7 @@ static bool eval_let_item(St *st, const Item *it) {
     const Binding *b = VEC_AT(it->bindings, Binding, i);
     DeclScope *scope = ANEW(st->a, DeclScope);
     scope->toplevel = true;
+    scope->body = b->body;
     st->emitted.len = 0;
     Frame fr = {outer, mode, scope, NULL};
     int first = st->g->tensors.len;

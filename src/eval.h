@@ -59,6 +59,7 @@ typedef enum VKind {
   V_TENSOR,                 /* a tensor's value or (grad) gradient */
   V_CODE,                   /* %cd code */
   V_FN,                     /* closure, op or builtin (possibly partially applied) */
+  V_CAPTURE,                /* an einsum's captured axis label or row variable (dim) */
 } VKind;
 
 struct Value {
@@ -76,6 +77,7 @@ struct Value {
   bool is_number;   /* V_TENSOR: a number lifted to a constant tensor */
   Code code;        /* V_CODE */
   Fn *fn;           /* V_FN */
+  CaptureRef *cap;  /* V_CAPTURE */
 };
 
 /* Lexical environments are immutable linked lists; closures capture the head. */
@@ -101,6 +103,8 @@ struct DeclScope {
   PtrVec keys;       /* const Expr* */
   PtrVec tensors;    /* Tensor* */
   PtrVec idents;     /* const char*: the declared identifiers */
+  Env *captures;     /* names bound by einsum capture lists, hoisted the same way */
+  const Expr *body;  /* the scope's code: where hoisted captures are looked for (NULL: none) */
 };
 
 /* The op instance whose forward/backward body is being evaluated. */

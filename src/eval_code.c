@@ -222,7 +222,7 @@ static bool prim_app(St *st, Rhs *r, const Expr *e, AExpr **out) {
 }
 
 static bool scalar_const(const Tensor *t) {
-  if (t->kind != TK_CONST || t->init.kind != INIT_CONST) return false;
+  if (t->kind != TK_CONST || t->init.kind != INIT_CONST || t->dim_embed) return false;
   for (int k = 0; k < 3; k++) {
     if (!t->decl[k].given) return false;
     for (int i = 0; i < t->decl[k].n; i++)

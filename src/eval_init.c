@@ -99,6 +99,8 @@ static bool conv_const(Conv *c, const Tensor *t) {
   switch (in->kind) {
   case INIT_ZERO:
   case INIT_CONST:
+    if (t->dim_embed) /* its value comes from shape inference, after init programs are made */
+      return conv_fail(c, "dim of a captured label is not available to an initializer");
     if (!push(c, IO_CONST, 0)) return false;
     last(c)->value = in->kind == INIT_CONST ? in->value : 0.0;
     return true;

@@ -338,6 +338,10 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     if (!lit) return false;
     v = val_tensor(st, lit, ie->loc);
   }
+  if (v->kind == V_TENSOR && v->t->dim_embed) { /* its value is known only after inference */
+    diag_error(&st->c->diag, ie->loc, "dim of a captured label cannot initialize a parameter: use it in the expression instead");
+    return false;
+  }
   if (v->kind == V_TENSOR && v->t->kind == TK_CONST && !v->grad) {
     t->init = v->t->init;
     for (int k = 0; k < 3; k++)
@@ -512,7 +516,98 @@ bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
   return true;
 }
 
-static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) { return val_dyndim(st, loc); }
+/* `dim ()`: a fresh dynamic dimension. `dim j` of a label an einsum captured (the seed's
+ * embed_dim): a constant scalar whose value shape inference sets to the label's size. */
+static Value *bi_dim(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = arg_or_null(f, "x");
+  if (x->kind == V_UNIT) return val_dyndim(st, loc);
+  if (x->kind != V_CAPTURE) {
+    diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
+               "dim expects () (a new dynamic dimension) or a label captured by an einsum, got %s",
+               val_kind_name(x));
+    return NULL;
+  }
+  Tensor *t = const_scalar(st, 0.0, NULL, loc);
+  t->dim_embed = true;
+  DimEmbed *d = ANEW(st->a, DimEmbed);
+  d->t = t;
+  d->ref = x->cap;
+  d->loc = site_loc(st, loc);
+  vec_push(st->a, &st->g->dimembeds, d);
+  return val_tensor(st, t, loc);
+}
+
+/* `embed_dim j`: the seed's name for `dim j` (captured labels only). */
+static Value *bi_embed_dim(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = arg_or_null(f, "x");
+  if (x->kind != V_CAPTURE) {
+    diag_error(&st->c->diag, x->loc.file ? x->loc : loc, "embed_dim expects a label captured by an einsum, got %s",
+               val_kind_name(x));
+    return NULL;
+  }
+  return bi_dim(st, f, call, loc);
+}
+
+/* A captured axis label (not a row variable) given to set_dim / set_equal, or NULL + error. */
+static Value *captured_label(St *st, Value *x, const char *fn, Loc loc) {
+  if (x->kind != V_CAPTURE) {
+    diag_error(&st->c->diag, x->loc.file ? x->loc : loc, "%s expects a label captured by an einsum, got %s", fn,
+               val_kind_name(x));
+    return NULL;
+  }
+  if (x->cap->row) {
+    diag_error(&st->c->diag, loc, "%s of the row variable %s is not supported: capture one of its axes' labels instead",
+               fn, x->s);
+    if (x->loc.file) diag_note(&st->c->diag, x->loc, "%s captured here", x->s);
+    return NULL;
+  }
+  return x;
+}
+
+/* `set_dim j 3`: the captured label j has size 3 (graph.h DimSet). */
+static Value *bi_set_dim(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = captured_label(st, arg_or_null(f, "x"), "set_dim", loc), *n = arg_or_null(f, "n");
+  if (!x) return NULL;
+  if (n->kind != V_INT || n->i < 1 || n->i > INT_MAX) {
+    diag_error(&st->c->diag, n->loc.file ? n->loc : loc, "set_dim expects a size from 1 to 2147483647, got %s",
+               n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
+    return NULL;
+  }
+  DimSet *d = ANEW(st->a, DimSet);
+  d->ref = x->cap, d->value = (int)n->i, d->loc = site_loc(st, loc);
+  vec_push(st->a, &st->g->dimsets, d);
+  return val_new(st, V_UNIT, loc);
+}
+
+/* `set_equal j k`: the captured labels j and k have one size. */
+static Value *bi_set_equal(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *x = captured_label(st, arg_or_null(f, "x"), "set_equal", loc);
+  Value *y = x ? captured_label(st, arg_or_null(f, "y"), "set_equal", loc) : NULL;
+  if (!y) return NULL;
+  DimSet *d = ANEW(st->a, DimSet);
+  d->ref = x->cap, d->ref2 = y->cap, d->loc = site_loc(st, loc);
+  d->factor = 1;
+  vec_push(st->a, &st->g->dimsets, d);
+  return val_new(st, V_UNIT, loc);
+}
+
+/* `set_scale ~factor:2 j k`: the captured label j is factor times k. */
+static Value *bi_set_scale(St *st, Fn *f, const Frame *call, Loc loc) {
+  Value *fa = arg_or_null(f, "factor");
+  if (fa->kind != V_INT || fa->i < 1 || fa->i > INT_MAX) {
+    diag_error(&st->c->diag, fa->loc.file ? fa->loc : loc, "set_scale expects a ~factor from 1 to 2147483647, got %s",
+               fa->kind == V_INT ? arena_printf(st->a, "%lld", fa->i) : val_kind_name(fa));
+    return NULL;
+  }
+  Value *x = captured_label(st, arg_or_null(f, "x"), "set_scale", loc);
+  Value *y = x ? captured_label(st, arg_or_null(f, "y"), "set_scale", loc) : NULL;
+  if (!y) return NULL;
+  DimSet *d = ANEW(st->a, DimSet);
+  d->ref = x->cap, d->ref2 = y->cap, d->loc = site_loc(st, loc);
+  d->factor = (int)fa->i;
+  vec_push(st->a, &st->g->dimsets, d);
+  return val_new(st, V_UNIT, loc);
+}
 
 static Value *bi_range(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *n = arg_or_null(f, "n");
@@ -640,7 +735,11 @@ void builtin_install(St *st, const char *name, const char *sig, BuiltinFn fn) {
 
 void install_builtins(St *st) {
   builtin_install(st, "index", "n", bi_index);
-  builtin_install(st, "dim", "()", bi_dim);
+  builtin_install(st, "dim", "x", bi_dim);
+  builtin_install(st, "embed_dim", "x", bi_embed_dim);
+  builtin_install(st, "set_dim", "x n", bi_set_dim);
+  builtin_install(st, "set_equal", "x y", bi_set_equal);
+  builtin_install(st, "set_scale", "~factor x y", bi_set_scale);
   builtin_install(st, "range", "n", bi_range);
   builtin_install(st, "range_of_shape", "?batch_dims ?input_dims ?output_dims ()", bi_range_of_shape);
   builtin_install(st, "uniform", "()", bi_uniform);

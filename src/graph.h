@@ -123,6 +123,8 @@ struct Tensor {
   Code fwd;         /* its own forward assignments (not its arguments') */
   Code bwd;         /* its own backprop: propagates t.grad into its arguments' grads */
   Shape shape;      /* filled by shape inference */
+  bool dim_embed;   /* INIT_CONST whose value shape inference sets (DimEmbed): staging
+                       must not read init.value (no folding into code or init programs) */
 };
 
 typedef enum LogicKind {
@@ -225,6 +227,37 @@ typedef struct TopName {
   Tensor *t;        /* TOPNAME_GRAD */
 } TopName;
 
+/* A label captured by an einsum (the seed's capture list: `x +* "ij;jk=>ik" ["j"] y`):
+ * the axis label or (row) row variable `name` of step's spec. Like an inline declaration
+ * it is bound from the start of its scope (OCANNL hoists it), so a use may come before
+ * the einsum runs: step is NULL until it does. loc: the capture list's string. */
+typedef struct CaptureRef {
+  UpdateStep *step;
+  const char *name;
+  bool row;
+  Loc loc;
+} CaptureRef;
+
+/* `dim j` of a captured label: the constant scalar t gets, after shape inference, the
+ * size inference gave the label (for a row variable, the product of its axes' sizes).
+ * loc is the `dim` application. */
+typedef struct DimEmbed {
+  Tensor *t;
+  CaptureRef *ref;
+  Loc loc;
+} DimEmbed;
+
+/* `set_dim j 3` / `set_equal j k` / `set_scale ~factor:2 j k` (OCANNL's Shape.set_dim,
+ * set_equal, set_scale on captured labels): the label ref has size value, or (ref2 != NULL)
+ * factor times the size of label ref2 (factor 1: set_equal). Shape inference adds it once both steps' constraints exist; loc (the
+ * application) is where a conflict is reported. */
+typedef struct DimSet {
+  CaptureRef *ref, *ref2;
+  int value;
+  int factor;
+  Loc loc;
+} DimSet;
+
 typedef struct Graph {
   PtrVec tensors;  /* Tensor*, creation order */
   PtrVec steps;    /* UpdateStep*, creation order */
@@ -234,6 +267,8 @@ typedef struct Graph {
   PtrVec dimsyms;  /* DimSym*: dynamic dimensions, by id */
   PtrVec dimchecks; /* DimCheck*: run-time checks of dynamic dimensions (shape inference) */
   PtrVec topnames; /* TopName*: top-level names not bound to a tensor, newest binding only */
+  PtrVec dimembeds; /* DimEmbed*: `dim` of captured labels, filled by shape inference */
+  PtrVec dimsets;   /* DimSet*: sizes set on captured labels, creation order */
 } Graph;
 
 /* Axis index of one operand axis in an assignment's iteration space:

@@ -101,6 +101,7 @@ typedef struct Constraint {
   long long k;       /* C_AT_LEAST bound, C_TOTAL elements, C_CONV constant offset */
   int stride, dilation;
   bool padded;
+  bool scale;        /* C_CONV made by set_scale (d1 = stride * d2, no convolution): its messages */
   /* Provenance: the operation and what each side describes. */
   UpdateStep *step;
   const char *what1, *what2;
@@ -126,6 +127,8 @@ typedef struct StepInfo {
   PtrVec fixed_val;    /* (intptr_t) index */
   PtrVec affine;       /* Constraint* C_CONV of this step's spec */
   DimNode *slice;      /* BATCH_SLICE: the removed axis, indexed by step->sym */
+  PtrVec names, dims;  /* einsum: the spec's axis labels (const char*) and their DimNode*, */
+  PtrVec rnames, rvars; /* its row variables and RowVar*: what `dim` of a capture reads */
 } StepInfo;
 
 typedef struct Solver {

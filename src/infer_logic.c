@@ -277,6 +277,7 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
     c->slot1 = 0;
   }
   if (sp->nargs > 1) mark_lonely(L, st, &e, nargs, nargaxes);
+  info->names = e.names, info->dims = e.dims, info->rnames = e.rnames, info->rvars = e.rvars;
 }
 
 /* ---------------------------------------------------------------- other logics */
@@ -398,6 +399,77 @@ static bool check_slices(Solver *s, Graph *g) {
   return true;
 }
 
+static DimNode *info_label(Solver *s, const CaptureRef *r) {
+  StepInfo *in = r->step && r->step->id >= 0 && r->step->id < s->ninfos ? s->infos[r->step->id] : NULL;
+  for (int j = 0; in && j < in->names.len; j++)
+    if (!strcmp(VEC_AT(in->names, char, j), r->name)) return VEC_AT(in->dims, DimNode, j);
+  return NULL;
+}
+
+static const char *cap_what(Solver *s, const CaptureRef *r) {
+  return arena_printf(s->a, "captured label %s of \"%s\"", r->name, r->step->spec->text);
+}
+
+/* The DimSets (graph.h) whose last step is st, once st's constraints exist: equations
+ * between the captured label's dim and the size (or the other label). They are charged
+ * to a copy of the step located at the set_dim / set_equal application and numbered -1,
+ * so a conflict is reported there and no projection pairs them. */
+static void apply_dimsets(Logic *L, UpdateStep *st) {
+  Solver *s = L->s;
+  for (int i = 0; i < L->g->dimsets.len; i++) {
+    DimSet *ds = VEC_AT(L->g->dimsets, DimSet, i);
+    if (!ds->ref->step || (ds->ref2 && !ds->ref2->step)) continue; /* check_captures reports it */
+    int last = ds->ref2 && ds->ref2->step->id > ds->ref->step->id ? ds->ref2->step->id : ds->ref->step->id;
+    if (last != st->id) continue;
+    DimNode *a = info_label(s, ds->ref);
+    DimNode *b = ds->ref2 ? info_label(s, ds->ref2) : dim_known(s, ds->value, NULL);
+    if (!a || !b) continue; /* not an einsum after all: staging checked the names */
+    UpdateStep *at = ANEW(s->a, UpdateStep);
+    *at = *st;
+    at->id = -1;
+    at->loc = ds->loc;
+    const char *name = ds->ref->name, *name2 = ds->ref2 ? ds->ref2->name : NULL;
+    if (!ds->ref2) {
+      b->origin.what = arena_printf(s->a, "set_dim %s %d", name, ds->value);
+      b->origin.loc = ds->loc;
+      b->origin.has_loc = true;
+    }
+    if (ds->ref2 && ds->factor > 1) { /* a = factor * b: a padded convolution's sizes, kernel 1 */
+      const char *w = arena_printf(s->a, "set_scale ~factor:%d %s %s", ds->factor, name, name2);
+      con_conv(s, a, b, dim_known(s, 1, NULL), ds->factor, 1, true, at, w)->scale = true;
+      continue;
+    }
+    Constraint *c = con_add(s, C_DIM_EQ, at);
+    c->d1 = a, c->d2 = b;
+    c->what1 = cap_what(s, ds->ref);
+    c->what2 = ds->ref2 ? cap_what(s, ds->ref2) : arena_printf(s->a, "set_dim %s %d", name, ds->value);
+  }
+}
+
+/* A capture used (dim, set_dim, ...) whose einsum never ran (its binding was hoisted to
+ * the scope, but the einsum sits in a branch not taken, say) has nothing to refer to. */
+static bool check_captures(Solver *s, Graph *g) {
+  bool ok = true;
+  for (int i = 0; i < g->dimsets.len + g->dimembeds.len; i++) {
+    CaptureRef *r[2];
+    Loc loc;
+    if (i < g->dimsets.len) {
+      DimSet *ds = VEC_AT(g->dimsets, DimSet, i);
+      r[0] = ds->ref, r[1] = ds->ref2, loc = ds->loc;
+    } else {
+      DimEmbed *de = VEC_AT(g->dimembeds, DimEmbed, i - g->dimsets.len);
+      r[0] = de->ref, r[1] = NULL, loc = de->loc;
+    }
+    for (int k = 0; k < 2; k++) {
+      if (!r[k] || r[k]->step) continue;
+      diag_error(s->diag, loc, "%s is captured by an einsum that was never evaluated", r[k]->name);
+      if (r[k]->loc.file) diag_note(s->diag, r[k]->loc, "captured here");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 /* Builds and solves every constraint of g into s (which the caller initialized). */
 bool infer_solve(Solver *s, Graph *g) {
   Logic L = {s, g, ANEWN(s->a, RowTriple, g->tensors.len + 1)};
@@ -409,6 +481,10 @@ bool infer_solve(Solver *s, Graph *g) {
   }
   s->ninfos = nsteps;
   s->infos = ANEWN(s->a, StepInfo *, nsteps + 1);
+  if (!check_captures(s, g)) {
+    s->failed = true;
+    return false;
+  }
   for (int i = 0; i < g->tensors.len; i++) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
     if (t->id < 0 || t->id >= g->tensors.len) {
@@ -431,6 +507,12 @@ bool infer_solve(Solver *s, Graph *g) {
     step_constraints(&L, st, info);
     s->online = true; /* stage 1: online, in creation order; bounds swept once at the end */
     bool ok = !s->failed && solver_run(s);
+    /* Sizes set on its captured labels come after the operation itself, as in the
+     * source: a conflict is then reported at the set_dim, not at the operation. */
+    if (ok && L.g->dimsets.len) {
+      apply_dimsets(&L, st);
+      ok = !s->failed && solver_run(s);
+    }
     s->online = false;
     if (!ok) return false;
   }
@@ -489,6 +571,44 @@ static bool check_fans(Solver *s, Tensor *t) {
   return true;
 }
 
+/* `dim j` of a captured label (graph.h DimEmbed): the size of the label's axis, or the
+ * product of a row variable's axes, into the constant; a size known only at run time
+ * (or never determined) has no compile-time value to embed. */
+static bool fill_dim_embeds(Solver *s, Graph *g) {
+  bool ok = true;
+  for (int i = 0; i < g->dimembeds.len; i++) {
+    DimEmbed *de = VEC_AT(g->dimembeds, DimEmbed, i);
+    const CaptureRef *ref = de->ref;
+    StepInfo *in = ref->step && ref->step->id >= 0 && ref->step->id < s->ninfos ? s->infos[ref->step->id] : NULL;
+    const PtrVec *names = in ? (ref->row ? &in->rnames : &in->names) : NULL;
+    int at = -1;
+    for (int j = 0; names && j < names->len; j++)
+      if (!strcmp(VEC_AT(*names, char, j), ref->name)) at = j;
+    long long n = 1;
+    bool known = at >= 0;
+    if (known && !ref->row) {
+      n = dim_find(VEC_AT(in->dims, DimNode, at))->d;
+      known = n > 0;
+    } else if (known) {
+      Row *r = row_norm(s, row_of_var(s, VEC_AT(in->rvars, RowVar, at)));
+      known = r->var == NULL;
+      for (int k = 0; known && k < row_len(r); k++) {
+        int d = dim_find(k < r->nbeg ? r->beg[k] : r->end[k - r->nbeg])->d;
+        known = d > 0;
+        n *= d; /* at most the elements of a tensor: check_elems bounds those */
+      }
+    }
+    if (!known) {
+      diag_error(s->diag, de->loc, "dim %s: the size of the captured %s %s is not known at compile time",
+                 ref->name, ref->row ? "row variable" : "label", ref->name);
+      ok = false;
+      continue;
+    }
+    de->t->init.value = (double)n;
+  }
+  return ok;
+}
+
 /* Tensor.shape from the solution; after an error, from what stage 1 had inferred (an
  * unknown dim is 0, printed `?` by --dump-shapes; tensors it never reached stay unsolved). */
 bool infer_shapes(Ctx *c, Graph *g) {
@@ -510,5 +630,5 @@ bool infer_shapes(Ctx *c, Graph *g) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
     if (t->shape.solved) ok_size = check_elems(&s, t) && check_fans(&s, t) && ok_size;
   }
-  return ok_size;
+  return fill_dim_embeds(&s, g) && ok_size;
 }

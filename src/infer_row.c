@@ -460,8 +460,15 @@ static Step simp_conv(Solver *s, Constraint *c) {
       return set_dim(s, c, c->d1, st * out, "a padded convolution");
     } else
       return PENDING;
-    solver_fail(s, c, "padded convolution (%s): input size %lld is not stride %lld times output size %lld",
-                what(c->what1), in, st, out ? out : in / st);
+    if (c->scale && !out)
+      solver_fail(s, c, "%s: %lld is not a multiple of %lld", what(c->what1), in, st);
+    else if (c->scale)
+      solver_fail(s, c, "%s: %lld is not %lld times %lld", what(c->what1), in, st, out);
+    else
+      solver_fail(s, c, "padded convolution (%s): input size %lld is not stride %lld times output size %lld",
+                  what(c->what1), in, st, out ? out : in / st);
+    note_origin(s, c->d1);
+    note_origin(s, c->d2);
     return FAIL;
   }
   in -= in ? c->k : 0; /* a constant offset (`o+1`) shifts the window */

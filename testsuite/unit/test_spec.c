@@ -143,6 +143,9 @@ static const struct { const char *in, *out; } round_trips[] = {
   {"i,j->2*i+j", "i, j -> 2*i+j"},
   {"a,2*b+c", "a, 2*b+c"},
   {"s*o=+d*k, x", "s*o=+d*k, x"},
+  /* OCANNL's lexer: '<' / '=' and '+' are two tokens (nn_blocks writes `2*oh< + wh`) */
+  {"... | 2*oh< + wh, 2*ow< + ww, ..c..", "... | 2*oh<+wh, 2*ow<+ww, ..c.."},
+  {"s*o= +d*k", "s*o=+d*k"},
   {"regular, 3*strided", "regular, 3*strided"},
   {"..v,..|x", "..v.. | x,"},
   {"..batch.., seq | heads, ..dims..; ..batch.., time | heads, ..dims.. => ..batch.., seq | "
@@ -369,6 +372,10 @@ static const struct { const char *in; int col; const char *msg; } errors[] = {
   {"a.b", 1, "'.'"},
   {"a^b", 1, "'^'"},
   {"a&b", 1, "'&'"},
+  {"a, b^c", 4, "concatenation"},
+  {"...b..|x", 0, "written `..b..`, not `...b..`"},
+  {"... batch , .., x", 0, "written `..batch..`"},
+  {"...batch..|x", 0, "unnamed context ellipsis"},
 };
 
 /* The mode rule alone (tdsl(7), EINSUM SPECS). */
