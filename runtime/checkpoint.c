@@ -109,8 +109,9 @@ static int open_temp(const char *target, char *tmp, size_t len) {
   return fd;
 }
 
-int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
-  if (tdsl_rt_args(m, "tdsl_save", "path", path)) return -1;
+/* tdsl_save with m entered: one checkpoint is one state of the model, even while other
+ * threads call it. */
+static int save_locked(tdsl_model *m, const char *path, unsigned which) {
   if (!*path) return tdsl_rt_fail(m, "tdsl_save: empty path");
   struct stat st;
   bool exists = stat(path, &st) == 0;
@@ -147,6 +148,13 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
   free(tmp);
   free(target);
   cJSON_free(hdr);
+  return rc;
+}
+
+int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
+  if (tdsl_rt_enter(m, "tdsl_save", "path", path)) return -1;
+  int rc = save_locked(m, path, which);
+  tdsl_rt_leave(m);
   return rc;
 }
 
@@ -336,8 +344,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
   return rc;
 }
 
-int tdsl_load(tdsl_model *m, const char *path) {
-  if (tdsl_rt_args(m, "tdsl_load", "path", path)) return -1;
+static int load_locked(tdsl_model *m, const char *path) {
   if (tdsl_rt_readable(m, path)) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
@@ -347,5 +354,12 @@ int tdsl_load(tdsl_model *m, const char *path) {
   int rc = root ? load_entries(m, f, path, root, data_at, data_len) : -1;
   cJSON_Delete(root);
   fclose(f);
+  return rc;
+}
+
+int tdsl_load(tdsl_model *m, const char *path) {
+  if (tdsl_rt_enter(m, "tdsl_load", "path", path)) return -1;
+  int rc = load_locked(m, path);
+  tdsl_rt_leave(m);
   return rc;
 }
