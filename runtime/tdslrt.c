@@ -4,6 +4,7 @@
  * symbols, 64-byte aligned, at the offsets the metadata gives). This file parses the
  * text and does the rest by name. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <limits.h>
 #include <link.h>
 #include <errno.h>
@@ -151,6 +152,10 @@ static char *err_slot(const tdsl_model *m, bool inherit) {
 static int vfail(tdsl_model *m, const char *fmt, va_list ap) {
   char *msg = err_slot(m, false);
   vsnprintf(msg, ERR_LEN, fmt, ap);
+  /* Names in messages come from the host and from files (a checkpoint's entry names):
+   * control bytes become '?', so that printing a message cannot drive a terminal. */
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   memcpy(m->err, msg, ERR_LEN);
   return -1;
 }
@@ -358,6 +363,17 @@ static char *xstrdup(const char *s) {
   return r;
 }
 
+/* Whether p, a symbol the resolver found, is known to be something other than code (a
+ * variable named like a model's function: calling it would jump into data). Only what
+ * the dynamic linker knows is checked; code it does not know (tdslc --run's) passes. */
+static bool not_code(const void *p) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!p || !dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != p) return false;
+  int type = ELF64_ST_TYPE(sym->st_info);
+  return type != STT_FUNC && type != STT_GNU_IFUNC;
+}
+
 /* ---- metadata ---- */
 
 static char *next_tok(char **p) {
@@ -458,6 +474,7 @@ static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
     snprintf(sym, sizeof sym, "%s_call", m->prefix ? m->prefix : "tdsl");
     void *f = res(h, sym);
     if (!f) return fail(m, "model has no symbol %s", sym);
+    if (not_code(f)) return fail(m, "model symbol %s is not a function", sym);
     memcpy(&m->call, &f, sizeof f);
   }
   m->fns = grow(m->fns, m->nfns, sizeof nd);
@@ -842,6 +859,7 @@ static int meta_fn(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = res(h, symname)};
   if (!nd.name) return fail(m, "out of memory");
   if (add_named(m, &m->fns, &m->nfns, nd)) return -1;
+  if (not_code(nd.ptr)) return fail(m, "model symbol %s (%s) is not a function", symname, nd.name);
   return nd.ptr ? 0 : fail(m, "model has no symbol %s (%s)", symname, nd.name);
 }
 
@@ -1050,7 +1068,13 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     free(m);
     return NULL;
   }
-  const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
+  void *meta_sym = resolve(handle, "tdsl_model_meta");
+  if (not_code(meta_sym)) {
+    if (err && errlen) snprintf(err, errlen, "not a tdslc model (its tdsl_model_meta is not a function)");
+    tdsl_close(m);
+    return NULL;
+  }
+  const char *(*meta)(void) = (const char *(*)(void))meta_sym;
   const char *text = meta ? meta() : NULL;
   if (!text || strncmp(text, "tdsl 3\n", 7)) {
     if (err && errlen)
@@ -1076,6 +1100,37 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
 
 static void *dl_resolve(void *h, const char *name) { return dlsym(h, name); }
 
+/* Whether an ELF file's loadable segments lie within it. dlopen maps a segment that
+ * ends past the end of the file and then faults on it (SIGBUS in the loader: a model
+ * truncated by a full disk or an interrupted copy killed its host). NULL when it may be
+ * handed to dlopen (which reports files that are not ELF, of another class or machine),
+ * else why not. */
+static const char *elf_truncated(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  Elf64_Ehdr eh;
+  const char *why = NULL;
+  struct stat st;
+  if (fstat(fileno(f), &st) || fread(&eh, sizeof eh, 1, f) != 1 || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64) {
+    fclose(f);
+    return NULL;
+  }
+  unsigned long long size = (unsigned long long)st.st_size;
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size || (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
+    why = "its program headers lie past its end (truncated?)";
+  for (int i = 0; !why && i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    if (fseek(f, (long)(eh.e_phoff + (unsigned long long)i * sizeof ph), SEEK_SET) || fread(&ph, sizeof ph, 1, f) != 1)
+      why = "cannot read its program headers";
+    else if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
+      why = "a segment lies past its end (truncated?)";
+  }
+  fclose(f);
+  return why;
+}
+
+
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   /* dlopen searches the library path for a bare name; a model is a file. */
   char buf[4096];
@@ -1091,6 +1146,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   if (!strchr(path, '/')) {
     snprintf(buf, sizeof buf, "./%s", path);
     path = buf;
+  }
+  const char *trunc = elf_truncated(path);
+  if (trunc) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: %s", path, trunc);
+    return NULL;
   }
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
@@ -1820,6 +1880,13 @@ static bool dims_changed(const tdsl_model *m, const RtBuf *b, const int *before)
   return false;
 }
 
+/* Dynamic buffer b's dims or size are not those of the dimensions' current values. */
+static bool dims_stale(const tdsl_model *m, const RtBuf *b) {
+  for (int k = 0; b->decl && k < b->rank; k++)
+    if (b->dims[k] != (b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k])) return true;
+  return b->decl && dyn_size(m, b) != b->size;
+}
+
 /* Dim id = v (0: unset), then the joins and flags that follow from the dims. */
 static void put_dim(tdsl_model *m, int id, int v) {
   *(int *)m->dims[id].ptr = v;
@@ -1847,15 +1914,39 @@ static int set_dim_in(tdsl_model *m, const char *name, long v) {
   if (!before) return fail(m, "out of memory");
   for (int i = 0; i < m->ndims; i++) before[i] = dim_value(m, i);
   put_dim(m, id, (int)v);
-  for (int i = 0; i < m->nbufs; i++)
-    if (dims_changed(m, &m->bufs[i], before) && dyn_size(m, &m->bufs[i]) < 0) {
+  /* Refused before anything is reallocated: a size no tensor can have, or tensors that
+   * together need more than the machine has (each may fit alone, and with overcommit
+   * the allocations succeed until the pages are touched). */
+  double total = 0;
+  for (int i = 0; i < m->nbufs; i++) {
+    const RtBuf *b = &m->bufs[i];
+    long size = dims_changed(m, b, before) ? dyn_size(m, b) : 0;
+    if (size < 0) {
       put_dim(m, id, old);
       free(before);
-      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
+      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, b->name);
     }
+    total += (double)size * (b->elem == TDSL_F64 ? 8 : 4);
+  }
+  if (total > (double)memory_bytes()) {
+    put_dim(m, id, old);
+    free(before);
+    return fail(m, "dimension %s = %ld: its tensors need %.0f bytes, more than the machine's memory", name, v, total);
+  }
   int rc = 0;
   for (int i = 0; i < m->nbufs && !rc; i++)
     if (dims_changed(m, &m->bufs[i], before)) rc = dyn_realloc(m, &m->bufs[i]);
+  if (rc) {
+    /* An allocation failed: back to the old size (the tensors start over there, as
+     * after any change), keeping the message, so that no tensor is left without
+     * storage or at the refused size. */
+    char msg[ERR_LEN];
+    memcpy(msg, m->err, ERR_LEN);
+    put_dim(m, id, old);
+    for (int i = 0; i < m->nbufs; i++)
+      if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
+    fail(m, "%s", msg);
+  }
   free(before);
   return rc;
 }
