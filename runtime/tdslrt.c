@@ -247,6 +247,7 @@ static void fork_release(bool child) {
   if (child) pthread_mutex_init(&registry.mu, NULL);
   else pthread_mutex_unlock(&registry.mu);
 }
+
 static void fork_parent(void) { fork_release(false); }
 static void fork_child(void) { fork_release(true); }
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -329,6 +330,7 @@ const char *tdsl_error(const tdsl_model *m) {
 static int need(tdsl_model *m, const char *fn, const char *what, const void *p) {
   return p ? 0 : fail(m, "%s: NULL %s", fn, what);
 }
+
 static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
   if (n < 0) return fail(m, "%s: negative element count %ld", fn, n);
   return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
@@ -1130,7 +1132,6 @@ static const char *elf_truncated(const char *path) {
   return why;
 }
 
-
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   /* dlopen searches the library path for a bare name; a model is a file. */
   char buf[4096];
@@ -1277,7 +1278,7 @@ int tdsl_rt_find_saved(const tdsl_model *m, const char *name) {
 }
 
 static int tensor_in(tdsl_model *m, int i, tdsl_tensor_info *out) {
-    if (need(m, "tdsl_tensor", "info pointer", out)) return -1;
+  if (need(m, "tdsl_tensor", "info pointer", out)) return -1;
   if (i < 0 || i >= m->nbufs) return fail(m, "no tensor number %d", i);
   if (m->cuda && adopt_err(m, tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err))) return -1;
   RtBuf *b = &m->bufs[i];
@@ -1358,6 +1359,7 @@ int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
   leave(m);
   return rc;
 }
+
 static int write_in(tdsl_model *m, const char *name, const float *src, long n) {
   if (need(m, "tdsl_write", "name", name) || need_data(m, "tdsl_write", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
@@ -1372,6 +1374,7 @@ int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
   leave(m);
   return rc;
 }
+
 static int read_f64_in(tdsl_model *m, const char *name, double *dst, long n) {
   if (need(m, "tdsl_read_f64", "name", name) || need_data(m, "tdsl_read_f64", dst, n)) return -1;
   RtBuf *b = sized(m, name, n);
@@ -1386,6 +1389,7 @@ int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
   leave(m);
   return rc;
 }
+
 static int write_f64_in(tdsl_model *m, const char *name, const double *src, long n) {
   if (need(m, "tdsl_write_f64", "name", name) || need_data(m, "tdsl_write_f64", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
@@ -1711,7 +1715,7 @@ static int init_buf(tdsl_model *m, RtBuf *b, uint64_t seed) {
 }
 
 static int init_in(tdsl_model *m, uint64_t seed) {
-    m->seed = seed;
+  m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++)
     if (init_buf(m, &m->bufs[bi], seed)) return -1;
@@ -2076,6 +2080,7 @@ int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int ran
   leave(m);
   return rc;
 }
+
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims) {
   if (!enter(m)) return -1;
   int rc = write_shaped(m, "tdsl_write_shaped_f64", name, NULL, src, rank, dims);
