@@ -134,24 +134,27 @@ fuzz-parse: $(B)/fuzz/fuzz_parse
 
 # The runtime under threads (testsuite/runtime/stress.c): one model used by several
 # threads at once through every kind of entry point, closed while in use, forked after
-# use, opened twice; under ThreadSanitizer (the model as its --emit-c rendering,
-# instrumented too) and ASan+UBSan. About 5 s; testsuite/run-all.sh runs it.
+# use, opened twice, run through its --emit-header routines while the thread count
+# changes; under ThreadSanitizer (the model as its --emit-c rendering, instrumented too)
+# and ASan+UBSan. About 5 s; testsuite/run-all.sh runs it.
 RTS := $(B)/rt-stress
 RTS_BIN := $(RTS)/stress.so $(RTS)/stress-tsan.so $(RTS)/host-tsan $(RTS)/host-asan
 $(RTS)/stress.so: testsuite/runtime/stress.tdsl $(B)/tdslc
 	@mkdir -p $(RTS)
 	$(B)/tdslc $< -o $@
+# the same model linked into the hosts, with its header (the direct part)
+$(RTS)/stress.o $(RTS)/stress.h &: testsuite/runtime/stress.tdsl $(B)/tdslc
+	@mkdir -p $(RTS)
+	$(B)/tdslc -c --emit-header=$(RTS)/stress.h -o $(RTS)/stress.o $<
 $(RTS)/stress-tsan.so: testsuite/runtime/stress.tdsl $(B)/tdslc
 	@mkdir -p $(RTS)
 	$(B)/tdslc --emit-c $< > $(RTS)/stress.c
 	$(CC) -std=c11 -O1 -g -fsanitize=thread -shared -fPIC -w -o $@ $(RTS)/stress.c -lm
-$(RTS)/host-tsan: testsuite/runtime/stress.c $(RT_SRC) $(wildcard runtime/*.h)
-	@mkdir -p $(RTS)
-	$(CC) -Iruntime $(WFLAGS) -O1 -g -fsanitize=thread -o $@ $< $(RT_SRC) -ldl -lm -lcjson -lpthread
-$(RTS)/host-asan: testsuite/runtime/stress.c $(RT_SRC) $(wildcard runtime/*.h)
-	@mkdir -p $(RTS)
-	$(CC) -Iruntime $(WFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -o $@ $< $(RT_SRC) \
-	  -ldl -lm -lcjson -lpthread
+$(RTS)/host-tsan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
+	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -fsanitize=thread -o $@ $< $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
+$(RTS)/host-asan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
+	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -o $@ $< \
+	  $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
 check-runtime-threads: $(RTS_BIN)
 	sh testsuite/runtime/threads.sh $(RTS)
 

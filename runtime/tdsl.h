@@ -25,7 +25,10 @@
  * device copies, error messages. What it hands out is not guarded: tdsl_tensor_info.data
  * read or written while another thread calls the model is the host's race, and a data
  * pointer is valid only until the tensor is reallocated (tdsl_set_dim; use tdsl_hold) or
- * the model closed; a cuda model's until the next tdsl_call. tdsl_error(m) gives the
+ * the model closed; a cuda model's until the next tdsl_call. A host that runs routines
+ * itself on tdsl_instance(m) (--emit-header) orders them with its other calls on m;
+ * their parallel loops take m's lock, so the pool is never replaced under one.
+ * tdsl_error(m) gives the
  * calling thread's last message for m (other threads' failures do not change it; a
  * thread that has none gets m's last message from any thread), valid until the thread's
  * next call that fails on m. tdsl_close while other threads call the model: the calls

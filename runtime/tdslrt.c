@@ -1006,16 +1006,24 @@ static void pool_drop(tdsl_model *m) {
   m->pool = NULL;
 }
 
-/* Called by the model's code inside tdsl_call, so under m's lock: the pool cannot be
- * ended or replaced (tdsl_set_num_threads) while a loop runs on it. */
+/* Called by the model's code, which runs inside tdsl_call (this thread holds m's lock:
+ * entering again only counts) or, through an --emit-header host's direct calls on
+ * tdsl_instance(m), outside any: entering then keeps tdsl_set_num_threads and
+ * tdsl_close in other threads from ending the pool while a loop runs on it. A model
+ * that is not open (closed under the host's direct call) runs the loop serially. */
 static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
   tdsl_model *m = rt;
+  if (!enter(m)) {
+    if (n > 0) fn(arg, 0, n);
+    return;
+  }
   if (m->pool && m->pool_fork != atomic_load_explicit(&fork_count, memory_order_relaxed)) pool_drop(m);
   if (m->nthreads > 1 && !m->pool) {
     m->pool_fork = atomic_load_explicit(&fork_count, memory_order_relaxed);
     if (!(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
   }
   tdsl_pool_run(m->pool, fn, arg, n);
+  leave(m);
 }
 
 /* A model with parallel loops calls slot 2 of its instance header (this runtime's

@@ -2,10 +2,12 @@
  * once through every kind of entry point, closed while in use, forked after use, opened
  * twice. Run under ThreadSanitizer and ASan+UBSan by `make check-runtime-threads`.
  *
- *   stress MODEL.so DIR storm|close|fork|twice
+ *   stress MODEL.so DIR storm|close|fork|twice|direct
  *
  * Each part prints "PART ok" or a FAIL line and exits non-zero. The model is
- * testsuite/runtime/stress.tdsl: a dynamic batch, a training step with parallel loops. */
+ * testsuite/runtime/stress.tdsl: a dynamic batch, a training step with parallel loops;
+ * also linked in statically (stress.o and its --emit-header header stress.h) for the
+ * direct part. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -247,6 +249,37 @@ static int part_twice(void) {
   return 0;
 }
 
+/* A host that runs the model's code itself (--emit-header: the routine on
+ * tdsl_instance(m), not through tdsl_call) while another thread changes the thread
+ * count: the model's parallel loops reach the runtime's pool through the instance, and
+ * the pool must not be replaced under a loop running on it. */
+#include "stress.h"
+static atomic_int direct_done;
+static void *direct_steps(void *arg) {
+  tdsl_model *m = arg;
+  void *inst = tdsl_instance(m);
+  for (int k = 0; k < 200; k++) stress_step(inst);
+  atomic_store(&direct_done, 1);
+  return NULL;
+}
+
+static int part_direct(void) {
+  char err[512];
+  tdsl_model *m = tdsl_open_resolved(stress_resolve, NULL, err, sizeof err);
+  long dims[2] = {64, IN};
+  if (!m || tdsl_init(m, 3) || tdsl_write_shaped(m, "x", xs, 2, dims)) {
+    FAIL("direct open: %s", m ? tdsl_error(m) : err);
+    return 1;
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, direct_steps, m);
+  for (int k = 0; !atomic_load(&direct_done); k++)
+    if (tdsl_set_num_threads(m, 1 + k % 3)) FAIL("set_num_threads: %s", tdsl_error(m));
+  pthread_join(th, NULL);
+  tdsl_close(m);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) return 2;
   path = argv[1];
@@ -259,6 +292,7 @@ int main(int argc, char **argv) {
          : !strcmp(part, "close") ? part_close()
          : !strcmp(part, "fork")  ? part_fork()
          : !strcmp(part, "twice") ? part_twice()
+         : !strcmp(part, "direct") ? part_direct()
                                   : 2;
   if (rc || atomic_load(&failures)) {
     printf("%s FAILED\n", part);
