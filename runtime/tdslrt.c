@@ -178,13 +178,52 @@ static int adopt_err(tdsl_model *m, int rc) {
 
 /* The open models. A pointer is looked up here before it is dereferenced, so a closed
  * model (tdsl_close twice, tdsl_error after it) or a garbage pointer is refused without
- * reading freed or foreign memory. A few models are open at a time: a list will do. */
+ * reading freed or foreign memory. Every call looks its model up: besides the list, a
+ * hash set of the pointers (linear probing, at most a quarter full, rebuilt when the
+ * list changes: opening is rare, calls are not), so that a host with thousands of open
+ * models does not pay a scan per call. NULL hash (out of memory): the list is scanned. */
 static struct {
   pthread_mutex_t mu;
   const tdsl_model **open;
   int n, cap;
+  const tdsl_model **hash;
+  size_t hmask;
   unsigned long serials;
-} registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+} registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, NULL, 0, 0};
+
+static size_t ptr_slot(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return (size_t)(x ^ x >> 32);
+}
+
+/* Rebuilds the hash set from the list (registry lock held). */
+static void reg_rehash(void) {
+  free(registry.hash);
+  registry.hash = NULL;
+  size_t cap = 16;
+  while (cap < 4 * (size_t)registry.n) cap *= 2;
+  if (!registry.n || !(registry.hash = calloc(cap, sizeof *registry.hash))) return;
+  registry.hmask = cap - 1;
+  for (int i = 0; i < registry.n; i++) {
+    size_t k = ptr_slot(registry.open[i]) & registry.hmask;
+    while (registry.hash[k]) k = (k + 1) & registry.hmask;
+    registry.hash[k] = registry.open[i];
+  }
+}
+
+/* Whether m is open (registry lock held). */
+static bool reg_has(const tdsl_model *m) {
+  if (!registry.hash) {
+    for (int i = registry.n - 1; i >= 0; i--)
+      if (registry.open[i] == m) return true;
+    return false;
+  }
+  for (size_t k = ptr_slot(m) & registry.hmask; registry.hash[k]; k = (k + 1) & registry.hmask)
+    if (registry.hash[k] == m) return true;
+  return false;
+}
 
 /* The model's lock: recursive, since entry points call entry points. */
 static void model_lock_init(tdsl_model *m) {
@@ -266,6 +305,7 @@ static bool reg_add(tdsl_model *m) {
   if (ok) {
     registry.open[registry.n++] = m;
     m->serial = ++registry.serials;
+    reg_rehash();
   }
   pthread_mutex_unlock(&registry.mu);
   return ok;
@@ -281,6 +321,7 @@ static bool reg_remove(const tdsl_model *m) {
       registry.open[i] = registry.open[--registry.n];
       found = true;
     }
+  if (found) reg_rehash();
   if (!registry.n) {
     free(registry.open);
     registry.open = NULL;
@@ -299,9 +340,7 @@ static bool enter(const tdsl_model *cm) {
   tdsl_model *m = (tdsl_model *)cm; /* the lock is not the model's value */
   if (!m) return false;
   pthread_mutex_lock(&registry.mu);
-  bool found = false;
-  for (int i = registry.n - 1; i >= 0 && !found; i--) found = registry.open[i] == m;
-  if (!found) {
+  if (!reg_has(m)) {
     pthread_mutex_unlock(&registry.mu);
     return false;
   }

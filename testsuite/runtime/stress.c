@@ -2,7 +2,7 @@
  * once through every kind of entry point, closed while in use, forked after use, opened
  * twice. Run under ThreadSanitizer and ASan+UBSan by `make check-runtime-threads`.
  *
- *   stress MODEL.so DIR storm|close|fork|twice|direct
+ *   stress MODEL.so DIR storm|close|fork|twice|direct|many
  *
  * Each part prints "PART ok" or a FAIL line and exits non-zero. The model is
  * testsuite/runtime/stress.tdsl: a dynamic batch, a training step with parallel loops;
@@ -280,6 +280,33 @@ static int part_direct(void) {
   return 0;
 }
 
+/* Thousands of open models (the registry of open models is a hash set): each is found,
+ * a closed one is refused while the others work, in any order of closing. */
+static int part_many(void) {
+  enum { N = 3000 };
+  static tdsl_model *ms[N];
+  static char closed[N];
+  for (int i = 0; i < N; i++)
+    if (!(ms[i] = open_model())) return 1;
+  uint32_t s = 5;
+  for (int round = 0; round < 4; round++) {
+    for (int k = 0; k < N / 4; k++) { /* close a quarter, chosen at random */
+      int i = (int)(next(&s) >> 8) % N;
+      if (!closed[i]) tdsl_close(ms[i]);
+      closed[i] = 1;
+    }
+    for (int i = 0; i < N; i++) {
+      long b = -1;
+      int rc = tdsl_get_dim(ms[i], "batch", &b);
+      if (closed[i] ? rc != -1 || strcmp(tdsl_error(ms[i]), "not an open model") : rc || b != 0)
+        FAIL("model %d (%s): rc %d", i, closed[i] ? "closed" : "open", rc);
+    }
+  }
+  for (int i = 0; i < N; i++)
+    if (!closed[i]) tdsl_close(ms[i]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) return 2;
   path = argv[1];
@@ -293,6 +320,7 @@ int main(int argc, char **argv) {
          : !strcmp(part, "fork")  ? part_fork()
          : !strcmp(part, "twice") ? part_twice()
          : !strcmp(part, "direct") ? part_direct()
+         : !strcmp(part, "many")   ? part_many()
                                   : 2;
   if (rc || atomic_load(&failures)) {
     printf("%s FAILED\n", part);

@@ -19,7 +19,7 @@ rm -rf "$dir/d" && mkdir -p "$dir/d"
 for part in storm close twice direct; do
   run "tsan $part" env TSAN_OPTIONS=halt_on_error=1:exitcode=66 "$dir/host-tsan" "$dir/stress-tsan.so" "$dir/d" $part
 done
-for part in storm close twice direct fork; do
+for part in storm close twice direct fork many; do
   run "asan $part" "$dir/host-asan" "$dir/stress.so" "$dir/d" $part
 done
 echo "$pass passed, $fail failed"
