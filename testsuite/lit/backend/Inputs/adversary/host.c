@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "tdsl.h"
 
@@ -24,8 +25,30 @@ static void dims(tdsl_model *m, const char *label) {
   printf("%s: b = %ld, x: size %ld dims %d %d data %s\n", label, b, ti.size, ti.dims[0], ti.dims[1], ti.data ? "set" : "NULL");
 }
 
+/* An allocation that fails although the machine has the memory (an address-space limit
+ * here; another process's use in general): set_dim goes back to the old size, so no
+ * tensor is left without storage or at the refused size. Plain build only: ASan needs
+ * more address space than the limit allows. */
+static int rlimit_case(void) {
+  char err[512];
+  tdsl_model *m = tdsl_open("./m.so", err, sizeof err);
+  if (!m) {
+    puts(err);
+    return 1;
+  }
+  show(m, "set_dim 4", tdsl_set_dim(m, "b", 4));
+  struct rlimit rl = {512L << 20, 512L << 20};
+  int lim = setrlimit(RLIMIT_AS, &rl);
+  show(m, "set_dim 1e8 under a 512 MiB limit", lim ? lim : tdsl_set_dim(m, "b", 100000000));
+  dims(m, "after failed");
+  show(m, "call", tdsl_call(m, "y.forward"));
+  tdsl_close(m);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   char err[512];
+  if (argc == 2 && !strcmp(argv[1], "--rlimit")) return rlimit_case();
   /* loading: files that are not models, or only look like one */
   for (int i = 1; i < argc; i++) try_open(argv[i]);
   tdsl_model *m = tdsl_open("./m.so", err, sizeof err);
