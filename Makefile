@@ -132,6 +132,32 @@ fuzz-parse: $(B)/fuzz/fuzz_parse
 	$(B)/fuzz/fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -max_len=8192 -dict=testsuite/fuzz/tdsl.dict \
 	  -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/new testsuite/fuzz/corpus
 
+# The runtime under threads (testsuite/runtime/stress.c): one model used by several
+# threads at once through every kind of entry point, closed while in use, forked after
+# use, opened twice, run through its --emit-header routines while the thread count
+# changes; under ThreadSanitizer (the model as its --emit-c rendering, instrumented too)
+# and ASan+UBSan. About 5 s; testsuite/run-all.sh runs it.
+RTS := $(B)/rt-stress
+RTS_BIN := $(RTS)/stress.so $(RTS)/stress-tsan.so $(RTS)/host-tsan $(RTS)/host-asan
+$(RTS)/stress.so: testsuite/runtime/stress.tdsl $(B)/tdslc
+	@mkdir -p $(RTS)
+	$(B)/tdslc $< -o $@
+# the same model linked into the hosts, with its header (the direct part)
+$(RTS)/stress.o $(RTS)/stress.h &: testsuite/runtime/stress.tdsl $(B)/tdslc
+	@mkdir -p $(RTS)
+	$(B)/tdslc -c --emit-header=$(RTS)/stress.h -o $(RTS)/stress.o $<
+$(RTS)/stress-tsan.so: testsuite/runtime/stress.tdsl $(B)/tdslc
+	@mkdir -p $(RTS)
+	$(B)/tdslc --emit-c $< > $(RTS)/stress.c
+	$(CC) -std=c11 -O1 -g -fsanitize=thread -shared -fPIC -w -o $@ $(RTS)/stress.c -lm
+$(RTS)/host-tsan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
+	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -fsanitize=thread -o $@ $< $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
+$(RTS)/host-asan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
+	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -o $@ $< \
+	  $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
+check-runtime-threads: $(RTS_BIN)
+	sh testsuite/runtime/threads.sh $(RTS)
+
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/deps.sh
 	@mkdir -p $(B)
@@ -139,7 +165,8 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 
 check: deps check-layers
-	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse $(B)/fuzz/fuzz_meta $(B)/fuzz/fuzz_load
+	$(MAKE) all $(B)/asan/tdslc $(UNIT_BIN) $(UNIT_ASAN_BIN) $(B)/fuzz/fuzz_parse $(B)/fuzz/fuzz_meta $(B)/fuzz/fuzz_load \
+	  $(RTS_BIN)
 	sh testsuite/run-all.sh
 
 # Every #include "..." stays within the layer rules of HACKING.md ("Layers").
@@ -209,5 +236,5 @@ bench: bench-cpu bench-train bench-compile
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-load fuzz-pipeline
+.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-load fuzz-pipeline check-runtime-threads
 .SECONDARY:

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,9 @@ static int write_body(tdsl_model *m, FILE *f, unsigned which, const char *hdr, s
     if (tdsl_tensor(m, i, &ti)) return -1;
     if (!(which & (1u << ti.role))) continue;
     size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
-    if (fwrite(ti.data, 1, bytes, f) != bytes) return -1;
+    /* a tensor whose dynamic dimensions are unset has no storage (data NULL, which
+     * fwrite must not get even for 0 bytes) */
+    if (bytes && fwrite(ti.data, 1, bytes, f) != bytes) return -1;
   }
   return 0;
 }
@@ -109,8 +112,9 @@ static int open_temp(const char *target, char *tmp, size_t len) {
   return fd;
 }
 
-int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
-  if (tdsl_rt_args(m, "tdsl_save", "path", path)) return -1;
+/* tdsl_save with m entered: one checkpoint is one state of the model, even while other
+ * threads call it. */
+static int save_locked(tdsl_model *m, const char *path, unsigned which) {
   if (!*path) return tdsl_rt_fail(m, "tdsl_save: empty path");
   struct stat st;
   bool exists = stat(path, &st) == 0;
@@ -147,6 +151,13 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
   free(tmp);
   free(target);
   cJSON_free(hdr);
+  return rc;
+}
+
+int tdsl_save(tdsl_model *m, const char *path, unsigned which) {
+  if (tdsl_rt_enter(m, "tdsl_save", "path", path)) return -1;
+  int rc = save_locked(m, path, which);
+  tdsl_rt_leave(m);
   return rc;
 }
 
@@ -221,6 +232,22 @@ static int check_entry(tdsl_model *m, const char *path, const cJSON *e, size_t d
   return 0;
 }
 
+/* Whether JSON text has the escape \u0000 (a backslash that is not itself escaped).
+ * cJSON decodes it into a NUL that ends the C string: the entry "w\u0000x" would load
+ * into tensor "w". No tensor name has one, so such a file is refused. */
+static bool has_nul_escape(const char *text, size_t n) {
+  /* a raw NUL inside the object does the same (padding after it is harmless) */
+  const char *z = memchr(text, 0, n);
+  if (z && memchr(z, '}', n - (size_t)(z - text))) return true;
+  for (size_t i = 0; i + 6 <= n; i++) {
+    if (memcmp(text + i, "\\u0000", 6)) continue;
+    size_t k = i;
+    while (k > 0 && text[k - 1] == '\\') k--;
+    if ((i - k) % 2 == 0) return true; /* an even run before it: this backslash escapes */
+  }
+  return false;
+}
+
 /* Reads the header; *data_at and *data_len locate the byte buffer. */
 static cJSON *read_header(tdsl_model *m, FILE *f, const char *path, long *data_at, size_t *data_len) {
   unsigned char n8[8];
@@ -242,7 +269,17 @@ static cJSON *read_header(tdsl_model *m, FILE *f, const char *path, long *data_a
     return NULL;
   }
   fseek(f, 8, SEEK_SET);
-  cJSON *root = fread(text, 1, (size_t)n, f) == (size_t)n ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+  if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+    free(text);
+    tdsl_rt_fail(m, "'%s' is not a safetensors file (short header)", path);
+    return NULL;
+  }
+  if (has_nul_escape(text, (size_t)n)) {
+    free(text);
+    tdsl_rt_fail(m, "'%s': its header has a NUL character (\\u0000) in a string", path);
+    return NULL;
+  }
+  cJSON *root = cJSON_ParseWithLength(text, (size_t)n);
   free(text);
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
@@ -326,7 +363,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
       continue;
     }
     size_t bytes = (size_t)ti.size * elem_bytes(ti.elem);
-    if (fseek(f, data_at + (long)begin[count], SEEK_SET) || fread(ti.data, 1, bytes, f) != bytes)
+    if (bytes && (fseek(f, data_at + (long)begin[count], SEEK_SET) || fread(ti.data, 1, bytes, f) != bytes))
       rc = tdsl_rt_fail(m, "'%s': short read of tensor '%s'", path, e->string);
     count++;
   }
@@ -336,8 +373,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
   return rc;
 }
 
-int tdsl_load(tdsl_model *m, const char *path) {
-  if (tdsl_rt_args(m, "tdsl_load", "path", path)) return -1;
+static int load_locked(tdsl_model *m, const char *path) {
   if (tdsl_rt_readable(m, path)) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return tdsl_rt_fail(m, "cannot read '%s': %s", path, strerror(errno));
@@ -347,5 +383,12 @@ int tdsl_load(tdsl_model *m, const char *path) {
   int rc = root ? load_entries(m, f, path, root, data_at, data_len) : -1;
   cJSON_Delete(root);
   fclose(f);
+  return rc;
+}
+
+int tdsl_load(tdsl_model *m, const char *path) {
+  if (tdsl_rt_enter(m, "tdsl_load", "path", path)) return -1;
+  int rc = load_locked(m, path);
+  tdsl_rt_leave(m);
   return rc;
 }

@@ -211,6 +211,13 @@ void tdsl_pool_free(tdsl_pool *p) {
   free(p);
 }
 
+void tdsl_pool_forget(tdsl_pool *p) {
+  if (!p) return;
+  free(p->w);
+  free(p->range);
+  free(p);
+}
+
 int tdsl_pool_threads(const tdsl_pool *p) { return p ? p->n : 1; }
 
 void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n) {

@@ -17,6 +17,9 @@ typedef struct tdsl_pool tdsl_pool;
  * NULL if threads cannot be created. */
 tdsl_pool *tdsl_pool_new(int nthreads);
 void tdsl_pool_free(tdsl_pool *p);
+/* Frees a pool whose threads are not in this process (the child of a fork after the
+ * pool started), without joining them or touching their locks. */
+void tdsl_pool_forget(tdsl_pool *p);
 int tdsl_pool_threads(const tdsl_pool *p);
 /* Runs fn over [0, n) split among the threads; returns when every chunk is done. */
 void tdsl_pool_run(tdsl_pool *p, tdsl_par_fn fn, void *arg, long n);

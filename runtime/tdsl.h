@@ -14,7 +14,28 @@
  * gives -1 (the counts -1, the name getters NULL; tdsl_error(NULL) says so), a NULL
  * name, data or result pointer or a negative count -1 with the message. Tensors are found by alias (a name's last binding) or name, or "T.grad";
  * routines by name, or "T.forward" / "T.backprop". Data is laid out row-major in the
- * memory order batch, output, input. The runtime never includes compiler headers. */
+ * memory order batch, output, input. The runtime never includes compiler headers.
+ *
+ * Threads. Every function may be called from any thread, on one model as well as on
+ * several. Each call on a model holds that model's lock for its whole duration, so calls
+ * on one model run one at a time (a tdsl_call, tdsl_save or tdsl_load is one step the
+ * others see before or after, never half done); calls on different models (also two
+ * tdsl_opens of one file) run in parallel. What the runtime keeps is safe from races:
+ * dimensions and allocations, holds, index symbols, the thread pool, a cuda model's
+ * device copies, error messages. What it hands out is not guarded: tdsl_tensor_info.data
+ * read or written while another thread calls the model is the host's race, and a data
+ * pointer is valid only until the tensor is reallocated (tdsl_set_dim; use tdsl_hold) or
+ * the model closed; a cuda model's until the next tdsl_call. A host that runs routines
+ * itself on tdsl_instance(m) (--emit-header) orders them with its other calls on m;
+ * their parallel loops take m's lock, so the pool is never replaced under one.
+ * tdsl_error(m) gives the
+ * calling thread's last message for m (other threads' failures do not change it; a
+ * thread that has none gets m's last message from any thread), valid until the thread's
+ * next call that fails on m. tdsl_close while other threads call the model: the calls
+ * already inside finish first, later ones fail with "not an open model"; using a model
+ * after tdsl_close returned is refused the same way (while no new model took its
+ * address). fork(): the runtime waits until no call runs on any open model, so the
+ * child's models are whole and usable (a model's thread pool starts anew in the child). */
 #ifndef TDSL_H
 #define TDSL_H
 
@@ -115,7 +136,8 @@ int tdsl_call(tdsl_model *m, const char *name);
 /* Threads for the model's parallel loops (default: the environment variable
  * TDSL_NUM_THREADS, else the number of online cores; 1 to 1024). Every parallel loop
  * writes each cell from one iteration in the serial order, so results do not depend on
- * the count. A model is not reentrant: one tdsl_call at a time. */
+ * the count. Changing the count while another thread runs a routine on the model waits
+ * for that routine (the pool is replaced between calls, never under one). */
 int tdsl_set_num_threads(tdsl_model *m, int n);
 int tdsl_get_num_threads(const tdsl_model *m);
 

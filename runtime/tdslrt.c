@@ -4,18 +4,22 @@
  * symbols, 64-byte aligned, at the offsets the metadata gives). This file parses the
  * text and does the rest by name. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <limits.h>
 #include <link.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
+#include <sys/sysinfo.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -70,8 +74,20 @@ typedef struct RtNamed {
 /* Set while a model is open: a pointer that is not an open model is refused. */
 #define MODEL_MAGIC 0x7464736cu
 
+/* Threads (tdsl.h, "Threads"). Every entry point that takes a model enters it: it finds
+ * the model in the registry of open models and takes the model's own recursive lock
+ * (the runtime's own functions call each other, and checkpoint.c and npy.c go through
+ * the public API while tdsl_save/tdsl_load hold it), see enter(). Calls on one model
+ * are serialized; calls on different models share nothing but the registry's short
+ * critical sections. tdsl_close takes the model out of the registry (later calls are
+ * refused as "not an open model"), then waits until it holds the lock with no entry
+ * point waiting for it (the calls in flight have left) before it frees. */
 struct tdsl_model {
   unsigned magic;
+  pthread_mutex_t mu;  /* recursive: taken by every entry point (enter/leave) */
+  atomic_int waiting;  /* entry points found the model open and wait for mu */
+  unsigned long serial; /* unique per tdsl_open: tells a reused address from the old model */
+  bool closing;        /* tdsl_close has begun */
   void *dl;
   tdsl_resolver res;   /* the model's own symbols */
   void *res_h;
@@ -98,30 +114,186 @@ struct tdsl_model {
   struct RtHold { void *ptr; long count; bool orphan; } *holds; /* tdsl_hold: storage kept
                         * allocated; orphan: no tensor's any more (freed at the last release) */
   int nholds;
+  unsigned pool_fork;   /* fork_count when the pool started: other than now, its workers
+                        * are threads of the parent process (pool_drop) */
   uint64_t seed;       /* of the last tdsl_init: what the routine "init" reuses */
-  char err[512];
+  char err[512];       /* the last message of any thread (tdsl_error's fallback) */
 };
 
 const char *tdsl_version(void) { return TDSL_VERSION; }
 
+/* ---- errors: per thread and model ----
+ * A failing call writes its message into a slot of the calling thread for that model
+ * (and into the model's err, the last message of any thread). tdsl_error(m) returns the
+ * caller's slot for m: a message another thread writes meanwhile neither changes it nor
+ * races with reading it. A thread keeps slots for the last ERR_SLOTS models it failed
+ * on; a thread without a slot for m gets a copy of m's last message. Slots are keyed by
+ * the model's serial, so a new model at a closed one's address starts without one. */
+enum { ERR_SLOTS = 8, ERR_LEN = 512 };
+static _Thread_local struct ErrSlot {
+  unsigned long serial;
+  char msg[ERR_LEN];
+} err_slots[ERR_SLOTS];
+static _Thread_local unsigned err_next;
+
+/* The calling thread's slot for m; a new one (empty, or with m's last message when
+ * inherit) when it has none. */
+static char *err_slot(const tdsl_model *m, bool inherit) {
+  for (int i = 0; i < ERR_SLOTS; i++)
+    if (err_slots[i].serial == m->serial) return err_slots[i].msg;
+  struct ErrSlot *s = &err_slots[err_next++ % ERR_SLOTS];
+  s->serial = m->serial;
+  if (inherit) memcpy(s->msg, m->err, ERR_LEN);
+  else s->msg[0] = 0;
+  return s->msg;
+}
+
+/* Sets the message (the caller holds m's lock, or m is not published yet); -1. */
+static int vfail(tdsl_model *m, const char *fmt, va_list ap) {
+  char *msg = err_slot(m, false);
+  vsnprintf(msg, ERR_LEN, fmt, ap);
+  /* Names in messages come from the host and from files (a checkpoint's entry names):
+   * control bytes become '?', so that printing a message cannot drive a terminal. */
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  memcpy(m->err, msg, ERR_LEN);
+  return -1;
+}
+
 static int fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  vfail(m, fmt, ap);
   va_end(ap);
+  return -1;
+}
+
+/* A message some part wrote into m->err itself (the cuda part's calls take a buffer):
+ * the caller's slot gets it too. rc: that part's result; -1 when it failed. */
+static int adopt_err(tdsl_model *m, int rc) {
+  if (!rc) return 0;
+  memcpy(err_slot(m, false), m->err, ERR_LEN);
   return -1;
 }
 
 /* The open models. A pointer is looked up here before it is dereferenced, so a closed
  * model (tdsl_close twice, tdsl_error after it) or a garbage pointer is refused without
- * reading freed or foreign memory. A few models are open at a time: a list will do. */
+ * reading freed or foreign memory. Every call looks its model up: besides the list, a
+ * hash set of the pointers (linear probing, at most a quarter full, rebuilt when the
+ * list changes: opening is rare, calls are not), so that a host with thousands of open
+ * models does not pay a scan per call. NULL hash (out of memory): the list is scanned. */
 static struct {
   pthread_mutex_t mu;
   const tdsl_model **open;
   int n, cap;
-} registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+  const tdsl_model **hash;
+  size_t hmask;
+  unsigned long serials;
+} registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, NULL, 0, 0};
 
-static bool reg_add(const tdsl_model *m) {
+static size_t ptr_slot(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return (size_t)(x ^ x >> 32);
+}
+
+/* Rebuilds the hash set from the list (registry lock held). */
+static void reg_rehash(void) {
+  free(registry.hash);
+  registry.hash = NULL;
+  size_t cap = 16;
+  while (cap < 4 * (size_t)registry.n) cap *= 2;
+  if (!registry.n || !(registry.hash = calloc(cap, sizeof *registry.hash))) return;
+  registry.hmask = cap - 1;
+  for (int i = 0; i < registry.n; i++) {
+    size_t k = ptr_slot(registry.open[i]) & registry.hmask;
+    while (registry.hash[k]) k = (k + 1) & registry.hmask;
+    registry.hash[k] = registry.open[i];
+  }
+}
+
+/* Whether m is open (registry lock held). */
+static bool reg_has(const tdsl_model *m) {
+  if (!registry.hash) {
+    for (int i = registry.n - 1; i >= 0; i--)
+      if (registry.open[i] == m) return true;
+    return false;
+  }
+  for (size_t k = ptr_slot(m) & registry.hmask; registry.hash[k]; k = (k + 1) & registry.hmask)
+    if (registry.hash[k] == m) return true;
+  return false;
+}
+
+/* The model's lock: recursive, since entry points call entry points. */
+static void model_lock_init(tdsl_model *m) {
+  pthread_mutexattr_t at;
+  pthread_mutexattr_init(&at);
+  pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&m->mu, &at);
+  pthread_mutexattr_destroy(&at);
+}
+
+/* Bumped in the child of every fork: a thread pool started before it has no threads
+ * in the child (pool_drop). */
+static atomic_uint fork_count;
+
+/* fork(). Only the forking thread exists in the child: a lock another thread held at the
+ * fork would stay locked there forever, and a model it was changing would be half
+ * changed. So, as glibc does for malloc, the fork waits until no call runs on any open
+ * model: the handler takes every model's lock (counted in `waiting` meanwhile, so none
+ * is freed), then the registry's, and releases them on both sides. The child also
+ * forgets the threads it has not got: those waiting for a lock (`waiting`), and pools'
+ * workers (pool_drop). */
+static struct {
+  tdsl_model **m;
+  int n;
+} forking;
+
+static void fork_prepare(void) {
+  pthread_mutex_lock(&registry.mu);
+  forking.n = 0;
+  forking.m = registry.n ? malloc(sizeof *forking.m * (size_t)registry.n) : NULL;
+  for (int i = 0; forking.m && i < registry.n; i++) {
+    forking.m[forking.n++] = (tdsl_model *)registry.open[i];
+    atomic_fetch_add(&forking.m[i]->waiting, 1); /* as enter(): tdsl_close waits */
+  }
+  pthread_mutex_unlock(&registry.mu);
+  /* no call takes a second model's lock while it holds one: no cycle with this order */
+  for (int i = 0; i < forking.n; i++) {
+    pthread_mutex_lock(&forking.m[i]->mu);
+    atomic_fetch_sub(&forking.m[i]->waiting, 1);
+  }
+  pthread_mutex_lock(&registry.mu);
+}
+
+/* The child makes its locks anew: a recursive mutex's owner is the parent's thread id,
+ * so the child's unlock would be refused. */
+static void fork_release(bool child) {
+  if (!child)
+    for (int i = 0; i < forking.n; i++) pthread_mutex_unlock(&forking.m[i]->mu);
+  if (child) {
+    atomic_fetch_add(&fork_count, 1);
+    for (int i = 0; i < registry.n; i++) {
+      tdsl_model *m = (tdsl_model *)registry.open[i];
+      model_lock_init(m);
+      atomic_store(&m->waiting, 0);
+    }
+  }
+  free(forking.m);
+  forking.m = NULL;
+  forking.n = 0;
+  if (child) pthread_mutex_init(&registry.mu, NULL);
+  else pthread_mutex_unlock(&registry.mu);
+}
+
+static void fork_parent(void) { fork_release(false); }
+static void fork_child(void) { fork_release(true); }
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_register(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+static bool reg_add(tdsl_model *m) {
+  pthread_once(&fork_once, fork_register);
   pthread_mutex_lock(&registry.mu);
   bool ok = true;
   if (registry.n == registry.cap) {
@@ -130,13 +302,17 @@ static bool reg_add(const tdsl_model *m) {
     if (grown) registry.open = grown, registry.cap = cap;
     else ok = false;
   }
-  if (ok) registry.open[registry.n++] = m;
+  if (ok) {
+    registry.open[registry.n++] = m;
+    m->serial = ++registry.serials;
+    reg_rehash();
+  }
   pthread_mutex_unlock(&registry.mu);
   return ok;
 }
 
-/* Removes m; false when it was not open. The last close frees the list (no leak for
- * leak checkers of programs that close their models). */
+/* Removes m; false when it was not open (or another tdsl_close got it first). The last
+ * close frees the list (no leak for leak checkers of programs that close their models). */
 static bool reg_remove(const tdsl_model *m) {
   pthread_mutex_lock(&registry.mu);
   bool found = false;
@@ -145,6 +321,7 @@ static bool reg_remove(const tdsl_model *m) {
       registry.open[i] = registry.open[--registry.n];
       found = true;
     }
+  if (found) reg_rehash();
   if (!registry.n) {
     free(registry.open);
     registry.open = NULL;
@@ -154,41 +331,66 @@ static bool reg_remove(const tdsl_model *m) {
   return found;
 }
 
-static bool live(const tdsl_model *m) {
+/* Enters model cm for one call: false when it is not an open model. On true the caller
+ * holds its lock and must leave(). The lock is tried while the registry's is held, so
+ * the model cannot be freed in between; only when another thread holds it does the
+ * caller count itself in `waiting` (tdsl_close waits for those) and block. The common
+ * case costs the registry's lock and the model's, nothing more. */
+static bool enter(const tdsl_model *cm) {
+  tdsl_model *m = (tdsl_model *)cm; /* the lock is not the model's value */
   if (!m) return false;
   pthread_mutex_lock(&registry.mu);
-  bool found = false;
-  for (int i = registry.n - 1; i >= 0 && !found; i--) found = registry.open[i] == m;
+  if (!reg_has(m)) {
+    pthread_mutex_unlock(&registry.mu);
+    return false;
+  }
+  if (pthread_mutex_trylock(&m->mu) == 0) {
+    pthread_mutex_unlock(&registry.mu);
+    return true;
+  }
+  atomic_fetch_add_explicit(&m->waiting, 1, memory_order_relaxed);
   pthread_mutex_unlock(&registry.mu);
-  return found && m->magic == MODEL_MAGIC;
+  pthread_mutex_lock(&m->mu);
+  atomic_fetch_sub_explicit(&m->waiting, 1, memory_order_relaxed);
+  return true;
 }
+
+static void leave(const tdsl_model *cm) { pthread_mutex_unlock(&((tdsl_model *)cm)->mu); }
 
 const char *tdsl_error(const tdsl_model *m) {
   if (!m) return "no model (NULL)";
-  return live(m) ? m->err : "not an open model";
+  if (!enter(m)) return "not an open model";
+  const char *msg = err_slot(m, true);
+  leave(m);
+  return msg;
 }
 
 /* The checks every function makes of its arguments. */
 static int need(tdsl_model *m, const char *fn, const char *what, const void *p) {
   return p ? 0 : fail(m, "%s: NULL %s", fn, what);
 }
+
 static int need_data(tdsl_model *m, const char *fn, const void *p, long n) {
   if (n < 0) return fail(m, "%s: negative element count %ld", fn, n);
   return p || n == 0 ? 0 : fail(m, "%s: NULL data pointer", fn);
 }
 
-int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p) {
-  return !live(m) ? -1 : need(m, fn, what, p);
+int tdsl_rt_enter(tdsl_model *m, const char *fn, const char *what, const void *p) {
+  if (!enter(m)) return -1;
+  if (!need(m, fn, what, p)) return 0;
+  leave(m);
+  return -1;
 }
+
+void tdsl_rt_leave(tdsl_model *m) { leave(m); }
 
 int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->err, sizeof m->err, fmt, ap);
+  vfail(m, fmt, ap);
   va_end(ap);
   return -1;
 }
-
 static const char *const role_names[] = {"intermediate", "param", "grad", "optimizer", "input", "const"};
 
 const char *tdsl_role_name(tdsl_role r) {
@@ -200,6 +402,17 @@ static char *xstrdup(const char *s) {
   char *r = malloc(n);
   if (r) memcpy(r, s, n);
   return r;
+}
+
+/* Whether p, a symbol the resolver found, is known to be something other than code (a
+ * variable named like a model's function: calling it would jump into data). Only what
+ * the dynamic linker knows is checked; code it does not know (tdslc --run's) passes. */
+static bool not_code(const void *p) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!p || !dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != p) return false;
+  int type = ELF64_ST_TYPE(sym->st_info);
+  return type != STT_FUNC && type != STT_GNU_IFUNC;
 }
 
 /* ---- metadata ---- */
@@ -302,6 +515,7 @@ static int meta_seq(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
     snprintf(sym, sizeof sym, "%s_call", m->prefix ? m->prefix : "tdsl");
     void *f = res(h, sym);
     if (!f) return fail(m, "model has no symbol %s", sym);
+    if (not_code(f)) return fail(m, "model symbol %s is not a function", sym);
     memcpy(&m->call, &f, sizeof f);
   }
   m->fns = grow(m->fns, m->nfns, sizeof nd);
@@ -686,6 +900,7 @@ static int meta_fn(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   RtNamed nd = {.index = (int)idx, .name = xstrdup(name), .ptr = res(h, symname)};
   if (!nd.name) return fail(m, "out of memory");
   if (add_named(m, &m->fns, &m->nfns, nd)) return -1;
+  if (not_code(nd.ptr)) return fail(m, "model symbol %s (%s) is not a function", symname, nd.name);
   return nd.ptr ? 0 : fail(m, "model has no symbol %s (%s)", symname, nd.name);
 }
 
@@ -802,7 +1017,12 @@ static void *inst_resolve(void *h, const char *name) {
   return m->res(m->res_h, sym);
 }
 
-void *tdsl_instance(tdsl_model *m) { return live(m) ? m->inst : NULL; }
+void *tdsl_instance(tdsl_model *m) {
+  if (!enter(m)) return NULL;
+  void *inst = m->inst;
+  leave(m);
+  return inst;
+}
 
 /* ---- threads ---- */
 
@@ -817,10 +1037,32 @@ static int default_threads(void) {
   return c >= 1 && c <= 1024 ? (int)c : 1;
 }
 
+/* Ends m's pool. One started before a fork, seen in the child, has no threads here: a
+ * join would wait forever, so its memory is freed without one. */
+static void pool_drop(tdsl_model *m) {
+  if (m->pool && m->pool_fork == atomic_load_explicit(&fork_count, memory_order_relaxed)) tdsl_pool_free(m->pool);
+  else tdsl_pool_forget(m->pool);
+  m->pool = NULL;
+}
+
+/* Called by the model's code, which runs inside tdsl_call (this thread holds m's lock:
+ * entering again only counts) or, through an --emit-header host's direct calls on
+ * tdsl_instance(m), outside any: entering then keeps tdsl_set_num_threads and
+ * tdsl_close in other threads from ending the pool while a loop runs on it. A model
+ * that is not open (closed under the host's direct call) runs the loop serially. */
 static void rt_parallel(void *rt, tdsl_par_fn fn, void *arg, long n) {
   tdsl_model *m = rt;
-  if (m->nthreads > 1 && !m->pool && !(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
+  if (!enter(m)) {
+    if (n > 0) fn(arg, 0, n);
+    return;
+  }
+  if (m->pool && m->pool_fork != atomic_load_explicit(&fork_count, memory_order_relaxed)) pool_drop(m);
+  if (m->nthreads > 1 && !m->pool) {
+    m->pool_fork = atomic_load_explicit(&fork_count, memory_order_relaxed);
+    if (!(m->pool = tdsl_pool_new(m->nthreads))) m->nthreads = 1;
+  }
   tdsl_pool_run(m->pool, fn, arg, n);
+  leave(m);
 }
 
 /* A model with parallel loops calls slot 2 of its instance header (this runtime's
@@ -834,18 +1076,28 @@ static void attach_pool(tdsl_model *m) {
   ((void **)m->inst)[3] = m;
 }
 
-int tdsl_set_num_threads(tdsl_model *m, int n) {
-  if (!live(m)) return -1;
+static int set_num_threads_in(tdsl_model *m, int n) {
   if (n < 1 || n > 1024) return fail(m, "tdsl_set_num_threads: %d threads (want 1 to 1024)", n);
   if (n != m->nthreads) {
-    tdsl_pool_free(m->pool);
-    m->pool = NULL;
+    pool_drop(m);
     m->nthreads = n;
   }
   return 0;
 }
 
-int tdsl_get_num_threads(const tdsl_model *m) { return live(m) ? m->nthreads : -1; }
+int tdsl_set_num_threads(tdsl_model *m, int n) {
+  if (!enter(m)) return -1;
+  int rc = set_num_threads_in(m, n);
+  leave(m);
+  return rc;
+}
+
+int tdsl_get_num_threads(const tdsl_model *m) {
+  if (!enter(m)) return -1;
+  int n = m->nthreads;
+  leave(m);
+  return n;
+}
 
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
@@ -858,19 +1110,26 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     return NULL;
   }
   m->magic = MODEL_MAGIC;
+  model_lock_init(m);
   if (!reg_add(m)) {
     if (err && errlen) snprintf(err, errlen, "out of memory");
+    pthread_mutex_destroy(&m->mu);
     free(m);
     return NULL;
   }
-  const char *(*meta)(void) = (const char *(*)(void))resolve(handle, "tdsl_model_meta");
+  void *meta_sym = resolve(handle, "tdsl_model_meta");
+  if (not_code(meta_sym)) {
+    if (err && errlen) snprintf(err, errlen, "not a tdslc model (its tdsl_model_meta is not a function)");
+    tdsl_close(m);
+    return NULL;
+  }
+  const char *(*meta)(void) = (const char *(*)(void))meta_sym;
   const char *text = meta ? meta() : NULL;
   if (!text || strncmp(text, "tdsl 3\n", 7)) {
     if (err && errlen)
       snprintf(err, errlen, text && !strncmp(text, "tdsl ", 5) ? "model compiled by another tdslc version (recompile it)"
                                                               : "not a tdslc model (no tdsl_model_meta)");
-    reg_remove(m);
-    free(m);
+    tdsl_close(m);
     return NULL;
   }
   m->res = resolve;
@@ -890,6 +1149,36 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
 
 static void *dl_resolve(void *h, const char *name) { return dlsym(h, name); }
 
+/* Whether an ELF file's loadable segments lie within it. dlopen maps a segment that
+ * ends past the end of the file and then faults on it (SIGBUS in the loader: a model
+ * truncated by a full disk or an interrupted copy killed its host). NULL when it may be
+ * handed to dlopen (which reports files that are not ELF, of another class or machine),
+ * else why not. */
+static const char *elf_truncated(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  Elf64_Ehdr eh;
+  const char *why = NULL;
+  struct stat st;
+  if (fstat(fileno(f), &st) || fread(&eh, sizeof eh, 1, f) != 1 || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64) {
+    fclose(f);
+    return NULL;
+  }
+  unsigned long long size = (unsigned long long)st.st_size;
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size || (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
+    why = "its program headers lie past its end (truncated?)";
+  for (int i = 0; !why && i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    if (fseek(f, (long)(eh.e_phoff + (unsigned long long)i * sizeof ph), SEEK_SET) || fread(&ph, sizeof ph, 1, f) != 1)
+      why = "cannot read its program headers";
+    else if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
+      why = "a segment lies past its end (truncated?)";
+  }
+  fclose(f);
+  return why;
+}
+
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   /* dlopen searches the library path for a bare name; a model is a file. */
   char buf[4096];
@@ -905,6 +1194,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   if (!strchr(path, '/')) {
     snprintf(buf, sizeof buf, "./%s", path);
     path = buf;
+  }
+  const char *trunc = elf_truncated(path);
+  if (trunc) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: %s", path, trunc);
+    return NULL;
   }
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
@@ -922,8 +1216,18 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
 
 void tdsl_close(tdsl_model *m) {
   if (!m || !reg_remove(m)) return;
+  /* No call can enter now; the one inside, and those waiting for the lock, go first. */
+  for (;;) {
+    pthread_mutex_lock(&m->mu);
+    if (!atomic_load_explicit(&m->waiting, memory_order_relaxed)) break;
+    pthread_mutex_unlock(&m->mu);
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
   m->magic = 0;
-  tdsl_pool_free(m->pool);
+  pthread_mutex_unlock(&m->mu);
+  pthread_mutex_destroy(&m->mu);
+  pool_drop(m);
   tdsl_cuda_close(m->cuda);
   for (int i = 0; i < m->nbufs; i++) {
     RtBuf *b = &m->bufs[i];
@@ -968,7 +1272,12 @@ void tdsl_close(tdsl_model *m) {
 
 /* ---- tensors ---- */
 
-int tdsl_num_tensors(const tdsl_model *m) { return live(m) ? m->nbufs : -1; }
+int tdsl_num_tensors(const tdsl_model *m) {
+  if (!enter(m)) return -1;
+  int n = m->nbufs;
+  leave(m);
+  return n;
+}
 
 /* Aliases first: the compiler emits one only for a name's last binding, which may shadow an
  * earlier tensor's buffer name (`let%op g = g + 1`). */
@@ -990,8 +1299,8 @@ static int find_with_suffix(const tdsl_model *m, const char *name, const char *s
   return b;
 }
 
-int tdsl_find_tensor(const tdsl_model *m, const char *name) {
-  if (!live(m) || !name) return -1;
+static int find_tensor_in(const tdsl_model *m, const char *name) {
+  if (!name) return -1;
   int i = find_exact(m, name, strlen(name));
   if (i >= 0) return i;
   const char *base;
@@ -1001,18 +1310,24 @@ int tdsl_find_tensor(const tdsl_model *m, const char *name) {
   return find_exact(m, buf, strlen(buf));
 }
 
-int tdsl_rt_find_saved(const tdsl_model *m, const char *name) {
-  if (!live(m) || !name) return -1;
-  for (int i = 0; i < m->nbufs; i++)
-    if (!strcmp(m->bufs[i].name, name)) return i;
-  return tdsl_find_tensor(m, name);
+int tdsl_find_tensor(const tdsl_model *m, const char *name) {
+  if (!enter(m)) return -1;
+  int rc = find_tensor_in(m, name);
+  leave(m);
+  return rc;
 }
 
-int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
-  if (!live(m)) return -1;
+int tdsl_rt_find_saved(const tdsl_model *m, const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < m->nbufs; i++)
+    if (!strcmp(m->bufs[i].name, name)) return i;
+  return find_tensor_in(m, name);
+}
+
+static int tensor_in(tdsl_model *m, int i, tdsl_tensor_info *out) {
   if (need(m, "tdsl_tensor", "info pointer", out)) return -1;
   if (i < 0 || i >= m->nbufs) return fail(m, "no tensor number %d", i);
-  if (m->cuda && tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err)) return -1;
+  if (m->cuda && adopt_err(m, tdsl_cuda_host_access(m->cuda, i, TDSL_CUDA_READ_WRITE, m->err, sizeof m->err))) return -1;
   RtBuf *b = &m->bufs[i];
   out->name = b->name;
   out->rank = b->rank;
@@ -1026,9 +1341,16 @@ int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
   return 0;
 }
 
+int tdsl_tensor(tdsl_model *m, int i, tdsl_tensor_info *out) {
+  if (!enter(m)) return -1;
+  int rc = tensor_in(m, i, out);
+  leave(m);
+  return rc;
+}
+
 static RtBuf *lookup(tdsl_model *m, const char *name) {
   if (need(m, "tensor lookup", "name", name)) return NULL;
-  int i = tdsl_find_tensor(m, name);
+  int i = find_tensor_in(m, name);
   if (i < 0) {
     fail(m, "no tensor named '%s'", name);
     return NULL;
@@ -1036,11 +1358,18 @@ static RtBuf *lookup(tdsl_model *m, const char *name) {
   return &m->bufs[i];
 }
 
-int tdsl_tensor_by_name(tdsl_model *m, const char *name, tdsl_tensor_info *out) {
-  if (!live(m) || need(m, "tdsl_tensor_by_name", "name", name)) return -1;
-  int i = tdsl_find_tensor(m, name);
+static int tensor_by_name_in(tdsl_model *m, const char *name, tdsl_tensor_info *out) {
+  if (need(m, "tdsl_tensor_by_name", "name", name)) return -1;
+  int i = find_tensor_in(m, name);
   if (i < 0) return fail(m, "no tensor named '%s'", name);
-  return tdsl_tensor(m, i, out);
+  return tensor_in(m, i, out);
+}
+
+int tdsl_tensor_by_name(tdsl_model *m, const char *name, tdsl_tensor_info *out) {
+  if (!enter(m)) return -1;
+  int rc = tensor_by_name_in(m, name, out);
+  leave(m);
+  return rc;
 }
 
 static double get(const RtBuf *b, long i) { return b->elem == TDSL_F64 ? ((double *)b->data)[i] : ((float *)b->data)[i]; }
@@ -1060,36 +1389,67 @@ static RtBuf *sized(tdsl_model *m, const char *name, long n) {
 
 /* A cuda model: bring the host copy up to date before the host uses it. */
 static int host_access(tdsl_model *m, RtBuf *b, int mode) {
-  return m->cuda ? tdsl_cuda_host_access(m->cuda, (int)(b - m->bufs), mode, m->err, sizeof m->err) : 0;
+  return m->cuda ? adopt_err(m, tdsl_cuda_host_access(m->cuda, (int)(b - m->bufs), mode, m->err, sizeof m->err)) : 0;
 }
 
-int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
-  if (!live(m) || need(m, "tdsl_read", "name", name) || need_data(m, "tdsl_read", dst, n)) return -1;
+static int read_in(tdsl_model *m, const char *name, float *dst, long n) {
+  if (need(m, "tdsl_read", "name", name) || need_data(m, "tdsl_read", dst, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = (float)get(b, i);
   return 0;
 }
-int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
-  if (!live(m) || need(m, "tdsl_write", "name", name) || need_data(m, "tdsl_write", src, n)) return -1;
+
+int tdsl_read(tdsl_model *m, const char *name, float *dst, long n) {
+  if (!enter(m)) return -1;
+  int rc = read_in(m, name, dst, n);
+  leave(m);
+  return rc;
+}
+
+static int write_in(tdsl_model *m, const char *name, const float *src, long n) {
+  if (need(m, "tdsl_write", "name", name) || need_data(m, "tdsl_write", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
   return 0;
 }
-int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
-  if (!live(m) || need(m, "tdsl_read_f64", "name", name) || need_data(m, "tdsl_read_f64", dst, n)) return -1;
+
+int tdsl_write(tdsl_model *m, const char *name, const float *src, long n) {
+  if (!enter(m)) return -1;
+  int rc = write_in(m, name, src, n);
+  leave(m);
+  return rc;
+}
+
+static int read_f64_in(tdsl_model *m, const char *name, double *dst, long n) {
+  if (need(m, "tdsl_read_f64", "name", name) || need_data(m, "tdsl_read_f64", dst, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_READ)) return -1;
   for (long i = 0; i < n; i++) dst[i] = get(b, i);
   return 0;
 }
-int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
-  if (!live(m) || need(m, "tdsl_write_f64", "name", name) || need_data(m, "tdsl_write_f64", src, n)) return -1;
+
+int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n) {
+  if (!enter(m)) return -1;
+  int rc = read_f64_in(m, name, dst, n);
+  leave(m);
+  return rc;
+}
+
+static int write_f64_in(tdsl_model *m, const char *name, const double *src, long n) {
+  if (need(m, "tdsl_write_f64", "name", name) || need_data(m, "tdsl_write_f64", src, n)) return -1;
   RtBuf *b = sized(m, name, n);
   if (!b || host_access(m, b, TDSL_CUDA_OVERWRITE)) return -1;
   for (long i = 0; i < n; i++) set(b, i, src[i]);
   return 0;
+}
+
+int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n) {
+  if (!enter(m)) return -1;
+  int rc = write_f64_in(m, name, src, n);
+  leave(m);
+  return rc;
 }
 
 int tdsl_rt_readable(tdsl_model *m, const char *path) {
@@ -1128,18 +1488,35 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
   return 0;
 }
 
-int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
-  if (!live(m) || need(m, "tdsl_load_file", "name", name) || need(m, "tdsl_load_file", "path", path)) return -1;
+static int load_file_in(tdsl_model *m, const char *name, const char *path) {
+  if (need(m, "tdsl_load_file", "name", name) || need(m, "tdsl_load_file", "path", path)) return -1;
   if (tdsl_rt_readable(m, path)) return -1;
   if (tdsl_rt_is_npy(path)) return tdsl_rt_load_npy(m, name, path);
   RtBuf *b = lookup(m, name);
   return b && !host_access(m, b, TDSL_CUDA_OVERWRITE) ? load_raw(m, b, path) : -1;
 }
 
+int tdsl_load_file(tdsl_model *m, const char *name, const char *path) {
+  if (!enter(m)) return -1;
+  int rc = load_file_in(m, name, path);
+  leave(m);
+  return rc;
+}
+
 /* ---- routines and indices ---- */
 
-int tdsl_num_routines(const tdsl_model *m) { return live(m) ? m->nfns : -1; }
-const char *tdsl_routine_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nfns ? m->fns[i].name : NULL; }
+int tdsl_num_routines(const tdsl_model *m) {
+  if (!enter(m)) return -1;
+  int n = m->nfns;
+  leave(m);
+  return n;
+}
+const char *tdsl_routine_name(const tdsl_model *m, int i) {
+  if (!enter(m)) return NULL;
+  const char *name = i >= 0 && i < m->nfns ? m->fns[i].name : NULL;
+  leave(m);
+  return name;
+}
 
 static int find_fn(const tdsl_model *m, const char *name) {
   for (int i = 0; i < m->nfns; i++)
@@ -1147,8 +1524,8 @@ static int find_fn(const tdsl_model *m, const char *name) {
   return -1;
 }
 
-int tdsl_find_routine(const tdsl_model *m, const char *name) {
-  if (!live(m) || !name) return -1;
+static int find_routine_in(const tdsl_model *m, const char *name) {
+  if (!name) return -1;
   /* T.forward / T.backprop of what T names (an alias may shadow a buffer's own routine) */
   const char *sfx[2] = {".forward", ".backprop"}, *base;
   for (int k = 0; k < 2; k++)
@@ -1161,12 +1538,20 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
   return find_fn(m, name);
 }
 
-static int dims_set(tdsl_model *m, const char *routine);
+int tdsl_find_routine(const tdsl_model *m, const char *name) {
+  if (!enter(m)) return -1;
+  int rc = find_routine_in(m, name);
+  leave(m);
+  return rc;
+}
 
-int tdsl_call(tdsl_model *m, const char *name) {
-  if (!live(m) || need(m, "tdsl_call", "name", name)) return -1;
-  int i = tdsl_find_routine(m, name);
-  if (i < 0 && !strcmp(name, "init")) return tdsl_init(m, m->seed); /* tdslc(1): init is exported */
+static int dims_set(tdsl_model *m, const char *routine);
+static int init_in(tdsl_model *m, uint64_t seed);
+
+static int call_in(tdsl_model *m, const char *name) {
+  if (need(m, "tdsl_call", "name", name)) return -1;
+  int i = find_routine_in(m, name);
+  if (i < 0 && !strcmp(name, "init")) return init_in(m, m->seed); /* tdslc(1): init is exported */
   if (i < 0) {
     const char *base;
     size_t n = strlen(name);
@@ -1174,7 +1559,7 @@ int tdsl_call(tdsl_model *m, const char *name) {
       return fail(m, "tensor '%.*s' is not differentiable: it has no backprop", (int)(n - 9), name);
     return fail(m, "no routine named '%s'", name);
   }
-  if (m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) return -1;
+  if (m->cuda && adopt_err(m, tdsl_cuda_error(m->cuda, m->err, sizeof m->err))) return -1;
   /* T.forward of a parameter or a constant runs nothing (init set T: tdslc(1)), so it
    * needs no dimension set: printing a parameter before the inputs are loaded works. */
   const char *base;
@@ -1191,11 +1576,28 @@ int tdsl_call(tdsl_model *m, const char *name) {
     *inst_fault(m) = 0;
     return fail(m, "%s: %.400s", name, (const char *)m->inst + INST_FAULT_MSG);
   }
-  return m->cuda && tdsl_cuda_error(m->cuda, m->err, sizeof m->err) ? -1 : 0;
+  return m->cuda ? adopt_err(m, tdsl_cuda_error(m->cuda, m->err, sizeof m->err)) : 0;
 }
 
-int tdsl_num_indices(const tdsl_model *m) { return live(m) ? m->nsyms : -1; }
-const char *tdsl_index_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nsyms ? m->syms[i].name : NULL; }
+int tdsl_call(tdsl_model *m, const char *name) {
+  if (!enter(m)) return -1;
+  int rc = call_in(m, name);
+  leave(m);
+  return rc;
+}
+
+int tdsl_num_indices(const tdsl_model *m) {
+  if (!enter(m)) return -1;
+  int n = m->nsyms;
+  leave(m);
+  return n;
+}
+const char *tdsl_index_name(const tdsl_model *m, int i) {
+  if (!enter(m)) return NULL;
+  const char *name = i >= 0 && i < m->nsyms ? m->syms[i].name : NULL;
+  leave(m);
+  return name;
+}
 
 static int find_sym(tdsl_model *m, const char *name) {
   for (int i = 0; i < m->nsyms; i++)
@@ -1203,8 +1605,8 @@ static int find_sym(tdsl_model *m, const char *name) {
   return fail(m, "no index symbol named '%s'", name) - 1;
 }
 
-int tdsl_set_index(tdsl_model *m, const char *name, long v) {
-  if (!live(m) || need(m, "tdsl_set_index", "name", name)) return -1;
+static int set_index_in(tdsl_model *m, const char *name, long v) {
+  if (need(m, "tdsl_set_index", "name", name)) return -1;
   int i = find_sym(m, name);
   if (i < 0) return -1;
   int r = m->sym_range[i];
@@ -1217,12 +1619,26 @@ int tdsl_set_index(tdsl_model *m, const char *name, long v) {
   return 0;
 }
 
-int tdsl_get_index(tdsl_model *m, const char *name, long *v) {
-  if (!live(m) || need(m, "tdsl_get_index", "name", name) || need(m, "tdsl_get_index", "value pointer", v)) return -1;
+int tdsl_set_index(tdsl_model *m, const char *name, long v) {
+  if (!enter(m)) return -1;
+  int rc = set_index_in(m, name, v);
+  leave(m);
+  return rc;
+}
+
+static int get_index_in(tdsl_model *m, const char *name, long *v) {
+  if (need(m, "tdsl_get_index", "name", name) || need(m, "tdsl_get_index", "value pointer", v)) return -1;
   int i = find_sym(m, name);
   if (i < 0) return -1;
   *v = *(int *)m->syms[i].ptr;
   return 0;
+}
+
+int tdsl_get_index(tdsl_model *m, const char *name, long *v) {
+  if (!enter(m)) return -1;
+  int rc = get_index_in(m, name, v);
+  leave(m);
+  return rc;
 }
 
 /* ---- init ---- */
@@ -1345,8 +1761,7 @@ static int init_buf(tdsl_model *m, RtBuf *b, uint64_t seed) {
   return 0;
 }
 
-int tdsl_init(tdsl_model *m, uint64_t seed) {
-  if (!live(m)) return -1;
+static int init_in(tdsl_model *m, uint64_t seed) {
   m->seed = seed;
   for (int i = 0; i < m->nsyms; i++) *(int *)m->syms[i].ptr = 0;
   for (int bi = 0; bi < m->nbufs; bi++)
@@ -1354,10 +1769,27 @@ int tdsl_init(tdsl_model *m, uint64_t seed) {
   return 0;
 }
 
+int tdsl_init(tdsl_model *m, uint64_t seed) {
+  if (!enter(m)) return -1;
+  int rc = init_in(m, seed);
+  leave(m);
+  return rc;
+}
+
 /* ---- dynamic dimensions ---- */
 
-int tdsl_num_dims(const tdsl_model *m) { return live(m) ? m->nset : -1; }
-const char *tdsl_dim_name(const tdsl_model *m, int i) { return live(m) && i >= 0 && i < m->nset ? m->dims[i].name : NULL; }
+int tdsl_num_dims(const tdsl_model *m) {
+  if (!enter(m)) return -1;
+  int n = m->nset;
+  leave(m);
+  return n;
+}
+const char *tdsl_dim_name(const tdsl_model *m, int i) {
+  if (!enter(m)) return NULL;
+  const char *name = i >= 0 && i < m->nset ? m->dims[i].name : NULL;
+  leave(m);
+  return name;
+}
 
 static int find_dim(const tdsl_model *m, const char *name) {
   for (int i = 0; i < m->ndims; i++)
@@ -1367,12 +1799,19 @@ static int find_dim(const tdsl_model *m, const char *name) {
 
 static int dim_value(const tdsl_model *m, int id) { return *(int *)m->dims[id].ptr; }
 
-int tdsl_get_dim(tdsl_model *m, const char *name, long *v) {
-  if (!live(m) || need(m, "tdsl_get_dim", "name", name) || need(m, "tdsl_get_dim", "value pointer", v)) return -1;
+static int get_dim_in(tdsl_model *m, const char *name, long *v) {
+  if (need(m, "tdsl_get_dim", "name", name) || need(m, "tdsl_get_dim", "value pointer", v)) return -1;
   int i = find_dim(m, name);
   if (i < 0) return fail(m, "no dynamic dimension named '%s'", name);
   *v = dim_value(m, i);
   return 0;
+}
+
+int tdsl_get_dim(tdsl_model *m, const char *name, long *v) {
+  if (!enter(m)) return -1;
+  int rc = get_dim_in(m, name, v);
+  leave(m);
+  return rc;
 }
 
 /* b's size with the dimensions' current values (0 while one is unset; -1: too big). */
@@ -1408,8 +1847,8 @@ static RtBuf *buf_of_data(tdsl_model *m, const void *data) {
   return NULL;
 }
 
-int tdsl_hold(tdsl_model *m, const void *data) {
-  if (!live(m) || need(m, "tdsl_hold", "data pointer", data)) return -1;
+static int hold_in(tdsl_model *m, const void *data) {
+  if (need(m, "tdsl_hold", "data pointer", data)) return -1;
   struct RtHold *h = find_hold(m, data);
   RtBuf *b = h ? NULL : buf_of_data(m, data);
   if (!h && !b) return fail(m, "tdsl_hold: %p is not a tensor's storage", data);
@@ -1425,8 +1864,15 @@ int tdsl_hold(tdsl_model *m, const void *data) {
   return 0;
 }
 
-int tdsl_release(tdsl_model *m, const void *data) {
-  if (!live(m) || need(m, "tdsl_release", "data pointer", data)) return -1;
+int tdsl_hold(tdsl_model *m, const void *data) {
+  if (!enter(m)) return -1;
+  int rc = hold_in(m, data);
+  leave(m);
+  return rc;
+}
+
+static int release_in(tdsl_model *m, const void *data) {
+  if (need(m, "tdsl_release", "data pointer", data)) return -1;
   struct RtHold *h = find_hold(m, data);
   if (!h) {
     RtBuf *b = buf_of_data(m, data);
@@ -1438,6 +1884,24 @@ int tdsl_release(tdsl_model *m, const void *data) {
   return 0;
 }
 
+int tdsl_release(tdsl_model *m, const void *data) {
+  if (!enter(m)) return -1;
+  int rc = release_in(m, data);
+  leave(m);
+  return rc;
+}
+
+/* The most a tensor may ask for: the machine's memory and swap. A larger request would
+ * fail anyway, and under a sanitizer's allocator (ASan's limit is 1 TiB) or with
+ * overcommit it would abort or succeed only to be killed later; a hostile set_dim or
+ * checkpoint shape must get a message instead. */
+static size_t memory_bytes(void) {
+  struct sysinfo si;
+  if (sysinfo(&si)) return SIZE_MAX;
+  unsigned long long total = ((unsigned long long)si.totalram + si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+  return total < SIZE_MAX ? (size_t)total : SIZE_MAX;
+}
+
 /* Reallocates dynamic buffer b for the current dimensions, initialized as tdsl_init
  * does (with its last seed): a tensor whose size is set anew starts over. */
 static int dyn_realloc(tdsl_model *m, RtBuf *b) {
@@ -1446,14 +1910,16 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   drop_storage(m, b->data);
   b->data = NULL;
   b->size = 0;
+  *b->slot = NULL; /* the model's code never sees freed storage */
   if (size > 0) {
     size_t bytes = ((size_t)size * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
-    if (!(b->data = aligned_alloc(64, bytes))) return fail(m, "out of memory: tensor %s needs %ld elements", b->name, size);
+    if (bytes > memory_bytes() || !(b->data = aligned_alloc(64, bytes)))
+      return fail(m, "out of memory: tensor %s needs %ld elements (%zu bytes)", b->name, size, bytes);
     b->size = size;
   }
   *b->slot = b->data;
-  if (m->cuda && tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data, (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4),
-                                  m->err, sizeof m->err))
+  if (m->cuda && adopt_err(m, tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data,
+                                               (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4), m->err, sizeof m->err)))
     return -1;
   return init_buf(m, b, m->seed);
 }
@@ -1463,6 +1929,13 @@ static bool dims_changed(const tdsl_model *m, const RtBuf *b, const int *before)
   for (int k = 0; b->decl && k < b->rank; k++)
     if (b->decl[k] < 0 && dim_value(m, -1 - b->decl[k]) != before[-1 - b->decl[k]]) return true;
   return false;
+}
+
+/* Dynamic buffer b's dims or size are not those of the dimensions' current values. */
+static bool dims_stale(const tdsl_model *m, const RtBuf *b) {
+  for (int k = 0; b->decl && k < b->rank; k++)
+    if (b->dims[k] != (b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k])) return true;
+  return b->decl && dyn_size(m, b) != b->size;
 }
 
 /* Dim id = v (0: unset), then the joins and flags that follow from the dims. */
@@ -1495,8 +1968,8 @@ static int join_refused(tdsl_model *m, int id) {
               d->name, parts, parts);
 }
 
-int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
-  if (!live(m) || need(m, "tdsl_set_dim", "name", name)) return -1;
+static int set_dim_in(tdsl_model *m, const char *name, long v) {
+  if (need(m, "tdsl_set_dim", "name", name)) return -1;
   int id = find_dim(m, name);
   if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
   if (id >= m->nset) return join_refused(m, id);
@@ -1507,16 +1980,47 @@ int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
   if (!before) return fail(m, "out of memory");
   for (int i = 0; i < m->ndims; i++) before[i] = dim_value(m, i);
   put_dim(m, id, (int)v);
-  for (int i = 0; i < m->nbufs; i++)
-    if (dims_changed(m, &m->bufs[i], before) && dyn_size(m, &m->bufs[i]) < 0) {
+  /* Refused before anything is reallocated: a size no tensor can have, or tensors that
+   * together need more than the machine has (each may fit alone, and with overcommit
+   * the allocations succeed until the pages are touched). */
+  double total = 0;
+  for (int i = 0; i < m->nbufs; i++) {
+    const RtBuf *b = &m->bufs[i];
+    long size = dims_changed(m, b, before) ? dyn_size(m, b) : 0;
+    if (size < 0) {
       put_dim(m, id, old);
       free(before);
-      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, m->bufs[i].name);
+      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, b->name);
     }
+    total += (double)size * (b->elem == TDSL_F64 ? 8 : 4);
+  }
+  if (total > (double)memory_bytes()) {
+    put_dim(m, id, old);
+    free(before);
+    return fail(m, "dimension %s = %ld: its tensors need %.0f bytes, more than the machine's memory", name, v, total);
+  }
   int rc = 0;
   for (int i = 0; i < m->nbufs && !rc; i++)
     if (dims_changed(m, &m->bufs[i], before)) rc = dyn_realloc(m, &m->bufs[i]);
+  if (rc) {
+    /* An allocation failed: back to the old size (the tensors start over there, as
+     * after any change), keeping the message, so that no tensor is left without
+     * storage or at the refused size. */
+    char msg[ERR_LEN];
+    memcpy(msg, m->err, ERR_LEN);
+    put_dim(m, id, old);
+    for (int i = 0; i < m->nbufs; i++)
+      if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
+    fail(m, "%s", msg);
+  }
   free(before);
+  return rc;
+}
+
+int tdsl_set_dim(tdsl_model *m, const char *name, long v) {
+  if (!enter(m)) return -1;
+  int rc = set_dim_in(m, name, v);
+  leave(m);
   return rc;
 }
 
@@ -1563,7 +2067,7 @@ static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) 
                     m->dims[-1 - decl].name, dims[j], dims[k]);
   }
   for (int k = 0; k < rank; k++)
-    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] < m->nset && tdsl_set_dim(m, m->dims[-1 - b->decl[k]].name, dims[k]))
+    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] < m->nset && set_dim_in(m, m->dims[-1 - b->decl[k]].name, dims[k]))
       return -1;
   for (int k = 0; k < rank; k++) /* a join follows the dims it joins: it must agree */
     if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] >= m->nset && dims[k] != dim_value(m, -1 - b->decl[k]))
@@ -1603,7 +2107,7 @@ int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
                   where, m->dims[id].name, want[id], m->dims[id].name, cur, want[id]);
   }
   for (int id = 0; id < m->nset; id++)
-    if (want[id] > 0 && !dim_value(m, id) && tdsl_set_dim(m, m->dims[id].name, want[id])) return -1;
+    if (want[id] > 0 && !dim_value(m, id) && set_dim_in(m, m->dims[id].name, want[id])) return -1;
   for (int id = m->nset; id < m->ndims; id++)
     if (want[id] >= 0 && want[id] != dim_value(m, id))
       return fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %d", where, m->dims[id].name,
@@ -1619,7 +2123,7 @@ int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *di
 
 static int write_shaped(tdsl_model *m, const char *fn, const char *name, const float *src, const double *src64, int rank,
                         const long *dims) {
-  if (!live(m) || need(m, fn, "name", name)) return -1;
+  if (need(m, fn, "name", name)) return -1;
   if (rank < 0 || (rank > 0 && !dims)) return fail(m, "%s: %s", fn, rank < 0 ? "negative rank" : "NULL dims pointer");
   /* before the shape sets any dimension: a refused write changes nothing */
   if (!src && !src64) {
@@ -1629,12 +2133,19 @@ static int write_shaped(tdsl_model *m, const char *fn, const char *name, const f
   }
   RtBuf *b = lookup(m, name);
   if (!b || dims_from_shape(m, b, rank, dims)) return -1;
-  return src64 ? tdsl_write_f64(m, name, src64, b->size) : tdsl_write(m, name, src, b->size);
+  return src64 ? write_f64_in(m, name, src64, b->size) : write_in(m, name, src, b->size);
 }
 
 int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims) {
-  return write_shaped(m, "tdsl_write_shaped", name, src, NULL, rank, dims);
+  if (!enter(m)) return -1;
+  int rc = write_shaped(m, "tdsl_write_shaped", name, src, NULL, rank, dims);
+  leave(m);
+  return rc;
 }
+
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims) {
-  return write_shaped(m, "tdsl_write_shaped_f64", name, NULL, src, rank, dims);
+  if (!enter(m)) return -1;
+  int rc = write_shaped(m, "tdsl_write_shaped_f64", name, NULL, src, rank, dims);
+  leave(m);
+  return rc;
 }

@@ -9,9 +9,12 @@
 
 #define TDSL_HIDDEN __attribute__((visibility("hidden")))
 
-/* The argument check of every public function: -1 for a model that is not an open one
- * (NULL, closed, garbage), or, with the message "FN: NULL WHAT", for a NULL p; else 0. */
-TDSL_HIDDEN int tdsl_rt_args(tdsl_model *m, const char *fn, const char *what, const void *p);
+/* Enters m for a public function (tdslrt.c, "Threads"): -1 for a model that is not an
+ * open one (NULL, closed, garbage), or, with the message "FN: NULL WHAT", for a NULL p;
+ * else 0, and the caller holds m's lock until tdsl_rt_leave(m). The public functions
+ * called meanwhile take the (recursive) lock again. */
+TDSL_HIDDEN int tdsl_rt_enter(tdsl_model *m, const char *fn, const char *what, const void *p);
+TDSL_HIDDEN void tdsl_rt_leave(tdsl_model *m);
 /* Sets tdsl_error(m) (printf-style); returns -1. */
 TDSL_HIDDEN int tdsl_rt_fail(tdsl_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

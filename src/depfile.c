@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctx.h"
 
@@ -30,7 +31,18 @@ int write_depfile(Ctx *c, const char *target, const char *file) {
     diag_tool_error("cannot write '%s': %s", path, strerror(errno));
     return 2;
   }
-  put_path(o, target);
+  /* Targets: the output and the --emit-header header (tdsl.mk's %.h rule compiles into
+   * /dev/null for the header alone: a device is no target, as make would try to make
+   * it). */
+  struct stat st;
+  const char *targets[2] = {target, c->opt.emit_header};
+  int named = 0;
+  for (int i = 0; i < 2; i++) {
+    if (!targets[i] || (!stat(targets[i], &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) continue;
+    if (named++) fputc(' ', o);
+    put_path(o, targets[i]);
+  }
+  if (!named) put_path(o, target); /* some target, or make refuses the file */
   fputc(':', o);
   for (int i = 0; i < c->deps.len; i++) {
     fputs(" \\\n ", o);

@@ -141,6 +141,11 @@ run_part gradcheck-asan /usr/bin/python3 testsuite/gradcheck/gradcheck.py --tdsl
 # -O0..-O3 against the plain -O0 loop IR, and the CUDA backend under emulation.
 run_part check-oracle /usr/bin/python3 testsuite/check/oracle.py --tdslc "$PWD/$B/tdslc"
 run_part check-oracle-cuda /usr/bin/python3 testsuite/check/oracle.py --tdslc "$PWD/$B/tdslc" --cuda --levels 0,3
+# The runtime under threads: one model from several threads, close while in use, fork,
+# under TSan and ASan (testsuite/runtime/threads.sh; `make check-runtime-threads`).
+if [ -x $B/rt-stress/host-tsan ]; then
+  run_part runtime-threads sh testsuite/runtime/threads.sh $B/rt-stress
+fi
 # Samples built against the installed toolchain (testsuite/samples.sh).
 run_part samples sh testsuite/samples.sh
 

@@ -200,10 +200,10 @@ class _ViewToken:
 
 
 def _serialized(method):
-    """Runs a method under the model's lock. ctypes releases the GIL during a C call, and
-    the runtime is not reentrant: a tdsl_set_dim in one thread freed the buffers a
-    tdsl_call was running on in another (a crash). Calls from several threads wait
-    for each other instead."""
+    """Runs a method under the model's lock. ctypes releases the GIL during a C call; the
+    runtime serializes each of its calls on a model (tdsl.h, "Threads"), but a method
+    makes several (a tensor's info, then a view of its data that a tdsl_set_dim in
+    another thread would reallocate). Methods from several threads wait for each other."""
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         with self._handle_obj.lock:

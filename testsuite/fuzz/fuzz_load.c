@@ -7,7 +7,10 @@
  * byte0 / 2 % 4, after setting the batch to 2 and initializing unless bit 3 is set),
  * the rest is the file. The model is fixed metadata (functions resolve to
  * a no-op): a dynamic batch ("x"; left unset for a checkpoint, whose shapes set it), static f32 tensors
- * and an f64 one. After each load every tensor is read back whole through the API.
+ * and an f64 one. After each load every tensor is read back whole through the API, and
+ * the model, whatever the load left in it (the batch may still be unset: tensors
+ * without storage), is saved and loaded into a fresh model, which must then hold the
+ * same bytes.
  * Seeds: testsuite/fuzz/load_corpus/ (ckpt-huge-batch: 12 bytes of data claiming a batch
  * of 2^30, which the runtime once allocated before checking the offsets). */
 #include <stdint.h>
@@ -58,13 +61,31 @@ static void read_all(tdsl_model *m) {
   }
 }
 
-static char path[64];
-static void remove_file(void) { unlink(path); }
+static char path[64], saved[80];
+static void remove_file(void) {
+  unlink(path);
+  unlink(saved);
+}
+
+/* tdsl_save then tdsl_load into a fresh model round-trips every tensor. */
+static void round_trip(tdsl_model *m) {
+  char err[256];
+  if (tdsl_save(m, saved, TDSL_SAVE_ALL) != 0) abort();
+  tdsl_model *r = tdsl_open_resolved(resolve, NULL, err, sizeof err);
+  if (!r || tdsl_load(r, saved) != 0) abort();
+  for (int i = 0; i < tdsl_num_tensors(m); i++) {
+    tdsl_tensor_info a, b;
+    if (tdsl_tensor(m, i, &a) || tdsl_tensor(r, i, &b) || a.size != b.size) abort();
+    if (a.size && memcmp(a.data, b.data, (size_t)a.size * (a.elem == TDSL_F64 ? 8 : 4))) abort();
+  }
+  tdsl_close(r);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   if (!path[0]) {
     snprintf(path, sizeof path, "/tmp/fuzz_load.%d", (int)getpid());
+    snprintf(saved, sizeof saved, "/tmp/fuzz_load.%d.saved", (int)getpid());
     atexit(remove_file);
   }
   FILE *f = fopen(path, "wb");
@@ -83,6 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc != 0 && !tdsl_error(m)[0]) abort(); /* a refusal says why */
   if (getenv("FUZZ_LOAD_VERBOSE")) fprintf(stderr, "load: %s\n", rc ? tdsl_error(m) : "ok");
   read_all(m);
+  round_trip(m);
   tdsl_close(m);
   return 0;
 }
