@@ -152,7 +152,8 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
  * reallocated (and initialized again, as tdsl_init does, with its last seed) when one
  * changes; until then its size is 0 and its data NULL. tdsl_tensor_info, tdsl_read and
  * tdsl_write follow the current sizes. Calling a routine while a dimension is unset
- * fails. An anonymous `?` is named "?ID". */
+ * fails, unless nothing uses that dimension (a `let n = dim ()` no tensor has): it is
+ * still listed and may be set, but no call needs it. An anonymous `?` is named "?ID". */
 int tdsl_num_dims(const tdsl_model *m);
 const char *tdsl_dim_name(const tdsl_model *m, int index);
 /* Sets a dimension (1 <= value <= INT_MAX); setting the value it has keeps the data. */

@@ -69,6 +69,7 @@ typedef struct RtNamed {
   int nruns;
   long ncalls; /* all its runs' calls */
   int *parts, nparts; /* a join of dynamic dimensions: the largest of these */
+  bool unused;        /* a dimension no tensor, check or index range depends on (dims_used) */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -980,6 +981,32 @@ static int meta_line(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h)
   return unknown_keyword(m, kw, ln);
 }
 
+/* Marks the dimensions nothing depends on: a `let n = dim ()` no tensor uses. The sizes
+ * the code reads are its tensors' axes (loop extents and strides come from them), the
+ * checks, index ranges and flags, and the parts of a join that is one of those; an
+ * unused dimension may stay unset (dims_set), and tdsl_set_dim still records a value
+ * for it, so a host that sets every dimension a model had keeps working when a new
+ * version of the model stops using one. */
+static void dims_used(tdsl_model *m) {
+  if (!m->ndims) return;
+  char *used = calloc((size_t)m->ndims, 1);
+  if (!used) return; /* every dimension stays required: the old behaviour */
+#define USE(d) do { if ((d) < 0 && -1 - (d) < m->ndims) used[-1 - (d)] = 1; } while (0)
+  for (int i = 0; i < m->nbufs; i++)
+    for (int k = 0; m->bufs[i].decl && k < m->bufs[i].rank; k++) USE(m->bufs[i].decl[k]);
+  for (int i = 0; i < m->nchecks; i++) {
+    USE(m->checks[i].size);
+    USE(m->checks[i].expect);
+  }
+  for (int i = 0; i < m->nsyms; i++) USE(m->sym_range[i]);
+  for (int i = 0; i < m->nflags; i++) used[m->flags[i].of] = 1;
+#undef USE
+  for (int i = m->nset; i < m->ndims; i++) /* joins come after the dims they join */
+    for (int k = 0; used[i] && k < m->dims[i].nparts; k++) used[m->dims[i].parts[k]] = 1;
+  for (int i = 0; i < m->ndims; i++) m->dims[i].unused = !used[i];
+  free(used);
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
@@ -994,6 +1021,7 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   for (int i = 0; i < m->nbufs && !rc; i++)
     if (m->bufs[i].decl ? !m->bufs[i].slot : !m->bufs[i].data)
       rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
+  if (!rc) dims_used(m);
   return rc;
 }
 
@@ -2030,7 +2058,7 @@ static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m
  * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
-    if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+    if (!dim_value(m, i) && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
   for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
     if (m->bufs[i].decl && !m->bufs[i].data)
       return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);
