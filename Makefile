@@ -181,7 +181,15 @@ check-gpu: all $(B)/unit/test_cuda_emulate
 conformance: all
 	../shared/conformance/run --tdslc $(B)/tdslc
 
+# install-files copies what is built and builds nothing: the lit tests of the install
+# (lit/backend/install*.test) run it while other tests run build/tdslc. Through `install`
+# they rebuilt the tree whenever a source was newer than the build (a merge during `make
+# check`): two tests' makes then raced on the same objects, and build/tdslc was missing
+# or half-linked under the tests running it, failing whichever ran then (run-print.tdsl).
 install: all
+	@$(MAKE) --no-print-directory install-files
+
+install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdsl $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/pkgconfig
@@ -236,5 +244,5 @@ bench: bench-cpu bench-train bench-compile
 clean:
 	rm -rf $(B)
 
-.PHONY: all check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-load fuzz-pipeline check-runtime-threads
+.PHONY: all install-files check check-layers check-gpu deps conformance install clean demo bench bench-cpu bench-loops bench-train bench-gpu bench-compile fuzz fuzz-parse fuzz-meta fuzz-load fuzz-pipeline check-runtime-threads
 .SECONDARY:

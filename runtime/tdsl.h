@@ -101,8 +101,9 @@ int tdsl_write(tdsl_model *m, const char *name, const float *src, long n);
 int tdsl_read_f64(tdsl_model *m, const char *name, double *dst, long n);
 int tdsl_write_f64(tdsl_model *m, const char *name, const double *src, long n);
 /* Fills a tensor from a file: a NumPy .npy array (float32 or float64, C order, whose
- * shape is the tensor's dims in memory order; size-1 axes may differ), or else raw
- * little-endian float32 values, exactly the tensor's size. */
+ * shape is the tensor's dims in memory order; size-1 axes may differ, also for a tensor
+ * with dynamic dimensions, as tdsl_write_shaped), or else raw little-endian float32
+ * values, exactly the tensor's size. */
 int tdsl_load_file(tdsl_model *m, const char *name, const char *path);
 
 /* Checkpoints in the safetensors format (readable by safetensors.torch.load_file): one
@@ -152,7 +153,8 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
  * reallocated (and initialized again, as tdsl_init does, with its last seed) when one
  * changes; until then its size is 0 and its data NULL. tdsl_tensor_info, tdsl_read and
  * tdsl_write follow the current sizes. Calling a routine while a dimension is unset
- * fails. An anonymous `?` is named "?ID". */
+ * fails, unless nothing uses that dimension (a `let n = dim ()` no tensor has): it is
+ * still listed and may be set, but no call needs it. An anonymous `?` is named "?ID". */
 int tdsl_num_dims(const tdsl_model *m);
 const char *tdsl_dim_name(const tdsl_model *m, int index);
 /* Sets a dimension (1 <= value <= INT_MAX); setting the value it has keeps the data. */
@@ -161,7 +163,9 @@ int tdsl_set_dim(tdsl_model *m, const char *name, long value);
 int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
 /* Writes a tensor from data of the given shape (rank dims in memory order): static
  * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is
- * written (tdsl_write). */
+ * written (tdsl_write). For a tensor with dynamic dimensions the shape may differ by
+ * axes of size 1 ((5) or (5, 1, 1) for dims (n, 1), (5, 1) for (n)) when that leaves one
+ * way to pair its other axes with the tensor's: (5) for dims (n, m) is refused. */
 int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims);
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims);
 

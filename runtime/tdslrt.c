@@ -69,6 +69,7 @@ typedef struct RtNamed {
   int nruns;
   long ncalls; /* all its runs' calls */
   int *parts, nparts; /* a join of dynamic dimensions: the largest of these */
+  bool unused;        /* a dimension no tensor, check or index range depends on (dims_used) */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -980,6 +981,32 @@ static int meta_line(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h)
   return unknown_keyword(m, kw, ln);
 }
 
+/* Marks the dimensions nothing depends on: a `let n = dim ()` no tensor uses. The sizes
+ * the code reads are its tensors' axes (loop extents and strides come from them), the
+ * checks, index ranges and flags, and the parts of a join that is one of those; an
+ * unused dimension may stay unset (dims_set), and tdsl_set_dim still records a value
+ * for it, so a host that sets every dimension a model had keeps working when a new
+ * version of the model stops using one. */
+static void dims_used(tdsl_model *m) {
+  if (!m->ndims) return;
+  char *used = calloc((size_t)m->ndims, 1);
+  if (!used) return; /* every dimension stays required: the old behaviour */
+#define USE(d) do { if ((d) < 0 && -1 - (d) < m->ndims) used[-1 - (d)] = 1; } while (0)
+  for (int i = 0; i < m->nbufs; i++)
+    for (int k = 0; m->bufs[i].decl && k < m->bufs[i].rank; k++) USE(m->bufs[i].decl[k]);
+  for (int i = 0; i < m->nchecks; i++) {
+    USE(m->checks[i].size);
+    USE(m->checks[i].expect);
+  }
+  for (int i = 0; i < m->nsyms; i++) USE(m->sym_range[i]);
+  for (int i = 0; i < m->nflags; i++) used[m->flags[i].of] = 1;
+#undef USE
+  for (int i = m->nset; i < m->ndims; i++) /* joins come after the dims they join */
+    for (int k = 0; used[i] && k < m->dims[i].nparts; k++) used[m->dims[i].parts[k]] = 1;
+  for (int i = 0; i < m->ndims; i++) m->dims[i].unused = !used[i];
+  free(used);
+}
+
 static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *h) {
   char *copy = xstrdup(text);
   if (!copy) return fail(m, "out of memory");
@@ -994,6 +1021,7 @@ static int parse_meta(tdsl_model *m, const char *text, tdsl_resolver res, void *
   for (int i = 0; i < m->nbufs && !rc; i++)
     if (m->bufs[i].decl ? !m->bufs[i].slot : !m->bufs[i].data)
       rc = fail(m, "malformed model metadata: no storage for tensor %s", m->bufs[i].name);
+  if (!rc) dims_used(m);
   return rc;
 }
 
@@ -2030,7 +2058,7 @@ static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m
  * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
-    if (!dim_value(m, i)) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+    if (!dim_value(m, i) && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
   for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
     if (m->bufs[i].decl && !m->bufs[i].data)
       return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);
@@ -2055,8 +2083,110 @@ static int dims_set(tdsl_model *m, const char *routine) {
 }
 
 /* The dynamic dimensions of b from a shape (after checking it against b's dims). */
+static int dims_take(tdsl_model *m, RtBuf *b, int rank, const long *dims);
+
+/* "(2, 3)" into buf; at most n bytes, "...)" when cut. */
+static void shape_str(char *buf, size_t n, const long *dims, int rank) {
+  size_t len = (size_t)snprintf(buf, n, "(");
+  for (int i = 0; i < rank && len + 24 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%ld", i ? ", " : "", dims[i]);
+  snprintf(buf + len, n - len, "%s)", len + 24 < n ? "" : "...");
+}
+
+/* Whether dims (b->rank of them) fit b's declared dims as they are: static ones equal,
+ * an axis repeating a dimension of the same size. */
+static bool shape_fits(const RtBuf *b, const long *dims) {
+  for (int k = 0; k < b->rank; k++) {
+    int decl = b->decl[k];
+    if (decl >= 0 && dims[k] != decl) return false;
+    for (int j = 0; j < k; j++)
+      if (decl < 0 && b->decl[j] == decl && dims[j] != dims[k]) return false;
+  }
+  return true;
+}
+
+/* A shape that differs from b's dims by axes of size 1 ((n,) for a tensor [n; 1], (n, 1)
+ * for [n]), as tdsl_load_file accepts for a static tensor: the shape's axes of size
+ * other than 1 pair in order with b's axes, each static axis other than 1 among them;
+ * the unpaired axes of b are 1. Fills out (b->rank dims) when exactly one pairing
+ * exists; returns the number of pairings, counted up to 2 (an ambiguous one: (5,) for
+ * [n; m] is n = 5 or m = 5). Counting by the pairing, not the values: a dynamic axis
+ * paired takes a size other than 1, an unpaired one 1, so two pairings give two shapes.
+ * O(rank * b->rank): ways[i][j] counts the pairings of the shape's axes i.. with b's j.. */
+static int align_ones(tdsl_model *m, const RtBuf *b, int rank, const long *dims, long *out) {
+  int R = b->rank, n = 0;
+  for (int k = 0; k < rank; k++) n += dims[k] != 1;
+  if (n > R) return 0;
+  long *f = malloc(sizeof(long) * (size_t)(n + 1));
+  unsigned char *ways = malloc((size_t)(n + 1) * (size_t)(R + 1));
+  if (!f || !ways) {
+    free(f), free(ways);
+    fail(m, "out of memory");
+    return -1;
+  }
+  n = 0;
+  for (int k = 0; k < rank; k++)
+    if (dims[k] != 1) f[n++] = dims[k];
+#define WAYS(i, j) ways[(size_t)(i) * (size_t)(R + 1) + (size_t)(j)]
+  for (int i = n; i >= 0; i--)
+    for (int j = R; j >= 0; j--) {
+      int w = 0;
+      if (j == R) w = i == n;
+      else {
+        int d = b->decl[j];
+        if (d < 0 || d == 1) w += WAYS(i, j + 1); /* axis j unpaired: 1 */
+        if (i < n && (d < 0 || d == f[i])) w += WAYS(i + 1, j + 1);
+      }
+      WAYS(i, j) = (unsigned char)(w > 2 ? 2 : w);
+    }
+  int count = WAYS(0, 0);
+  for (int i = 0, j = 0; count == 1 && j < R; j++) { /* the one pairing */
+    int d = b->decl[j];
+    if (i < n && (d < 0 || d == f[i]) && WAYS(i + 1, j + 1)) out[j] = f[i++];
+    else out[j] = 1;
+  }
+#undef WAYS
+  free(f), free(ways);
+  return count;
+}
+
 static int dims_from_shape(tdsl_model *m, RtBuf *b, int rank, const long *dims) {
+  long *aligned = NULL;
+  if (b->decl && (rank != b->rank || !shape_fits(b, dims))) {
+    if (!(aligned = malloc(sizeof(long) * (size_t)(b->rank + 1)))) return fail(m, "out of memory");
+    int ways = align_ones(m, b, rank, dims, aligned);
+    if (ways == 1) {
+      dims = aligned;
+      rank = b->rank;
+    } else if (ways < 0 || ways > 1 || rank != b->rank) {
+      free(aligned);
+      if (ways < 0) return -1;
+      char have[256], want[256];
+      shape_str(have, sizeof have, dims, rank);
+      want[0] = '(';
+      for (int k = 0, len = 1; k < b->rank && len + 24 < (int)sizeof want; k++) {
+        int d = b->decl[k];
+        len += snprintf(want + len, sizeof want - (size_t)len, "%s", k ? ", " : "");
+        len += d >= 0 ? snprintf(want + len, sizeof want - (size_t)len, "%d", d)
+                      : snprintf(want + len, sizeof want - (size_t)len, "%.40s", m->dims[-1 - d].name);
+        if (k == b->rank - 1) snprintf(want + len, sizeof want - (size_t)len, ")");
+      }
+      if (!b->rank) snprintf(want, sizeof want, "()");
+      if (ways > 1)
+        return fail(m, "tensor %s: the shape %s fits its dims %s in more than one way up to axes of size 1 (give the shape "
+                       "all %d axes)", b->name, have, want, b->rank);
+      return fail(m, "tensor %s has dims %s, not %s (even up to axes of size 1)", b->name, want, have);
+    } else {
+      free(aligned); /* same rank, no pairing: the axis that differs says it best */
+      aligned = NULL;
+    }
+  }
   if (rank != b->rank) return fail(m, "tensor %s has rank %d, not %d", b->name, b->rank, rank);
+  int rc = dims_take(m, b, rank, dims);
+  free(aligned);
+  return rc;
+}
+
+static int dims_take(tdsl_model *m, RtBuf *b, int rank, const long *dims) {
   for (int k = 0; k < rank; k++) {
     int decl = b->decl ? b->decl[k] : b->dims[k];
     if (decl >= 0 && dims[k] != decl)

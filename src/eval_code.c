@@ -404,6 +404,54 @@ static const Expr *find_record(const Expr *e) {
   return NULL;
 }
 
+/* ---- the assigned-to tensor ----
+ *
+ * What the left-hand side may be (as OCANNL's %cd, which refuses "an expression building
+ * a new tensor" there): a tensor that existed before the left-hand side was evaluated (a
+ * name, NAME.value, NAME.grad, a slot inside an op body, whatever a function returns of
+ * those), a tensor it declares (`{ z }`: storage the assignment fills), or a row of one
+ * of those, `T @| SYM`. Anything else it computes (`x + y`, `x ++ "i=>i"`, `range 3`) is
+ * an anonymous temporary nothing reads: assigning to it compiled and did nothing. */
+
+/* The slice `t @| sym` made by the prelude's `slice` op: forward code exactly
+ * `v =: id v1` over a LOGIC_BATCH_SLICE step. A user op with ~logic:"@|" computing
+ * something else is no view of its argument and is not written through. */
+static bool plain_slice(const Tensor *t) {
+  if (t->kind != TK_OP || !t->step || t->step->kind != LOGIC_BATCH_SLICE || t->step->nrhs != 1 ||
+      t->fwd.asgns.len != 1)
+    return false;
+  const Asgn *a = t->fwd.asgns.items[0];
+  const AExpr *r = a->rhs;
+  return a->kind == ASGN_OP && a->accum == OP_ARG2 && !a->init_neutral && !a->lhs.grad && a->lhs_slot == 0 &&
+         a->step == t->step && r && r->kind == AE_OP && r->op == OP_ID && r->args[0] &&
+         r->args[0]->kind == AE_BUF && !r->args[0]->buf.grad && r->args[0]->slot == 1;
+}
+
+/* Checks that t (the value of the left-hand side, first made at tensor index new_from)
+ * can be assigned. A slice of an assignable tensor is written through: *pre gets the
+ * forward code of the slices (so that cells the assignment leaves, or accumulates into,
+ * hold the row's values), *post the copies back into each sliced tensor's row, innermost
+ * slice first. Reads on the right then all happen before the row changes, as numpy's
+ * `a[n] += f(a)`. */
+static bool assignable(St *st, Tensor *t, int new_from, const Expr *lhs, Code *pre, Code *post, int depth) {
+  if (t->id < new_from || t->kind == TK_TERM || t->kind == TK_PARAM) return true;
+  if (plain_slice(t) && depth < 64) {
+    Tensor *base = t->step->rhs[0];
+    if (!assignable(st, base, new_from, lhs, pre, post, depth + 1)) return false;
+    code_append(st, pre, &t->fwd);
+    AExpr *row = ae_op(st->a, OP_ID, ae_buf(st->a, t, false, 0), NULL, NULL);
+    vec_push(st->a, &post->asgns, asgn_new(st->a, base, false, 1, OP_ARG2, false, row, t->step, lhs->loc));
+    return true;
+  }
+  diag_error(&st->c->diag, lhs->loc,
+             "the left-hand side of an assignment %s: assigning to it would change nothing visible",
+             t->kind == TK_OP ? (depth ? "slices a new tensor it computes" : "computes a new tensor")
+                              : (depth ? "slices a new constant tensor it creates" : "creates a new constant tensor"));
+  diag_note(&st->c->diag, lhs->loc,
+            "assign to a tensor name, NAME.grad, an inline declaration { NAME }, or a row NAME @| SYM of one");
+  return false;
+}
+
 Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Frame fr = *outer;
   fr.mode = M_CD; /* assignment operands are non-differentiable */
@@ -430,6 +478,7 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
     diag_note(&st->c->diag, e->a->loc, "declare it on the left, or in a binding of its own");
     return NULL;
   }
+  int lhs_from = st->g->tensors.len;
   Value *lv = eval(st, &fr, e->a);
   if (!lv) return NULL;
   if (lv->kind != V_TENSOR) {
@@ -437,6 +486,8 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
                val_kind_name(lv));
     return NULL;
   }
+  Code through_pre = {0}, through_post = {0};
+  if (!assignable(st, lv->t, lhs_from, e->a, &through_pre, &through_post, 0)) return NULL;
   Value *code = val_code(st, e->loc);
   /* Inside an op body, gradients of non-differentiable arguments get no code. */
   if (outer->op && lv->grad && !lv->t->diff) return code;
@@ -471,6 +522,9 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   } else if (!(step = standalone_step(st, &r, logic, e)))
     return NULL;
   code->code = r.pre;
+  code_append(st, &code->code, &through_pre);
   vec_push(st->a, &code->code.asgns, asgn_new(st->a, lv->t, lv->grad, lhs_slot, accum, init, rhs, step, e->loc));
+  for (int i = through_post.asgns.len - 1; i >= 0; i--) /* innermost slice first */
+    vec_push(st->a, &code->code.asgns, through_post.asgns.items[i]);
   return code;
 }
