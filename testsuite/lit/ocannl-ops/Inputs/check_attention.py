@@ -3,17 +3,13 @@ mask, the four projection weights and the output, in memory order batch, output,
 recomputes OCANNL's multi_head_attention (scores over d scaled by 1/sqrt d_k, masked to
 -1e9, softmax over t, weighted sum of v, output projection) plus the residual, and prints
 ATTENTION-OK or the largest difference."""
-import json
 import sys
 
 import numpy as np
 
-t = {}
-for line in sys.stdin:
-    if line.startswith("{"):
-        o = json.loads(line)
-        dims = o["batch"] + o["output"] + o["input"]
-        t[o["name"]] = np.array(o["values"], dtype=np.float64).reshape(dims)
+import printed
+
+t = printed.arrays(sys.stdin)
 if "seq" in t:
     x = t["seq"]                        # b s m
     wq, wk, wv = t["seq.w_q"], t["seq.w_k"], t["seq.w_v"]   # h d m

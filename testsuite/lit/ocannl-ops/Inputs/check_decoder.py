@@ -2,17 +2,13 @@
 every parameter of the two blocks, both block outputs), recomputes each decoder block
 (x1 = ln1 (x + mha x); ln2 (x1 + w_out relu (w x1 + b))) from the printed parameters and
 prints DECODER-OK or the largest difference."""
-import json
 import sys
 
 import numpy as np
 
-t = {}
-for line in sys.stdin:
-    if line.startswith("{"):
-        o = json.loads(line)
-        dims = o["batch"] + o["output"] + o["input"]
-        t[o["name"]] = np.array(o["values"], dtype=np.float64).reshape(dims)
+import printed
+
+t = printed.arrays(sys.stdin)
 
 
 def mha(x, p, mask):

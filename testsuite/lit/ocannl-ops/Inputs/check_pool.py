@@ -4,16 +4,13 @@ with the gradient NAME_x.grad of sum(y). Valid windows read stride*o + k; padded
 stride*o + k - (window-1)//2 with out-of-range positions skipped (tdsl(7): never a fake
 0). Every position equal to its window's maximum receives the window's gradient."""
 import itertools
-import json
 import sys
 
 import numpy as np
 
-t = {}
-for line in sys.stdin:
-    if line.startswith("{"):
-        o = json.loads(line)
-        t[o["name"]] = np.array(o["values"], dtype=np.float64).reshape(o["batch"] + o["output"] + o["input"])
+import printed
+
+t = printed.arrays(sys.stdin)
 for case in sys.argv[1:]:
     name, stride, win, pad = case.split(":")
     stride, win, pad = int(stride), int(win), pad == "pad"

@@ -2,20 +2,17 @@
 values 0..71, batch 2,4, output 3,3,1) to PATH; otherwise reads tdslc --run --json lines
 (images, the kernel 3,3,1->1, the bias, the result for batch_n = N given as argument) and
 checks a padded 3x3 convolution of batch row N (left padding 1, out-of-range skipped)."""
-import json
 import sys
 
 import numpy as np
+
+import printed
 
 if sys.argv[1] == "gen":
     np.arange(72, dtype=np.float32).tofile(sys.argv[2])
     sys.exit(0)
 n = int(sys.argv[1])
-t = {}
-for line in sys.stdin:
-    if line.startswith("{"):
-        o = json.loads(line)
-        t[o["name"]] = np.array(o["values"], dtype=np.float64).reshape(o["batch"] + o["output"] + o["input"])
+t = printed.arrays(sys.stdin)
 x = t["images"][n]                         # 4, 3, 3, 1
 k = t["batch_images.kernel"]               # oc=1, kh, kw, ic
 b = t["batch_images.bias"]
