@@ -587,15 +587,16 @@ static bool fill_dim_embeds(Solver *s, Graph *g) {
     long long n = 1;
     bool known = at >= 0;
     if (known && !ref->row) {
-      n = dim_find(VEC_AT(in->dims, DimNode, at))->d;
-      known = n > 0;
+      DimNode *d = dim_find(VEC_AT(in->dims, DimNode, at));
+      n = d->d;
+      known = d->known && d->d >= 0; /* 0: an empty axis; < 0: dynamic */
     } else if (known) {
       Row *r = row_norm(s, row_of_var(s, VEC_AT(in->rvars, RowVar, at)));
       known = r->var == NULL;
       for (int k = 0; known && k < row_len(r); k++) {
-        int d = dim_find(k < r->nbeg ? r->beg[k] : r->end[k - r->nbeg])->d;
-        known = d > 0;
-        n *= d; /* at most the elements of a tensor: check_elems bounds those */
+        DimNode *d = dim_find(k < r->nbeg ? r->beg[k] : r->end[k - r->nbeg]);
+        known = d->known && d->d >= 0;
+        n *= d->d; /* at most the elements of a tensor: check_elems bounds those */
       }
     }
     if (!known) {
