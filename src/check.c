@@ -34,7 +34,7 @@ typedef struct Built {
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
   CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level, .strict_fp = c->opt.strict_fp}; /* all an in-memory build reads */
   if (cuda) { /* as the driver gives it to the CUDA backend (main.c dispatch) */
-    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = sched_host_vec_bytes()};
+    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = jit_host_target(&c->arena).vec_bytes};
     ir = sched_fuse_routines(&c->arena, ir, &so);
   }
   out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
@@ -301,8 +301,7 @@ static bool stmts_reassociate(const PtrVec *body) {
 
 /* Whether the candidate (o, scheduled as jit.c does) reassociates any sum. */
 static bool reassociates(Ctx *c, const IrModule *ir, const JitOpts *o) {
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
-  const IrModule *m = sched_module(&c->arena, ir, &so);
+  const IrModule *m = jit_prepare(&c->arena, ir, o, o->native);
   for (int i = 0; i < m->funcs.len; i++)
     if (stmts_reassociate(&VEC_AT(m->funcs, IrFunc, i)->body)) return true;
   return false;

@@ -345,8 +345,10 @@ static const char *dirname_of(Arena *a, const char *path) {
 static void jit_mark(void *c, const char *phase) { timing_mark(c, phase); }
 
 static JitOpts jit_opts(Ctx *c) {
+  JitTarget *host = ANEW(&c->arena, JitTarget);
+  *host = jit_host_target(&c->arena);
   JitOpts o = {.mark = jit_mark, .mark_arg = c, .name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
-               .strict_fp = c->opt.strict_fp};
+               .strict_fp = c->opt.strict_fp, .target = host};
   return o;
 }
 
@@ -377,7 +379,6 @@ static int jobs_of(const Options *o) {
  * cached) into a scratch file the runtime opens. PCOMPILE_SERIAL when not split. */
 static int run_split(Ctx *c, IrModule *m) {
   JitOpts jo = jit_opts(c);
-  jo.arch = jit_host_arch(&c->arena);
   const char *t = getenv("TMPDIR");
   char *dir = arena_printf(&c->arena, "%s/tdslc-run-XXXXXX", t && *t ? t : "/tmp");
   if (!mkdtemp(dir)) return PCOMPILE_SERIAL;
@@ -410,10 +411,11 @@ static int run_in_process(Ctx *c, IrModule *m) {
 
 /* What every cache key starts with: the compiler's identity and the options. */
 static void key_head(FILE *f, Ctx *c, const JitOpts *jo, const char *self) {
-  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s schedule %d strict %d\n",
+  const char *arch = jo->target && jo->target->arch ? jo->target->arch : "-";
+  const char *isa = jo->target && jo->target->isa ? jo->target->isa : "-";
+  fprintf(f, "tdslc %s %s gccjit %d.%d.%d\nO%d bounds %d object %d native %d arch %s isa %s schedule %d strict %d\n",
           TDSLC_VERSION, self, gcc_jit_version_major(), gcc_jit_version_minor(), gcc_jit_version_patchlevel(),
-          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, jo->arch ? jo->arch : "-", jo->schedule,
-          jo->strict_fp);
+          jo->opt_level, jo->check_bounds, c->opt.object, jo->native, arch, isa, jo->schedule, jo->strict_fp);
 }
 
 /* Everything a compiled file depends on: the cache key (src/cache.c); m NULL: only the
@@ -444,7 +446,6 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   OutFile of;
   if (!out_begin(&c->arena, &of, out)) return 2;
   JitOpts jo = jit_opts(c);
-  jo.arch = jit_host_arch(&c->arena);
   const Options *o = &c->opt;
   int rc = o->no_split ? PCOMPILE_SERIAL
                        : pcompile(c, m, &jo, o->object, o->no_cache ? NULL : cache_key(c, NULL, &jo), jobs_of(o), of.tmp);
@@ -521,7 +522,8 @@ static int cuda_files(Ctx *c, IrModule *m) {
 
 static int dispatch(Ctx *c, IrModule *m) {
   Options *o = &c->opt;
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = sched_host_vec_bytes()};
+  /* the vectors the gccjit build of this host uses (jit_prepare) */
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = jit_host_target(&c->arena).vec_bytes};
   /* The CUDA back end renders the schedule's fusion across each routine's callees
    * (fills sunk or gone, adjacent nests fused) and maps the nests onto threads itself;
    * --check compares against the naive nests. */

@@ -750,6 +750,8 @@ static Stmt *fuse_fill_kernel(Arena *a, const IrModule *m, const SchedOpts *o, c
   return r;
 }
 
+/* The CPU's widest vectors by cpuid, for the unit tests; compiled code takes the width of
+ * the gcc target it is built for (jit_host_target), which an old gcc may make narrower. */
 int sched_host_vec_bytes(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();

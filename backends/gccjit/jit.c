@@ -8,21 +8,61 @@
 #include "jit_emit.h"
 #include "schedule.h"
 
-/* The host CPU as the gcc driver sees it: libgccjit rejects -march=native. */
-const char *jit_host_arch(Arena *a) {
+/* Whether word is one of the space-separated words of list. */
+static bool has_word(const char *list, const char *word) {
+  size_t n = strlen(word);
+  for (const char *s = list; s && (s = strstr(s, word)); s += n)
+    if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == 0)) return true;
+  return false;
+}
+
+/* The vector width the flags let gcc use: the schedule must not pick wider vectors than
+ * the target has, or gcc lowers each vector operation to scalar code. */
+static int isa_vec_bytes(const char *isa) {
+  if (has_word(isa, "-mavx512f")) return 64;
+  if (has_word(isa, "-mavx") || has_word(isa, "-mavx2")) return 32;
+  return 16;
+}
+
+/* The host CPU as the gcc driver sees it (libgccjit rejects -march=native): its -march
+ * and every -m flag -march=native expands to. The flags matter: a gcc older than the CPU
+ * names the nearest -march it knows (gcc 12 calls an AVX-512 Zen 4 znver3, which has no
+ * AVX-512) and adds the CPU's own features as flags (-mavx512f ...). */
+JitTarget jit_host_target(Arena *a) {
+  JitTarget t = {.vec_bytes = 16};
   FILE *p = popen("gcc -### -E -march=native -x c /dev/null 2>&1", "r");
-  if (!p) return NULL;
-  char line[8192];
-  const char *arch = NULL;
+  if (!p) return t;
+  char line[16384];
   while (fgets(line, sizeof line, p)) {
-    for (char *s = line; (s = strstr(s, "-march=")); s += 7) {
-      char *v = s + 7, *e = v;
-      while (*e && *e != ' ' && *e != '"' && *e != '\'' && *e != '\n') e++;
-      if (e > v && strncmp(v, "native", 6) != 0) arch = arena_strndup(a, v, (size_t)(e - v));
+    if (!strstr(line, "-march=")) continue;
+    char *isa = NULL;
+    size_t len = 0;
+    for (char *s = line; *s;) {
+      while (*s == ' ' || *s == '\n') s++;
+      char *b = s;
+      while (*s && *s != ' ' && *s != '\n') s++;
+      if (*b == '"') b++; /* gcc -### quotes some words */
+      char *e = s > b && s[-1] == '"' ? s - 1 : s;
+      if (e - b > 7 && !strncmp(b, "-march=", 7) && strncmp(b + 7, "native", 6)) t.arch = arena_strndup(a, b + 7, (size_t)(e - b - 7));
+      else if (e - b > 2 && b[0] == '-' && b[1] == 'm' && strncmp(b, "-mtune=", 7) && strncmp(b, "-march=", 7)) {
+        char *w = ANEWN(a, char, len + (size_t)(e - b) + 2);
+        if (isa) memcpy(w, isa, len);
+        if (len) w[len++] = ' ';
+        memcpy(w + len, b, (size_t)(e - b));
+        len += (size_t)(e - b);
+        w[len] = 0;
+        isa = w;
+      }
+    }
+    if (t.arch) {
+      t.isa = isa;
+      break;
     }
   }
   pclose(p);
-  return arch;
+  /* -march alone, whose features the driver did not list: plain x86-64 vectors */
+  if (t.arch && t.isa) t.vec_bytes = isa_vec_bytes(t.isa);
+  return t;
 }
 
 const char *jit_name(const char *name) { return name ? name : "tdsl"; }
@@ -172,7 +212,9 @@ gcc_jit_rvalue *jm_call(J *j, int callee) { return gcc_jit_context_new_call(j->c
 const IrModule *jit_prepare(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch) {
   if (!o->schedule) return m;
   /* without -march the target is plain x86-64: 16-byte vectors */
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = with_arch ? sched_host_vec_bytes() : 16};
+  int vec = 16;
+  if (with_arch) vec = o->target ? o->target->vec_bytes : jit_host_target(a).vec_bytes;
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = vec};
   return sched_module(a, m, &so);
 }
 
@@ -185,10 +227,16 @@ J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int 
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
   gcc_jit_context_add_command_line_option(j->c, "-fno-math-errno");
   if (with_arch) {
-    const char *arch = o->arch ? o->arch : jit_host_arch(a);
-    if (arch) {
-      gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-march=%s", arch));
-      gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-mtune=%s", arch));
+    JitTarget host = o->target ? *o->target : jit_host_target(a);
+    if (host.arch) {
+      gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-march=%s", host.arch));
+      gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-mtune=%s", host.arch));
+      for (const char *s = host.isa; s && *s;) {
+        const char *e = strchr(s, ' ');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        gcc_jit_context_add_command_line_option(j->c, arena_strndup(a, s, n));
+        s += n + (e != NULL);
+      }
     }
   }
   gcc_jit_context_add_driver_option(j->c, "-lm");

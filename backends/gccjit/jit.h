@@ -32,7 +32,7 @@ typedef struct JitOpts {
   int opt_level;     /* 0..3 */
   bool check_bounds; /* trap out-of-range indices with a message */
   bool native;       /* -march/-mtune of the host */
-  const char *arch;  /* with native: the host's -march (jit_host_arch), NULL: look it up */
+  const struct JitTarget *target; /* with native: the host (jit_host_target), NULL: look it up */
   bool schedule;     /* run the schedule pass (src/schedule.h) first; false: the naive loops */
   bool strict_fp;    /* the schedule keeps the source order of sums */
 } JitOpts;
@@ -112,8 +112,15 @@ void jit_export_dispatch(Arena *a, gcc_jit_context *c, const IrModule *m, const 
 gcc_jit_context *jit_context_acquire(void);
 /* Prints the context's first error as a tdslc internal error, with a hint; false. */
 bool jit_report_failure(gcc_jit_context *c, const char *what);
-/* The host CPU as gcc's -march names it (NULL if unknown). */
-const char *jit_host_arch(Arena *a);
+/* The host CPU as the gcc driver's -march=native sees it: arch, the -march it names
+ * (NULL if unknown); isa, the -m flags it expands to, space-separated (NULL if none);
+ * vec_bytes, the widest vectors those flags allow (16 without them). */
+typedef struct JitTarget {
+  const char *arch;
+  const char *isa;
+  int vec_bytes;
+} JitTarget;
+JitTarget jit_host_target(Arena *a);
 /* The symbol prefix of o->name (NULL: "tdsl"). */
 const char *jit_name(const char *name);
 
