@@ -1084,6 +1084,7 @@ Graph *stage_program(Ctx *c, const Program *p) {
   vec_push(st->a, &st->opened, (void *)key);
   vec_push(st->a, &st->loading, (void *)key);
   if (!eval_program(st, p) || c->diag.errors) return NULL;
+  alias_unqualified(st);
   record_topnames(st);
   return st->g;
 }

@@ -162,6 +162,7 @@ struct St {
                           that library code (prelude, stdlib) creates are reported there */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
+  PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */
 };
 
 /* eval.c */
@@ -210,6 +211,9 @@ Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc);
 bool label_ok(St *st, const char *label, Loc loc, const char *what);
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what);
 void name_tensor(St *st, Tensor *t, const char *ident, const char *label);
+/* After staging: each label-qualified name whose bare identifier no other tensor has
+ * ("L1.w" when there is no other w) gets that identifier as an alias. */
+void alias_unqualified(St *st);
 void add_name(St *st, const char *name, Tensor *t);
 bool name_used(St *st, const char *name);
 Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);
