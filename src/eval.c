@@ -882,7 +882,7 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
   } else if (v->kind == V_SYM && b->name && !v->sym->name) {
-    v->sym->name = b->name;
+    if (!index_name(st, v, b->name, b->loc)) return NULL;
   } else if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) {
     return NULL;
   }

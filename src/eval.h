@@ -177,6 +177,7 @@ Value *val_dyndim(St *st, Loc loc);
 /* Names v's dynamic dimension after the binding (`let n = dim ()`) unless it has a name;
  * false (error reported) when another dynamic dimension already has that name: the
  * runtime sets them by name (tdsl_set_dim). */
+bool index_name(St *st, Value *v, const char *name, Loc loc);
 bool dyndim_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
 bool val_is_number(const Value *v);

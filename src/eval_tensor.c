@@ -546,7 +546,43 @@ bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
       return false;
     }
   }
+  for (int i = 0; i < st->g->syms.len; i++) {
+    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "a dynamic dimension cannot be named '%s': an index symbol has that name", name);
+      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
+      return false;
+    }
+  }
   v->dsym->name = name;
+  return true;
+}
+
+/* `let n = index ...`: the runtime (--set, tdsl_set_index) finds symbols by name, so a
+ * second symbol of one name would be unreachable (--set reached the first, the one the
+ * program no longer meant), as for dynamic dimensions. */
+bool index_name(St *st, Value *v, const char *name, Loc loc) {
+  if (v->sym->name) return true; /* `let m = n`: an alias of n */
+  for (int i = 0; i < st->g->syms.len; i++) {
+    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "an index symbol named '%s' already exists", name);
+      if (o->loc.line == v->sym->loc.line && o->loc.col == v->sym->loc.col && o->loc.file == v->sym->loc.file)
+        diag_note(&st->c->diag, o->loc, "each evaluation of 'index' makes a new symbol, and --set and the runtime set them by name");
+      else
+        diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set index symbols by name", name);
+      return false;
+    }
+  }
+  for (int i = 0; i < st->g->dimsyms.len; i++) {
+    DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "an index symbol cannot be named '%s': a dynamic dimension has that name", name);
+      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
+      return false;
+    }
+  }
+  v->sym->name = name;
   return true;
 }
 
