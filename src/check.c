@@ -238,7 +238,9 @@ static void print_cell_index(FILE *o, const tdsl_tensor_info *t, long cell) {
 /* ---- driving both builds ---- */
 
 static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routine) {
-  if (run_prepare(c, ref) || run_prepare(c, opt)) return 1;
+  int prep = run_prepare(c, ref);
+  if (!prep) prep = run_prepare(c, opt);
+  if (prep) return prep;
   tdsl_model *b[2] = {ref, opt};
   for (int k = 0; k < 2; k++)
     if (tdsl_call(b[k], routine)) {
@@ -251,7 +253,8 @@ static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routin
 
 static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, const char *routine, int ulps,
                            const char *label) {
-  if (run_both(c, ref, opt, routine)) return 1;
+  int both = run_both(c, ref, opt, routine);
+  if (both) return both;
   Order o = write_order(&c->arena, ir, routine);
   long *len = reduction_lengths(&c->arena, ir);
   for (int k = 0; k < o.n; k++) {
@@ -281,8 +284,10 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
 
 int check_models(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, int ulps, const char *label) {
   int n = tdsl_num_routines(ref);
-  for (int i = 0; i < n; i++)
-    if (compare_routine(c, ir, ref, opt, tdsl_routine_name(ref, i), ulps, label)) return 1;
+  for (int i = 0; i < n; i++) {
+    int rc = compare_routine(c, ir, ref, opt, tdsl_routine_name(ref, i), ulps, label);
+    if (rc) return rc;
+  }
   printf("check: %d routine%s agree: %s vs the -O0 reference (%s)\n", n, n == 1 ? "" : "s", label,
          ulps ? arena_printf(&c->arena, "within %d ULPs", ulps) : "bitwise");
   return 0;

@@ -94,11 +94,14 @@ static void print_source(FILE *out, Loc loc, int width) {
   int len;
   const unsigned char *s = (const unsigned char *)line_start(loc.file, loc.line, &len);
   if (len > 0 && s[len - 1] == '\r') len--; /* a CRLF line ends before its CR */
-  fprintf(out, "%5d | ", loc.line);
+  /* GCC's margin: the line number right-aligned in 5 columns, wider for a line past
+   * 99999; the caret line's bar under the source line's bar. */
+  int digits = snprintf(NULL, 0, "%d", loc.line), margin = digits > 5 ? digits : 5;
+  fprintf(out, "%*d | ", margin, loc.line);
   int cols;
   for (int i = 0; i < len;) i += put_unit(out, s + i, (size_t)(len - i), &cols);
   fputc('\n', out);
-  fprintf(out, "      | ");
+  fprintf(out, "%*s | ", margin, "");
   int at = loc.col - 1 < 0 ? 0 : loc.col - 1 < len ? loc.col - 1 : len;
   int end = width < len - at ? at + width : len;
   /* The caret under the first column of the unit at `at`, tildes under the rest of the

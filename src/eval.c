@@ -859,13 +859,30 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
       if (strcmp(t->name, b->name) != 0) add_name(st, b->name, t); /* rebinding: alias */
     } else if (strcmp(t->name, b->name) != 0) add_name(st, b->name, t);
   } else if (v->kind == V_CODE && kind == I_LET_CD && b->name) {
+    if (!strcmp(b->name, "init")) {
+      diag_error(&st->c->diag, b->loc,
+                 "a routine cannot be named 'init': the compiler exports init itself (it initializes the "
+                 "parameters, constants and file tensors)");
+      return NULL;
+    }
+    /* A rebound name means its last binding, as in OCaml (and as for tensors): the
+     * earlier routine of that name is no longer exported, so --call and tdsl_call run
+     * the new one (the first one used to win the lookup). Code is staged by value, so
+     * nothing refers to the Routine being dropped. */
+    PtrVec *rs = &st->g->routines;
+    for (int i = 0; i < rs->len; i++)
+      if (!strcmp(VEC_AT(*rs, Routine, i)->name, b->name)) {
+        memmove(&rs->items[i], &rs->items[i + 1], (size_t)(rs->len - i - 1) * sizeof rs->items[0]);
+        rs->len--;
+        break;
+      }
     Routine *r = ANEW(st->a, Routine);
     r->name = b->name;
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
   } else if (v->kind == V_SYM && b->name && !v->sym->name) {
-    v->sym->name = b->name;
+    if (!index_name(st, v, b->name, b->loc)) return NULL;
   } else if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) {
     return NULL;
   }
@@ -1084,6 +1101,7 @@ Graph *stage_program(Ctx *c, const Program *p) {
   vec_push(st->a, &st->opened, (void *)key);
   vec_push(st->a, &st->loading, (void *)key);
   if (!eval_program(st, p) || c->diag.errors) return NULL;
+  alias_unqualified(st);
   record_topnames(st);
   return st->g;
 }

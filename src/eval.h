@@ -162,6 +162,7 @@ struct St {
                           that library code (prelude, stdlib) creates are reported there */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
+  PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */
 };
 
 /* eval.c */
@@ -176,6 +177,7 @@ Value *val_dyndim(St *st, Loc loc);
 /* Names v's dynamic dimension after the binding (`let n = dim ()`) unless it has a name;
  * false (error reported) when another dynamic dimension already has that name: the
  * runtime sets them by name (tdsl_set_dim). */
+bool index_name(St *st, Value *v, const char *name, Loc loc);
 bool dyndim_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
 bool val_is_number(const Value *v);
@@ -210,6 +212,9 @@ Value *eval_literal_list(St *st, const Frame *fr, Value *v, Loc loc);
 bool label_ok(St *st, const char *label, Loc loc, const char *what);
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what);
 void name_tensor(St *st, Tensor *t, const char *ident, const char *label);
+/* After staging: each label-qualified name whose bare identifier no other tensor has
+ * ("L1.w" when there is no other w) gets that identifier as an alias. */
+void alias_unqualified(St *st);
 void add_name(St *st, const char *name, Tensor *t);
 bool name_used(St *st, const char *name);
 Tensor *sym_tensor(St *st, IndexSym *sym, Loc loc);

@@ -63,6 +63,11 @@ void add_name(St *st, const char *name, Tensor *t) { graph_name(st->a, st->g, na
 
 /* Tensor names are unique: a label (from ~label) qualifies the identifier ("L1.w");
  * a remaining collision gets a numeric suffix ("w_2"). */
+typedef struct Qualified {
+  const char *ident;
+  Tensor *t;
+} Qualified;
+
 void name_tensor(St *st, Tensor *t, const char *ident, const char *label) {
   const char *base = label ? arena_printf(st->a, "%s.%s", label, ident) : ident;
   const char *cand = base;
@@ -70,6 +75,35 @@ void name_tensor(St *st, Tensor *t, const char *ident, const char *label) {
   t->name = cand;
   strtab_put(st->a, &st->tensor_names, cand, t);
   add_name(st, cand, t);
+  if (label) {
+    Qualified *q = ANEW(st->a, Qualified);
+    q->ident = ident;
+    q->t = t;
+    vec_push(st->a, &st->qualified, q);
+  }
+}
+
+/* The language qualifies a parameter's name by labels only when names collide
+ * (tdsl(7)); labels are always part of the canonical name here, so that the name does
+ * not change when a second application adds a collision later in the file. A bare
+ * identifier is therefore added as an alias at the end, once it is known to be unique:
+ * `--print w` finds the only w whether it is named "w" or "L1.w". */
+void alias_unqualified(St *st) {
+  if (!st->qualified.len) return;
+  StrTab taken = {0}, seen = {0};
+  for (int i = 0; i < st->g->names.len; i++) {
+    NamedTensor *n = st->g->names.items[i];
+    strtab_put(st->a, &taken, n->name, n->t);
+  }
+  /* ident -> its only Qualified, or st when several tensors share it */
+  for (int i = 0; i < st->qualified.len; i++) {
+    Qualified *q = st->qualified.items[i];
+    strtab_put(st->a, &seen, q->ident, strtab_get(&seen, q->ident) ? (void *)st : (void *)q);
+  }
+  for (int i = 0; i < st->qualified.len; i++) {
+    Qualified *q = st->qualified.items[i];
+    if (strtab_get(&seen, q->ident) == q && !strtab_get(&taken, q->ident)) add_name(st, q->ident, q->t);
+  }
 }
 
 /* ---- literals ---- */
@@ -512,7 +546,43 @@ bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
       return false;
     }
   }
+  for (int i = 0; i < st->g->syms.len; i++) {
+    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "a dynamic dimension cannot be named '%s': an index symbol has that name", name);
+      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
+      return false;
+    }
+  }
   v->dsym->name = name;
+  return true;
+}
+
+/* `let n = index ...`: the runtime (--set, tdsl_set_index) finds symbols by name, so a
+ * second symbol of one name would be unreachable (--set reached the first, the one the
+ * program no longer meant), as for dynamic dimensions. */
+bool index_name(St *st, Value *v, const char *name, Loc loc) {
+  if (v->sym->name) return true; /* `let m = n`: an alias of n */
+  for (int i = 0; i < st->g->syms.len; i++) {
+    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "an index symbol named '%s' already exists", name);
+      if (o->loc.line == v->sym->loc.line && o->loc.col == v->sym->loc.col && o->loc.file == v->sym->loc.file)
+        diag_note(&st->c->diag, o->loc, "each evaluation of 'index' makes a new symbol, and --set and the runtime set them by name");
+      else
+        diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set index symbols by name", name);
+      return false;
+    }
+  }
+  for (int i = 0; i < st->g->dimsyms.len; i++) {
+    DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
+    if (o->name && !strcmp(o->name, name)) {
+      diag_error(&st->c->diag, loc, "an index symbol cannot be named '%s': a dynamic dimension has that name", name);
+      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
+      return false;
+    }
+  }
+  v->sym->name = name;
   return true;
 }
 

@@ -184,16 +184,24 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   o->opt_level = 2;
   o->arch = "sm_80";
   o->check_ulps = -1;
-  bool seeded = false;
+  bool seeded = false, end_of_options = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
+    /* `--` ends the options, as in gcc and POSIX utilities: a file named "-x.tdsl". */
+    if (!strcmp(a, "--") && !end_of_options) { end_of_options = true; continue; }
+    if (end_of_options) {
+      if (o->input) return bad_usage("more than one input file ('%s')", a);
+      o->input = a;
+      continue;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
     if (!strcmp(a, "--version")) { printf("tdslc " TDSLC_VERSION "\n"); exit(0); }
     if (!strcmp(a, "-o")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       if (empty_value(a, argv[i], "a file name")) return 2;
       o->output = argv[i];
-    } else if (!strcmp(a, "-c")) o->object = true;
+    } else if (a[0] == '-' && a[1] == 'o' && a[2]) o->output = a + 2; /* -oFILE, as gcc */
+    else if (!strcmp(a, "-c")) o->object = true;
     else if ((v = opt_value(argc, argv, &i, "--backend"))) {
       if (!strcmp(v, "cc")) o->backend = BACKEND_CC;
       else if (!strcmp(v, "cuda")) o->backend = BACKEND_CUDA;
@@ -206,7 +214,7 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       arch_given = true;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       o->opt_level = a[2] - '0';
-    }
+    } else if (!strcmp(a, "-O")) o->opt_level = 1; /* gcc: -O is -O1 */
     else if (!strcmp(a, "-I")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       vec_push(&c->arena, &o->include_dirs, argv[i]);
@@ -288,6 +296,10 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       if (empty_value(a, argv[i], "a file name")) return 2;
       o->mf = argv[i];
+      o->md = true;
+    }
+    else if (!strncmp(a, "-MF", 3)) { /* -MFFILE, as gcc */
+      o->mf = a + 3;
       o->md = true;
     }
     else if (a[0] == '-' && a[1]) return bad_option(a);

@@ -132,6 +132,16 @@ static int run_err(const char *what, const tdsl_model *m) {
   return 1;
 }
 
+/* A --load/--load-checkpoint/--save failure: 2 when the file itself could not be opened
+ * (CLI.md: exit 2 for an unreadable file, as for the input and -o), 1 when it was read
+ * but its contents do not fit the model. The runtime words open failures
+ * "cannot read 'PATH': ..." / "cannot write 'PATH': ...". */
+static int file_err(const char *what, const tdsl_model *m) {
+  const char *e = tdsl_error(m);
+  run_err(what, m);
+  return !strncmp(e, "cannot read '", 13) || !strncmp(e, "cannot write '", 14) ? 2 : 1;
+}
+
 /* ---- names the model does not have ---- */
 
 /* The newest top-level binding of name when it is not a tensor (Graph.topnames). */
@@ -271,11 +281,11 @@ int run_prepare(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   if (tdsl_init(m, o->seed)) return run_err("init", m);
   if (run_sets(c, m, 0)) return 1;
-  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return run_err("--load-checkpoint", m);
+  if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return file_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
     if (tdsl_find_tensor(m, l->tensor) < 0) return no_tensor(c, m, "--load", l->tensor);
-    if (tdsl_load_file(m, l->tensor, l->path)) return run_err("--load", m);
+    if (tdsl_load_file(m, l->tensor, l->path)) return file_err("--load", m);
   }
   return run_sets(c, m, 1);
 }
@@ -289,7 +299,8 @@ static int run_model(Ctx *c, tdsl_model *m) {
   for (int i = 0; i < o->calls.len; i++)
     if (tdsl_find_routine(m, o->calls.items[i]) < 0 && strcmp(o->calls.items[i], "init"))
       return no_routine(c, m, o->calls.items[i]);
-  if (run_prepare(c, m)) return 1;
+  int prep = run_prepare(c, m);
+  if (prep) return prep;
   if (o->calls.len) {
     for (int i = 0; i < o->calls.len; i++)
       if (tdsl_call(m, o->calls.items[i])) return run_err("--call", m);
@@ -303,7 +314,7 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
-  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return run_err("--save", m);
+  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return file_err("--save", m);
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);

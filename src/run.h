@@ -14,7 +14,8 @@ int run_jit_result(Ctx *c, gcc_jit_result *r);
 int run_jit_file(Ctx *c, const char *path);
 /* Symbols of an in-memory gccjit result, for tdsl_open_resolved. */
 void *run_jit_resolve(void *handle, const char *symbol);
-/* tdsl_init with --seed, then every --set and --load; 1 after printing an error. */
+/* tdsl_init with --seed, then every --set and --load; after printing an error, 2 when a
+ * --load file cannot be opened, else 1. */
 struct tdsl_model;
 int run_prepare(Ctx *c, struct tdsl_model *m);
 

@@ -124,7 +124,7 @@ def test_cli_save_and_load_checkpoint(tmp_path):
     assert '"values":[3,-4]' in out
     r = subprocess.run([tdslc, "--run", str(src), "--load-checkpoint", str(tmp_path / "none.safetensors")],
                        capture_output=True, text=True)
-    assert r.returncode == 1 and "--load-checkpoint: cannot read" in r.stderr
+    assert r.returncode == 2 and "--load-checkpoint: cannot read" in r.stderr  # an unreadable file: 2 (CLI.md)
 
 
 def test_names_are_tensor_names_not_aliases(build, tmp_path):

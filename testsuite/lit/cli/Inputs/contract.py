@@ -181,7 +181,7 @@ check(os.path.exists("ck.safetensors"), "--save wrote the checkpoint")
 trained = run_json(io, "--seed", "3", "--load", "x=x.npy", "--call", "train", "--print", "w")["w"]["values"]
 back = run_json(io, "--load-checkpoint", "ck.safetensors", "--print", "w")["w"]["values"]
 check(trained == back, "--load-checkpoint restores w: %s vs %s" % (back, trained))
-tdslc("--run", io, "--load", "x=nofile.bin", rc=1)
+tdslc("--run", io, "--load", "x=nofile.bin", rc=2)  # an unreadable file: exit 2 (CLI.md)
 tdslc("--run", io, "--set", "n", rc=2)
 
 # ---- compiled outputs: .so, -c, --emit-header, --name, --emit-c, -MD/-MF, -I, -v -----
