@@ -157,9 +157,12 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
  * still listed and may be set, but no call needs it. An anonymous `?` is named "?ID". */
 int tdsl_num_dims(const tdsl_model *m);
 const char *tdsl_dim_name(const tdsl_model *m, int index);
-/* Sets a dimension (1 <= value <= INT_MAX); setting the value it has keeps the data. */
+/* Sets a dimension (0 <= value <= INT_MAX); setting the value it has keeps the data.
+ * 0 is an empty axis (an empty batch): its tensors have 0 elements and a valid data
+ * pointer, reductions over it give the accumulator's neutral element (a sum 0, max
+ * -inf), and a call fails while an index symbol ranges over it (no index is in range). */
 int tdsl_set_dim(tdsl_model *m, const char *name, long value);
-/* The current value (0: not set). */
+/* The current value (-1: not set; 0 is a value). */
 int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
 /* Writes a tensor from data of the given shape (rank dims in memory order): static
  * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is
