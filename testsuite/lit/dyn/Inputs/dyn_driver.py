@@ -19,12 +19,17 @@ precision:
     index symbol over a dimension set to 0) fail with a message, never a crash or
     numbers.
 Prints one line per case; any failure is a line starting with FAIL.
-usage: dyn_driver.py ROOT TDSLC WORKDIR [CASE...]"""
+With --cuda-zero, only the sizes with a 0 of each case on the cuda backend (its kernels
+emulated on the host, testsuite/cuda/shim.h), against torch: 0, the case's last size,
+then 0 again (device buffers reallocated each way).
+usage: dyn_driver.py ROOT TDSLC WORKDIR [--cuda-zero] [CASE...]"""
 import os, subprocess, sys
 import numpy as np
 
 root, tdslc, work = sys.argv[1:4]
 only = set(sys.argv[4:])
+cuda_zero = "--cuda-zero" in only
+only.discard("--cuda-zero")
 sys.path.insert(0, os.path.join(root, "python"))
 os.environ["TDSL_LIBRARY"] = os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so")
 if not os.path.exists(os.environ["TDSL_LIBRARY"]):
@@ -325,13 +330,48 @@ def check_case(case):
     return fails
 
 
+def check_cuda_zero(case):
+    """The sizes with a 0 on the cuda backend under the emulation, against torch."""
+    zeros = [s for s in case.sizes if 0 in s.values()]
+    if not zeros:
+        return []
+    fails = []
+    path = os.path.join(work, case.name + "_cz.tdsl")
+    with open(path, "w") as fh:
+        fh.write(source(case, None))
+    so, cu, emu = (os.path.join(work, case.name + ext) for ext in ("_cz.so", "_cz.cu", "_cz_emu.so"))
+    flags = ["--backend=cuda", "--precision=double"]
+    subprocess.run([tdslc] + flags + [path, "-o", so], check=True, capture_output=True)
+    with open(cu, "w") as fh:
+        subprocess.run([tdslc] + flags + ["--emit-cuda", path], stdout=fh, check=True)
+    subprocess.run(["cc", "-O1", "-w", "-DTDSL_EMULATE", "-include", os.path.join(root, "testsuite", "cuda", "shim.h"),
+                    "-x", "c", cu, "-shared", "-fPIC", "-o", emu, "-lm"], check=True)
+    os.environ["TDSL_CUDA_EMULATE"] = emu
+    mod = open_model(so, 1)
+    try:
+        for sizes in zeros + [case.sizes[-1]] + zeros:
+            data = concrete(case, sizes)
+            try:
+                got = run(mod, case, sizes, data, True)
+            except tdsl.TdslError as e:
+                fails.append("%s %s cuda: %s" % (case.name, szs(sizes), e))
+                break  # the model is unusable after a cuda error
+            bad = compare(got, oracle(case, sizes, data))
+            if bad:
+                fails.append("%s %s cuda vs torch: %s" % (case.name, szs(sizes), "; ".join(bad)))
+    finally:
+        mod.close()
+        del os.environ["TDSL_CUDA_EMULATE"]
+    return fails
+
+
 def main():
     total = 0
     for case in CASES:
         if only and case.name not in only:
             continue
         try:
-            fails = check_case(case)
+            fails = check_cuda_zero(case) if cuda_zero else check_case(case)
         except Exception as e:  # a compile error or a crash in the driver is a failure too
             fails = ["%s: %s: %s" % (case.name, type(e).__name__, e)]
         for f in fails:
