@@ -120,8 +120,10 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which);
 /* Loads every tensor of a safetensors file into the model's tensor of the same name
  * (the tensor's own name, as tdsl_save writes it, before an alias); tensors absent
  * from the file keep their values. Dynamic dimensions come from the
- * saved shapes: unset ones are set (allocating their tensors); one already set to
- * another size, or two tensors giving one dimension different sizes, is an error.
+ * saved shapes: unset ones are set (allocating their tensors; a saved axis 0 sets 0
+ * unless the file's metadata tdsl_unset, which tdsl_save writes, says the dimension was
+ * unset); one already set to another size, or two tensors giving one dimension
+ * different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets
  * within the file): on the first mismatch nothing is loaded (only unset dimensions may
  * have been set) and the error names it. */
@@ -151,7 +153,7 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
 /* Dynamic dimensions (`let n = dim ()`, `?` in a shape): sizes set at run time. A
  * tensor whose dims include one is allocated when all of its dims are set, and
  * reallocated (and initialized again, as tdsl_init does, with its last seed) when one
- * changes; until then its size is 0 and its data NULL. tdsl_tensor_info, tdsl_read and
+ * changes; until then its size is 0 and its data NULL (set to 0: size 0, data valid). tdsl_tensor_info, tdsl_read and
  * tdsl_write follow the current sizes. Calling a routine while a dimension is unset
  * fails, unless nothing uses that dimension (a `let n = dim ()` no tensor has): it is
  * still listed and may be set, but no call needs it. An anonymous `?` is named "?ID". */
