@@ -35,11 +35,39 @@ static cJSON *entry_json(const tdsl_tensor_info *ti, size_t begin) {
   return e;
 }
 
+/* The dimensions not set when saving, as "tdsl_unset": "n,m" (metadata values are
+ * strings): their tensors are saved with an axis 0, as are those of a dimension set to
+ * 0, and only this tells them apart when loading (load_dims). Written for every model
+ * with dimensions, "" when all are set: a tdsl file without it predates empty batches. */
+static int unset_dims(tdsl_model *m, cJSON *meta) {
+  int n = tdsl_num_dims(m);
+  if (n <= 0) return 0;
+  size_t cap = 1, len = 0;
+  for (int i = 0; i < n; i++) cap += strlen(tdsl_dim_name(m, i)) + 1;
+  char *list = malloc(cap);
+  if (!list) return -1;
+  list[0] = 0;
+  for (int i = 0; i < n; i++) {
+    long v;
+    const char *name = tdsl_dim_name(m, i);
+    if (tdsl_get_dim(m, name, &v) || v >= 0) continue;
+    len += (size_t)snprintf(list + len, cap - len, "%s%s", len ? "," : "", name);
+  }
+  cJSON *item = cJSON_AddStringToObject(meta, "tdsl_unset", list);
+  free(list);
+  return item ? 0 : -1;
+}
+
 /* The JSON header of the tensors `which` selects, padded; NULL when out of memory. */
 static char *header_json(tdsl_model *m, unsigned which, size_t *len) {
   cJSON *root = cJSON_CreateObject(), *meta = cJSON_CreateObject();
   cJSON_AddStringToObject(meta, "format", "pt");
   cJSON_AddStringToObject(meta, "producer", "tdsl " TDSL_VERSION);
+  if (unset_dims(m, meta)) {
+    cJSON_Delete(meta);
+    cJSON_Delete(root);
+    return NULL;
+  }
   cJSON_AddItemToObject(root, "__metadata__", meta);
   size_t at = 0;
   for (int i = 0; i < tdsl_num_tensors(m); i++) {
@@ -317,6 +345,17 @@ static double entry_bytes(const cJSON *e, const long *dims, int rank) {
   return bytes;
 }
 
+/* Which saved dimensions were unset (an axis 0 then says nothing): the "tdsl_unset"
+ * list tdsl_save writes; "*" (all) for a tdsl file from before it; NULL (none) for a
+ * file of another producer, whose axis 0 is an empty axis. */
+static const char *saved_unset(const cJSON *root) {
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+  const cJSON *u = cJSON_GetObjectItemCaseSensitive(meta, "tdsl_unset");
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(meta, "producer");
+  if (cJSON_IsString(u)) return u->valuestring;
+  return cJSON_IsString(p) && !strncmp(p->valuestring, "tdsl ", 5) ? "*" : NULL;
+}
+
 /* Dynamic dimensions from the saved shapes, before any entry is checked against the
  * model's: unset ones are set (their tensors had no storage: nothing is lost when a
  * later check fails), set ones must agree. */
@@ -325,15 +364,19 @@ static int load_dims(tdsl_model *m, const char *path, const cJSON *root, size_t 
   int rc = want ? 0 : -1, rank;
   char where[320];
   snprintf(where, sizeof where, "'%.300s'", path);
+  const char *unset = saved_unset(root);
   const cJSON *e;
   cJSON_ArrayForEach(e, root) {
     if (rc || !cJSON_IsObject(e) || !shape_sizes(cJSON_GetObjectItemCaseSensitive(e, "shape"), dims, &rank)) continue;
     double bytes = entry_bytes(e, dims, rank);
-    if (bytes == 0) continue; /* another dtype, or no data: it sets no dimension */
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    /* another dtype sets no dimension (check_entry refuses it); an entry of no data may:
+     * a dimension set to 0 */
+    if (!cJSON_IsString(dt) || (strcmp(dt->valuestring, "F32") && strcmp(dt->valuestring, "F64"))) continue;
     if (!offsets_hold(e, bytes, data_len))
       rc = tdsl_rt_fail(m, "'%s': tensor '%s' has bad data_offsets (expected [begin, begin + %.0f] within the %zu data bytes)",
                         path, e->string, bytes, data_len);
-    else rc = tdsl_rt_want_shape(m, want, where, e->string, rank, dims);
+    else rc = tdsl_rt_want_shape(m, want, where, e->string, rank, dims, unset);
   }
   if (!rc) rc = tdsl_rt_want_apply(m, want, where);
   free(want);

@@ -120,8 +120,10 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which);
 /* Loads every tensor of a safetensors file into the model's tensor of the same name
  * (the tensor's own name, as tdsl_save writes it, before an alias); tensors absent
  * from the file keep their values. Dynamic dimensions come from the
- * saved shapes: unset ones are set (allocating their tensors); one already set to
- * another size, or two tensors giving one dimension different sizes, is an error.
+ * saved shapes: unset ones are set (allocating their tensors; a saved axis 0 sets 0
+ * unless the file's metadata tdsl_unset, which tdsl_save writes, says the dimension was
+ * unset); one already set to another size, or two tensors giving one dimension
+ * different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets
  * within the file): on the first mismatch nothing is loaded (only unset dimensions may
  * have been set) and the error names it. */
@@ -151,15 +153,18 @@ int tdsl_get_index(tdsl_model *m, const char *name, long *value);
 /* Dynamic dimensions (`let n = dim ()`, `?` in a shape): sizes set at run time. A
  * tensor whose dims include one is allocated when all of its dims are set, and
  * reallocated (and initialized again, as tdsl_init does, with its last seed) when one
- * changes; until then its size is 0 and its data NULL. tdsl_tensor_info, tdsl_read and
+ * changes; until then its size is 0 and its data NULL (set to 0: size 0, data valid). tdsl_tensor_info, tdsl_read and
  * tdsl_write follow the current sizes. Calling a routine while a dimension is unset
  * fails, unless nothing uses that dimension (a `let n = dim ()` no tensor has): it is
  * still listed and may be set, but no call needs it. An anonymous `?` is named "?ID". */
 int tdsl_num_dims(const tdsl_model *m);
 const char *tdsl_dim_name(const tdsl_model *m, int index);
-/* Sets a dimension (1 <= value <= INT_MAX); setting the value it has keeps the data. */
+/* Sets a dimension (0 <= value <= INT_MAX); setting the value it has keeps the data.
+ * 0 is an empty axis (an empty batch): its tensors have 0 elements and a valid data
+ * pointer, reductions over it give the accumulator's neutral element (a sum 0, max
+ * -inf), and a call fails while an index symbol ranges over it (no index is in range). */
 int tdsl_set_dim(tdsl_model *m, const char *name, long value);
-/* The current value (0: not set). */
+/* The current value (-1: not set; 0 is a value). */
 int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
 /* Writes a tensor from data of the given shape (rank dims in memory order): static
  * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is

@@ -51,7 +51,8 @@ typedef struct RtBuf {
   long long file_elems;
   char *path;
   /* a dynamic buffer (a dim < 0 in the metadata): the runtime allocates data when its
-   * dims are set; dims and size are the current ones (0 while a dim is unset) */
+   * dims are set (a dim set to 0 too: one unused cell, so data is never NULL then);
+   * dims and size are the current ones (0 while a dim is unset) */
   int *decl;   /* the declared dims (DIM_DYN(id) for a dynamic one); NULL: static */
   void **slot; /* the instance's pointer to data */
 } RtBuf;
@@ -70,6 +71,8 @@ typedef struct RtNamed {
   long ncalls; /* all its runs' calls */
   int *parts, nparts; /* a join of dynamic dimensions: the largest of these */
   bool unused;        /* a dimension no tensor, check or index range depends on (dims_used) */
+  bool set;           /* a dimension has a value: 0 is a value (an empty axis), so the
+                       * instance's int cannot say "not set" (a join: all its parts set) */
 } RtNamed;
 
 /* Set while a model is open: a pointer that is not an open model is refused. */
@@ -1638,8 +1641,12 @@ static int set_index_in(tdsl_model *m, const char *name, long v) {
   int i = find_sym(m, name);
   if (i < 0) return -1;
   int r = m->sym_range[i];
-  if (r < 0 && !(r = *(int *)m->dims[-1 - r].ptr)) /* the range is a dynamic dimension's value */
-    return fail(m, "index %s ranges over dimension %s, which is not set", name, m->dims[-1 - m->sym_range[i]].name);
+  if (r < 0) { /* the range is a dynamic dimension's value */
+    const RtNamed *d = &m->dims[-1 - r];
+    if (!d->set) return fail(m, "index %s ranges over dimension %s, which is not set", name, d->name);
+    if (!(r = *(int *)d->ptr)) /* as a static `index 0`: no value is in range */
+      return fail(m, "index %s ranges over dimension %s = 0: no value is in its range", name, d->name);
+  }
   if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
     return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
                  : fail(m, "index %s = %ld must be a non-negative int", name, v);
@@ -1827,11 +1834,14 @@ static int find_dim(const tdsl_model *m, const char *name) {
 
 static int dim_value(const tdsl_model *m, int id) { return *(int *)m->dims[id].ptr; }
 
+/* A dimension's value, or -1 while it is not set. */
+static long dim_state(const tdsl_model *m, int id) { return m->dims[id].set ? dim_value(m, id) : -1; }
+
 static int get_dim_in(tdsl_model *m, const char *name, long *v) {
   if (need(m, "tdsl_get_dim", "name", name) || need(m, "tdsl_get_dim", "value pointer", v)) return -1;
   int i = find_dim(m, name);
   if (i < 0) return fail(m, "no dynamic dimension named '%s'", name);
-  *v = dim_value(m, i);
+  *v = dim_state(m, i);
   return 0;
 }
 
@@ -1842,7 +1852,7 @@ int tdsl_get_dim(tdsl_model *m, const char *name, long *v) {
   return rc;
 }
 
-/* b's size with the dimensions' current values (0 while one is unset; -1: too big). */
+/* b's size with the dimensions' current values (0 while one is unset or 0; -1: too big). */
 static long dyn_size(const tdsl_model *m, const RtBuf *b) {
   long size = 1;
   for (int k = 0; k < b->rank; k++) {
@@ -1930,8 +1940,17 @@ static size_t memory_bytes(void) {
   return total < SIZE_MAX ? (size_t)total : SIZE_MAX;
 }
 
+/* Whether every dynamic dimension of b is set. */
+static bool buf_dims_set(const tdsl_model *m, const RtBuf *b) {
+  for (int k = 0; b->decl && k < b->rank; k++)
+    if (b->decl[k] < 0 && !m->dims[-1 - b->decl[k]].set) return false;
+  return true;
+}
+
 /* Reallocates dynamic buffer b for the current dimensions, initialized as tdsl_init
- * does (with its last seed): a tensor whose size is set anew starts over. */
+ * does (with its last seed): a tensor whose size is set anew starts over. A size of 0
+ * (a dimension set to 0) still gets storage, one unused cell as a static empty tensor
+ * has: data is a valid pointer, and "no storage" keeps meaning "not set". */
 static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   long size = dyn_size(m, b);
   for (int k = 0; k < b->rank; k++) b->dims[k] = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
@@ -1939,8 +1958,8 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   b->data = NULL;
   b->size = 0;
   *b->slot = NULL; /* the model's code never sees freed storage */
-  if (size > 0) {
-    size_t bytes = ((size_t)size * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
+  if (size > 0 || (size == 0 && buf_dims_set(m, b))) {
+    size_t bytes = ((size_t)(size ? size : 1) * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
     if (bytes > memory_bytes() || !(b->data = aligned_alloc(64, bytes)))
       return fail(m, "out of memory: tensor %s needs %ld elements (%zu bytes)", b->name, size, bytes);
     b->size = size;
@@ -1952,10 +1971,11 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   return init_buf(m, b, m->seed);
 }
 
-/* Some dim of b changed value (before: every dim's value before the change). */
-static bool dims_changed(const tdsl_model *m, const RtBuf *b, const int *before) {
+/* Some dim of b changed value or was set (before: every dim's dim_state before the
+ * change: an unset dim set to 0 keeps the int 0 but needs storage). */
+static bool dims_changed(const tdsl_model *m, const RtBuf *b, const long *before) {
   for (int k = 0; b->decl && k < b->rank; k++)
-    if (b->decl[k] < 0 && dim_value(m, -1 - b->decl[k]) != before[-1 - b->decl[k]]) return true;
+    if (b->decl[k] < 0 && dim_state(m, -1 - b->decl[k]) != before[-1 - b->decl[k]]) return true;
   return false;
 }
 
@@ -1963,20 +1983,27 @@ static bool dims_changed(const tdsl_model *m, const RtBuf *b, const int *before)
 static bool dims_stale(const tdsl_model *m, const RtBuf *b) {
   for (int k = 0; b->decl && k < b->rank; k++)
     if (b->dims[k] != (b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k])) return true;
-  return b->decl && dyn_size(m, b) != b->size;
+  return b->decl && (dyn_size(m, b) != b->size || !b->data != !buf_dims_set(m, b));
 }
 
-/* Dim id = v (0: unset), then the joins and flags that follow from the dims. */
-static void put_dim(tdsl_model *m, int id, int v) {
-  *(int *)m->dims[id].ptr = v;
+/* Dim id = v (-1: unset, its int 0), then the joins and flags that follow from the
+ * dims. A join is set when all its parts are; it is their broadcast: 0 when one is 0
+ * (0 against 1 is 0; against a size above 1 a check fails the call), else the largest. */
+static void put_dim(tdsl_model *m, int id, long v) {
+  *(int *)m->dims[id].ptr = v < 0 ? 0 : (int)v;
+  m->dims[id].set = v >= 0;
   for (int i = m->nset; i < m->ndims; i++) {
-    const RtNamed *j = &m->dims[i];
+    RtNamed *j = &m->dims[i];
     int big = 0;
-    for (int k = 0; k < j->nparts && (!k || big); k++) {
+    bool set = true, zero = false;
+    for (int k = 0; k < j->nparts; k++) {
       int d = dim_value(m, j->parts[k]);
-      big = !d ? 0 : d > big ? d : big;
+      set = set && m->dims[j->parts[k]].set;
+      zero = zero || !d;
+      big = d > big ? d : big;
     }
-    *(int *)j->ptr = big;
+    j->set = set;
+    *(int *)j->ptr = set && !zero ? big : 0;
   }
   for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
 }
@@ -2001,13 +2028,13 @@ static int set_dim_in(tdsl_model *m, const char *name, long v) {
   int id = find_dim(m, name);
   if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
   if (id >= m->nset) return join_refused(m, id);
-  if (v < 1 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 1..%d", name, v, INT_MAX);
-  int old = dim_value(m, id);
+  if (v < 0 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 0..%d", name, v, INT_MAX);
+  long old = dim_state(m, id);
   if (old == v) return 0; /* the tensors keep their values */
-  int *before = malloc(sizeof(int) * (size_t)m->ndims);
+  long *before = malloc(sizeof(long) * (size_t)m->ndims);
   if (!before) return fail(m, "out of memory");
-  for (int i = 0; i < m->ndims; i++) before[i] = dim_value(m, i);
-  put_dim(m, id, (int)v);
+  for (int i = 0; i < m->ndims; i++) before[i] = dim_state(m, i);
+  put_dim(m, id, v);
   /* Refused before anything is reallocated: a size no tensor can have, or tensors that
    * together need more than the machine has (each may fit alone, and with overcommit
    * the allocations succeed until the pages are touched). */
@@ -2058,7 +2085,7 @@ static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m
  * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
-    if (!dim_value(m, i) && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+    if (!m->dims[i].set && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
   for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
     if (m->bufs[i].decl && !m->bufs[i].data)
       return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);
@@ -2075,6 +2102,9 @@ static int dims_set(tdsl_model *m, const char *routine) {
    * shrunk since, and the code indexes with the value unchecked. */
   for (int i = 0; i < m->nsyms; i++) {
     int r = m->sym_range[i], v = *(int *)m->syms[i].ptr;
+    if (r < 0 && !dim_value(m, -1 - r)) /* as a static `index 0`, an error: no value is in range */
+      return fail(m, "%s: index %s ranges over dimension %s = 0: no value is in its range", routine, m->syms[i].name,
+                  m->dims[-1 - r].name);
     if (r < 0 && v >= dim_value(m, -1 - r))
       return fail(m, "%s: index %s = %d is out of its range 0..%d (dimension %s changed after it was set)", routine,
                   m->syms[i].name, v, dim_value(m, -1 - r) - 1, m->dims[-1 - r].name);
@@ -2213,12 +2243,30 @@ long *tdsl_rt_want_new(tdsl_model *m) {
   return w;
 }
 
-int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims) {
+/* Whether name is in a comma-separated list ("*": every name). */
+static bool in_list(const char *list, const char *name) {
+  if (!list) return false;
+  if (!strcmp(list, "*")) return true;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n)) return true;
+    p += len + (e != NULL);
+  }
+  return false;
+}
+
+int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims,
+                       const char *unset) {
   int i = tdsl_rt_find_saved(m, name);
   const RtBuf *b = i >= 0 ? &m->bufs[i] : NULL;
   for (int k = 0; b && b->decl && rank == b->rank && k < rank; k++) {
     int id = -1 - b->decl[k];
     if (b->decl[k] >= 0 || want[id] == dims[k]) continue;
+    /* an unset dimension saves as 0, as does a join of one; a join is never listed */
+    bool some_unset = unset && *unset;
+    if (!dims[k] && (in_list(unset, m->dims[id].name) || (id >= m->nset && some_unset))) continue;
     if (want[id] >= 0)
       return fail(m, "%s: tensor '%s' has %s = %ld where an earlier tensor has %s = %ld", where, name, m->dims[id].name,
                   dims[k], m->dims[id].name, want[id]);
@@ -2229,15 +2277,14 @@ int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char 
 
 int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
   for (int id = 0; id < m->nset; id++) {
-    long cur = dim_value(m, id);
+    long cur = dim_state(m, id);
     if (want[id] < 0 || want[id] == cur) continue;
-    if (!want[id]) return fail(m, "%s: its tensors were saved while %s was unset, but it is set to %ld", where, m->dims[id].name, cur);
-    if (cur)
+    if (cur >= 0)
       return fail(m, "%s: its tensors have %s = %ld, but %s is set to %ld (set it to %ld first, or load into a model where it is unset)",
                   where, m->dims[id].name, want[id], m->dims[id].name, cur, want[id]);
   }
   for (int id = 0; id < m->nset; id++)
-    if (want[id] > 0 && !dim_value(m, id) && set_dim_in(m, m->dims[id].name, want[id])) return -1;
+    if (want[id] >= 0 && !m->dims[id].set && set_dim_in(m, m->dims[id].name, want[id])) return -1;
   for (int id = m->nset; id < m->ndims; id++)
     if (want[id] >= 0 && want[id] != dim_value(m, id))
       return fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %d", where, m->dims[id].name,

@@ -177,6 +177,7 @@ static CUresult emu_function(CUfunction *f, CUmodule m, const char *name) {
   return *f ? 0 : 500; /* CUDA_ERROR_NOT_FOUND */
 }
 static CUresult emu_alloc(CUdeviceptr *p, size_t n) {
+  if (!n) return 1; /* the driver's CUDA_ERROR_INVALID_VALUE: the runtime must not ask */
   void *m = calloc(1, n);
   *p = (CUdeviceptr)(uintptr_t)m;
   return m ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
@@ -208,7 +209,10 @@ static void emu_run(CUfunction f, unsigned grid, unsigned block, void **params) 
 }
 static CUresult emu_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                            unsigned sh, void *st, void **params, void **extra) {
-  (void)gy, (void)gz, (void)by, (void)bz, (void)sh, (void)extra;
+  (void)sh, (void)extra;
+  /* as the driver: an empty grid or block is CUDA_ERROR_INVALID_VALUE (an empty batch
+   * must launch nothing rather than a grid of 0) */
+  if (!gx || !gy || !gz || !bx || !by || !bz) return 1;
   EmuGraph *g = st ? ((EmuStream *)st)->capturing : NULL;
   if (!g) {
     emu_run(f, gx, bx, params);
@@ -525,7 +529,8 @@ static void launch(void *ctx, int k) {
   long threads = kn->threads > 0 ? kn->threads : 1;
   for (int i = 0; i < kn->ntdims; i++) {
     long d = *cu->dims[kn->tdims[i]];
-    if (d < 1 || threads > MAX_THREADS / d) {
+    if (!d) return; /* a dimension set to 0: no threads, nothing to launch (a grid of 0 is invalid) */
+    if (d < 0 || threads > MAX_THREADS / d) {
       launch_error(cu, "kernel launch", 1); /* CUDA_ERROR_INVALID_VALUE */
       return;
     }

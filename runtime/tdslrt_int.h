@@ -34,9 +34,12 @@ TDSL_HIDDEN int tdsl_rt_find_saved(const tdsl_model *m, const char *name);
  * another rank, adds nothing: the shape check reports it), refusing two different
  * sizes of one dimension; tdsl_rt_want_apply refuses sizes that contradict dimensions
  * already set, then sets the unset ones (allocating their tensors). where prefixes
- * messages. Each returns -1 with the message (NULL from want_new). */
+ * messages. Each returns -1 with the message (NULL from want_new). An axis 0 of a
+ * dimension that unset names (a comma-separated list, "*" for all, NULL for none) was
+ * unset when saved: it says nothing; otherwise 0 is the dimension's value. */
 TDSL_HIDDEN long *tdsl_rt_want_new(tdsl_model *m);
-TDSL_HIDDEN int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims);
+TDSL_HIDDEN int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims,
+                                   const char *unset);
 TDSL_HIDDEN int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where);
 
 /* 0 when path may be opened for reading; else -1 with the message: a directory, or a

@@ -276,7 +276,7 @@ class Model:
                 new.init(self._seed)  # the seed that "init" and reallocations reuse
             for d in self.dims:
                 v = self.get_dim(d)
-                if v:
+                if v is not None:  # 0 is a value (an empty batch), None unset
                     new.set_dim(d, v)
             for name in self.indices:
                 new.set_index(name, self.get_index(name))
@@ -373,6 +373,11 @@ class Model:
             what = "an array of dtype %s" % dt if isinstance(value, np.ndarray) else type(value).__name__
             raise TypeError("tensor %s takes numbers, not %s" % (name, what))
         arr = np.asarray(value, dtype=view.dtype)
+        if view.size == 0 and self.dims:
+            # the view of a tensor whose dimension is unset is empty too: an empty array
+            # of its shape must still set the dimension (to 0, an empty batch)
+            self._write_shaped(name, arr)
+            return
         if arr.shape != view.shape and _squeezed(arr.shape) != _squeezed(view.shape):
             if not self.dims:
                 raise ValueError("tensor %s has shape %s, not %s" % (name, view.shape, arr.shape))
@@ -425,10 +430,11 @@ class Model:
 
     @_serialized
     def get_dim(self, name):
-        """A dynamic dimension's current value (0 while unset)."""
+        """A dynamic dimension's current value, or None while it is not set (0 is a
+        value: an empty batch)."""
         v = ctypes.c_long()
         self._check(self._L.tdsl_get_dim(self._handle(), _cstr(name, "dimension name"), ctypes.byref(v)))
-        return v.value
+        return None if v.value < 0 else v.value
 
     def __getattr__(self, name):
         if name in self.__dict__.get("indices", ()):

@@ -87,7 +87,7 @@ let%op s = y ++ "...|... => 0"
 def test_dims_api(build, tmp_path):
     m = build(SMALL)
     m.init()
-    assert m.dims == ("n",) and m.n == 0
+    assert m.dims == ("n",) and m.n is None  # unset (0 would be an empty batch)
     assert m["x"].shape == (0, 3)
     m.save(tmp_path / "empty.safetensors", which="all")  # unset: empty tensors
     m.load(tmp_path / "empty.safetensors")
@@ -106,7 +106,7 @@ def test_dims_api(build, tmp_path):
     with pytest.raises(tdsl.TdslError, match="axis 1 has size 3, not 4"):
         m["x"] = np.zeros((2, 4))
     with pytest.raises(tdsl.TdslError, match="out of its range"):
-        m.set_dim("n", 0)
+        m.set_dim("n", -1)
 
 
 BCAST = """
@@ -189,7 +189,7 @@ def test_checkpoint_sets_dynamic_dims(build, tmp_path):
 
     dst = build(CKPT, name="dst")
     dst.init(2)
-    assert (dst.n, dst.m) == (0, 0)
+    assert (dst.n, dst.m) == (None, None)
     dst.load(tmp_path / "all.safetensors")
     assert (dst.n, dst.m) == (4, 1) and dst.get_dim("max(n,m)") == 4
     np.testing.assert_array_equal(dst["p"], p)
@@ -208,7 +208,7 @@ def test_checkpoint_sets_dynamic_dims(build, tmp_path):
     other.n = 2
     with pytest.raises(tdsl.TdslError, match=r"its tensors have n = 4, but n is set to 2"):
         other.load(tmp_path / "params.safetensors")
-    assert other.n == 2 and other.m == 0
+    assert other.n == 2 and other.m is None
 
     save_file({"p": np.zeros((4, 2), np.float32), "p.grad": np.zeros((5, 2), np.float32)},
               str(tmp_path / "two.safetensors"))
@@ -217,7 +217,7 @@ def test_checkpoint_sets_dynamic_dims(build, tmp_path):
     with pytest.raises(tdsl.TdslError, match="tensor 'p.grad' has n = 5 where an earlier tensor has n = 4|"
                                              "tensor 'p' has n = 4 where an earlier tensor has n = 5"):
         fresh.load(tmp_path / "two.safetensors")
-    assert fresh.n == 0
+    assert fresh.n is None
     save_file({"p": np.zeros((4, 2), np.float32), "q": np.zeros((1, 2), np.float32),
                "y": np.zeros((3, 2), np.float32)}, str(tmp_path / "join.safetensors"))
     with pytest.raises(tdsl.TdslError, match=r"max\(n,m\) = 3, but the dimensions it joins make it 4"):

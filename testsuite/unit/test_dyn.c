@@ -86,7 +86,13 @@ static void run_model(GB *b, tdsl_model *m) {
   CHECK(tdsl_call(m, "run") != 0 && strstr(tdsl_error(m), "dimension n is not set"), "%s", tdsl_error(m));
   tdsl_tensor_info ti;
   CHECK(tdsl_tensor_by_name(m, "y", &ti) == 0 && ti.size == 0 && ti.data == NULL);
-  CHECK(tdsl_set_dim(m, "n", 0) != 0 && strstr(tdsl_error(m), "out of its range"));
+  long nv = 0;
+  CHECK(tdsl_get_dim(m, "n", &nv) == 0 && nv == -1); /* unset: 0 is a value */
+  CHECK(tdsl_set_dim(m, "n", -1) != 0 && strstr(tdsl_error(m), "out of its range 0.."));
+  /* n = 0, an empty batch: storage of no elements (a valid pointer), and the run works */
+  CHECK(tdsl_set_dim(m, "n", 0) == 0 && tdsl_get_dim(m, "n", &nv) == 0 && nv == 0);
+  CHECK(tdsl_tensor_by_name(m, "y", &ti) == 0 && ti.size == 0 && ti.data != NULL);
+  CHECK(tdsl_call(m, "run") == 0, "%s", tdsl_error(m));
   CHECK(tdsl_set_dim(m, "nope", 3) != 0 && strstr(tdsl_error(m), "no dynamic dimension named 'nope'"));
   CHECK(tdsl_set_dim(m, "n", 4) == 0);
   CHECK(tdsl_tensor_by_name(m, "t", &ti) == 0 && ti.size == 8 && ti.dims[0] == 2 && ti.dims[1] == 4);
@@ -94,7 +100,6 @@ static void run_model(GB *b, tdsl_model *m) {
   expect_values(b, 4);
   /* a shape sets n: x written as 2 x 3 (the range values it had) */
   CHECK(tdsl_write_shaped_f64(m, "x", (double[]){0, 1, 2, 3, 4, 5}, 2, (long[]){2, 3}) == 0, "%s", tdsl_error(m));
-  long nv = 0;
   CHECK(tdsl_get_dim(m, "n", &nv) == 0 && nv == 2);
   gb_call(b, "run");
   expect_values(b, 2);

@@ -163,8 +163,8 @@ int main(void) {
           tdsl_get_dim(dm, "n", &v) == 0 && v == 4 && tdsl_call(dm, "run") == 0);
     tdsl_close(dm);
   } else tk_fail("dynamic model refused: %s", err2);
-  /* a join: the largest of its dims (0 while one is unset), kept by the runtime, never
-   * set; a buffer over it is reallocated when either dim changes it */
+  /* a join: the largest of its dims (0 while one is unset or 0), kept by the runtime,
+   * never set; a buffer over it is reallocated when either dim changes it */
   const char *joined = "tdsl 3\nmodel t 2048\ndim 0 n 768\ndim 1 m 772\njoin 2 max(n,m) 776 0 1\nflag 3 2 780\n"
                        "buf 0 x f32 0 1 1 0 -3 2 - -\nat 0 640\nfn 0 run\n";
   dm = open_text(joined, err2, sizeof err2);
@@ -174,6 +174,7 @@ int main(void) {
     long v = -1;
     int *jv = (int *)((char *)tdsl_instance(dm) + 776), *fl = (int *)((char *)tdsl_instance(dm) + 780);
     CHECK(tdsl_num_dims(dm) == 2 && !tdsl_dim_name(dm, 2));
+    CHECK(tdsl_get_dim(dm, "n", &v) == 0 && v == -1 && tdsl_get_dim(dm, "max(n,m)", &v) == 0 && v == -1); /* unset */
     CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *jv == 0 && tdsl_tensor_by_name(dm, "x", &ti) == 0 && !ti.data);
     CHECK(tdsl_set_dim(dm, "m", 4) == 0 && *jv == 4 && *fl == 1);
     CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 8 && ti.dims[0] == 4);
@@ -186,6 +187,11 @@ int main(void) {
     shape[0] = 7;
     float big[14] = {0};
     CHECK(tdsl_write_shaped(dm, "x", big, 2, shape) == 0);
+    /* m = 0 (an empty batch): the join is 0, not max(7, 0) (0 against 1 broadcasts to 0;
+     * against 7 the model's check fails the call), and x has storage of no elements */
+    CHECK(tdsl_set_dim(dm, "m", 0) == 0 && *jv == 0 && *fl == 1 && tdsl_get_dim(dm, "max(n,m)", &v) == 0 && v == 0);
+    CHECK(tdsl_tensor_by_name(dm, "x", &ti) == 0 && ti.size == 0 && ti.dims[0] == 0 && ti.data);
+    CHECK(tdsl_set_dim(dm, "n", 1) == 0 && *jv == 0 && tdsl_set_dim(dm, "m", 3) == 0 && *jv == 3);
     tdsl_close(dm);
   } else tk_fail("joined model refused: %s", err2);
   refused("tdsl 3\nmodel t 2048\ndim 0 n 768\njoin 1 j 772 0\n", "bad join line");

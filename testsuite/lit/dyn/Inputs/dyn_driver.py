@@ -1,7 +1,8 @@
 """Systematic check of dynamic dimensions: each case is a small program whose sizes are
 written {n}, {k}, ...; the dynamic build declares them `let n = dim ()`, the static build
-writes the numbers. Per case and per size (1, the broadcast case, 2, 17, 64, 133: past
-the 16-wide partial sums and vector tails) it checks, in double precision:
+writes the numbers. Per case and per size (0, an empty batch; 1, the broadcast case; 2,
+17, 64, 133: past the 16-wide partial sums and vector tails) it checks, in double
+precision:
   - values against numpy and the gradients of loss = sum(f * f) (grad_update) against
     torch, for the dynamic model at -O0 and at -O3 on 1 and 2 threads;
   - the dynamic model against the static build of the same size, within 1e-12 (not bit
@@ -13,16 +14,22 @@ the 16-wide partial sums and vector tails) it checks, in double precision:
   - one dynamic model reused across all the sizes, in the order given and back again
     (tdsl_set_dim between calls);
   - `tdslc --check -O3 --precision=double --set ...` (scheduled vs reference) at two sizes;
-  - sizes that must be refused (0, negative, a broadcast or join mismatch, a dimension
-    shrunk under an index symbol set for its old value) fail with a message, never a
-    crash or numbers.
+  - sizes that must be refused (negative, a broadcast or join mismatch, 0 against a
+    size above 1, a dimension shrunk under an index symbol set for its old value, an
+    index symbol over a dimension set to 0) fail with a message, never a crash or
+    numbers.
 Prints one line per case; any failure is a line starting with FAIL.
-usage: dyn_driver.py ROOT TDSLC WORKDIR [CASE...]"""
+With --cuda-zero, only the sizes with a 0 of each case on the cuda backend (its kernels
+emulated on the host, testsuite/cuda/shim.h), against torch: 0, the case's last size,
+then 0 again (device buffers reallocated each way).
+usage: dyn_driver.py ROOT TDSLC WORKDIR [--cuda-zero] [CASE...]"""
 import os, subprocess, sys
 import numpy as np
 
 root, tdslc, work = sys.argv[1:4]
 only = set(sys.argv[4:])
+cuda_zero = "--cuda-zero" in only
+only.discard("--cuda-zero")
 sys.path.insert(0, os.path.join(root, "python"))
 os.environ["TDSL_LIBRARY"] = os.path.join(os.path.dirname(os.path.abspath(tdslc)), "libtdslrt.so")
 if not os.path.exists(os.environ["TDSL_LIBRARY"]):
@@ -32,7 +39,7 @@ import torch  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 os.makedirs(work, exist_ok=True)
-SIZES = (1, 2, 17, 64, 133)
+SIZES = (0, 1, 2, 17, 64, 133)
 TAIL = "\nlet%op loss = (f *. f) ++ \"...|... => 0\"\nlet%cd step = grad_update loss\n"
 
 
@@ -65,11 +72,12 @@ CASES.append(Case("pointwise_same", "let%op f = { a; b = [ {n} ]; o = [ 3 ] } *.
                   {"a": ("n", 3), "c": ("n", 3)}, lambda t: t["a"] * T.sin(t["c"])))
 CASES.append(Case("bcast_static", "let%op f = { a; b = [ {n} ]; o = [ 4 ] } *. { c; b = [ 6 ]; o = [ 4 ] }",
                   {"a": ("n", 4), "c": (6, 4)}, lambda t: t["a"] * t["c"], sizes=[{"n": 1}, {"n": 6}],
-                  refuse=[{"n": 2}, {"n": 17}]))
+                  refuse=[{"n": 2}, {"n": 17}, {"n": 0}]))
 CASES.append(Case("join", "let%op f = { a; b = [ {n} ]; o = [ 3 ] } - { c; b = [ {m} ]; o = [ 3 ] }",
                   {"a": ("n", 3), "c": ("m", 3)}, lambda t: t["a"] - t["c"],
-                  sizes=[{"n": 1, "m": 17}, {"n": 17, "m": 1}, {"n": 64, "m": 64}, {"n": 1, "m": 1}],
-                  refuse=[{"n": 3, "m": 4}]))
+                  sizes=[{"n": 1, "m": 17}, {"n": 17, "m": 1}, {"n": 64, "m": 64}, {"n": 1, "m": 1}, {"n": 0, "m": 1},
+                         {"n": 1, "m": 0}, {"n": 0, "m": 0}],
+                  refuse=[{"n": 3, "m": 4}, {"n": 0, "m": 4}, {"n": 5, "m": 0}]))
 CASES.append(Case("rowsum", "let%op f = (exp { a; o = [ {n}; 7 ] }) ++ \"ij => i\"",
                   {"a": ("n", 7)}, lambda t: T.exp(t["a"]).sum(1)))
 CASES.append(Case("reduce_dyn", "let%op f = { a; o = [ 7; {n} ] } ++ \"ij => i\"",
@@ -80,13 +88,14 @@ CASES.append(Case("reduce_all", "let%op f = { a; b = [ {n} ]; o = [ {m} ] } ++ \
                   {"a": ("n", "m")}, lambda t: t["a"].sum().reshape(1)))
 CASES.append(Case("matmul", "let%op f = { a; o = [ {n}; {k} ] } +* \"ij; jk => ik\" { b; o = [ {k}; 6 ] }",
                   {"a": ("n", "k"), "b": ("k", 6)}, lambda t: t["a"] @ t["b"],
-                  sizes=[{"n": s, "k": s} for s in SIZES] + [{"n": 1, "k": 133}, {"n": 133, "k": 1}, {"n": 3, "k": 64}]))
+                  sizes=[{"n": s, "k": s} for s in SIZES] + [{"n": 1, "k": 133}, {"n": 133, "k": 1}, {"n": 3, "k": 64},
+                                                              {"n": 3, "k": 0}, {"n": 0, "k": 5}]))
 CASES.append(Case("matmul_rhs", "let%op f = { a; o = [ 5; {k} ] } +* \"ij; jk => ik\" { b; o = [ {k}; {m} ] }",
                   {"a": (5, "k"), "b": ("k", "m")}, lambda t: t["a"] @ t["b"],
-                  sizes=[{"k": s, "m": s} for s in SIZES] + [{"k": 2, "m": 133}, {"k": 70, "m": 1}]))
+                  sizes=[{"k": s, "m": s} for s in SIZES] + [{"k": 2, "m": 133}, {"k": 70, "m": 1}, {"k": 0, "m": 40}]))
 CASES.append(Case("compose", "let%op f = { w; o = [ 3 ]; i = [ {k} ] } * { x; b = [ {n} ]; o = [ {k} ] }",
                   {"w": (3, "k"), "x": ("n", "k")}, lambda t: t["x"] @ t["w"].T,
-                  sizes=[{"n": s, "k": s} for s in SIZES] + [{"n": 1, "k": 100}, {"n": 100, "k": 1}]))
+                  sizes=[{"n": s, "k": s} for s in SIZES] + [{"n": 1, "k": 100}, {"n": 100, "k": 1}, {"n": 100, "k": 0}]))
 CASES.append(Case("batched", "let%op f = { a; b = [ {n} ]; o = [ 3; 4 ] } +* \"b|ij; b|jk => b|ki\" { c; b = [ {n} ]; o = [ 4; 2 ] }",
                   {"a": ("n", 3, 4), "c": ("n", 4, 2)}, lambda t: T.einsum("bij,bjk->bki", t["a"], t["c"])))
 CASES.append(Case("transpose", "let%op f = ({ a; o = [ {n}; 40 ] } ++ \"ij => ji\") *. 3.",
@@ -96,10 +105,10 @@ CASES.append(Case("transpose_sq", "let%op f = { a; o = [ {n}; {m} ] } ++ \"ij =>
 CASES.append(Case("outer_sum", "let%op f = { a; o = [ {n} ] } +++ \"i; j => ij\" { c; o = [ {m} ] }",
                   {"a": ("n",), "c": ("m",)}, lambda t: t["a"][:, None] + t["c"][None, :]))
 CASES.append(Case("max_reduce", "let%op f = { a; o = [ {n}; 5 ] } @^^ \"ij => j\"",
-                  {"a": ("n", 5)}, lambda t: t["a"].max(0).values))
+                  {"a": ("n", 5)}, lambda t: tmax(t["a"], 0)))
 CASES.append(Case("slice", "let%op f = ({ x; b = [ {n} ]; o = [ 4 ] } @| i) *. 2.",
                   {"x": ("n", 4)}, lambda t, s=None: 2 * t["x"][t["_i"]],
-                  index=("i", lambda s: s["n"] - 1, lambda s: s["n"])))
+                  index=("i", lambda s: s["n"] - 1, lambda s: s["n"]), sizes=[{"n": s} for s in SIZES if s]))
 CASES.append(Case("conv_batch", "let%op f = { x; b = [ {n} ]; o = [ 9 ] } +* \"b|o<+k; k => b|o\" { w; o = [ 3 ] }",
                   {"x": ("n", 9), "w": (3,)},
                   lambda t: T.nn.functional.conv1d(t["x"][:, None, :], t["w"][None, None, :])[:, 0, :]))
@@ -111,7 +120,7 @@ CASES.append(Case("join_reduce", "let%op f = ({ a; b = [ {n} ]; o = [ 3 ] } + { 
                   {"a": ("n", 3), "c": ("m", 3)}, lambda t: (t["a"] + t["c"]).sum(0),
                   sizes=[{"n": 1, "m": 40}, {"n": 40, "m": 1}, {"n": 33, "m": 33}, {"n": 1, "m": 1}], refuse=[{"n": 2, "m": 40}]))
 CASES.append(Case("tropical", "let%op f = { a; o = [ {n}; {k} ] } @^+ \"ij; jk => ik\" { b; o = [ {k}; 4 ] }",
-                  {"a": ("n", "k"), "b": ("k", 4)}, lambda t: (t["a"][:, :, None] + t["b"][None, :, :]).max(1).values))
+                  {"a": ("n", "k"), "b": ("k", 4)}, lambda t: tmax(t["a"][:, :, None] + t["b"][None, :, :], 1)))
 CASES.append(Case("relu_where", "let%op f = relu { a; b = [ {n} ]; o = [ 3 ] } + where { c; b = [ {n} ]; o = [ 3 ] } 1. 2.",
                   {"a": ("n", 3), "c": ("n", 3)}, lambda t: T.relu(t["a"]) + T.where(t["c"] != 0, 1.0, 2.0)))
 CASES.append(Case("diag", "let%op f = { a; o = [ {n}; {n} ] } ++ \"ii => i\"",
@@ -122,10 +131,27 @@ CASES.append(Case("trace_dyn", "let%op f = { a; o = [ {n}; {n} ] } ++ \"ii => 0\
 # Large enough for parallel loops (2 threads): with n = 1 every row of the result adds
 # into row 0 of a.grad, so the broadcast axis must not be split over threads.
 CASES.append(Case("bcast_par", "let%op f = { a; b = [ {n} ]; o = [ 64 ] } + { c; b = [ 2048 ]; o = [ 64 ] }",
-                  {"a": ("n", 64), "c": (2048, 64)}, lambda t: t["a"] + t["c"], sizes=[{"n": 1}, {"n": 2048}]))
+                  {"a": ("n", 64), "c": (2048, 64)}, lambda t: t["a"] + t["c"], sizes=[{"n": 1}, {"n": 2048}],
+                  refuse=[{"n": 0}]))
 CASES.append(Case("join_par", "let%op f = { a; b = [ {n} ]; o = [ 64 ] } *. { c; b = [ {m} ]; o = [ 64 ] }",
                   {"a": ("n", 64), "c": ("m", 64)}, lambda t: t["a"] * t["c"],
-                  sizes=[{"n": 1, "m": 2000}, {"n": 2000, "m": 1}, {"n": 1100, "m": 1100}]))
+                  sizes=[{"n": 1, "m": 2000}, {"n": 2000, "m": 1}, {"n": 1100, "m": 1100}, {"n": 0, "m": 1}]))
+# An empty batch over wide static axes: parallel and vectorized loops whose trip count
+# is a run-time 0, and reductions over it (0; max -inf).
+CASES.append(Case("empty_par", "let%op f = ({ a; b = [ {n} ]; o = [ 512 ] } *. { c; o = [ 512 ] }) ++ \"b|o => o\"",
+                  {"a": ("n", 512), "c": (512,)}, lambda t: (t["a"] * t["c"]).sum(0), sizes=[{"n": 0}, {"n": 3000}]))
+CASES.append(Case("empty_max_par", "let%op f = { a; o = [ 256; {n} ] } @^^ \"ij => i\"",
+                  {"a": (256, "n")}, lambda t: tmax(t["a"], 1), sizes=[{"n": 0}, {"n": 700}]))
+
+
+def tmax(x, dim):
+    """x.max(dim), and -inf (max accumulation's neutral element) over an empty axis,
+    where torch refuses to reduce."""
+    if x.shape[dim] == 0:
+        shape = list(x.shape)
+        del shape[dim]
+        return T.full(shape, -float("inf")) + 0 * x.sum(dim)
+    return x.max(dim).values
 
 
 def rand(shape, seed):
@@ -261,10 +287,10 @@ def check_case(case):
         r = subprocess.run([tdslc, "--check", "-O3", "--precision=double", path] + sets, capture_output=True, text=True, env=env)
         if r.returncode:
             fails.append("%s %s --check: %s" % (case.name, szs(sizes), (r.stdout + r.stderr).strip()))
-    # Sizes to refuse: 0 and negative through tdsl_set_dim, and the case's own.
+    # Sizes to refuse: negative through tdsl_set_dim, and the case's own.
     mod = open_model(so3, 1)
     for d in case.dims:
-        for bad_size in (0, -1, -(1 << 40)):
+        for bad_size in (-1, -(1 << 40)):
             try:
                 mod.set_dim(d, bad_size)
                 fails.append("%s: set_dim %s=%d accepted" % (case.name, d, bad_size))
@@ -289,7 +315,53 @@ def check_case(case):
         except tdsl.TdslError as e:
             if "out of its range" not in str(e):
                 fails.append("%s: unclear refusal: %s" % (case.name, e))
+        # n = 0: no index is in range (as a static `index 0`): refused at tdsl_set_index,
+        # and a call after n shrank to 0 under an index set before
+        run(mod, case, big, concrete(case, big), True)
+        mod.set_dim("n", 0)
+        for what, act in (("call", lambda: mod.call("step")), ("set_index", lambda: mod.set_index(case.index[0], 0))):
+            try:
+                act()
+                fails.append("%s: n = 0: %s not refused" % (case.name, what))
+            except tdsl.TdslError as e:
+                if "= 0: no value is in its range" not in str(e):
+                    fails.append("%s: n = 0: unclear %s refusal: %s" % (case.name, what, e))
     mod.close()
+    return fails
+
+
+def check_cuda_zero(case):
+    """The sizes with a 0 on the cuda backend under the emulation, against torch."""
+    zeros = [s for s in case.sizes if 0 in s.values()]
+    if not zeros:
+        return []
+    fails = []
+    path = os.path.join(work, case.name + "_cz.tdsl")
+    with open(path, "w") as fh:
+        fh.write(source(case, None))
+    so, cu, emu = (os.path.join(work, case.name + ext) for ext in ("_cz.so", "_cz.cu", "_cz_emu.so"))
+    flags = ["--backend=cuda", "--precision=double"]
+    subprocess.run([tdslc] + flags + [path, "-o", so], check=True, capture_output=True)
+    with open(cu, "w") as fh:
+        subprocess.run([tdslc] + flags + ["--emit-cuda", path], stdout=fh, check=True)
+    subprocess.run(["cc", "-O1", "-w", "-DTDSL_EMULATE", "-include", os.path.join(root, "testsuite", "cuda", "shim.h"),
+                    "-x", "c", cu, "-shared", "-fPIC", "-o", emu, "-lm"], check=True)
+    os.environ["TDSL_CUDA_EMULATE"] = emu
+    mod = open_model(so, 1)
+    try:
+        for sizes in zeros + [case.sizes[-1]] + zeros:
+            data = concrete(case, sizes)
+            try:
+                got = run(mod, case, sizes, data, True)
+            except tdsl.TdslError as e:
+                fails.append("%s %s cuda: %s" % (case.name, szs(sizes), e))
+                break  # the model is unusable after a cuda error
+            bad = compare(got, oracle(case, sizes, data))
+            if bad:
+                fails.append("%s %s cuda vs torch: %s" % (case.name, szs(sizes), "; ".join(bad)))
+    finally:
+        mod.close()
+        del os.environ["TDSL_CUDA_EMULATE"]
     return fails
 
 
@@ -299,7 +371,7 @@ def main():
         if only and case.name not in only:
             continue
         try:
-            fails = check_case(case)
+            fails = check_cuda_zero(case) if cuda_zero else check_case(case)
         except Exception as e:  # a compile error or a crash in the driver is a failure too
             fails = ["%s: %s: %s" % (case.name, type(e).__name__, e)]
         for f in fails:

@@ -28,8 +28,9 @@ for n, m in pairs:
     if out.returncode:
         sys.exit("n=%d m=%d: tdslc failed: %s" % (n, m, out.stderr))
     want = {"c": c, "a.grad": np.broadcast_to(2 * c, c.shape), "b.grad": 20 * c}
-    want["a.grad"] = (2 * c).sum(0, keepdims=True) if n == 1 and c.shape[0] > 1 else 2 * c
-    want["b.grad"] = (20 * c).sum(0, keepdims=True) if m == 1 and c.shape[0] > 1 else 20 * c
+    # a side of 1 row broadcast to c's rows (more, or 0) gets their sum (0 rows: zeros)
+    want["a.grad"] = (2 * c).sum(0, keepdims=True) if n == 1 and c.shape[0] != 1 else 2 * c
+    want["b.grad"] = (20 * c).sum(0, keepdims=True) if m == 1 and c.shape[0] != 1 else 20 * c
     bad = []
     for line in out.stdout.splitlines():
         t = json.loads(line)

@@ -26,7 +26,11 @@ with tdsl.load(so) as m:
     print("n after", m.get_dim("n"))
     m.call("bump")
     print("x", list(m["x"]))
+    m.set_dim("n", 0)  # an empty batch: still nothing reads it
+    print("n zero", m.get_dim("n"))
+    m.call("bump")
+    print("x", list(m["x"]))
     try:
-        m.set_dim("n", 0)
+        m.set_dim("n", -1)
     except tdsl.TdslError as e:
-        print("n=0:", e)
+        print("n=-1:", e)
