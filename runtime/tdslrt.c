@@ -1934,20 +1934,28 @@ static size_t memory_bytes(void) {
  * does (with its last seed): a tensor whose size is set anew starts over. */
 static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   long size = dyn_size(m, b);
-  for (int k = 0; k < b->rank; k++) b->dims[k] = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
+  bool unset = false; /* size 0 is also an empty tensor: every dynamic dim set, a static axis of 0 */
+  for (int k = 0; k < b->rank; k++) {
+    b->dims[k] = b->decl[k] < 0 ? dim_value(m, -1 - b->decl[k]) : b->decl[k];
+    if (b->decl[k] < 0 && !b->dims[k]) unset = true;
+  }
+  size_t elem = b->elem == TDSL_F64 ? 8 : 4, cells = size > 0 ? (size_t)size : 1;
   drop_storage(m, b->data);
   b->data = NULL;
   b->size = 0;
   *b->slot = NULL; /* the model's code never sees freed storage */
-  if (size > 0) {
-    size_t bytes = ((size_t)size * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
+  if (size > 0 || (size == 0 && !unset)) {
+    /* An empty tensor gets one unused cell, as a static one does (tdsl(7), Empty tensors): a valid
+     * data pointer, and no "no storage" failure of the calls that use it. */
+    size_t bytes = (cells * elem + 63) & ~(size_t)63;
     if (bytes > memory_bytes() || !(b->data = aligned_alloc(64, bytes)))
       return fail(m, "out of memory: tensor %s needs %ld elements (%zu bytes)", b->name, size, bytes);
     b->size = size;
   }
   *b->slot = b->data;
-  if (m->cuda && adopt_err(m, tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data,
-                                               (size_t)b->size * (b->elem == TDSL_F64 ? 8 : 4), m->err, sizeof m->err)))
+  /* the device copy of an empty one is its one cell too (never cuMemAlloc(0)) */
+  if (m->cuda && adopt_err(m, tdsl_cuda_resize(m->cuda, (int)(b - m->bufs), b->data, b->data ? cells * elem : 0,
+                                               m->err, sizeof m->err)))
     return -1;
   return init_buf(m, b, m->seed);
 }
