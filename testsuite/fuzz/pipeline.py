@@ -312,8 +312,8 @@ class Gen:
             for _ in range(r.randint(0, 2)):
                 x = r.choice(caps)
                 kind = r.randint(0, 3)
-                if kind == 0:
-                    self.lines.append("let _ = set_dim %s %d" % (x, r.choice([0, 1, 2, 3, o[0]])))
+                if kind == 0:  # mostly the size it has (o[0] for label a), else a conflict
+                    self.lines.append("let _ = set_dim %s %d" % (x, o[0] if x == a and r.random() < 0.6 else r.choice([0, 1, 2, 3])))
                 elif kind == 1:
                     self.lines.append("let _ = set_equal %s %s" % (x, r.choice(caps)))
                 elif kind == 2:
@@ -569,7 +569,10 @@ def run_one(tdslc, path, src, timeout, stats=None, cuda="emulate", rnd=None):
         return found
     # anonymous dynamic dims (`?`) are named by their number in --dump-ir: `dim ?N ?`
     anon = re.findall(r"^dim (\?\d+) \?$", p.stdout.decode("utf-8", "replace"), re.M) if p.returncode == 0 else []
-    args = []
+    # both runs (and the --emit-cuda source the emulation runs: its kernels must be of the
+    # run's precision) in double precision now and then
+    prec = ["--precision=double"] if rnd and rnd.random() < 0.2 else []
+    args = list(prec)
     for d, v in re.findall(r"^let ([A-Za-z_][A-Za-z0-9_']*) = dim \(\) // set=(\d+)", src, re.M):
         args += ["--set", "%s=%s" % (d, v)]
     for d in anon[:6]:
@@ -580,7 +583,7 @@ def run_one(tdslc, path, src, timeout, stats=None, cuda="emulate", rnd=None):
         args += ["--print", n]
     cu = None
     if cuda != "off":
-        p = go([tdslc, "--backend=cuda", "--emit-cuda", path], "--emit-cuda")
+        p = go([tdslc, "--backend=cuda", "--emit-cuda", path] + prec, "--emit-cuda")
         if p is None:
             return found
         if p.returncode == 0:
@@ -608,7 +611,7 @@ def run_one(tdslc, path, src, timeout, stats=None, cuda="emulate", rnd=None):
     if cc.returncode:
         found.append(("cuda-cc", ["cc", os.path.join(work, "input.cu")], cc.stderr.decode("utf-8", "replace")[-4000:]))
         return found
-    cmd = [tdslc, "--backend=cuda", "--run", "-O1", "--json", path] + args
+    cmd = [tdslc, "--backend=cuda", "--run", rnd.choice(["-O0", "-O1", "-O3"]) if rnd else "-O1", "--json", path] + args
     g = go(cmd, "cuda-run", {"TDSL_CUDA_EMULATE": so})
     if g is None or found:
         return found
