@@ -2,7 +2,7 @@
 """Whole-pipeline fuzzer: programs through every stage of the sanitized compiler.
 
   pipeline.py [--tdslc build/asan/tdslc] [--time SEC] [--seed N] [--out DIR]
-              [--regress-only] [--timeout SEC] [FILE.tdsl...]
+              [--regress-only] [--timeout SEC] [--cuda off|emit|emulate] [FILE.tdsl...]
 
 Inputs, in turn: (1) a grammar-aware generator of mostly valid programs (terminals of
 random shapes, pointwise ops, matrix products with inferred parameters, einsum
@@ -12,13 +12,25 @@ number operands, padded/valid/dilated and 2-D convolutions and max-pools, @^^ an
 dynamic dims (`dim ()`, set with --set), labeled dims and numbers, user `op`s with
 forward/backward, functions, stacking, where/fma/comparisons, !@ and !.., fixed-index
 slices, let/if/fun, nesting up to past the parser's 1000 levels, `open` of a library
-file and of an open cycle, both written next to the input), (2) mutations of the testsuite's .tdsl files and of
+file and of an open cycle, both written next to the input; and `Gen.newer`: empty tensors
+in each written form, capture lists with dim/set_dim/set_equal/set_scale, where/fma and
+user ops over three-argument specs, [| a; b |] and (a, b) stacking, labelled numbers, %cd
+assignments through a slice, anonymous `?` dims), (2) mutations of the testsuite's .tdsl files and of
 generated programs (numbers replaced by edge values, tokens deleted, duplicated or
 swapped, lines shuffled, bytes inserted). Each input runs through the ASan+UBSan tdslc
-with --dump-shapes, --dump-ir and --run --check-bounds (printing every named tensor,
-calling every routine), each under a CPU-time limit. Findings:
+with --dump-shapes, --dump-ir, --backend=cuda --emit-cuda and --run --check-bounds
+(printing every named tensor, calling every routine; dynamic dims set, the anonymous ones
+by the numbers --dump-ir gives them), each under a CPU-time limit; with --cuda emulate (the
+default when tdslc has NVRTC) a run that succeeded is repeated with --backend=cuda on the
+host emulation of its kernels (the --emit-cuda source compiled as C with
+testsuite/cuda/shim.h, TDSL_CUDA_EMULATE) and the printed values compared. Findings:
   signal / exit status outside 0, 1, 2; a sanitizer report; a hang (CPU time);
-  an error message without file:line:col at a compile-only stage; "internal error".
+  an error message without file:line:col at a compile-only stage; "internal error";
+  cuda-cc (the emitted kernels do not compile as C), cuda-exit (the CUDA run fails where
+  the CPU's succeeded), mismatch (other values than the CPU's, beyond float rounding).
+The messages of --run failures, which are not findings, are counted in DIR/run-errors.txt
+(an example of each in DIR/run-error-N.tdsl): sorting them is how unexpected run-time
+errors are found.
 Each finding is saved as DIR/findings/KIND-N.tdsl with the command and output in
 DIR/findings/KIND-N.txt. The files in testsuite/fuzz/regress/ (found inputs, now fixed)
 run first. Prints a summary (and how many commands of each stage exited 0); exit 1 when
