@@ -323,7 +323,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
 
 /* Solves d := n (a size computed by a rule; the note points at the operation). */
 static Step set_dim(Solver *s, Constraint *c, DimNode *d, long long n, const char *why) {
-  if (n < 1 || n > INT32_MAX) { /* tdsl(7), SHAPES AND INFERENCE: sizes are checked, never truncated */
+  if (n < 0 || n > INT32_MAX) { /* 0 is a size (an empty axis: set_scale of one, a total of 0) */ /* tdsl(7), SHAPES AND INFERENCE: sizes are checked, never truncated */
     solver_fail(s, c, "a dimension of %lld is out of range (1 to 2147483647) (%s)", n, what(why ? why : c ? c->what1 : NULL));
     return FAIL;
   }
@@ -432,9 +432,37 @@ static Step simp_at_least(Solver *s, Constraint *c) {
   return DONE;
 }
 
+/* `set_scale ~factor:f h i` (a padded convolution's constraint with c->scale): h = f * i. Not a
+ * window: 0 is an ordinary size here, so a label captured on an empty axis scales to 0 (it
+ * used to be refused as a "convolution over an empty axis"), and the messages name the
+ * set_scale. In 64 bits: sizes and the factor are each below 2^31. */
+static Step simp_scale(Solver *s, Constraint *c) {
+  bool kh = dim_is_known(c->d1), ki = dim_is_known(c->d2);
+  long long h = dim_size(c->d1), i = dim_size(c->d2), f = c->stride;
+  if ((kh && h < 0) || (ki && i < 0)) {
+    solver_fail(s, c, "%s over dynamic dimension %s: set_scale needs static sizes", what(c->what1),
+                dim_str(s, (int)(kh && h < 0 ? h : i)));
+    return FAIL;
+  }
+  if (kh && ki) {
+    if (h == f * i) return DONE;
+    solver_fail(s, c, "%s: %lld is not %lld times %lld", what(c->what1), h, f, i);
+  } else if (kh) {
+    if (h % f == 0) return set_dim(s, c, c->d2, h / f, NULL);
+    solver_fail(s, c, "%s: %lld is not a multiple of %lld", what(c->what1), h, f);
+  } else if (ki) {
+    return set_dim(s, c, c->d1, f * i, NULL);
+  } else
+    return PENDING;
+  note_origin(s, c->d1);
+  note_origin(s, c->d2);
+  return FAIL;
+}
+
 /* Valid:  in = stride*(out-1) + dilation*(kernel-1) + 1.  Padded: in = stride*out.
  * In 64 bits: sizes, strides and dilations are each below 2^31. */
 static Step simp_conv(Solver *s, Constraint *c) {
+  if (c->scale) return simp_scale(s, c);
   DimNode *side[3] = {c->d1, c->d2, c->d3};
   static const char *side_name[3] = {"input", "output", "kernel"};
   for (int i = 0; i < 3; i++) /* a window needs positions: an empty axis stays an error, as a too small input */
@@ -460,13 +488,8 @@ static Step simp_conv(Solver *s, Constraint *c) {
       return set_dim(s, c, c->d1, st * out, "a padded convolution");
     } else
       return PENDING;
-    if (c->scale && !out)
-      solver_fail(s, c, "%s: %lld is not a multiple of %lld", what(c->what1), in, st);
-    else if (c->scale)
-      solver_fail(s, c, "%s: %lld is not %lld times %lld", what(c->what1), in, st, out);
-    else
-      solver_fail(s, c, "padded convolution (%s): input size %lld is not stride %lld times output size %lld",
-                  what(c->what1), in, st, out ? out : in / st);
+    solver_fail(s, c, "padded convolution (%s): input size %lld is not stride %lld times output size %lld",
+                what(c->what1), in, st, out ? out : in / st);
     note_origin(s, c->d1);
     note_origin(s, c->d2);
     return FAIL;

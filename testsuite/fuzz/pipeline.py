@@ -2,7 +2,7 @@
 """Whole-pipeline fuzzer: programs through every stage of the sanitized compiler.
 
   pipeline.py [--tdslc build/asan/tdslc] [--time SEC] [--seed N] [--out DIR]
-              [--regress-only] [--timeout SEC] [FILE.tdsl...]
+              [--regress-only] [--timeout SEC] [--cuda off|emit|emulate] [FILE.tdsl...]
 
 Inputs, in turn: (1) a grammar-aware generator of mostly valid programs (terminals of
 random shapes, pointwise ops, matrix products with inferred parameters, einsum
@@ -12,13 +12,25 @@ number operands, padded/valid/dilated and 2-D convolutions and max-pools, @^^ an
 dynamic dims (`dim ()`, set with --set), labeled dims and numbers, user `op`s with
 forward/backward, functions, stacking, where/fma/comparisons, !@ and !.., fixed-index
 slices, let/if/fun, nesting up to past the parser's 1000 levels, `open` of a library
-file and of an open cycle, both written next to the input), (2) mutations of the testsuite's .tdsl files and of
+file and of an open cycle, both written next to the input; and `Gen.newer`: empty tensors
+in each written form, capture lists with dim/set_dim/set_equal/set_scale, where/fma and
+user ops over three-argument specs, [| a; b |] and (a, b) stacking, labelled numbers, %cd
+assignments through a slice, anonymous `?` dims), (2) mutations of the testsuite's .tdsl files and of
 generated programs (numbers replaced by edge values, tokens deleted, duplicated or
 swapped, lines shuffled, bytes inserted). Each input runs through the ASan+UBSan tdslc
-with --dump-shapes, --dump-ir and --run --check-bounds (printing every named tensor,
-calling every routine), each under a CPU-time limit. Findings:
+with --dump-shapes, --dump-ir, --backend=cuda --emit-cuda and --run --check-bounds
+(printing every named tensor, calling every routine; dynamic dims set, the anonymous ones
+by the numbers --dump-ir gives them), each under a CPU-time limit; with --cuda emulate (the
+default when tdslc has NVRTC) a run that succeeded is repeated with --backend=cuda on the
+host emulation of its kernels (the --emit-cuda source compiled as C with
+testsuite/cuda/shim.h, TDSL_CUDA_EMULATE) and the printed values compared. Findings:
   signal / exit status outside 0, 1, 2; a sanitizer report; a hang (CPU time);
-  an error message without file:line:col at a compile-only stage; "internal error".
+  an error message without file:line:col at a compile-only stage; "internal error";
+  cuda-cc (the emitted kernels do not compile as C), cuda-exit (the CUDA run fails where
+  the CPU's succeeded), mismatch (other values than the CPU's, beyond float rounding).
+The messages of --run failures, which are not findings, are counted in DIR/run-errors.txt
+(an example of each in DIR/run-error-N.tdsl): sorting them is how unexpected run-time
+errors are found.
 Each finding is saved as DIR/findings/KIND-N.tdsl with the command and output in
 DIR/findings/KIND-N.txt. The files in testsuite/fuzz/regress/ (found inputs, now fixed)
 run first. Prints a summary (and how many commands of each stage exited 0); exit 1 when
@@ -27,6 +39,8 @@ something was found.
 
 import argparse
 import glob
+import json as jsonlib
+import math
 import os
 import random
 import re
@@ -57,9 +71,11 @@ class Gen:
         self.nops = 0
         self.nfun = 0
         self.dyns = []     # (dim name, value given with --set)
+        self.anon = False  # an anonymous `?` dim was written
 
     def dims(self, k, lo=1, hi=4):
-        return [self.r.randint(lo, hi) for _ in range(k)]
+        # now and then an empty axis (dimension 0), which exists since the third campaign
+        return [0 if lo > 0 and self.r.random() < 0.06 else self.r.randint(lo, hi) for _ in range(k)]
 
     def shape(self):
         r = self.r
@@ -88,11 +104,15 @@ class Gen:
             if i: parts.append("~input_dims:" + self.lst(i))
             parts.append("~output_dims:" + self.lst(o))
             return self.emit("range_of_shape %s ()" % " ".join(parts), (b, i, o))
-        if k == 2 and not b and not i:
+        if k == 2 and not i and len(b) <= 1:
             def lit(ds):
                 if not ds:
                     return "%g" % r.uniform(-3, 3)
                 return "[ %s ]" % "; ".join(lit(ds[1:]) for _ in range(ds[0]))
+            if b:  # a batch axis: [| ... |], empty when b = [0] (`[| |]`)
+                if not o or b[0] == 0:
+                    return self.emit("[| %s |]" % "; ".join("%g" % r.uniform(-3, 3) for _ in range(b[0])), (b, [], []))
+                return self.emit("[| %s |]" % "; ".join(lit(o) for _ in range(b[0])), (b, [], o))
             return self.emit(lit(o), ([], [], o))
         self.params += 1
         init = r.choice(["", " = 0.5", " = uniform ()"])
@@ -116,13 +136,13 @@ class Gen:
 
     def step(self):
         r = self.r
-        k = r.randint(0, 15)
+        k = r.randint(0, 18)
         if k == 3:  # a unary op or a full reduction works on any shape
             t = self.pick(known=False)
             return self.emit("%s (%s)" % (r.choice(UNARY), t[0]), t[1:])
         if k == 9:
             t = self.pick(known=False)
-            return self.emit('%s ++ "...|...->... => 0"' % t[0], ([], [], []))
+            return self.emit('%s ++ "...|...->... => 0"' % t[0], ([], [], [1]))  # "=> 0": one axis of size 1
         t = self.pick()
         name, b, i, o = t
         if k <= 2:
@@ -154,6 +174,8 @@ class Gen:
         if k == 11 and r.random() < 0.3:
             u = self.pick()
             return self.emit('%s +* "...|i->...; ...|...->i => ...|i" %s' % (name, u[0]), (b, None, None))
+        if k >= 14:
+            return self.newer(t)
         if k >= 12:
             return self.extra(t)
         return self.emit("%s - %s" % (name, self.same_shape(t)[0]), (b, i, o))
@@ -182,9 +204,9 @@ class Gen:
                 name, op, r.choice(["1", "2"]), r.choice(["1", "2"]), ker), ([], [], None))
         if k == 2 and o:  # max-reduction, outer sum
             if r.random() < 0.5:
-                return self.emit('%s @^^ "...|...->... => 0"' % name, ([], [], []))
+                return self.emit('%s @^^ "...|...->... => 0"' % name, ([], [], [1]))  # "=> 0": one axis of size 1
             u = self.pick()
-            return self.emit('%s +++ "...|...->...; ...|...->... => 0" %s' % (name, u[0]), ([], [], []))
+            return self.emit('%s +++ "...|...->...; ...|...->... => 0" %s' % (name, u[0]), ([], [], [1]))  # "=> 0": one axis of size 1
         if k == 3:  # a %cd assignment with an explicit ~logic
             u = self.same_shape(t)
             self.ncd += 1
@@ -204,7 +226,7 @@ class Gen:
             self.lines.append("let%%cd %s = { %s; b = [ %s ]; o = %s }" % (nm, nm, d, self.lst(o or [2])))
             self.tensors.append((nm, [d], [], o or [2]))
             if r.random() < 0.5:
-                return self.emit('%s ++ "...|...->... => ...|0"' % nm, ([d], [], []))
+                return self.emit('%s ++ "...|...->... => ...|0"' % nm, ([d], [], [1]))
             return self.emit("relu (%s)" % nm, ([d], [], o or [2]))
         if k == 5:  # labeled dims
             self.params += 1
@@ -249,18 +271,154 @@ class Gen:
             return self.emit("let a = %d in if a > 1 then (fun x -> x *. !..a) %s else %s" % (r.randint(0, 3), name, name),
                              (b, i, o))
         if k == 14 and len(o) >= 1:  # slicing / fixed index in a spec
-            fixed = r.randint(0, o[-1] - 1)
+            fixed = r.randint(0, max(o[-1] - 1, 0))  # an empty axis: out of range, an error
             if len(o) > 1:
                 return self.emit('%s ++ "...|...->..r..,%d => ...|...->..r.."' % (name, fixed), (b, None, None))
             return self.emit('%s ++ "...|...->%d => ...|...->0"' % (name, fixed), (b, None, None))
         return self.emit("%s +* \"...|...->...; ...|...->... => ...|...->...\" %s" % (name, self.same_shape(t)[0]),
                          (b, i, o))
 
-    def pw_spec(self, b, i, o):
-        def part(n, base):
-            return ",".join("%s%d" % (base, j) for j in range(n))
-        rows = "%s|%s->%s" % (part(len(b), "b"), part(len(i), "i"), part(len(o), "o"))
-        return "%s; %s => %s" % (rows, rows, rows)
+    # Constructs that landed after the second campaign (h-fuzz, 2026-11-27): empty
+    # tensors, einsum capture lists with dim/set_dim/set_equal/set_scale, three-argument
+    # specs (where/fma with ~logic, user ops of three tensors), [| a; b |] and (a, b)
+    # stacking, labelled numbers, %cd assignments through a slice, anonymous dynamic
+    # dims (`?`, set from --dump-ir's `dim ?N` lines).
+    def newer(self, t):
+        r = self.r
+        name, b, i, o = t
+        k = r.randint(0, 13)
+        if k == 0:  # empty tensors of each written form, combined with t or reduced
+            form, shape = r.choice([("[ ]", ([], [], [0])), ("[ [ ]; [ ] ]", ([], [], [2, 0])),
+                                    ("[| |]", ([0], [], [])), ("range 0", ([], [], [0])),
+                                    ("[ [ ]; [ ]; [ ] ]", ([], [], [3, 0])), ("[| [ ]; [ ] |]", ([2], [], [0]))])
+            if r.random() < 0.5:
+                self.params += 1
+                form = "{ e%d = %s; o = %s }" % (self.params, r.choice(["1.", "0.", "uniform ()"]), self.lst(shape[2] or [0]))
+                shape = ([], [], shape[2] or [0])
+            e = self.emit(form, shape)
+            how = r.randint(0, 5)
+            if how == 0:
+                return self.emit('%s ++ "...|...->... => 0"' % e[0], ([], [], [1]))  # "=> 0": one axis of size 1
+            if how == 1:
+                return self.emit('%s @^^ "...|...->... => 0"' % e[0], ([], [], [1]))  # "=> 0": one axis of size 1
+            if how == 2 and len(e[3]) == 2:
+                return self.emit('%s ++ "ij=>i"' % e[0], ([], [], e[3][:1]))
+            if how == 3 and e[3]:  # a product contracting the empty axis: zeros
+                self.params += 1
+                return self.emit("{ w%d; o = [ %d ] } * %s" % (self.params, r.randint(1, 3), e[0]), (e[1], [], None))
+            if how == 4:
+                return self.emit("%s %s %s" % (e[0], r.choice(POINTWISE[:4]), self.same_shape(e)[0]), e[1:])
+            return self.emit("%s (%s)" % (r.choice(UNARY), e[0]), e[1:])
+        if k == 1 and len(o) >= 1 and not b and not i:  # capture lists and constraints on them
+            a, c = r.sample("ijkpqxyz", 2)
+            if len(o) == 1:
+                spec, caps, shape = "%s=>%s" % (a, a), [a], ([], [], o)
+                res = self.emit('%s ++ "%s" %s' % (name, spec, self.caplist(caps)), shape)
+            else:
+                m = r.choice("abcdefgh".replace(a, "").replace(c, ""))
+                spec = "%s%s;%s%s=>%s%s" % (a, m, m, c, a, c)
+                caps = r.sample([a, m, c], r.randint(1, 3))
+                self.params += 1
+                other = r.choice(["{ cw%d }" % self.params, "{ cw%d; o = [ %d; %d ] }" % (self.params, o[1], r.randint(0, 3))])
+                res = self.emit('%s +* "%s" %s %s' % (name, spec, self.caplist(caps), other), ([], [], None))
+            for _ in range(r.randint(0, 2)):
+                x = r.choice(caps)
+                kind = r.randint(0, 3)
+                if kind == 0:  # mostly the size it has (o[0] for label a), else a conflict
+                    self.lines.append("let _ = set_dim %s %d" % (x, o[0] if x == a and r.random() < 0.6 else r.choice([0, 1, 2, 3])))
+                elif kind == 1:
+                    self.lines.append("let _ = set_equal %s %s" % (x, r.choice(caps)))
+                elif kind == 2:
+                    self.lines.append("let _ = set_scale ~factor:%d %s %s" % (r.choice([1, 2, 3, 0]), x, r.choice(caps)))
+            self.emit(r.choice(["dim %s" % caps[0], "[ %s ]" % "; ".join("dim %s" % x for x in caps),
+                                "embed_dim %s + dim %s" % (caps[0], caps[-1])]), ([], [], None))
+            return res
+        if k == 2:  # where / fma with a three-argument ~logic in %cd
+            u, v = self.same_shape(t), self.same_shape(t)
+            self.ncd += 1
+            spec = r.choice(['"."', '"' + self.pw_spec(b, i, o, 3) + '"'])
+            prim = r.choice(["where", "fma"])
+            acc = r.choice(["=:", "=:+", "=+", "=:@^"])
+            self.lines.append('let%%cd c%d = { cd%d } %s %s (%s, %s, %s) ~logic:%s' % (
+                self.ncd, self.ncd, acc, prim, name, u[0], v[0], spec))
+            self.tensors.append(("cd%d" % self.ncd, b, i, o))
+            return self.tensors[-1]
+        if k == 3:  # a user op of three tensors, its spec passed in
+            self.nops += 1
+            opn = "top%d" % self.nops
+            fw, bw = r.choice([("v =: where (v1, v2, v3)", "g2 =+ where (v1, g, 0.); g3 =+ where (v1, 0., g)"),
+                               ("v =:+ fma (v1, v2, v3)", "g1 =+ g * v2; g2 =+ v1 * g; g3 =+ g"),
+                               ("v =: fma (v1, v2, v3)", "")])
+            body = "forward { %s }" % fw + (" backward { %s }" % bw if bw else "")
+            self.lines.append("op %s ~spec t1 t2 t3 ~logic:spec { %s }" % (opn, body))
+            u, v = self.same_shape(t), self.same_shape(t)
+            if not i and not b and len(o) == 1 and r.random() < 0.4:  # "i; j->i; j => j->i": operands of three shapes
+                w = self.terminal_vec(r.randint(1, 3))
+                return self.emit('%s ~spec:"i; j->i; j => j->i" %s (%s, %s) %s' % (opn, name, name, name, w), ([], None, None))
+            return self.emit('%s ~spec:"%s" %s %s %s' % (opn, self.pw_spec(b, i, o, 3), name, u[0], v[0]), (b, i, o))
+        if k == 4:  # stacking along a new batch or input axis
+            u = self.same_shape(t)
+            n = r.randint(1, 3)
+            items = "; ".join(r.choice([name, u[0]]) for _ in range(n))
+            if r.random() < 0.5:
+                return self.emit("[| %s |]" % items, ([n] + b, i, o) if not b else (None, None, None))
+            return self.emit("(%s)" % ", ".join(r.choice([name, u[0]]) for _ in range(max(n, 2))), (None, None, None))
+        if k == 5:  # labelled numbers
+            lab = r.choice("qzr")
+            form = r.choice(["'%s' %g" % (lab, r.uniform(-2, 2)), "[ '%s' 1.0; '%s' 2.0 ]" % (lab, lab),
+                             "'%s' %g *. '%s' 1.0" % (lab, r.uniform(-2, 2), lab),
+                             "%s +* \"...|...->...; %s => ...|...->...\" ('%s' 2.0)" % (name, lab, lab)])
+            return self.emit(form, (None, None, None))
+        if k in (6, 7) and b:  # a %cd assignment through a slice (nested when b has two axes)
+            s = self.symbol(b[0])
+            lhs = "(%s @| %s)" % (name, s)
+            rest = (b[1:], i, o)
+            if len(b) > 1 and r.random() < 0.4:
+                lhs = "(%s @| %s)" % (lhs, self.symbol(b[1]))
+                rest = (b[2:], i, o)
+            self.ncd += 1
+            acc = r.choice(["=:", "=+", "=:+", "=*", "=@-", "=-", "=:*"])
+            other = lhs.replace(" @| %s)" % s, " @| %s)" % self.symbol(b[0]), 1) if r.random() < 0.5 else lhs
+            rhs = r.choice(["!.%g" % r.uniform(-9, 9), other, "%s + %s" % (lhs, other), "!..%d" % r.randint(0, 4)])
+            if rest[0] == [] and r.random() < 0.3:
+                u = self.same_shape(("", [], i, o))
+                rhs = "(%s) * %s ~logic:\".\"" % (rhs if not rhs.startswith("!") else u[0], u[0])
+            self.lines.append("let%%cd c%d = %s %s %s" % (self.ncd, lhs, acc, rhs))
+            return t
+        if k == 8:  # anonymous dynamic dims, set from --dump-ir's `dim ?N ?`
+            self.params += 1
+            lab = r.choice(['("rgb", ?)', "?", str(r.randint(1, 3))])
+            rows = r.choice(["b = [ ?; %d ]; o = [ %s ]" % (r.randint(1, 3), lab), "b = [ ? ]; o = [ %s ]" % lab,
+                             "o = [ ?; 2 ]", "i = [ ? ]; o = [ 2 ]"])
+            q = self.emit("{ dq%d; %s }" % (self.params, rows), (None, None, None))
+            self.anon = True
+            return self.emit(r.choice(["relu (%s)" % q[0], "%s + %s" % (q[0], q[0]),
+                                       '%s ++ "...|...->... => 0"' % q[0]]), (None, None, None))
+        if k == 9 and o and not b and not i:  # captures with a row variable
+            res = self.emit('%s ++ "..r.. => 0" [ "r" ]' % name, ([], [], [1]))  # "=> 0": one axis of size 1
+            self.emit("dim r", ([], [], [1]))
+            return res
+        if k == 10:  # a where through the prelude's ternary, curried
+            u, v = self.same_shape(t), self.same_shape(t)
+            return self.emit("where %s %s %s" % (name, u[0], v[0]), (b, i, o))
+        if k == 11 and not b and not i and o:  # a dynamic dim joined to an empty axis
+            d = "n%d" % len(self.dyns)
+            self.dyns.append(d)
+            self.lines.append("let %s = dim () // set=%d" % (d, r.randint(1, 3)))
+            self.ncd += 1
+            nm = "x%d" % self.ncd
+            self.lines.append("let%%cd %s = { %s; b = [ %s ]; o = [ 0 ] }" % (nm, nm, d))
+            return self.emit('%s ++ "...|...->... => ...|0"' % nm, ([d], [], [1]))
+        return self.extra(t)
+
+    def caplist(self, caps):
+        return "[ %s ]" % "; ".join('"%s"' % c for c in caps)
+
+    def pw_spec(self, b, i, o, n=2):
+        # single-character axes: "o0" without a comma in the spec reads as axis o and the
+        # fixed index 0 (the generator wrote that until the third campaign)
+        rows = "%s|%s->%s" % ("bcdefgh"[:len(b)], "ijklmn"[:len(i)], "opqrstuvwxyz"[:len(o)])
+        return "; ".join([rows] * n) + " => " + rows
 
     def terminal_vec(self, n):
         return "[ %s ]" % "; ".join("%d" % self.r.randint(-2, 2) for _ in range(n))
@@ -275,11 +433,11 @@ class Gen:
         lhs = ",".join(letters) if len(letters) > 1 else letters
         if b:
             return "...|%s => ...|%s" % (lhs, res), (b, [], dims)
-        return "%s => %s" % (lhs, res or "0"), ([], [], dims)
+        return "%s => %s" % (lhs, res or "0"), ([], [], dims or [1])
 
     def symbol(self, rng):
         name = "s%d" % len(self.syms)
-        bound = self.r.random() < 0.8
+        bound = self.r.random() < 0.8 and isinstance(rng, int)  # not a dynamic dim: `index n` is an error
         self.lines.append("let %s = index %s" % (name, rng if bound else "()"))
         self.syms.append((name, rng if bound else None))
         return name
@@ -326,14 +484,18 @@ def mutate(rnd, text):
             toks[a], toks[b] = toks[b], toks[a]
         elif k == 4:
             toks.insert(j, rnd.choice(['"', "(", ")", "[", ";", "\n", "\x00", "@|", "=>", "~", "\\n", "%", "let%op",
-                                       "index ()", '"\n"', "'q'", "...", "in", "fun", ":", "?", "dim ()"]))
+                                       "index ()", '"\n"', "'q'", "...", "in", "fun", ":", "?", "dim ()",
+                                       "[ ]", "[| |]", "[|", "|]", "range 0", "0", '[ "j" ]', "dim j", "set_dim",
+                                       "set_equal", "set_scale ~factor:2", "where", "fma", "@|", "=:", ",", "'q' 2.0",
+                                       "~logic:\"i;i;i=>i\"", "o = [ 0 ]"]))
         elif k == 5:
             strs = [n for n, t in enumerate(toks) if t.startswith('"')]
             if strs:
                 n = rnd.choice(strs)
                 s = list(toks[n][1:-1])
                 if s:
-                    s[rnd.randrange(len(s))] = rnd.choice(["ij", ",", "=>", ";", "+", "2*", "=+", "...", "|", "->", "0", "\\n"])
+                    s[rnd.randrange(len(s))] = rnd.choice(["ij", ",", "=>", ";", "+", "2*", "=+", "...", "|", "->", "0", "\\n",
+                                                           ";i", ";;", "..r..", "3*", "<+", "=+2*"])
                 toks[n] = '"' + "".join(s) + '"'
         elif k == 6:
             lines = "".join(toks).split("\n")
@@ -368,51 +530,144 @@ LIBS = {
 }
 
 
-def run_one(tdslc, path, src, timeout, stats=None):
+def run_one(tdslc, path, src, timeout, stats=None, cuda="emulate", rnd=None):
     """Findings for one input: list of (kind, command, output). stats counts, per stage,
-    the commands that exited 0 (how deep the inputs got)."""
+    the commands that exited 0 (how deep the inputs got). cuda: "off", "emit" (the
+    --backend=cuda --emit-cuda stage) or "emulate" (also the emulated CUDA run, compiled
+    from that source as host C with testsuite/cuda/shim.h, its printed values compared
+    with the CPU run's)."""
     names, routines = names_and_routines(src)
-    cmds = [[tdslc, "--dump-shapes", path], [tdslc, "--dump-ir", path]]
-    run = [tdslc, "--run", "-O1", "--check-bounds", path]
-    for d, v in re.findall(r"^let ([A-Za-z_][A-Za-z0-9_']*) = dim \(\) // set=(\d+)", src, re.M):
-        run += ["--set", "%s=%s" % (d, v)]
-    for rt in routines[:3]:
-        run += ["--call", rt]
-    for n in names[:12]:
-        run += ["--print", n]
-    cmds.append(run)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                LSAN_OPTIONS="suppressions=" + os.path.join(ROOT, "testsuite", "lsan.supp"))
+    env.pop("TDSL_CUDA_EMULATE", None)
     found = []
+    work = os.path.dirname(path)
+
     # A hang is judged by CPU time (RLIMIT_CPU: SIGXCPU), not wall time: the machine may
     # be loaded. The wall-clock limit only guards against a process that sleeps.
     def limit_cpu():
         resource.setrlimit(resource.RLIMIT_CPU, (int(timeout), int(timeout) + 5))
-    for cmd in cmds:
+
+    def go(cmd, stage, extra_env=None):
+        """Runs one command; returns the process, or None when it hung (recorded)."""
         try:
-            p = subprocess.run(cmd, capture_output=True, timeout=20 * timeout, env=env, cwd=os.path.dirname(path),
-                               preexec_fn=limit_cpu)
+            p = subprocess.run(cmd, capture_output=True, timeout=20 * timeout, env=dict(env, **(extra_env or {})),
+                               cwd=work, preexec_fn=limit_cpu)
         except subprocess.TimeoutExpired:
             found.append(("hang", cmd, "no exit after %ss of wall time" % (20 * timeout)))
-            break
+            return None
         if p.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
             found.append(("hang", cmd, "more than %ss of CPU time" % timeout))
-            break
+            return None
         out = p.stderr.decode("utf-8", "replace")
         if stats is not None and p.returncode == 0:
-            stats[cmd[1]] = stats.get(cmd[1], 0) + 1
+            stats[stage] = stats.get(stage, 0) + 1
         if p.returncode not in (0, 1, 2):
             found.append(("crash", cmd, "exit %d\n%s" % (p.returncode, out[-4000:])))
         elif SANITIZER.search(out):
             found.append(("sanitizer", cmd, out[-4000:]))
-        elif p.returncode == 1 and cmd[1] != "--run":
+        elif p.returncode == 1 and stage not in ("--run", "cuda-run"):
             bad = [l for l in out.splitlines() if not LOCATED.match(l)]
             if bad or "error" not in out:
                 found.append(("unlocated", cmd, out[-4000:]))
-        if p.returncode == 1 and cmd[1] == "--dump-shapes":
-            break  # later stages would only repeat the front end's errors
+        return p
+
+    p = go([tdslc, "--dump-shapes", path], "--dump-shapes")
+    if p is None or p.returncode == 1:
+        return found  # later stages would only repeat the front end's errors
+    p = go([tdslc, "--dump-ir", path], "--dump-ir")
+    if p is None:
+        return found
+    # anonymous dynamic dims (`?`) are named by their number in --dump-ir: `dim ?N ?`
+    anon = re.findall(r"^dim (\?\d+) \?$", p.stdout.decode("utf-8", "replace"), re.M) if p.returncode == 0 else []
+    # both runs (and the --emit-cuda source the emulation runs: its kernels must be of the
+    # run's precision) in double precision now and then
+    prec = ["--precision=double"] if rnd and rnd.random() < 0.2 else []
+    args = list(prec)
+    for d, v in re.findall(r"^let ([A-Za-z_][A-Za-z0-9_']*) = dim \(\) // set=(\d+)", src, re.M):
+        args += ["--set", "%s=%s" % (d, v)]
+    for d in anon[:6]:
+        args += ["--set", "%s=%d" % (d, (rnd.randint(1, 3) if rnd else 2))]
+    for rt in routines[:3]:
+        args += ["--call", rt]
+    for n in names[:12]:
+        args += ["--print", n]
+    cu = None
+    if cuda != "off":
+        p = go([tdslc, "--backend=cuda", "--emit-cuda", path] + prec, "--emit-cuda")
+        if p is None:
+            return found
+        if p.returncode == 0:
+            cu = p.stdout
+    json = cuda == "emulate" and cu is not None
+    cpu = go([tdslc, "--run", "-O1", "--check-bounds", path] + (["--json"] if json else []) + args, "--run")
+    if cpu is not None and cpu.returncode == 1 and stats is not None:
+        # Not a finding (a program may fail at run time by design), but the sorted messages
+        # of runs that passed --dump-ir are where the third campaign found its bug.
+        m = re.search(r"error: (.*)", cpu.stderr.decode("utf-8", "replace"))
+        key = re.sub(r"\d+", "N", m.group(1) if m else "(no message)")[:160]
+        seen = stats.setdefault("run-errors", {})
+        if key not in seen:
+            seen[key] = [0, src]
+        seen[key][0] += 1
+    if not json or cpu is None or cpu.returncode != 0 or found:
+        return found
+    # The emulated CUDA run: same calls, same printed tensors, same values.
+    so = os.path.join(work, "input.emu.so")
+    with open(os.path.join(work, "input.cu"), "wb") as f:
+        f.write(cu)
+    cc = subprocess.run(["cc", "-std=c11", "-O0", "-w", "-DTDSL_EMULATE", "-include",
+                         os.path.join(ROOT, "testsuite", "cuda", "shim.h"), "-x", "c", os.path.join(work, "input.cu"),
+                         "-shared", "-fPIC", "-o", so, "-lm"], capture_output=True, timeout=600)
+    if cc.returncode:
+        found.append(("cuda-cc", ["cc", os.path.join(work, "input.cu")], cc.stderr.decode("utf-8", "replace")[-4000:]))
+        return found
+    cmd = [tdslc, "--backend=cuda", "--run", rnd.choice(["-O0", "-O1", "-O3"]) if rnd else "-O1", "--json", path] + args
+    g = go(cmd, "cuda-run", {"TDSL_CUDA_EMULATE": so})
+    if g is None or found:
+        return found
+    if g.returncode != 0:
+        found.append(("cuda-exit", cmd, "exit %d (the CPU run exited 0)\n%s" % (
+            g.returncode, g.stderr.decode("utf-8", "replace")[-4000:])))
+        return found
+    why = compare_json(cpu.stdout.decode("utf-8", "replace"), g.stdout.decode("utf-8", "replace"))
+    if why:
+        found.append(("mismatch", cmd, why))
     return found
+
+
+def compare_json(a, b):
+    """Differences between two --json outputs (None when they agree): the same tensors,
+    shapes and values, within float32 rounding of a different summation order."""
+    def parse(text):
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(jsonlib.loads(line))
+            except ValueError:
+                pass
+        return out
+    ta, tb = parse(a), parse(b)
+    if [(x.get("name"), x.get("shape")) for x in ta] != [(x.get("name"), x.get("shape")) for x in tb]:
+        return "tensors differ:\nCPU:  %s\nCUDA: %s" % (a[:2000], b[:2000])
+    for x, y in zip(ta, tb):
+        va, vb = x.get("values", []), y.get("values", [])
+        if len(va) != len(vb):
+            return "%s: %d vs %d values" % (x.get("name"), len(va), len(vb))
+        for n, (u, v) in enumerate(zip(va, vb)):
+            if u is None or v is None or isinstance(u, str) or isinstance(v, str):  # NaN/inf as text or null
+                if str(u) != str(v):
+                    return "%s[%d]: CPU %s, CUDA %s" % (x.get("name"), n, u, v)
+                continue
+            if math.isnan(u) or math.isnan(v) or math.isinf(u) or math.isinf(v):  # the relative test says inf ~ 5
+                if not (math.isnan(u) and math.isnan(v)) and u != v:
+                    return "%s[%d]: CPU %r, CUDA %r" % (x.get("name"), n, u, v)
+                continue
+            if abs(u - v) > 1e-3 * max(abs(u), abs(v)) + 1e-4:
+                return "%s[%d]: CPU %r, CUDA %r" % (x.get("name"), n, u, v)
+    return None
+
 
 
 def seeds_from_testsuite():
@@ -423,6 +678,9 @@ def seeds_from_testsuite():
     if not os.path.isdir(conf):
         conf = "/work/shared/conformance/cases"
     files += glob.glob(os.path.join(conf, "*.tdsl"))
+    # the front end's libFuzzer corpus: short programs, new_*.tdsl one for each feature added
+    # after the second campaign (empty tensors, captures, 3-argument specs, stacking, ...)
+    files += glob.glob(os.path.join(ROOT, "testsuite/fuzz/corpus/*.tdsl"))
     out = []
     # not lit's Output/ scratch files: whether they exist depends on earlier test runs
     # (a seed would not repeat a run), and some are scale tests too big to mutate
@@ -443,6 +701,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "fuzz", "pipeline"))
     ap.add_argument("--timeout", type=float, default=20, help="CPU seconds per command")
     ap.add_argument("--regress-only", action="store_true")
+    ap.add_argument("--cuda", choices=["off", "emit", "emulate"], default="emulate",
+                    help="the --emit-cuda stage; emulate: also the emulated CUDA run, compared with the CPU's")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int(time.time())
@@ -459,7 +719,15 @@ def main():
     for lib, text in LIBS.items():
         with open(os.path.join(work, lib), "w") as f:
             f.write(text)
-    print("pipeline fuzzer: seed %d, %gs, %s" % (seed, a.time, tdslc), flush=True)
+    if a.cuda == "emulate":
+        # --backend=cuda --run needs NVRTC (as testsuite/lit/cuda/lit.local.cfg decides)
+        try:
+            ldd = subprocess.run(["ldd", tdslc], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            ldd = ""
+        if "libnvrtc" not in ldd:
+            a.cuda = "emit"
+    print("pipeline fuzzer: seed %d, %gs, %s, cuda %s" % (seed, a.time, tdslc, a.cuda), flush=True)
     pool = seeds_from_testsuite()
     inputs = [open(f, encoding="utf-8", errors="replace").read() for f in a.files]
     inputs += [open(f).read() for f in sorted(glob.glob(os.path.join(HERE, "regress", "*.tdsl")))]
@@ -482,7 +750,7 @@ def main():
         with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(src)
         count += 1
-        for kind, cmd, out in run_one(tdslc, path, src, a.timeout, stats):
+        for kind, cmd, out in run_one(tdslc, path, src, a.timeout, stats, a.cuda, rnd):
             findings += 1
             kinds[kind] = kinds.get(kind, 0) + 1
             base = os.path.join(fdir, "%s-%d-%d" % (kind, seed, count))
@@ -491,10 +759,16 @@ def main():
             with open(base + ".txt", "w") as f:
                 f.write(" ".join(cmd) + "\n" + out)
             print("FINDING %s: %s.tdsl (%s)" % (kind, base, " ".join(cmd[1:2])), flush=True)
+    with open(os.path.join(a.out, "run-errors.txt"), "w", encoding="utf-8", errors="surrogateescape") as f:
+        for n, (key, (k, example)) in enumerate(sorted(stats.get("run-errors", {}).items(), key=lambda x: -x[1][0])):
+            f.write("%d x %s\n" % (k, key))
+            with open(os.path.join(a.out, "run-error-%d.tdsl" % n), "w", encoding="utf-8", errors="surrogateescape") as g:
+                g.write(example)
     summary = ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items())) or "nothing"
     print("pipeline fuzzer: seed %d: %d inputs in %.0fs: %s found" % (seed, count, time.time() - start, summary))
-    print("pipeline fuzzer: exit 0 from --dump-shapes %d, --dump-ir %d, --run %d" % (
-        stats.get("--dump-shapes", 0), stats.get("--dump-ir", 0), stats.get("--run", 0)))
+    print("pipeline fuzzer: exit 0 from --dump-shapes %d, --dump-ir %d, --emit-cuda %d, --run %d, emulated cuda --run %d" % (
+        stats.get("--dump-shapes", 0), stats.get("--dump-ir", 0), stats.get("--emit-cuda", 0), stats.get("--run", 0),
+        stats.get("cuda-run", 0)))
     if count >= 20 and not a.files and not a.regress_only and stats.get("--dump-shapes", 0) == 0:
         print("pipeline fuzzer: no input got through --dump-shapes: the harness, not tdslc, is broken")
         return 1
