@@ -213,6 +213,11 @@ void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
         "#include <math.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n",
         o);
   fputs("#define TDSL_DEV static __attribute__((unused))\n#define TDSL_NAN NAN\n#define TDSL_INF INFINITY\n", o);
+  /* As the gccjit builds (jit.c, -ffp-contract=off): a * b + c rounds twice at every -O
+   * and -march the user compiles with (GNU C fuses it when the target has FMA). */
+  fputs("#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n#elif defined(__GNUC__)\n"
+        "#pragma GCC optimize(\"fp-contract=off\")\n#endif\n",
+        o);
   fputs(c_stream, o);
   fputs(cr_helpers, o);
   fputc('\n', o);
