@@ -36,6 +36,12 @@ A3, B3 = A.copy(), B.copy()
 A3[:4] = [1 + 2.0 ** -23] * 4
 B3[:4] = [1 - 2.0 ** -23] * 4
 C3[:4] = [-1.0] * 4
+# --big: every input repeated (300 times the pairs, 170 times the rows), enough work
+# for parallel loops and the vector bodies of long loops
+BIG = "--big" in rest
+rest = [f for f in rest if f != "--big"]
+if BIG:
+    A, B, C3, A3, B3 = (np.tile(v, 300) for v in (A, B, C3, A3, B3))
 N = len(A)
 
 def rows(n, rng):
@@ -57,7 +63,10 @@ def rows(n, rng):
 SIZES = [1, 7, 8, 17, 33]
 rng = np.random.default_rng(7)
 ROWS = {n: rows(n, rng) for n in SIZES}
-TGT = {n: np.eye(n)[np.arange(12) % n] for n in SIZES}
+R = 12 * (170 if BIG else 1)
+if BIG:
+    ROWS = {n: np.tile(v, (170, 1)) for n, v in ROWS.items()}
+TGT = {n: np.eye(n)[np.arange(R) % n] for n in SIZES}
 
 UNARY = {  # name: (tdsl, torch)
     "relu": ("relu {a}", lambda t, a: t.relu(a)),
@@ -119,13 +128,13 @@ def program():
         L.append("let%%op y_%s = %s" % (k, src.format(a="a_" + k, b="b_" + k, c="c_" + k)))
         outs.append("y_" + k); grads += ["a_" + k, "b_" + k] + (["c_" + k] if k == "fma" else [])
     for n in SIZES:
-        L.append("let%%op g%d = { g%d; b = [ 12 ]; o = [ %d ] }" % (n, n, n))
-        L.append("let%%op i%d = { i%d; b = [ 12 ]; o = [ 1 ] }" % (n, n))
+        L.append("let%%op g%d = { g%d; b = [ %d ]; o = [ %d ] }" % (n, n, R, n))
+        L.append("let%%op i%d = { i%d; b = [ %d ]; o = [ 1 ] }" % (n, n, R))
         for k, (src, _) in REDUCE.items():
             if k == "layer_norm" and n == 1:  # a gain of dimension 1 broadcasts: not inferable
                 continue
             r = "r_%s_%d" % (k, n)
-            param(r, n, 12)
+            param(r, n, R)
             L.append("let%%op y_%s_%d = %s" % (k, n, src.format(r=r, g="g%d" % n, n=n)))
             outs.append("y_%s_%d" % (k, n)); grads.append(r)
     L.insert(0, "let%%op aa = { aa; o = [ %d ] }\nlet%%op bb = { bb; o = [ %d ] }" % (N, N))
@@ -145,7 +154,7 @@ def inputs():
             d["c_" + k] = C3
     for n in SIZES:
         d["g%d" % n] = TGT[n]
-        d["i%d" % n] = TGT[n].argmax(-1).reshape(12, 1).astype(np.float64)
+        d["i%d" % n] = TGT[n].argmax(-1).reshape(R, 1).astype(np.float64)
         for k in REDUCE:
             if not (k == "layer_norm" and n == 1):
                 d["r_%s_%d" % (k, n)] = ROWS[n]
@@ -192,7 +201,7 @@ def run_raw(flags, tag, sizes):
             with open(os.path.join(work, "fp.c"), "w") as fh:
                 r = subprocess.run([tdslc, "--emit-c", "fp.tdsl"] + flags, cwd=work, stdout=fh, stderr=subprocess.PIPE, text=True, env=env)
             if r.returncode == 0:
-                r = subprocess.run(["cc", "-std=c11", "-O2", "-march=native", "-shared", "-fPIC", "-o", so, "fp.c", "-lm"], cwd=work,
+                r = subprocess.run(["cc", "-std=c11", "-O2", "-march=native", "-fno-math-errno", "-shared", "-fPIC", "-o", so, "fp.c", "-lm"], cwd=work,
                                    capture_output=True, text=True)
         else:
             r = subprocess.run([tdslc, "fp.tdsl", "-o", so] + flags, cwd=work, capture_output=True, text=True, env=env)
