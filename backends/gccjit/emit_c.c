@@ -213,6 +213,17 @@ void emit_c(FILE *o, const IrModule *m, bool check, const char *name) {
         "#include <math.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n",
         o);
   fputs("#define TDSL_DEV static __attribute__((unused))\n#define TDSL_NAN NAN\n#define TDSL_INF INFINITY\n", o);
+  /* As the gccjit builds (jit.c, -ffp-contract=off): a * b + c rounds twice at every -O
+   * and -march the user compiles with (GNU C fuses it when the target has FMA). */
+  fputs("#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n#elif defined(__GNUC__)\n"
+        "#pragma GCC optimize(\"fp-contract=off\")\n#endif\n",
+        o);
+  /* libm's pow under a name the compiler does not take for its builtin (jit_stmt.c: GCC's
+   * vectorizer turns pow (x, 0.5) into a sqrt, NaN at -inf; here with -fno-math-errno). */
+  fputs("#if defined(__GNUC__)\nextern float tdsl_libm_powf(float, float) __asm__(\"powf\");\n"
+        "extern double tdsl_libm_pow(double, double) __asm__(\"pow\");\n#define powf tdsl_libm_powf\n"
+        "#define pow tdsl_libm_pow\n#endif\n",
+        o);
   fputs(c_stream, o);
   fputs(cr_helpers, o);
   fputc('\n', o);

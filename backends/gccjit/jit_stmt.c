@@ -156,8 +156,18 @@ static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc
     return gcc_jit_context_new_call(j->c, NULL, builtin(j, "fmod", f32), 2, args);
   }
   case OP_POW: { /* libm's pow, as op_eval and the init runtime (src/ops.c says why) */
+    /* Imported by name, not __builtin_pow: GCC 12's vectorizer turns a builtin pow (x,
+     * 0.5) into a vector sqrt whatever the flags (vect_recog_pow_pattern), which is NaN
+     * at -inf and -0 at -0 where pow gives +inf and +0, so a **. 0.5 depended on -O and
+     * on whether the loop vectorized. */
+    gcc_jit_function **fn = &j->helpers[el][OP_POW];
+    if (!*fn) {
+      gcc_jit_type *t = j->t_el[el];
+      gcc_jit_param *ps[2] = {gcc_jit_context_new_param(j->c, NULL, t, "x"), gcc_jit_context_new_param(j->c, NULL, t, "y")};
+      *fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_IMPORTED, t, f32 ? "powf" : "pow", 2, ps, 0);
+    }
     gcc_jit_rvalue *args[2] = {a, b};
-    return gcc_jit_context_new_call(j->c, NULL, builtin(j, "pow", f32), 2, args);
+    return gcc_jit_context_new_call(j->c, NULL, *fn, 2, args);
   }
   default: {
     gcc_jit_rvalue *args[3] = {a, b, c};
