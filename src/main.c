@@ -546,7 +546,7 @@ static int dispatch(Ctx *c, IrModule *m) {
   IrModule *shown = o->backend == BACKEND_CUDA ? m : sched_module(&c->arena, m, &so);
   switch (o->action) {
   case ACT_DUMP_IR: ir_print(stdout, shown); return 0;
-  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds, ctx_model_name(c)); return 0;
+  case ACT_EMIT_C: emit_c(stdout, shown, o->check_bounds, o->strict_fp, ctx_model_name(c)); return 0;
   case ACT_RUN: return run_in_process(c, m);
   case ACT_CHECK: return check_model(c, m);
   default: break;

@@ -226,15 +226,13 @@ J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int 
   gcc_jit_context_set_bool_option(j->c, GCC_JIT_BOOL_OPTION_DEBUGINFO, 0);
   /* errno from math functions is unobservable here; without it sqrt etc. vectorize. */
   gcc_jit_context_add_command_line_option(j->c, "-fno-math-errno");
-  /* No contraction of a * b + c into one fused multiply-add: gcc does it (GNU C's
-   * default, -ffp-contract=fast) only when optimizing for a -march with FMA, so values
-   * depended on -O: fma (a, b, c) and tanh's gradient g * (1 - v * v) rounded once at
-   * -O3 and twice at -O0, and a product that overflows (inf + -inf = NaN) was finite.
-   * Every expression now rounds as written (op_eval, the C rendering), the kernels'
-   * register tiles too: separate multiplies and adds (libgccjit 12 has no vector fma
-   * builtin, and an asm vfmadd on the tiles' 64-byte vector locals fails to match its
-   * register constraint). */
-  gcc_jit_context_add_command_line_option(j->c, "-ffp-contract=off");
+  /* gcc contracts a * b + c into one fused multiply-add (GNU C's default) when it
+   * optimizes for a -march with FMA: the kernels' register tiles need it (sgemm 1024 on
+   * Zen 4: 67 GFLOP/s with separate multiplies and adds, 94 fused), so values at -O2/-O3
+   * may differ from -O0 in that rounding (fma (a, b, c), tanh's g * (1 - v * v)), as a C
+   * compiler's do. --strict-fp rounds every expression as written, bit for bit the -O0
+   * values (lit fp/same.test). */
+  if (o->strict_fp) gcc_jit_context_add_command_line_option(j->c, "-ffp-contract=off");
   if (with_arch) {
     JitTarget host = o->target ? *o->target : jit_host_target(a);
     if (host.arch) {

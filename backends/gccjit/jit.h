@@ -125,7 +125,7 @@ JitTarget jit_host_target(Arena *a);
 const char *jit_name(const char *name);
 
 /* backends/gccjit/emit_c.c */
-void emit_c(FILE *out, const IrModule *m, bool check_bounds, const char *name);
+void emit_c(FILE *out, const IrModule *m, bool check_bounds, bool strict_fp, const char *name);
 /* name: the symbol prefix; extra: NULL-terminated names of further exported data
  * (NAME_X, char arrays: the cuda model's) the resolver answers too. */
 void emit_header(FILE *out, const IrModule *m, const char *name, const char *const *extra);

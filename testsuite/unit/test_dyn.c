@@ -183,7 +183,7 @@ static void test_emit_c(void) {
   snprintf(src, sizeof src, "%s/m.c", dir);
   snprintf(so, sizeof so, "%s/m.so", dir);
   FILE *o = fopen(src, "w");
-  emit_c(o, b.ir, true, "tdsl");
+  emit_c(o, b.ir, true, false, "tdsl");
   fclose(o);
   snprintf(cmd, sizeof cmd, "cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o %s %s -lm", so, src);
   CHECK(system(cmd) == 0, "%s", cmd);

@@ -31,7 +31,7 @@ static bool write_model(Arena *a, const IrModule *ir, const char *dir) {
   JitOpts o = {.name = "oob", .opt_level = 1, .check_bounds = true};
   if (!jit_compile_file(a, ir, &o, arena_printf(a, "%s/oob.o", dir), true)) return false;
   FILE *c = fopen(arena_printf(a, "%s/oob.c", dir), "w"), *h = fopen(arena_printf(a, "%s/oob.h", dir), "w");
-  if (c) emit_c(c, ir, true, "oob");
+  if (c) emit_c(c, ir, true, false, "oob");
   if (h) emit_header(h, ir, "oob", NULL);
   return c && h && !fclose(c) && !fclose(h);
 }

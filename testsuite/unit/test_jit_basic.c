@@ -316,7 +316,7 @@ static void test_emit_c(void) {
   FILE *f = fopen(src, "w");
   CHECK(f != NULL);
   if (!f || !b.ir) return;
-  emit_c(f, b.ir, false, "tdsl");
+  emit_c(f, b.ir, false, false, "tdsl");
   fclose(f);
   int rc = system(arena_printf(&b.a, "gcc -std=c11 -O2 -w -shared -fPIC -o %s %s -lm", so, src));
   CHECK(rc == 0);

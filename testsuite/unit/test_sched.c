@@ -465,7 +465,7 @@ static void emit_c_agrees(GB *b, const char *routine, const char *what) {
   FILE *o = fopen(cpath, "w");
   CHECK(o != NULL);
   if (o) {
-    emit_c(o, sm, false, "tdsl");
+    emit_c(o, sm, false, false, "tdsl");
     fclose(o);
     CHECK(system(arena_printf(&b->a, "cc -std=c11 -O2 -march=native -shared -fPIC -o %s %s -lm", so, cpath)) == 0);
     char err[256];
