@@ -539,7 +539,7 @@ bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
     DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
     if (o->name && !strcmp(o->name, name)) {
       diag_error(&st->c->diag, loc, "a dynamic dimension named '%s' already exists", name);
-      if (o->loc.line == v->dsym->loc.line && o->loc.col == v->dsym->loc.col)
+      if (o->loc.line == v->dsym->loc.line && o->loc.col == v->dsym->loc.col && o->loc.file == v->dsym->loc.file)
         diag_note(&st->c->diag, o->loc, "each evaluation of 'dim ()' makes a new dynamic dimension, and the runtime sets them by name");
       else
         diag_note(&st->c->diag, o->loc, "'%s' is declared here; the runtime sets dynamic dimensions by name", name);
