@@ -10,9 +10,10 @@
  * Agreement: bitwise (NaN matches NaN) when the candidate computes what the reference
  * does in the same order (-O0 on the CPU backend, where the schedule made no partial
  * sums or contraction kernels); otherwise within N ULPs (--check-ulps, default
- * CHECK_DEFAULT_ULPS), where a cell also agrees when |opt - ref| <= N * eps * max|ref| of
- * its tensor, since a reassociated sum that cancels to near zero is off by ULPs of its
- * terms, not of its result; N grows with the square root of the longest reduction
+ * CHECK_DEFAULT_ULPS), where a cell also agrees when |opt - ref| <= N * eps * scale,
+ * scale the larger of max|ref| of its tensor and a bound of the terms it was computed
+ * from (see buffer_scales()), since a reassociated sum that cancels to near zero is off by ULPs of
+ * its terms, not of its result; N grows with the square root of the longest reduction
  * feeding the tensor past 256 terms (see tolerance()). */
 #include <math.h>
 #include <stdio.h>
@@ -171,6 +172,76 @@ static long *reduction_lengths(Arena *a, const IrModule *m) {
   return r.len;
 }
 
+/* ---- the size of the terms a result is computed from ----
+ * A cell agrees within ULPs of the terms it was computed from, not of the result: a sum
+ * that cancels to near zero in every cell (a bias's gradient under batch normalization,
+ * 0 in exact arithmetic) is rounding noise in both builds, and the largest |cell| of the
+ * tensor is that noise too; so is what is computed from it (the bias's SGD step). Per
+ * buffer a scale: the largest finite |cell| of the reference after the routine, raised to
+ * a bound of what each store into the buffer writes or adds, computed from the scales of
+ * the buffers it reads (x - y: |x| + |y|, x * y: |x| |y|, ...), carried along chains of
+ * buffers as the reduction lengths are. An operation the bound does not follow (a
+ * quotient, an exponential) leaves the buffer its own largest |cell|. */
+static double expr_bound(const double *scale, const IrExpr *x) {
+  if (!x) return 0;
+  switch (x->kind) {
+  case X_CONST: return isfinite(x->value) ? fabs(x->value) : -1;
+  case X_LOAD: return scale[x->acc.buf];
+  case X_SYM: return -1;
+  case X_OP: break;
+  }
+  double b[3];
+  for (int i = 0; i < 3; i++) b[i] = x->a[i] ? expr_bound(scale, x->a[i]) : 0;
+  switch (x->op) {
+  case OP_ID: case OP_NEG: case OP_RELU: case OP_ARG1: return b[0];
+  case OP_ARG2: case OP_RELU_GATE: case OP_SAT01_GATE: return b[1];
+  case OP_SAT01: case OP_TANH: case OP_SIN: case OP_COS: case OP_NOT: case OP_LT: case OP_EQ: case OP_NE:
+  case OP_OR: case OP_AND: return 1;
+  default: break;
+  }
+  if (b[0] < 0 || b[1] < 0 || b[2] < 0) return -1;
+  switch (x->op) {
+  case OP_ADD: case OP_SUB: return b[0] + b[1];
+  case OP_MUL: return b[0] * b[1];
+  case OP_MAX: case OP_MIN: return fmax(b[0], b[1]);
+  case OP_WHERE: return fmax(b[1], b[2]);
+  case OP_FMA: return b[0] * b[1] + b[2];
+  default: return -1;
+  }
+}
+
+static bool scale_stmts(double *scale, const PtrVec *body) {
+  bool grew = false;
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *s = body->items[i];
+    if (s->kind == S_LOOP || s->kind == S_IF) grew |= scale_stmts(scale, &s->body);
+    else if (s->kind == S_STORE) {
+      double v = expr_bound(scale, s->val);
+      if (isfinite(v) && v > scale[s->dst.buf]) scale[s->dst.buf] = v, grew = true;
+    }
+  }
+  return grew;
+}
+
+static double *buffer_scales(Arena *a, const IrModule *m, tdsl_model *ref) {
+  int nb = m->bufs.len;
+  double *scale = ANEWN(a, double, nb + 1);
+  for (int b = 0; b < nb; b++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(ref, b, &ti)) continue;
+    for (long i = 0; i < ti.size; i++) {
+      double v = fabs(ti.elem == TDSL_F64 ? ((const double *)ti.data)[i] : ((const float *)ti.data)[i]);
+      if (isfinite(v) && v > scale[b]) scale[b] = v;
+    }
+  }
+  for (int pass = 0; pass < 8; pass++) {
+    bool grew = false;
+    for (int f = 0; f < m->funcs.len; f++) grew |= scale_stmts(scale, &VEC_AT(m->funcs, IrFunc, f)->body);
+    if (!grew) break;
+  }
+  return scale;
+}
+
 /* The tolerance in ULPs for a buffer fed by reductions of len terms: n for up to 256,
  * then growing as sqrt(len). */
 static int tolerance(int ulps, long len) {
@@ -215,9 +286,10 @@ static double cell_of(const tdsl_tensor_info *t, long i) {
   return t->elem == TDSL_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
 }
 
-/* The first cell of a tensor where the builds disagree, or -1. */
-static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps) {
-  double scale = 0;
+/* The first cell of a tensor where the builds disagree, or -1. terms: the scale of the
+ * terms it was computed from (buffer_scales). */
+static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps, double terms) {
+  double scale = terms > 0 ? terms : 0;
   for (long i = 0; i < ref->size; i++) {
     double v = fabs(cell_of(ref, i));
     if (isfinite(v) && v > scale) scale = v;
@@ -262,6 +334,7 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
   if (both) return both;
   Order o = write_order(&c->arena, ir, routine);
   long *len = reduction_lengths(&c->arena, ir);
+  double *terms = buffer_scales(&c->arena, ir, ref);
   for (int k = 0; k < o.n; k++) {
     int b = o.bufs[k];
     tdsl_tensor_info tr, tg;
@@ -270,7 +343,7 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
       return 1;
     }
     int tol = tolerance(ulps, len[b]);
-    long cell = first_diff(&tr, &tg, tol);
+    long cell = first_diff(&tr, &tg, tol, terms[b]);
     if (cell < 0) continue;
     fprintf(stderr, "tdslc: error: --check: routine %s: tensor %s differs at cell %ld ", routine, tr.name, cell);
     print_cell_index(stderr, &tr, cell);

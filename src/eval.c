@@ -170,6 +170,13 @@ static bool fn_saturated(const Fn *f) {
 static bool label_of(St *st, Fn *f, Loc loc, const char **out) {
   *out = NULL;
   Value *l = fn_param(f, "label");
+  for (int i = 0; !l && i < f->nparams; i++) /* ?(label = [ "lenet" ]) left out: its default */
+    if (f->params[i]->kind == P_OPTIONAL && f->params[i]->deflt && f->params[i]->name &&
+        !strcmp(f->params[i]->name, "label")) {
+      Frame fr = f->fr;
+      l = eval(st, &fr, f->params[i]->deflt);
+      if (!l) return false;
+    }
   if (!l) return true;
   Loc at = l->loc.file ? l->loc : loc;
   if (l->kind == V_STRING) {
@@ -797,7 +804,16 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   case E_IDENT: {
     Value *v = env_lookup(fr, st, e->str);
     if (!v && !env_poisoned(fr, e->str)) v = hoist_capture(st, fr, e->str);
-    if (!v && !env_poisoned(fr, e->str)) diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+    if (!v && !env_poisoned(fr, e->str)) {
+      diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+      /* OCANNL's run-time random numbers (uniform_at !@step in %cd code) have no tdsl form */
+      static const char *const at[] = {"uniform_at", "uniform_at1", "normal_at", "normal_at1"};
+      for (size_t i = 0; i < sizeof at / sizeof *at; i++)
+        if (!strcmp(e->str, at[i]))
+          diag_note(&st->c->diag, e->loc,
+                    "tdsl has no random numbers drawn by a routine from a counter (OCANNL's %s): uniform () and "
+                    "normal () are initializers, drawn once per cell when init runs", e->str);
+    }
     if (v && v->kind == V_DIM) { /* misuse errors point at the use, not at `dim ()` */
       Value *u = val_new(st, V_DIM, e->loc);
       u->dsym = v->dsym;

@@ -1277,7 +1277,7 @@ static bool meets_one_rec(Solver *s, DimNode *r) {
   s->up_mark[r->id] = s->up_stamp;
   for (int e = s->up_head[r->id]; e >= 0; e = s->up_next[e]) {
     DimNode *cur = dim_find(s->up_to[e]);
-    if (!cur->known && s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
+    if (s->up_mark[cur->id] != s->up_stamp && meets_one_rec(s, cur)) return true;
   }
   return false;
 }
@@ -1318,11 +1318,14 @@ static char *total_carriers(Solver *s) {
  * least upper bounds of rows (stage 3). memo: -2 not computed, -3 on the stack. */
 typedef struct RowBounds {
   int *head, *next, *memo;
+  bool strict; /* a bound with an open variable counts only once that variable's is known */
 } RowBounds;
 
-static RowBounds row_bounds(Solver *s) {
+enum { ROW_UNDECIDED = -4 }; /* strict: a bound waits for a variable still open */
+
+static RowBounds row_bounds(Solver *s, bool strict) {
   RowBounds b = {malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), malloc(sizeof(int) * ((size_t)s->cons.len + 1)),
-                 malloc(sizeof(int) * ((size_t)s->rvars.len + 1))};
+                 malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), strict};
   for (int i = 0; i < s->rvars.len; i++) b.head[i] = -1, b.memo[i] = -2;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
@@ -1337,21 +1340,32 @@ static RowBounds row_bounds(Solver *s) {
 
 static void row_bounds_free(RowBounds *b) { free(b->head), free(b->next), free(b->memo); }
 
-/* Number of known axes of the least upper bound of row variable v: -1 when none. */
+/* Number of known axes of the least upper bound of row variable v: -1 when none. Not
+ * strict, a bound `beg ++ w ++ end` with w open counts its known axes (w as if empty);
+ * strict, it counts w's bound too, and one that waits for w makes v's ROW_UNDECIDED. */
 static int row_lub_len(Solver *s, RowBounds *b, RowVar *v) {
-  if (b->memo[v->id] != -2) return b->memo[v->id] == -3 ? -1 : b->memo[v->id];
+  if (b->memo[v->id] != -2) return b->memo[v->id] == -3 ? (b->strict ? ROW_UNDECIDED : -1) : b->memo[v->id];
   b->memo[v->id] = -3;
   int best = -1;
   bool empty = false; /* bounded by a row of no axes: the least upper bound of none */
+  bool undecided = false;
   for (int e = b->head[v->id]; e >= 0; e = b->next[e]) {
     Constraint *c = VEC_AT(s->cons, Constraint, e);
     int n;
     RowVar *cv = row_peek(c->r1, &n);
-    if (n == 0 && cv) n = row_lub_len(s, b, cv);
+    if (cv && b->strict) {
+      int m = row_lub_len(s, b, cv);
+      if (m < 0) {
+        undecided = true;
+        continue;
+      }
+      n += m;
+    } else if (n == 0 && cv) n = row_lub_len(s, b, cv);
     empty = empty || n == 0;
     if (n <= 0) continue;
     if (best < 0 || n < best) best = n;
   }
+  if (undecided) return b->memo[v->id] = ROW_UNDECIDED;
   return b->memo[v->id] = best < 0 && empty ? 0 : best;
 }
 
@@ -1360,12 +1374,21 @@ static DimNode *root_or_null(DimNode *d) {
   return r->known ? NULL : r;
 }
 
-/* Stage 2: terminal dims with no upper bound and no other constraint become 1. */
+/* Stage 2: terminal dims with no upper bound and no other constraint become 1. A pending
+ * inequality with an unknown dim below is such a constraint: `{ w } * p` makes w's input
+ * axis the larger side over p's output axis, and while p's axis waits for a row variable
+ * that closes only later (stage 6: `y ++ "a, ..c.. => a, ..c.."` over a computed y), the
+ * size it gets is w's, not 1 (closing w's axis to 1 here forced p's to 1: a rank error
+ * on a valid program, or "nothing determines" a parameter's dimension). */
 static bool stage2(Solver *s) {
   PtrVec todo = {0};
   bounds_index(s);
   s->up_stamp++;
   char *constrained = constrained_dims(s);
+  for (int i = 0; i < s->cons.len; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (!c->done && c->kind == C_DIM_INEQ && !dim_find(c->d2)->known) constrained[dim_find(c->d1)->id] = 1;
+  }
   for (int i = 0; i < s->dims.len; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     DimNode *r = root_or_null(d);
@@ -1390,6 +1413,8 @@ static bool param_output_unbounded(Solver *s, RowVar *v) {
 
 /* Stage 3: terminal dims and rows take their least upper bounds; rows without one
  * get no further axes (except the carrier of a Total_elems constraint). */
+static bool stage3_rows(Solver *s, bool strict);
+
 static bool stage3(Solver *s) {
   bool changed = false;
   int n = s->dims.len;
@@ -1413,8 +1438,15 @@ static bool stage3(Solver *s) {
   }
   free(lub);
   free(labels);
+  return stage3_rows(s, false) || changed;
+}
+
+/* Stage 3's rows. Strict (stage 3a): only the rows whose least upper bound is fully
+ * known close, and none closes for want of one. */
+static bool stage3_rows(Solver *s, bool strict) {
+  bool changed = false;
   int nr = s->rvars.len;
-  RowBounds rb = row_bounds(s);
+  RowBounds rb = row_bounds(s, strict);
   char *carrier = total_carriers(s);
   /* Rows with a least upper bound close first; those without one wait for the next
    * round's fixpoint. Closed from one snapshot, `{ d } =: p` emptied d's open row
@@ -1428,6 +1460,7 @@ static bool stage3(Solver *s) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (v->solved || !v->terminal) continue;
     int len = row_lub_len(s, &rb, v);
+    if (strict && len < 0) continue;
     if (len < 0 && bounded) continue;
     if (len < 0 && carrier[v->id]) continue;
     if (len < 0 && param_output_unbounded(s, v)) {
@@ -1495,8 +1528,9 @@ static bool stage5(Solver *s) {
 
 /* Stage 6: row variables in remaining inequalities get no further axes. First those
  * that only ever appear on the smaller (subr) side, which lets the larger sides grow to
- * fit them, repeatedly; then all the others. */
-static bool stage6_pass(Solver *s, bool only_subr) {
+ * fit them, repeatedly; then all the others. `leftovers` (stage 3a): only computed
+ * rows' variables, and "only subr" widens to "nothing can give it axes" (below). */
+static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
   char *on_cur = calloc((size_t)s->rvars.len + 1, 1);
   PtrVec todo = {0};
   for (int i = 0; i < s->cons.len; i++) {
@@ -1505,12 +1539,47 @@ static bool stage6_pass(Solver *s, bool only_subr) {
     Row *r = row_norm(s, c->r1);
     if (r->var) on_cur[r->var->id] = 1;
   }
+  if (leftovers) { /* stage 3a (solver_close): whether a variable may still gain axes from
+                      below (subr has axes beyond cur's flanks, or a variable that may),
+                      propagated up the inequalities between variables by a work list; a
+                      variable that is all of its row over another is kept too, without
+                      propagating (w * x's output over w's: w takes its bound from above
+                      through it) */
+    int nv = s->rvars.len, nc = s->cons.len;
+    char *grows = calloc((size_t)nv + 1, 1), *blocked = calloc((size_t)nv + 1, 1);
+    int *head = malloc(sizeof(int) * ((size_t)nv + 1)), *next = malloc(sizeof(int) * ((size_t)nc + 1));
+    int *to = malloc(sizeof(int) * ((size_t)nc + 1)), *work = malloc(sizeof(int) * ((size_t)nv + 1));
+    int nwork = 0;
+    for (int i = 0; i < nv; i++) head[i] = -1;
+    for (int i = 0; i < nc; i++) {
+      Constraint *c = VEC_AT(s->cons, Constraint, i);
+      if (c->done || c->kind != C_ROW_INEQ) continue;
+      Row *r = row_norm(s, c->r1), *sub = row_norm(s, c->r2);
+      if (!r->var) continue;
+      if (row_len(sub) > row_len(r) && !grows[r->var->id]) grows[r->var->id] = 1, work[nwork++] = r->var->id;
+      if (!row_len(r) && sub->var) blocked[r->var->id] = 1;
+      if (sub->var && sub->var != r->var) { /* an edge sub -> cur */
+        to[i] = r->var->id, next[i] = head[sub->var->id];
+        head[sub->var->id] = i;
+      }
+    }
+    while (nwork > 0) {
+      int v = work[--nwork];
+      for (int e = head[v]; e >= 0; e = next[e])
+        if (!grows[to[e]]) grows[to[e]] = 1, work[nwork++] = to[e];
+    }
+    for (int i = 0; i < nv; i++) grows[i] = grows[i] || blocked[i];
+    free(head), free(next), free(to), free(work), free(blocked);
+    free(on_cur);
+    on_cur = grows;
+  }
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
     for (int side = 0; side < 2; side++) {
       Row *r = row_norm(s, side ? c->r2 : c->r1);
-      if (r->var && (!only_subr || (side == 1 && !on_cur[r->var->id]))) vec_push(s->a, &todo, c);
+      if (r->var && (!only_subr || (side == 1 && !on_cur[r->var->id])) && !(leftovers && r->var->terminal))
+        vec_push(s->a, &todo, c);
     }
   }
   free(on_cur);
@@ -1520,7 +1589,7 @@ static bool stage6_pass(Solver *s, bool only_subr) {
     for (int side = 1; side >= 0; side--) {
       if (only_subr && side == 0) continue;
       Row *r = row_norm(s, side ? c->r2 : c->r1);
-      if (r->var && !r->var->solved) {
+      if (r->var && !r->var->solved && !(leftovers && r->var->terminal)) {
         set_row_empty(s, c, r->var);
         changed = true;
       }
@@ -1531,11 +1600,11 @@ static bool stage6_pass(Solver *s, bool only_subr) {
 
 static bool stage6(Solver *s) {
   bool changed = false;
-  for (int round = 0; round < 4 * MAX_RANK && stage6_pass(s, true); round++) {
+  for (int round = 0; round < 4 * MAX_RANK && stage6_pass(s, true, false); round++) {
     changed = true;
     if (!solver_run(s)) return true;
   }
-  return stage6_pass(s, false) || changed;
+  return stage6_pass(s, false, false) || changed;
 }
 
 /* Before stage 7: the kernel of a valid convolution whose output is still open closes
@@ -1605,6 +1674,21 @@ bool solver_close(Solver *s) {
   if (!solver_run(s)) return false;
   stage2(s);
   if (!solver_run(s)) return false;
+  /* Stage 3a (doc/inference.md), before stage 3 proper, alternately: a computed row's
+   * variable that nothing can give axes (y = x + b leaves y's output row a variable for
+   * leading axes an argument might broadcast in; nothing below it has any) gets no
+   * further axes, and terminal rows whose least upper bound is then fully known take it
+   * (strict stage 3). Stage 3 alone counted only the known axes of a bound whose
+   * variable was still open: the kernel of `p +* "... | oh=+kh, ow=+kw, ..ic..; kh, kw,
+   * ..ic.. -> oc => ..."` over a pooled, computed p took ..ic.. empty (one kernel shared
+   * by every channel) while p's channel axes stood behind such a variable. */
+  for (int round = 0; round < 4 * MAX_RANK; round++) {
+    bool changed = stage6_pass(s, true, true);
+    if (!solver_run(s)) return false;
+    changed = stage3_rows(s, true) || changed;
+    if (!solver_run(s)) return false;
+    if (!changed) break;
+  }
   for (int round = 0; round < 4 * MAX_RANK && stage3(s); round++)
     if (!solver_run(s)) return false;
   if (s->failed) return false;
