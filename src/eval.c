@@ -729,7 +729,7 @@ static Value *eval_let(St *st, const Frame *fr, const Expr *e) {
     Value *v = b->params.len ? make_closure(st, fr, b->name, &b->params, b->body, b->loc)
                              : eval(st, fr, b->body);
     if (!v) return NULL;
-    if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) return NULL;
+    if (v->kind == V_DIM && b->name && !runtime_sym_name(st, v, b->name, b->loc)) return NULL;
     if (b->name) env = env_bind(st, env, b->name, v);
   }
   Frame in = *fr;
@@ -897,9 +897,7 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
-  } else if (v->kind == V_SYM && b->name && !v->sym->name) {
-    if (!index_name(st, v, b->name, b->loc)) return NULL;
-  } else if (v->kind == V_DIM && b->name && !dyndim_name(st, v, b->name, b->loc)) {
+  } else if ((v->kind == V_SYM || v->kind == V_DIM) && b->name && !runtime_sym_name(st, v, b->name, b->loc)) {
     return NULL;
   }
   return v;

@@ -174,11 +174,10 @@ Value *val_tensor(St *st, Tensor *t, Loc loc);
 Value *val_code(St *st, Loc loc);
 /* A fresh anonymous dynamic dimension (`?`, or `dim ()` before its binding names it). */
 Value *val_dyndim(St *st, Loc loc);
-/* Names v's dynamic dimension after the binding (`let n = dim ()`) unless it has a name;
- * false (error reported) when another dynamic dimension already has that name: the
- * runtime sets them by name (tdsl_set_dim). */
-bool index_name(St *st, Value *v, const char *name, Loc loc);
-bool dyndim_name(St *st, Value *v, const char *name, Loc loc);
+/* Names v's index symbol or dynamic dimension after its binding (`let n = index 4`,
+ * `let n = dim ()`) unless it has a name; false (error reported) when another symbol of
+ * either kind has that name: --set and the runtime set them by name. */
+bool runtime_sym_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
 bool val_is_number(const Value *v);
 double val_number(const Value *v);

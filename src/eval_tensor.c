@@ -533,56 +533,56 @@ Value *val_dyndim(St *st, Loc loc) {
   return v;
 }
 
-bool dyndim_name(St *st, Value *v, const char *name, Loc loc) {
-  if (v->dsym->name) return true; /* `let m = n`: an alias of n */
-  for (int i = 0; i < st->g->dimsyms.len; i++) {
-    DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
-    if (o->name && !strcmp(o->name, name)) {
-      diag_error(&st->c->diag, loc, "a dynamic dimension named '%s' already exists", name);
-      if (o->loc.line == v->dsym->loc.line && o->loc.col == v->dsym->loc.col && o->loc.file == v->dsym->loc.file)
-        diag_note(&st->c->diag, o->loc, "each evaluation of 'dim ()' makes a new dynamic dimension, and the runtime sets them by name");
-      else
-        diag_note(&st->c->diag, o->loc, "'%s' is declared here; the runtime sets dynamic dimensions by name", name);
-      return false;
-    }
-  }
+/* Where a symbol of the runtime's one namespace (index symbols and dynamic dimensions:
+ * --set, tdsl_set_index and tdsl_set_dim find them by name) is declared, or NULL. */
+static const Loc *sym_named(const St *st, const char *name) {
   for (int i = 0; i < st->g->syms.len; i++) {
-    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
-    if (o->name && !strcmp(o->name, name)) {
-      diag_error(&st->c->diag, loc, "a dynamic dimension cannot be named '%s': an index symbol has that name", name);
-      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
-      return false;
-    }
+    const IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
+    if (o->name && !strcmp(o->name, name)) return &o->loc;
   }
-  v->dsym->name = name;
-  return true;
+  return NULL;
 }
 
-/* `let n = index ...`: the runtime (--set, tdsl_set_index) finds symbols by name, so a
- * second symbol of one name would be unreachable (--set reached the first, the one the
- * program no longer meant), as for dynamic dimensions. */
-bool index_name(St *st, Value *v, const char *name, Loc loc) {
-  if (v->sym->name) return true; /* `let m = n`: an alias of n */
-  for (int i = 0; i < st->g->syms.len; i++) {
-    IndexSym *o = VEC_AT(st->g->syms, IndexSym, i);
-    if (o->name && !strcmp(o->name, name)) {
-      diag_error(&st->c->diag, loc, "an index symbol named '%s' already exists", name);
-      if (o->loc.line == v->sym->loc.line && o->loc.col == v->sym->loc.col && o->loc.file == v->sym->loc.file)
-        diag_note(&st->c->diag, o->loc, "each evaluation of 'index' makes a new symbol, and --set and the runtime set them by name");
-      else
-        diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set index symbols by name", name);
-      return false;
-    }
-  }
+static const Loc *dimsym_named(const St *st, const char *name) {
   for (int i = 0; i < st->g->dimsyms.len; i++) {
-    DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
-    if (o->name && !strcmp(o->name, name)) {
-      diag_error(&st->c->diag, loc, "an index symbol cannot be named '%s': a dynamic dimension has that name", name);
-      diag_note(&st->c->diag, o->loc, "'%s' is declared here; --set and the runtime set both by name", name);
-      return false;
-    }
+    const DimSym *o = VEC_AT(st->g->dimsyms, DimSym, i);
+    if (o->name && !strcmp(o->name, name)) return &o->loc;
   }
-  v->sym->name = name;
+  return NULL;
+}
+
+static bool same_place(Loc a, Loc b) {
+  return a.line == b.line && a.col == b.col && a.file == b.file;
+}
+
+/* `let n = index ...` / `let n = dim ()` names a symbol the runtime finds by name, so a
+ * second symbol of one name would be unreachable (--set reached the first, the one the
+ * program no longer meant). Index symbols and dynamic dimensions share that namespace. */
+bool runtime_sym_name(St *st, Value *v, const char *name, Loc loc) {
+  bool dim = v->kind == V_DIM;
+  const char **slot = dim ? &v->dsym->name : &v->sym->name;
+  Loc own = dim ? v->dsym->loc : v->sym->loc;
+  const char *noun = dim ? "a dynamic dimension" : "an index symbol";
+  if (*slot) return true; /* `let m = n`: an alias of n */
+  const Loc *same = dim ? dimsym_named(st, name) : sym_named(st, name);
+  const Loc *other = dim ? sym_named(st, name) : dimsym_named(st, name);
+  if (same) {
+    diag_error(&st->c->diag, loc, "%s named '%s' already exists", noun, name);
+    if (same_place(*same, own))
+      diag_note(&st->c->diag, *same, "each evaluation of %s makes a new one, and --set and the runtime set them by name",
+                dim ? "'dim ()'" : "'index'");
+    else
+      diag_note(&st->c->diag, *same, "'%s' is declared here; --set and the runtime set %ss by name", name,
+                dim ? "dynamic dimension" : "index symbol");
+    return false;
+  }
+  if (other) {
+    diag_error(&st->c->diag, loc, "%s cannot be named '%s': %s has that name", noun, name,
+               dim ? "an index symbol" : "a dynamic dimension");
+    diag_note(&st->c->diag, *other, "'%s' is declared here; --set and the runtime set both by name", name);
+    return false;
+  }
+  *slot = name;
   return true;
 }
 
