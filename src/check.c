@@ -35,7 +35,7 @@ typedef struct Built {
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
   CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level, .strict_fp = c->opt.strict_fp}; /* all an in-memory build reads */
   if (cuda) { /* as the driver gives it to the CUDA backend (main.c dispatch) */
-    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = jit_host_target(&c->arena).vec_bytes};
+    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
     ir = sched_fuse_routines(&c->arena, ir, &so);
   }
   out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
@@ -396,7 +396,7 @@ int check_model(Ctx *c, IrModule *ir) {
   if (cuda && !cuda_can_run()) return 2;
   JitOpts ref_o = {.opt_level = 0, .check_bounds = op->check_bounds, .native = false, .schedule = false};
   JitOpts opt_o = {.opt_level = op->opt_level, .check_bounds = op->check_bounds, .native = true, .schedule = true,
-                   .strict_fp = op->strict_fp};
+                   .strict_fp = op->strict_fp, .target = jit_host_target_once(&c->arena, &c->host)};
   bool exact = !cuda && op->opt_level == 0 && !reassociates(c, ir, &opt_o);
   int ulps = op->check_ulps >= 0 ? op->check_ulps : exact ? 0 : CHECK_DEFAULT_ULPS;
   const char *label = arena_printf(&c->arena, "%s-O%d", cuda ? "cuda " : "", op->opt_level);

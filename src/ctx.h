@@ -82,6 +82,7 @@ typedef struct Ctx {
   const char *exe_dir;    /* directory of the tdslc executable (stdlib lookup) */
   PtrVec deps;            /* every file the model depends on (const char*), for -MD */
   const Graph *graph;     /* the staged program: --run's messages say what a name is */
+  const struct JitTarget *host; /* the CPU the gccjit backend builds for, read once */
 } Ctx;
 
 /* Directory holding prelude.tdsl and stdlib.tdsl: <exe_dir>/../lib in the build

@@ -357,8 +357,7 @@ static const char *dirname_of(Arena *a, const char *path) {
 static void jit_mark(void *c, const char *phase) { timing_mark(c, phase); }
 
 static JitOpts jit_opts(Ctx *c) {
-  JitTarget *host = ANEW(&c->arena, JitTarget);
-  *host = jit_host_target(&c->arena);
+  const JitTarget *host = jit_host_target_once(&c->arena, &c->host);
   JitOpts o = {.mark = jit_mark, .mark_arg = c, .name = ctx_model_name(c), .opt_level = c->opt.opt_level, .check_bounds = c->opt.check_bounds, .native = true, .schedule = true,
                .strict_fp = c->opt.strict_fp, .target = host};
   return o;
@@ -535,7 +534,7 @@ static int cuda_files(Ctx *c, IrModule *m) {
 static int dispatch(Ctx *c, IrModule *m) {
   Options *o = &c->opt;
   /* the vectors the gccjit build of this host uses (jit_prepare) */
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = jit_host_target(&c->arena).vec_bytes};
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
   /* The CUDA back end renders the schedule's fusion across each routine's callees
    * (fills sunk or gone, adjacent nests fused) and maps the nests onto threads itself;
    * --check compares against the naive nests. */

@@ -35,7 +35,7 @@ JitTarget jit_host_target(Arena *a) {
   char line[16384];
   while (fgets(line, sizeof line, p)) {
     if (!strstr(line, "-march=")) continue;
-    char *isa = NULL;
+    char *isa = ANEWN(a, char, strlen(line) + 1); /* the flags, space-separated */
     size_t len = 0;
     for (char *s = line; *s;) {
       while (*s == ' ' || *s == '\n') s++;
@@ -45,17 +45,14 @@ JitTarget jit_host_target(Arena *a) {
       char *e = s > b && s[-1] == '"' ? s - 1 : s;
       if (e - b > 7 && !strncmp(b, "-march=", 7) && strncmp(b + 7, "native", 6)) t.arch = arena_strndup(a, b + 7, (size_t)(e - b - 7));
       else if (e - b > 2 && b[0] == '-' && b[1] == 'm' && strncmp(b, "-mtune=", 7) && strncmp(b, "-march=", 7)) {
-        char *w = ANEWN(a, char, len + (size_t)(e - b) + 2);
-        if (isa) memcpy(w, isa, len);
-        if (len) w[len++] = ' ';
-        memcpy(w + len, b, (size_t)(e - b));
+        if (len) isa[len++] = ' ';
+        memcpy(isa + len, b, (size_t)(e - b));
         len += (size_t)(e - b);
-        w[len] = 0;
-        isa = w;
+        isa[len] = 0;
       }
     }
     if (t.arch) {
-      t.isa = isa;
+      t.isa = len ? isa : NULL;
       break;
     }
   }
@@ -63,6 +60,15 @@ JitTarget jit_host_target(Arena *a) {
   /* -march alone, whose features the driver did not list: plain x86-64 vectors */
   if (t.arch && t.isa) t.vec_bytes = isa_vec_bytes(t.isa);
   return t;
+}
+
+const JitTarget *jit_host_target_once(Arena *a, const JitTarget **slot) {
+  if (!*slot) {
+    JitTarget *t = ANEW(a, JitTarget);
+    *t = jit_host_target(a);
+    *slot = t;
+  }
+  return *slot;
 }
 
 const char *jit_name(const char *name) { return name ? name : "tdsl"; }

@@ -121,6 +121,8 @@ typedef struct JitTarget {
   int vec_bytes;
 } JitTarget;
 JitTarget jit_host_target(Arena *a);
+/* The host target, asked of gcc (a process, ~2 ms) only the first time: *slot holds it. */
+const JitTarget *jit_host_target_once(Arena *a, const JitTarget **slot);
 /* The symbol prefix of o->name (NULL: "tdsl"). */
 const char *jit_name(const char *name);
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Stands in for `gcc -### -E -march=native ...`: prints the cc1 line a gcc of the kind
 # named by $FAKE_TARGET would print on stderr.
+[ -n "$FAKE_GCC_LOG" ] && echo "$*" >> "$FAKE_GCC_LOG"
 case "$FAKE_TARGET" in
   old-gcc-avx512) flags='"-march=znver3" -mmmx -msse2 -mavx -mavx2 -mfma -mavx512f -mavx512vl -mno-avx512er' ;;
   old-gcc-avx2) flags='"-march=znver3" -mmmx -msse2 -mavx -mavx2 -mfma -mno-avx512f' ;;
