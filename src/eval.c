@@ -510,16 +510,28 @@ static Value *eval_binop(St *st, const Frame *fr, const Expr *e) {
   return apply2(st, fr, fn, a, b, e->loc);
 }
 
+/* The value of `!. x` / `!.. n`. As in OCaml, `!..` takes an integer: a float there is
+ * an error, not truncated (`!..2.5` meaning 2 would be silently wrong). */
+bool bang_number(St *st, const char *op, const Value *x, Loc at, Loc loc, double *out) {
+  if (!val_is_number(x)) {
+    diag_error(&st->c->diag, loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(x));
+    return false;
+  }
+  if (op[2] && x->kind != V_INT) {
+    diag_error(&st->c->diag, at, "'!..' expects an integer, got %s %g (use '!.' for a float)", val_kind_name(x), val_number(x));
+    return false;
+  }
+  *out = val_number(x);
+  return true;
+}
+
 static Value *eval_unop(St *st, const Frame *fr, const Expr *e) {
   Value *a = eval(st, fr, e->a);
   if (!a) return NULL;
   const char *op = e->str;
   if (!strcmp(op, "!.") || !strcmp(op, "!..")) {
-    if (!val_is_number(a)) {
-      diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(a));
-      return NULL;
-    }
-    double x = op[2] ? trunc(val_number(a)) : val_number(a);
+    double x;
+    if (!bang_number(st, op, a, e->loc, e->a->loc, &x)) return NULL;
     Value *v = val_tensor(st, const_scalar(st, x, NULL, e->loc), e->loc);
     v->is_number = true;
     return v;

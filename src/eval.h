@@ -181,6 +181,10 @@ bool runtime_sym_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
 bool val_is_number(const Value *v);
 double val_number(const Value *v);
+/* The constant of `!. x` or `!.. n` (op "!." or "!.."); false (error reported at loc)
+ * at the operand's loc for anything but a compile-time number, at the operator's (at)
+ * for a float under `!..`. */
+bool bang_number(St *st, const char *op, const Value *x, Loc at, Loc loc, double *out);
 Value *apply(St *st, Value *fnv, int nargs, Value **args, const Arg **argdesc,
              const Frame *call, Loc loc);
 Env *env_bind(St *st, Env *env, const char *name, Value *v);

@@ -304,11 +304,8 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
       s->sym = x->sym;
       return s;
     }
-    if (!val_is_number(x)) {
-      diag_error(&st->c->diag, e->a->loc, "'%s' expects a compile-time number, got %s", e->str, val_kind_name(x));
-      return NULL;
-    }
-    double c = e->str[2] ? trunc(val_number(x)) : val_number(x);
+    double c;
+    if (!bang_number(st, e->str, x, e->loc, e->a->loc, &c)) return NULL;
     if (!r->positional) return ae_const(st->a, c);
     int from = st->g->tensors.len;
     Tensor *t = to_tensor(st, r->fr, val_float(st, c, e->loc), e->loc, "an assignment operand");
