@@ -25,9 +25,9 @@ const char *ctx_stdlib_dir(Ctx *c) {
   return NULL;
 }
 
-SrcFile *ctx_read_file(Ctx *c, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+/* The text of f (at most TDSL_MAX_SOURCE bytes) as an SrcFile named name; NULL, errno
+ * set, on a read error or a longer text. */
+static SrcFile *read_stream(Ctx *c, FILE *f, const char *name) {
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   size_t n;
@@ -35,7 +35,6 @@ SrcFile *ctx_read_file(Ctx *c, const char *path) {
     len += n;
     if (len > TDSL_MAX_SOURCE) { /* /dev/zero, a pipe that never ends */
       free(buf);
-      fclose(f);
       errno = EFBIG;
       return NULL;
     }
@@ -46,16 +45,34 @@ SrcFile *ctx_read_file(Ctx *c, const char *path) {
       cap *= 2;
     }
   }
-  bool err = ferror(f) || !buf;
-  fclose(f);
-  if (err) { free(buf); return NULL; }
-  ctx_add_dep(c, path);
+  if (ferror(f) || !buf) {
+    free(buf);
+    if (!errno) errno = EIO;
+    return NULL;
+  }
   SrcFile *sf = ANEW(&c->arena, SrcFile);
-  sf->path = arena_strdup(&c->arena, path);
+  sf->path = arena_strdup(&c->arena, name);
   sf->text = arena_strndup(&c->arena, buf, len);
   sf->len = len;
   free(buf);
   return sf;
+}
+
+SrcFile *ctx_read_file(Ctx *c, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  SrcFile *sf = read_stream(c, f, path);
+  int saved = errno;
+  fclose(f);
+  errno = saved;
+  if (sf) ctx_add_dep(c, path);
+  return sf;
+}
+
+SrcFile *ctx_read_input(Ctx *c) {
+  if (strcmp(c->opt.input, "-")) return ctx_read_file(c, c->opt.input);
+  errno = 0;
+  return read_stream(c, stdin, "<stdin>");
 }
 
 void ctx_add_dep(Ctx *c, const char *path) {
@@ -74,6 +91,7 @@ const char *ctx_model_name(Ctx *c) {
 }
 
 const char *ctx_model_base(Ctx *c) {
+  if (!strcmp(c->opt.input, "-")) return "stdin";
   const char *in = c->opt.input, *slash = strrchr(in, '/');
   const char *b = slash ? slash + 1 : in;
   const char *dot = strrchr(b, '.');

@@ -93,6 +93,9 @@ const char *ctx_stdlib_dir(Ctx *c);
  * ends. */
 enum { TDSL_MAX_SOURCE = 64 << 20 };
 SrcFile *ctx_read_file(Ctx *c, const char *path);
+/* The input file, or standard input when it is `-` (named <stdin> in diagnostics; the
+ * default output and symbol prefix are then stdin.so and stdin_). */
+SrcFile *ctx_read_input(Ctx *c);
 /* Records a file the compiled model depends on (c->deps, once per path). */
 void ctx_add_dep(Ctx *c, const char *path);
 /* The base name of the input without its extension: the default output's stem. */

@@ -600,7 +600,7 @@ static int generate(Ctx *c, Graph *g) {
 }
 
 static int run(Ctx *c) {
-  SrcFile *f = ctx_read_file(c, c->opt.input);
+  SrcFile *f = ctx_read_input(c);
   if (!f) {
     diag_tool_error("cannot read '%s': %s", c->opt.input, strerror(errno));
     return 2;
