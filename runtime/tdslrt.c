@@ -694,9 +694,9 @@ static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
 /* Tensor storage, 64-byte aligned; from HUGE_MIN bytes on, 2 MiB aligned and advised
  * onto transparent huge pages, as numpy advises its own large arrays (THP in "madvise"
  * mode gives nothing unasked). Measured on a Zen 4 (same-run A/B, 7 rounds): a row or
- * full sum over 4096^2 floats 1.24x faster (streaming reads cross no 4 KiB page
- * boundary and TLB entry per 4 KiB); permutes unchanged. The advice may fail or be
- * ignored: harmless. */
+ * full sum over 4096^2 floats 1.2-1.7x faster (the VM has no counters to say whether
+ * page walks or prefetchers stopping at 4 KiB boundaries); permutes unchanged. The
+ * advice may fail or be ignored: harmless. */
 enum { HUGE_PAGE = 2 << 20, HUGE_MIN = 4 << 20 };
 
 static void *storage_alloc(size_t bytes) {
