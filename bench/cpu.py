@@ -8,8 +8,9 @@ prints the median over the rounds of the per-round ratio (reference time / tdslc
 pinned to CPU 0) or wall time (thread-count rows: 2 threads against 1, which also
 print the ratio of process CPU time, 1 thread / 2 threads: 1.0 when the second thread
 adds no work, what a loaded machine's wall clock cannot show).
-usage: bench/cpu.py [TDSLC] [ROUNDS] [threads]   (make bench: build/tdslc, 7 rounds;
-"threads": only the rows of 2 threads against 1)"""
+usage: bench/cpu.py [TDSLC] [ROUNDS] [GROUPS]   (make bench: build/tdslc, 7 rounds, all rows;
+GROUPS: a comma-separated subset of sgemm,bmm,sum,permute,conv,threads, e.g. "sum,permute"
+for the memory-bound rows alone)"""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -26,7 +27,10 @@ except Exception:  # torch rows are skipped without it
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TDSLC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tdslc")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-THREAD_ROWS_ONLY = len(sys.argv) > 3 and sys.argv[3] == "threads"
+GROUPS = ("sgemm", "bmm", "sum", "permute", "conv", "threads")
+WANTED = sys.argv[3].split(",") if len(sys.argv) > 3 else GROUPS
+if set(WANTED) - set(GROUPS):
+    sys.exit("bench: unknown row group(s) %s (known: %s)" % (",".join(sorted(set(WANTED) - set(GROUPS))), ",".join(GROUPS)))
 rt = ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(TDSLC)), "libtdslrt.so"))
 rt.tdsl_open.restype = ctypes.c_void_p
 rt.tdsl_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
@@ -115,20 +119,23 @@ def sgemm_src(n):
 def main():
     print("tdslc CPU benchmark: ratio = reference time / tdslc time (> 1: tdslc faster), median of %d "
           "interleaved rounds (min-max); load average %.1f" % (ROUNDS, os.getloadavg()[0]))
-    if not THREAD_ROWS_ONLY:
-        single_thread_rows()
-    thread_rows()
+    pin({0})
+    for g in GROUPS:
+        if g in WANTED:
+            globals()[g + "_rows"]()
     print("load average %.1f at the end" % os.getloadavg()[0])
     print("(training steps against PyTorch and hand-written C: the table of bench/train.sh below)")
 
 
-def single_thread_rows():
-    pin({0})
+def sgemm_rows():
     for n in (64, 256, 512, 1024, 2048):
         m = model("sgemm%d" % n, sgemm_src(n))
         a, b = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
         row("sgemm N=%d" % n, "OpenBLAS", compare(caller(m, "c.forward"), lambda: a @ b), 2 * n ** 3)
         rt.tdsl_close(m)
+
+
+def bmm_rows():
     for (bt, mm, kk, nn) in ((64, 128, 128, 128), (16, 512, 64, 512)):
         src = (param("p", [("b", [bt]), ("o", [mm]), ("i", [kk])]) + param("q", [("b", [bt]), ("o", [kk]), ("i", [nn])]) +
                "let%op r = p * q\n")
@@ -141,12 +148,18 @@ def single_thread_rows():
             ref, who = (lambda: np.matmul(x, y)), "numpy matmul"
         row("bmm %d x %dx%dx%d" % (bt, mm, kk, nn), who, compare(caller(m, "r.forward"), ref), 2 * bt * mm * kk * nn)
         rt.tdsl_close(m)
+
+
+def sum_rows():
     src = param("z", [("o", [4096]), ("i", [4096])]) + 'let%op rs = z ++ "i->o => o"\nlet%op fs = z ++ "i->o => 0"\n'
     m = model("sums", src)
     z = np.random.rand(4096, 4096).astype(np.float32)
     row("row sum 4096^2", "numpy", compare(caller(m, "rs.forward"), lambda: z.sum(axis=1)), 4 * 4096 ** 2, "GB/s")
     row("full sum 4096^2", "numpy", compare(caller(m, "fs.forward"), lambda: z.sum()), 4 * 4096 ** 2, "GB/s")
     rt.tdsl_close(m)
+
+
+def permute_rows():
     src = param("x", [("o", [64, 64, 64, 64])]) + 'let%op y = x ++ "abcd=>acbd"\nlet%op w = x ++ "abcd=>dcba"\n'
     m = model("permute", src)
     s, d = np.random.rand(64 ** 4).astype(np.float32), np.empty(64 ** 4, np.float32)
@@ -154,6 +167,9 @@ def single_thread_rows():
     row("permute abcd=>acbd 64^4", "memcpy", compare(caller(m, "y.forward"), memcpy), 2 * 4 * 64 ** 4, "GB/s")
     row("permute abcd=>dcba 64^4", "memcpy", compare(caller(m, "w.forward"), memcpy), 2 * 4 * 64 ** 4, "GB/s")
     rt.tdsl_close(m)
+
+
+def conv_rows():
     conv = (param("img", [("b", [8]), ("o", [56, 56, 32])]) + param("kern", [("o", [32]), ("i", [3, 3, 32])]) +
             'let%op out = img +* "b|oh=+kh, ow=+kw, ic; kh, kw, ic -> oc => b|oh, ow, oc" kern\n'
             'let%op l = out ++ "...|... => 0"\nlet%cd step = grad_update l\n')
@@ -171,7 +187,7 @@ def single_thread_rows():
         rt.tdsl_close(m)
 
 
-def thread_rows():
+def threads_rows():
     pin({0, 1})
     m1, m2 = model("sgemm1024t1", sgemm_src(1024), 1), model("sgemm1024t2", sgemm_src(1024), 2)
     row("sgemm N=1024, 2 threads", "1 thread", compare(caller(m2, "c.forward"), caller(m1, "c.forward"), wall=True))

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -690,6 +691,23 @@ static int meta_buf(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) 
   return meta_dims(m, b, &p, ln);
 }
 
+/* Tensor storage, 64-byte aligned; from HUGE_MIN bytes on, 2 MiB aligned and advised
+ * onto transparent huge pages, as numpy advises its own large arrays (THP in "madvise"
+ * mode gives nothing unasked). Measured on a Zen 4 (same-run A/B, 7 rounds): a row or
+ * full sum over 4096^2 floats 1.2-1.7x faster (the VM has no counters to say whether
+ * page walks or prefetchers stopping at 4 KiB boundaries); permutes unchanged. The
+ * advice may fail or be ignored: harmless. */
+enum { HUGE_PAGE = 2 << 20, HUGE_MIN = 4 << 20 };
+
+static void *storage_alloc(size_t bytes) {
+  size_t align = bytes >= HUGE_MIN ? HUGE_PAGE : 64, n = (bytes + align - 1) / align * align;
+  void *p = n >= bytes ? aligned_alloc(align, n) : NULL;
+#ifdef MADV_HUGEPAGE
+  if (p && align == HUGE_PAGE) madvise(p, n, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 /* model NAME SIZE: the symbol prefix and the instance's bytes; allocates the instance. */
 static int meta_model(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h) {
   char *name = tok_str(&p);
@@ -699,7 +717,7 @@ static int meta_model(tdsl_model *m, char *p, int ln, tdsl_resolver res, void *h
     if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
       return bad_meta(m, ln, "model name is not a C identifier");
   m->inst_size = size;
-  if (!(m->prefix = xstrdup(name)) || !(m->inst = aligned_alloc(64, (size_t)size))) return fail(m, "out of memory");
+  if (!(m->prefix = xstrdup(name)) || !(m->inst = storage_alloc((size_t)size))) return fail(m, "out of memory");
   memset(m->inst, 0, (size_t)size);
   return 0;
 }
@@ -1960,7 +1978,7 @@ static int dyn_realloc(tdsl_model *m, RtBuf *b) {
   *b->slot = NULL; /* the model's code never sees freed storage */
   if (size > 0 || (size == 0 && buf_dims_set(m, b))) {
     size_t bytes = ((size_t)(size ? size : 1) * (b->elem == TDSL_F64 ? 8 : 4) + 63) & ~(size_t)63;
-    if (bytes > memory_bytes() || !(b->data = aligned_alloc(64, bytes)))
+    if (bytes > memory_bytes() || !(b->data = storage_alloc(bytes)))
       return fail(m, "out of memory: tensor %s needs %ld elements (%zu bytes)", b->name, size, bytes);
     b->size = size;
   }

@@ -222,8 +222,9 @@ struct Stmt {
   /* S_LOOP (schedule pass only): not 0: the body is one store overwriting its target
    * (OP_ARG2, no read of it) contiguously along var, and the loop's start, its trip count
    * and the target index at the start are multiples of `stream`: renderers may write
-   * `stream` cells (16 bytes) at a time around the caches (a non-temporal store, which
-   * skips reading each target line before writing it). Buffers start 64-byte aligned
+   * `stream` cells (16, 32 or 64 bytes: a vector of the target) at a time around the
+   * caches (a non-temporal store, which skips reading each target line before writing
+   * it). Buffers start 64-byte aligned
    * (ir_layout). An S_FENCE follows before anything else may read the target. */
   int stream;
   /* S_LOOP / S_IF */

@@ -221,7 +221,8 @@ static void cr_loop(CRender *r, const Stmt *s, const char *sfx, int step) {
 }
 
 /* A streamed loop (Stmt.stream = L cells): L values at a time into tdsl_sv, written
- * with TDSL_STREAM_F32/F64 (a non-temporal store where the compiler has SSE2). */
+ * 16 bytes at a time with TDSL_STREAM_F32/F64 (a non-temporal store where the compiler
+ * has SSE2; C makes no assumption of wider vectors). */
 static void cr_stream_loop(CRender *r, const Stmt *s, int ind) {
   const Stmt *st = s->body.items[0];
   bool f32 = VEC_AT(r->m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F32;
@@ -235,9 +236,10 @@ static void cr_stream_loop(CRender *r, const Stmt *s, int ind) {
   cr_store_value(r, st, f32);
   fputs(";\n", o);
   cr_indent(r, ind + 1);
-  fprintf(o, "{ long i%d = i%ds; TDSL_STREAM_%s(&", v, v, f32 ? "F32" : "F64");
+  int g = f32 ? 4 : 2; /* cells in 16 bytes */
+  fprintf(o, "{ long i%d = i%ds; for (int tdsl_g = 0; tdsl_g < %d; tdsl_g += %d) TDSL_STREAM_%s(&", v, v, L, g, f32 ? "F32" : "F64");
   cr_access(r, &st->dst);
-  fputs(", tdsl_sv); }\n", o);
+  fputs(" + tdsl_g, tdsl_sv + tdsl_g); }\n", o);
   cr_indent(r, ind);
   fputs("}\n", o);
 }

@@ -34,11 +34,11 @@
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
- * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 128-byte tiles,
- *   tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
+ * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 64-byte tiles of
+ *   p (the target-contiguous axis), 128-byte tiles of q, tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
  *   writing) of the target row the next iteration of the innermost of those writes; or,
- *   when the nest overwrites a target of STREAM_MIN_BYTES or more in whole 16-byte
- *   groups, stores streamed around the caches (Stmt.stream, an S_FENCE per iteration of
+ *   when the nest overwrites a target of STREAM_MIN_BYTES or more in whole groups of a
+ *   target vector (at most 64 bytes) or else of 16 bytes, stores streamed around the caches (Stmt.stream, an S_FENCE per iteration of
  *   the outermost loop) and no prefetch: a cached store reads each target line first.
  *   Other nests that only move cells into such a target (a permute whose contiguous
  *   axis stays innermost) stream too; computed values do not (built lane by lane, they

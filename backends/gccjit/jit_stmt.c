@@ -287,14 +287,14 @@ static void check_expr(J *j, const IrExpr *e, const char *what) {
 
 
 /* One step of a streamed loop (Stmt.stream = L cells): the store's value at var, var + 1,
- * ..., var + L - 1, written at once with a non-temporal 16-byte store (movntps/movntpd in
- * an asm statement: libgccjit 12 has no builtin for it) on x86-64; elsewhere as L plain
- * stores. */
+ * ..., var + L - 1, written at once with a non-temporal store of L cells (16, 32 or 64
+ * bytes: (v)movntps/(v)movntpd in an asm statement: libgccjit 12 has no builtin for it) on
+ * x86-64; elsewhere as L plain stores. */
 static void emit_stream_step(J *j, gcc_jit_lvalue *var, const Stmt *lp) {
   const Stmt *st = lp->body.items[0];
   int L = lp->stream, el = jbuf(j, st->dst.buf)->elem;
   gcc_jit_type *t = j->t_el[el];
-  gcc_jit_rvalue *lane[4];
+  gcc_jit_rvalue *lane[16]; /* at most 64 bytes of f32 (stream_stores: a vector of at most 64) */
   for (int l = 0; l < L; l++) { /* the value with the loop variable at var + l */
     gcc_jit_lvalue *at = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "s%d_%d", j->nblocks, l));
     gcc_jit_block_add_assignment(j->blk, NULL, at, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, gcc_jit_lvalue_as_rvalue(var), lng(j, l)));
@@ -315,10 +315,14 @@ static void emit_stream_step(J *j, gcc_jit_lvalue *var, const Stmt *lp) {
   gcc_jit_block_add_assignment(j->blk, NULL, vec, gcc_jit_context_new_rvalue_from_vector(j->c, NULL, vt, (size_t)L, lane));
   /* the address as a register operand and a memory clobber: an "=m" output crashed
    * libgccjit 12 too */
-  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, el == ELEM_F64 ? "movntpd %1, (%0)" : "movntps %1, (%0)");
+  /* 16 bytes: the SSE form, any x86-64; wider: the VEX/EVEX form ("v": any of the 32
+   * registers AVX-512 has), which only a target with such vectors schedules */
+  bool wide = L * (el == ELEM_F64 ? 8 : 4) > 16;
+  const char *op = el == ELEM_F64 ? (wide ? "vmovntpd %1, (%0)" : "movntpd %1, (%0)") : (wide ? "vmovntps %1, (%0)" : "movntps %1, (%0)");
+  gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, op);
   gcc_jit_extended_asm_set_volatile_flag(x, 1);
   gcc_jit_extended_asm_add_input_operand(x, NULL, "r", gcc_jit_lvalue_as_rvalue(addr));
-  gcc_jit_extended_asm_add_input_operand(x, NULL, "x", gcc_jit_lvalue_as_rvalue(vec));
+  gcc_jit_extended_asm_add_input_operand(x, NULL, wide ? "v" : "x", gcc_jit_lvalue_as_rvalue(vec));
   gcc_jit_extended_asm_add_clobber(x, "memory");
 #else
   gcc_jit_rvalue *first = gcc_jit_lvalue_get_address(dst, NULL);
