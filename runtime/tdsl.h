@@ -109,7 +109,9 @@ int tdsl_load_file(tdsl_model *m, const char *name, const char *path);
 /* Checkpoints in the safetensors format (readable by safetensors.torch.load_file): one
  * entry per tensor, named by the tensor's name, with its dims in memory order and its
  * element type (F32/F64). `which` is a set of roles, (1u << TDSL_ROLE_x) | ...;
- * TDSL_SAVE_ALL saves every tensor. The file is replaced atomically. */
+ * TDSL_SAVE_ALL saves every tensor. The file is replaced atomically (a temporary file
+ * beside it, renamed over it; a symbolic link stays and its target is replaced), keeping
+ * the replaced file's permissions; a device or FIFO is written in place. */
 enum {
   TDSL_SAVE_PARAMS = 1u << TDSL_ROLE_PARAM,
   TDSL_SAVE_OPTIMIZER = 1u << TDSL_ROLE_OPTIMIZER,
@@ -125,8 +127,8 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which);
  * unset); one already set to another size, or two tensors giving one dimension
  * different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets
- * within the file): on the first mismatch nothing is loaded (only unset dimensions may
- * have been set) and the error names it. */
+ * within the file, no two entries' data overlapping): on the first mismatch nothing is
+ * loaded (only unset dimensions may have been set) and the error names it. */
 int tdsl_load(tdsl_model *m, const char *path);
 
 int tdsl_num_routines(const tdsl_model *m);
@@ -170,7 +172,9 @@ int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
  * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is
  * written (tdsl_write). For a tensor with dynamic dimensions the shape may differ by
  * axes of size 1 ((5) or (5, 1, 1) for dims (n, 1), (5, 1) for (n)) when that leaves one
- * way to pair its other axes with the tensor's: (5) for dims (n, m) is refused. */
+ * way to pair its other axes with the tensor's: (5) for dims (n, m) is refused. A
+ * refused shape (a dim out of range, tensors too large for the machine) changes no
+ * dimension: the dims it gives are set together or not at all. */
 int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims);
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims);
 
