@@ -1330,15 +1330,23 @@ static int find_with_suffix(const tdsl_model *m, const char *name, const char *s
   return b;
 }
 
+/* Whether s is a followed by b (compared in place: a name of any length). */
+static bool is_concat(const char *s, const char *a, const char *b) {
+  size_t n = strlen(a);
+  return !strncmp(s, a, n) && !strcmp(s + n, b);
+}
+
 static int find_tensor_in(const tdsl_model *m, const char *name) {
   if (!name) return -1;
   int i = find_exact(m, name, strlen(name));
   if (i >= 0) return i;
   const char *base;
   if (find_with_suffix(m, name, ".grad", &base) < 0) return -1;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s.grad", base);
-  return find_exact(m, buf, strlen(buf));
+  for (i = 0; i < m->naliases; i++) /* as find_exact, for base ".grad" */
+    if (is_concat(m->aliases[i].name, base, ".grad")) return m->aliases[i].index;
+  for (i = 0; i < m->nbufs; i++)
+    if (is_concat(m->bufs[i].name, base, ".grad")) return i;
+  return -1;
 }
 
 int tdsl_find_tensor(const tdsl_model *m, const char *name) {
@@ -1560,12 +1568,9 @@ static int find_routine_in(const tdsl_model *m, const char *name) {
   /* T.forward / T.backprop of what T names (an alias may shadow a buffer's own routine) */
   const char *sfx[2] = {".forward", ".backprop"}, *base;
   for (int k = 0; k < 2; k++)
-    if (find_with_suffix(m, name, sfx[k], &base) >= 0) {
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s%s", base, sfx[k]);
-      int i = find_fn(m, buf);
-      if (i >= 0) return i;
-    }
+    if (find_with_suffix(m, name, sfx[k], &base) >= 0)
+      for (int i = 0; i < m->nfns; i++)
+        if (is_concat(m->fns[i].name, base, sfx[k])) return i;
   return find_fn(m, name);
 }
 
