@@ -31,7 +31,9 @@
  * tdsl_error(m) gives the
  * calling thread's last message for m (other threads' failures do not change it; a
  * thread that has none gets m's last message from any thread), valid until the thread's
- * next call that fails on m. tdsl_close while other threads call the model: the calls
+ * next call that fails on m, and while it has failed on fewer than 8 other models since
+ * (a thread keeps the messages of the last 8 models it failed on: the 9th reuses the
+ * storage of the oldest, whose pointer then shows the newer message). tdsl_close while other threads call the model: the calls
  * already inside finish first, later ones fail with "not an open model"; using a model
  * after tdsl_close returned is refused the same way (while no new model took its
  * address). fork(): the runtime waits until no call runs on any open model, so the
