@@ -1222,6 +1222,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
     if (err && errlen) snprintf(err, errlen, "cannot open model %s: it is a directory", path);
     return NULL;
   }
+  /* opening a FIFO (to check its ELF headers, or in dlopen) blocks until a writer comes */
+  if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: not a regular file (a pipe or socket)", path);
+    return NULL;
+  }
   if (!strchr(path, '/')) {
     snprintf(buf, sizeof buf, "./%s", path);
     path = buf;
