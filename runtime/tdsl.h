@@ -79,7 +79,10 @@ typedef struct tdsl_tensor_info {
 
 const char *tdsl_version(void);
 
-/* Opens a compiled model (.so). On failure returns NULL with a message in err. */
+/* Opens a compiled model (.so). On failure returns NULL with a message in err. A model
+ * opens initialized as by tdsl_init(m, 0) (tdsl_open_resolved too), so a host that sets
+ * the parameters or loads a checkpoint need not call it; a data file that cannot be read
+ * then leaves its tensor 0 (tdsl_init reports it). */
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen);
 /* Opens a model whose symbols come from resolve (used by tdslc --run; any loader). */
 typedef void *(*tdsl_resolver)(void *handle, const char *symbol);

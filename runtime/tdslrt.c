@@ -1130,6 +1130,9 @@ int tdsl_get_num_threads(const tdsl_model *m) {
   return n;
 }
 
+static void init_at_open(tdsl_model *m);
+static int init_in(tdsl_model *m, uint64_t seed);
+
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
     if (err && errlen) snprintf(err, errlen, "tdsl_open_resolved: NULL resolver");
@@ -1175,6 +1178,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     return NULL;
   }
   attach_pool(m);
+  init_at_open(m);
   return m;
 }
 
@@ -1587,7 +1591,6 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 }
 
 static int dims_set(tdsl_model *m, const char *routine);
-static int init_in(tdsl_model *m, uint64_t seed);
 
 static int call_in(tdsl_model *m, const char *name) {
   if (need(m, "tdsl_call", "name", name)) return -1;
@@ -1812,6 +1815,20 @@ static int init_in(tdsl_model *m, uint64_t seed) {
   for (int bi = 0; bi < m->nbufs; bi++)
     if (init_buf(m, &m->bufs[bi], seed)) return -1;
   return 0;
+}
+
+/* A model opens initialized as tdsl_init(m, 0) does (dynamic tensors are, when
+ * allocated): a host that set the parameters itself or loaded a checkpoint of them, and
+ * never called tdsl_init, computed with constants (a range, a literal) left 0. A data
+ * file that cannot be read leaves its tensor 0 here, not failing the open (a checkpoint
+ * may provide the tensor); tdsl_init reports it. */
+static void init_at_open(tdsl_model *m) {
+  bool failed = false;
+  for (int i = 0; i < m->nbufs; i++) failed |= init_buf(m, &m->bufs[i], 0) != 0;
+  if (failed) { /* no call of the host's failed */
+    err_slot(m, false)[0] = 0;
+    m->err[0] = 0;
+  }
 }
 
 int tdsl_init(tdsl_model *m, uint64_t seed) {
