@@ -127,13 +127,19 @@ static char *save_target(const char *path) {
 
 /* A new temporary file next to target, created with mode 0666 so that the umask gives
  * the checkpoint its usual mode (mkstemp's 0600 would stay after the rename; umask()
- * itself is process-wide, not for a library to touch). -1 with errno on failure. */
+ * itself is process-wide, not for a library to touch). Its name is target's with a
+ * suffix, target's last component cut short where the suffix would take it past
+ * NAME_MAX (a checkpoint of a name near the limit is still saved). -1 with errno on
+ * failure. */
 static int open_temp(const char *target, char *tmp, size_t len) {
   static unsigned counter;
+  const char *slash = strrchr(target, '/');
+  size_t dir = slash ? (size_t)(slash - target) + 1 : 0, base = strlen(target) - dir;
+  int keep = (int)(dir + (base > NAME_MAX - 32 ? NAME_MAX - 32 : base));
   int fd = -1;
   for (int tries = 0; fd < 0 && tries < 100; tries++) {
     unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, len, "%s.tmp.%ld.%u", target, (long)getpid(), k);
+    snprintf(tmp, len, "%.*s.tmp.%ld.%u", keep, target, (long)getpid(), k);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) return -1;
   }
@@ -162,6 +168,9 @@ static int save_locked(tdsl_model *m, const char *path, unsigned which) {
     return tdsl_rt_fail(m, "out of memory");
   }
   int fd = direct ? open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) : open_temp(target, tmp, tlen);
+  /* the file it replaces keeps its permissions: a private checkpoint (0600) must not
+   * become readable by others */
+  if (fd >= 0 && exists && !direct) fchmod(fd, st.st_mode & 0777);
   FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   int rc;
   if (!f) {
@@ -383,20 +392,53 @@ static int load_dims(tdsl_model *m, const char *path, const cJSON *root, size_t 
   return rc;
 }
 
+/* An entry's bytes in the data: [begin, end). */
+typedef struct Span {
+  size_t begin, end;
+  const char *name;
+} Span;
+
+static int span_cmp(const void *a, const void *b) {
+  const Span *x = a, *y = b;
+  return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Refuses entries whose data overlap: a header that gives two tensors the same bytes
+ * lies about the file (safetensors requires disjoint data), and loading would copy one
+ * tensor's values into the other. Sorts spans. */
+static int spans_disjoint(tdsl_model *m, const char *path, Span *spans, int n) {
+  qsort(spans, (size_t)n, sizeof *spans, span_cmp);
+  const Span *last = NULL;
+  for (int i = 0; i < n; i++) {
+    if (spans[i].begin == spans[i].end) continue; /* no data: overlaps nothing */
+    if (last && spans[i].begin < last->end)
+      return tdsl_rt_fail(m, "'%s': tensors '%s' and '%s' overlap in the data (bytes %zu to %zu)", path, last->name,
+                          spans[i].name, spans[i].begin, (spans[i].end < last->end ? spans[i].end : last->end) - 1);
+    if (!last || spans[i].end > last->end) last = &spans[i];
+  }
+  return 0;
+}
+
 static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
   if (load_dims(m, path, root, data_len)) return -1;
   int nt = tdsl_num_tensors(m), count = 0;
   char *seen = calloc((size_t)nt + 1, 1);
   size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);
   int *index = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *index);
-  int rc = seen && begin && index ? 0 : tdsl_rt_fail(m, "out of memory");
+  Span *spans = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *spans);
+  int rc = seen && begin && index && spans ? 0 : tdsl_rt_fail(m, "out of memory");
   const cJSON *e;
   cJSON_ArrayForEach(e, root) {
     if (rc || !strcmp(e->string, "__metadata__")) continue;
     if (!cJSON_IsObject(e)) rc = tdsl_rt_fail(m, "'%s': entry '%s' is not an object", path, e->string);
     else rc = check_entry(m, path, e, data_len, seen, &begin[count], &index[count]);
+    if (!rc) {
+      const cJSON *end = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 1);
+      spans[count] = (Span){begin[count], (size_t)end->valuedouble, e->string};
+    }
     count++;
   }
+  if (!rc) rc = spans_disjoint(m, path, spans, count);
   count = 0;
   cJSON_ArrayForEach(e, root) {
     if (rc || !strcmp(e->string, "__metadata__")) continue;
@@ -413,6 +455,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
   free(seen);
   free(begin);
   free(index);
+  free(spans);
   return rc;
 }
 

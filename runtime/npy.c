@@ -66,31 +66,35 @@ static const char *parse_header(const char *h, NpyHeader *out) {
   }
 }
 
-/* The dims without their size-1 axes, printed "(2, 3)". */
-static void squeeze(const long long *dims, int rank, long long *out, int *n) {
-  *n = 0;
-  for (int i = 0; i < rank; i++)
-    if (dims[i] != 1) out[(*n)++] = dims[i];
+/* Whether the array's shape is the tensor's dims up to axes of size 1, over all of the
+ * tensor's axes (it may have more than an array: a 33-axis tensor of 3 elements, compared
+ * by its first 32, took a scalar's file and 3 values from the bytes after it). */
+static bool same_squeezed(const tdsl_tensor_info *ti, const NpyHeader *h) {
+  int j = 0;
+  for (int i = 0; i < h->rank; i++) {
+    if (h->dims[i] == 1) continue;
+    while (j < ti->rank && ti->dims[j] == 1) j++;
+    if (j == ti->rank || ti->dims[j] != h->dims[i]) return false;
+    j++;
+  }
+  while (j < ti->rank && ti->dims[j] == 1) j++;
+  return j == ti->rank;
 }
 
+/* dims printed "(2, 3)", cut with "...)" where they do not fit. */
 static void dims_str(char *buf, size_t n, const long long *dims, int rank) {
   size_t len = (size_t)snprintf(buf, n, "(");
-  for (int i = 0; i < rank && len < n; i++)
-    len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? ", " : "", dims[i]);
-  if (len < n) snprintf(buf + len, n - len, ")");
+  for (int i = 0; i < rank && len + 24 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? ", " : "", dims[i]);
+  snprintf(buf + len, n - len, "%s)", len + 24 < n ? "" : "...");
 }
 
 static int check_shape(tdsl_model *m, const tdsl_tensor_info *ti, const NpyHeader *h, const char *path) {
-  long long a[NPY_MAX_RANK], b[NPY_MAX_RANK], td[NPY_MAX_RANK];
-  int na, nb, rank = ti->rank < NPY_MAX_RANK ? ti->rank : NPY_MAX_RANK;
-  for (int i = 0; i < rank; i++) td[i] = ti->dims[i];
-  squeeze(h->dims, h->rank, a, &na);
-  squeeze(td, rank, b, &nb);
-  bool same = na == nb;
-  for (int i = 0; same && i < na; i++) same = a[i] == b[i];
-  if (same) return 0;
+  if (same_squeezed(ti, h)) return 0;
   char fs[256], ts[256];
   dims_str(fs, sizeof fs, h->dims, h->rank);
+  long long td[NPY_MAX_RANK + 1];
+  int rank = ti->rank <= NPY_MAX_RANK ? ti->rank : NPY_MAX_RANK + 1; /* the last: cut to "..." */
+  for (int i = 0; i < rank; i++) td[i] = ti->dims[i];
   dims_str(ts, sizeof ts, td, rank);
   return tdsl_rt_fail(m, "'%s' has shape %s but tensor %s has dims %s", path, fs, ti->name, ts);
 }

@@ -31,7 +31,9 @@
  * tdsl_error(m) gives the
  * calling thread's last message for m (other threads' failures do not change it; a
  * thread that has none gets m's last message from any thread), valid until the thread's
- * next call that fails on m. tdsl_close while other threads call the model: the calls
+ * next call that fails on m, and while it has failed on fewer than 8 other models since
+ * (a thread keeps the messages of the last 8 models it failed on: the 9th reuses the
+ * storage of the oldest, whose pointer then shows the newer message). tdsl_close while other threads call the model: the calls
  * already inside finish first, later ones fail with "not an open model"; using a model
  * after tdsl_close returned is refused the same way (while no new model took its
  * address). fork(): the runtime waits until no call runs on any open model, so the
@@ -77,7 +79,10 @@ typedef struct tdsl_tensor_info {
 
 const char *tdsl_version(void);
 
-/* Opens a compiled model (.so). On failure returns NULL with a message in err. */
+/* Opens a compiled model (.so). On failure returns NULL with a message in err. A model
+ * opens initialized as by tdsl_init(m, 0) (tdsl_open_resolved too), so a host that sets
+ * the parameters or loads a checkpoint need not call it; a data file that cannot be read
+ * then leaves its tensor 0 (tdsl_init reports it). */
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen);
 /* Opens a model whose symbols come from resolve (used by tdslc --run; any loader). */
 typedef void *(*tdsl_resolver)(void *handle, const char *symbol);
@@ -109,7 +114,9 @@ int tdsl_load_file(tdsl_model *m, const char *name, const char *path);
 /* Checkpoints in the safetensors format (readable by safetensors.torch.load_file): one
  * entry per tensor, named by the tensor's name, with its dims in memory order and its
  * element type (F32/F64). `which` is a set of roles, (1u << TDSL_ROLE_x) | ...;
- * TDSL_SAVE_ALL saves every tensor. The file is replaced atomically. */
+ * TDSL_SAVE_ALL saves every tensor. The file is replaced atomically (a temporary file
+ * beside it, renamed over it; a symbolic link stays and its target is replaced), keeping
+ * the replaced file's permissions; a device or FIFO is written in place. */
 enum {
   TDSL_SAVE_PARAMS = 1u << TDSL_ROLE_PARAM,
   TDSL_SAVE_OPTIMIZER = 1u << TDSL_ROLE_OPTIMIZER,
@@ -125,8 +132,8 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which);
  * unset); one already set to another size, or two tensors giving one dimension
  * different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets
- * within the file): on the first mismatch nothing is loaded (only unset dimensions may
- * have been set) and the error names it. */
+ * within the file, no two entries' data overlapping): on the first mismatch nothing is
+ * loaded (only unset dimensions may have been set) and the error names it. */
 int tdsl_load(tdsl_model *m, const char *path);
 
 int tdsl_num_routines(const tdsl_model *m);
@@ -170,7 +177,9 @@ int tdsl_get_dim(tdsl_model *m, const char *name, long *value);
  * dims must match, dynamic ones are set from it (tdsl_set_dim), then the data is
  * written (tdsl_write). For a tensor with dynamic dimensions the shape may differ by
  * axes of size 1 ((5) or (5, 1, 1) for dims (n, 1), (5, 1) for (n)) when that leaves one
- * way to pair its other axes with the tensor's: (5) for dims (n, m) is refused. */
+ * way to pair its other axes with the tensor's: (5) for dims (n, m) is refused. A
+ * refused shape (a dim out of range, tensors too large for the machine) changes no
+ * dimension: the dims it gives are set together or not at all. */
 int tdsl_write_shaped(tdsl_model *m, const char *name, const float *src, int rank, const long *dims);
 int tdsl_write_shaped_f64(tdsl_model *m, const char *name, const double *src, int rank, const long *dims);
 

@@ -1148,6 +1148,9 @@ int tdsl_get_num_threads(const tdsl_model *m) {
   return n;
 }
 
+static void init_at_open(tdsl_model *m);
+static int init_in(tdsl_model *m, uint64_t seed);
+
 tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, size_t errlen) {
   if (!resolve) {
     if (err && errlen) snprintf(err, errlen, "tdsl_open_resolved: NULL resolver");
@@ -1193,6 +1196,7 @@ tdsl_model *tdsl_open_resolved(tdsl_resolver resolve, void *handle, char *err, s
     return NULL;
   }
   attach_pool(m);
+  init_at_open(m);
   return m;
 }
 
@@ -1238,6 +1242,11 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     if (err && errlen) snprintf(err, errlen, "cannot open model %s: it is a directory", path);
+    return NULL;
+  }
+  /* opening a FIFO (to check its ELF headers, or in dlopen) blocks until a writer comes */
+  if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    if (err && errlen) snprintf(err, errlen, "cannot open model %s: not a regular file (a pipe or socket)", path);
     return NULL;
   }
   if (!strchr(path, '/')) {
@@ -1348,15 +1357,23 @@ static int find_with_suffix(const tdsl_model *m, const char *name, const char *s
   return b;
 }
 
+/* Whether s is a followed by b (compared in place: a name of any length). */
+static bool is_concat(const char *s, const char *a, const char *b) {
+  size_t n = strlen(a);
+  return !strncmp(s, a, n) && !strcmp(s + n, b);
+}
+
 static int find_tensor_in(const tdsl_model *m, const char *name) {
   if (!name) return -1;
   int i = find_exact(m, name, strlen(name));
   if (i >= 0) return i;
   const char *base;
   if (find_with_suffix(m, name, ".grad", &base) < 0) return -1;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s.grad", base);
-  return find_exact(m, buf, strlen(buf));
+  for (i = 0; i < m->naliases; i++) /* as find_exact, for base ".grad" */
+    if (is_concat(m->aliases[i].name, base, ".grad")) return m->aliases[i].index;
+  for (i = 0; i < m->nbufs; i++)
+    if (is_concat(m->bufs[i].name, base, ".grad")) return i;
+  return -1;
 }
 
 int tdsl_find_tensor(const tdsl_model *m, const char *name) {
@@ -1578,12 +1595,9 @@ static int find_routine_in(const tdsl_model *m, const char *name) {
   /* T.forward / T.backprop of what T names (an alias may shadow a buffer's own routine) */
   const char *sfx[2] = {".forward", ".backprop"}, *base;
   for (int k = 0; k < 2; k++)
-    if (find_with_suffix(m, name, sfx[k], &base) >= 0) {
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s%s", base, sfx[k]);
-      int i = find_fn(m, buf);
-      if (i >= 0) return i;
-    }
+    if (find_with_suffix(m, name, sfx[k], &base) >= 0)
+      for (int i = 0; i < m->nfns; i++)
+        if (is_concat(m->fns[i].name, base, sfx[k])) return i;
   return find_fn(m, name);
 }
 
@@ -1595,7 +1609,6 @@ int tdsl_find_routine(const tdsl_model *m, const char *name) {
 }
 
 static int dims_set(tdsl_model *m, const char *routine);
-static int init_in(tdsl_model *m, uint64_t seed);
 
 static int call_in(tdsl_model *m, const char *name) {
   if (need(m, "tdsl_call", "name", name)) return -1;
@@ -1822,6 +1835,20 @@ static int init_in(tdsl_model *m, uint64_t seed) {
   return 0;
 }
 
+/* A model opens initialized as tdsl_init(m, 0) does (dynamic tensors are, when
+ * allocated): a host that set the parameters itself or loaded a checkpoint of them, and
+ * never called tdsl_init, computed with constants (a range, a literal) left 0. A data
+ * file that cannot be read leaves its tensor 0 here, not failing the open (a checkpoint
+ * may provide the tensor); tdsl_init reports it. */
+static void init_at_open(tdsl_model *m) {
+  bool failed = false;
+  for (int i = 0; i < m->nbufs; i++) failed |= init_buf(m, &m->bufs[i], 0) != 0;
+  if (failed) { /* no call of the host's failed */
+    err_slot(m, false)[0] = 0;
+    m->err[0] = 0;
+  }
+}
+
 int tdsl_init(tdsl_model *m, uint64_t seed) {
   if (!enter(m)) return -1;
   int rc = init_in(m, seed);
@@ -2041,52 +2068,112 @@ static int join_refused(tdsl_model *m, int id) {
               d->name, parts, parts);
 }
 
+/* Every dimension's dim_state (malloc'd; NULL with the message when out of memory). */
+static long *dim_states(tdsl_model *m) {
+  long *st = malloc(sizeof(long) * (size_t)(m->ndims + 1));
+  if (!st) fail(m, "out of memory");
+  for (int i = 0; st && i < m->ndims; i++) st[i] = dim_state(m, i);
+  return st;
+}
+
+/* Join id's state were the host's dimensions in the states st (-1: unset): put_dim's
+ * broadcast, -1 while a part is unset. */
+static long join_state(const tdsl_model *m, int id, const long *st) {
+  const RtNamed *j = &m->dims[id];
+  long big = 0;
+  bool zero = false;
+  for (int k = 0; k < j->nparts; k++) {
+    long d = st[j->parts[k]];
+    if (d < 0) return -1;
+    zero = zero || !d;
+    big = d > big ? d : big;
+  }
+  return zero ? 0 : big;
+}
+
+/* The host's dimensions in the states st (-1: unset), nothing reallocated. */
+static void dims_put(tdsl_model *m, const long *st) {
+  for (int id = 0; id < m->nset; id++) put_dim(m, id, st[id]);
+}
+
+/* Whether the tensors that the states `to` (from `before`) resize fit: no tensor too
+ * large, all together within the machine's memory (each may fit alone, and with
+ * overcommit the allocations succeed until the pages are touched). Changes nothing;
+ * `what` names the change in the message. */
+static int dims_admit(tdsl_model *m, const long *before, const long *to, const char *what) {
+  dims_put(m, to);
+  double total = 0;
+  const char *big = NULL;
+  for (int i = 0; i < m->nbufs && !big; i++) {
+    const RtBuf *b = &m->bufs[i];
+    long size = dims_changed(m, b, before) ? dyn_size(m, b) : 0;
+    if (size < 0) big = b->name;
+    total += (double)size * (b->elem == TDSL_F64 ? 8 : 4);
+  }
+  dims_put(m, before);
+  if (big) return fail(m, "%s makes tensor %s too large", what, big);
+  if (total > (double)memory_bytes())
+    return fail(m, "%s: its tensors need %.0f bytes, more than the machine's memory", what, total);
+  return 0;
+}
+
+/* Sets the host's dimensions to the states `to` as one change (tdsl_set_dim, a shape
+ * setting several): refused as a whole before anything is reallocated (dims_admit), so
+ * that a refused change leaves every dimension and tensor as it was. */
+static int dims_change(tdsl_model *m, const long *to, const char *what) {
+  long *before = dim_states(m);
+  if (!before) return -1;
+  int rc = dims_admit(m, before, to, what);
+  if (!rc) {
+    dims_put(m, to);
+    for (int i = 0; i < m->nbufs && !rc; i++)
+      if (dims_changed(m, &m->bufs[i], before)) rc = dyn_realloc(m, &m->bufs[i]);
+  }
+  if (rc) {
+    /* An allocation failed: back to the old sizes (the tensors start over there, as
+     * after any change), keeping the message, so that no tensor is left without
+     * storage or at the refused size. */
+    char msg[ERR_LEN];
+    memcpy(msg, m->err, ERR_LEN);
+    dims_put(m, before);
+    for (int i = 0; i < m->nbufs; i++)
+      if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
+    fail(m, "%s", msg);
+  }
+  free(before);
+  return rc;
+}
+
+/* dims_change to the states `to`, its messages naming the dimensions that change
+ * ("dimension n = 5", "dimensions n = 5, k = 3"); 0 when none does. */
+static int dims_apply(tdsl_model *m, const long *to) {
+  char what[400];
+  int len = 0, changed = 0;
+  for (int id = 0; id < m->nset; id++) {
+    if (to[id] == dim_state(m, id)) continue;
+    int w = len < (int)sizeof what ? snprintf(what + len, sizeof what - (size_t)len, "%s%s = %ld", changed ? ", " : "",
+                                              m->dims[id].name, to[id]) : 0;
+    len += w > 0 ? w : 0;
+    changed++;
+  }
+  if (!changed) return 0;
+  char msg[ERR_LEN];
+  snprintf(msg, sizeof msg, "dimension%s %s", changed > 1 ? "s" : "", what);
+  return dims_change(m, to, msg);
+}
+
 static int set_dim_in(tdsl_model *m, const char *name, long v) {
   if (need(m, "tdsl_set_dim", "name", name)) return -1;
   int id = find_dim(m, name);
   if (id < 0) return fail(m, "no dynamic dimension named '%s'", name);
   if (id >= m->nset) return join_refused(m, id);
   if (v < 0 || v > INT_MAX) return fail(m, "dimension %s = %ld is out of its range 0..%d", name, v, INT_MAX);
-  long old = dim_state(m, id);
-  if (old == v) return 0; /* the tensors keep their values */
-  long *before = malloc(sizeof(long) * (size_t)m->ndims);
-  if (!before) return fail(m, "out of memory");
-  for (int i = 0; i < m->ndims; i++) before[i] = dim_state(m, i);
-  put_dim(m, id, v);
-  /* Refused before anything is reallocated: a size no tensor can have, or tensors that
-   * together need more than the machine has (each may fit alone, and with overcommit
-   * the allocations succeed until the pages are touched). */
-  double total = 0;
-  for (int i = 0; i < m->nbufs; i++) {
-    const RtBuf *b = &m->bufs[i];
-    long size = dims_changed(m, b, before) ? dyn_size(m, b) : 0;
-    if (size < 0) {
-      put_dim(m, id, old);
-      free(before);
-      return fail(m, "dimension %s = %ld makes tensor %s too large", name, v, b->name);
-    }
-    total += (double)size * (b->elem == TDSL_F64 ? 8 : 4);
-  }
-  if (total > (double)memory_bytes()) {
-    put_dim(m, id, old);
-    free(before);
-    return fail(m, "dimension %s = %ld: its tensors need %.0f bytes, more than the machine's memory", name, v, total);
-  }
-  int rc = 0;
-  for (int i = 0; i < m->nbufs && !rc; i++)
-    if (dims_changed(m, &m->bufs[i], before)) rc = dyn_realloc(m, &m->bufs[i]);
-  if (rc) {
-    /* An allocation failed: back to the old size (the tensors start over there, as
-     * after any change), keeping the message, so that no tensor is left without
-     * storage or at the refused size. */
-    char msg[ERR_LEN];
-    memcpy(msg, m->err, ERR_LEN);
-    put_dim(m, id, old);
-    for (int i = 0; i < m->nbufs; i++)
-      if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
-    fail(m, "%s", msg);
-  }
-  free(before);
+  if (dim_state(m, id) == v) return 0; /* the tensors keep their values */
+  long *to = dim_states(m);
+  if (!to) return -1;
+  to[id] = v;
+  int rc = dims_apply(m, to);
+  free(to);
   return rc;
 }
 
@@ -2244,14 +2331,31 @@ static int dims_take(tdsl_model *m, RtBuf *b, int rank, const long *dims) {
         return fail(m, "tensor %s: axes %d and %d are both dimension %s but have sizes %ld and %ld", b->name, j, k,
                     m->dims[-1 - decl].name, dims[j], dims[k]);
   }
-  for (int k = 0; k < rank; k++)
-    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] < m->nset && set_dim_in(m, m->dims[-1 - b->decl[k]].name, dims[k]))
-      return -1;
-  for (int k = 0; k < rank; k++) /* a join follows the dims it joins: it must agree */
-    if (b->decl && b->decl[k] < 0 && -1 - b->decl[k] >= m->nset && dims[k] != dim_value(m, -1 - b->decl[k]))
-      return fail(m, "tensor %s: axis %d is dimension %s = %d, not %ld (set the dimensions it joins)", b->name, k,
-                  m->dims[-1 - b->decl[k]].name, dim_value(m, -1 - b->decl[k]), dims[k]);
-  return 0;
+  if (!b->decl) return 0;
+  /* every dimension the shape gives is checked, and the change admitted, before one is
+   * set: a refused shape leaves the model as it was */
+  long *to = dim_states(m);
+  if (!to) return -1;
+  int rc = 0;
+  for (int k = 0; k < rank && !rc; k++) {
+    int id = -1 - b->decl[k];
+    if (b->decl[k] >= 0 || id >= m->nset) continue;
+    if (dims[k] < 0 || dims[k] > INT_MAX)
+      rc = fail(m, "dimension %s = %ld is out of its range 0..%d", m->dims[id].name, dims[k], INT_MAX);
+    to[id] = dims[k];
+  }
+  for (int k = 0; k < rank && !rc; k++) { /* a join follows the dims it joins: it must agree */
+    int id = -1 - b->decl[k];
+    if (b->decl[k] >= 0 || id < m->nset) continue;
+    long j = join_state(m, id, to);
+    j = j < 0 ? 0 : j; /* its int while a part is unset */
+    if (dims[k] != j)
+      rc = fail(m, "tensor %s: axis %d is dimension %s = %ld, not %ld (set the dimensions it joins)", b->name, k,
+                m->dims[id].name, j, dims[k]);
+  }
+  if (!rc) rc = dims_apply(m, to);
+  free(to);
+  return rc;
 }
 
 long *tdsl_rt_want_new(tdsl_model *m) {
@@ -2301,13 +2405,21 @@ int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
       return fail(m, "%s: its tensors have %s = %ld, but %s is set to %ld (set it to %ld first, or load into a model where it is unset)",
                   where, m->dims[id].name, want[id], m->dims[id].name, cur, want[id]);
   }
+  long *to = dim_states(m);
+  if (!to) return -1;
   for (int id = 0; id < m->nset; id++)
-    if (want[id] >= 0 && !m->dims[id].set && set_dim_in(m, m->dims[id].name, want[id])) return -1;
-  for (int id = m->nset; id < m->ndims; id++)
-    if (want[id] >= 0 && want[id] != dim_value(m, id))
-      return fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %d", where, m->dims[id].name,
-                  want[id], dim_value(m, id));
-  return 0;
+    if (want[id] >= 0 && !m->dims[id].set) to[id] = want[id];
+  int rc = 0;
+  for (int id = m->nset; id < m->ndims && !rc; id++) {
+    long j = join_state(m, id, to);
+    j = j < 0 ? 0 : j; /* its int while a part is unset */
+    if (want[id] >= 0 && want[id] != j)
+      rc = fail(m, "%s: its tensors have %s = %ld, but the dimensions it joins make it %ld", where, m->dims[id].name,
+                want[id], j);
+  }
+  if (!rc) rc = dims_apply(m, to);
+  free(to);
+  return rc;
 }
 
 int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {

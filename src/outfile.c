@@ -1,5 +1,6 @@
 /* outfile.c: atomic output files (see outfile.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,7 +42,13 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
     return true;
   }
   o->target = link_target(a, path);
-  o->tmp = arena_printf(a, "%s.tmpXXXXXX", o->target);
+  /* the temporary is the target's name with a suffix, the last component cut short
+   * where the suffix would take it past NAME_MAX (a target name near the limit failed
+   * with "File name too long") */
+  const char *slash = strrchr(o->target, '/');
+  size_t dir = slash ? (size_t)(slash - o->target) + 1 : 0, base = strlen(o->target) - dir;
+  int keep = (int)(dir + (base > NAME_MAX - 16 ? NAME_MAX - 16 : base));
+  o->tmp = arena_printf(a, "%.*s.tmpXXXXXX", keep, o->target);
   int fd = mkstemp(o->tmp);
   if (fd < 0) {
     diag_tool_error("cannot write '%s': %s", path, strerror(errno));

@@ -25,6 +25,23 @@ def test_tensors_routines_params(build):
     assert m.indices == ("i",)
 
 
+def test_opens_initialized(build, tmp_path):
+    """Parameters from a checkpoint, no init(): the model's own initial values (b) and
+    constants (the range) are there (they were 0 until init())."""
+    m = build(LINEAR + "let%op r = y *. (range_of_shape ~output_dims:[ 2 ] () + 3.0)\n")
+    assert list(m["b"]) == [0.5, 0.5]
+    m.init(5)
+    m["b"] = [1.0, 2.0]
+    m.save(tmp_path / "ck.safetensors", "params")
+    fresh = tdsl.load(m.path)
+    fresh.load(tmp_path / "ck.safetensors")
+    fresh["x"] = np.ones((4, 3))
+    fresh.call("r.forward")
+    y = np.ones((4, 3)) @ fresh["w"].T + [1.0, 2.0]
+    np.testing.assert_allclose(fresh["r"], y * [3.0, 4.0], rtol=1e-6)
+    fresh.close()
+
+
 def test_views_are_zero_copy_and_typed(build):
     m = build(LINEAR)
     m.init(3)

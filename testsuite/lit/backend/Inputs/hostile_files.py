@@ -28,6 +28,8 @@ st("neg_offset", {"w": dict(w, data_offsets=[-8, 24])}, bytes(32))
 st("short_data", {"w": w}, bytes(31))
 st("wrong_len", {"w": dict(w, data_offsets=[0, 16])}, bytes(32))
 st("offsets_float", {"w": dict(w, data_offsets=[0.5, 32.5])}, bytes(40))
+# b's bytes are the second half of w's: loading copied w's values into b
+st("overlap", {"w": w, "b": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]}}, bytes(32))
 st("twice", b'{"w":' + json.dumps(w).encode() + b',"w":' + json.dumps(w).encode() + b'}', bytes(32))
 
 

@@ -14,6 +14,8 @@ int main(int argc, char **argv) {
   printf("open NULL: %s %s\n", tdsl_open(NULL, err, sizeof err) ? "model" : "NULL", err);
   printf("open empty: %s %s\n", tdsl_open("", err, sizeof err) ? "model" : "NULL", err);
   printf("open dir: %s %s\n", tdsl_open(argv[1], err, sizeof err) ? "model" : "NULL", err);
+  /* a FIFO: opening it to read blocked until a writer came (forever) */
+  printf("open fifo: %s %s\n", tdsl_open(argv[2], err, sizeof err) ? "model" : "NULL", err);
   printf("open no err buffer: %s\n", tdsl_open("nosuch.so", NULL, 0) ? "model" : "NULL");
   printf("open_resolved NULL: %s %s\n", tdsl_open_resolved(NULL, NULL, err, sizeof err) ? "model" : "NULL", err);
   printf("NULL model: %d %d %d %s %s %s\n", tdsl_num_tensors(NULL), tdsl_num_routines(NULL), tdsl_num_indices(NULL),
