@@ -105,6 +105,17 @@ def check_names(m, spec):
     return True
 
 
+def fresh_model(src, work, name, spec, data, precision, threads, dtype):
+    """The compiled model initialized with the spec's inputs, and the torch replica of its
+    parameters; (None, None) when the parameter names differ."""
+    m = compile_model(src, work, name, precision, threads)
+    m.init(spec.seed)
+    if not check_names(m, spec):
+        return None, None
+    set_inputs(m, data)
+    return m, replica_params(m, spec.params, dtype)
+
+
 def main():
     tdslc, src, work, name, mode = sys.argv[1:6]
     runtime_env(os.path.abspath(tdslc))
@@ -121,12 +132,9 @@ def main():
     torch = models.torch
     bad = 0
     if mode in ("oracle", "both"):
-        m = compile_model(src, work, name, "double", 0)
-        m.init(spec.seed)
-        if not check_names(m, spec):
+        m, P = fresh_model(src, work, name, spec, data, "double", 0, torch.float64)
+        if m is None:
             return 1
-        set_inputs(m, data)
-        P = replica_params(m, spec.params, torch.float64)
         for k in range(spec.oracle_steps):
             lt = run_tdsl_step(m, spec, k)
             lp = torch_step(spec, P, data, k, torch.float64)
@@ -141,12 +149,9 @@ def main():
         print("oracle: %d steps, %d parameters compared" % (spec.oracle_steps, len(spec.params)))
         print("ORACLE-OK" if not bad else "ORACLE-BAD")
     if mode in ("train", "both"):
-        m = compile_model(src, work, name, "single", 2)
-        m.init(spec.seed)
-        if not check_names(m, spec):
+        m, P = fresh_model(src, work, name, spec, data, "single", 2, torch.float32)
+        if m is None:
             return 1
-        set_inputs(m, data)
-        P = replica_params(m, spec.params, torch.float32)
         losses = []
         for k in range(spec.train_steps):
             losses.append(run_tdsl_step(m, spec, k))
