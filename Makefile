@@ -138,7 +138,7 @@ fuzz-parse: $(B)/fuzz/fuzz_parse
 # changes; under ThreadSanitizer (the model as its --emit-c rendering, instrumented too)
 # and ASan+UBSan. About 5 s; testsuite/run-all.sh runs it.
 RTS := $(B)/rt-stress
-RTS_BIN := $(RTS)/stress.so $(RTS)/stress-tsan.so $(RTS)/host-tsan $(RTS)/host-asan
+RTS_BIN := $(RTS)/stress.so $(RTS)/stress-tsan.so $(RTS)/host-tsan $(RTS)/host-asan $(RTS)/host-plain
 $(RTS)/stress.so: testsuite/runtime/stress.tdsl $(B)/tdslc
 	@mkdir -p $(RTS)
 	$(B)/tdslc $< -o $@
@@ -155,6 +155,8 @@ $(RTS)/host-tsan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcar
 $(RTS)/host-asan: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
 	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -o $@ $< \
 	  $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
+$(RTS)/host-plain: testsuite/runtime/stress.c $(RTS)/stress.o $(RT_SRC) $(wildcard runtime/*.h)
+	$(CC) -Iruntime -I$(RTS) $(WFLAGS) -O1 -g -o $@ $< $(RTS)/stress.o $(RT_SRC) -ldl -lm -lcjson -lpthread
 check-runtime-threads: $(RTS_BIN)
 	sh testsuite/runtime/threads.sh $(RTS)
 
