@@ -452,8 +452,8 @@ static bool in_group(const AxisGroup *g, const Stmt *l) {
 }
 
 /* The group of f starting at first, grown by the loops (not in `other`) that continue
- * it until it spans `want` cells: a 32-cell source axis is too short for a 128-byte tile
- * once its tile must also span target lines, the next source axis lengthens it. */
+ * it until it spans `want` cells: a 16-cell source axis alone reads half a 128-byte tile
+ * per source row, two cells of the next source axis make it whole. */
 static AxisGroup axis_group(Stmt **r, int nr, const Aff *f, Stmt *first, long want, const AxisGroup *other) {
   AxisGroup g = {.m = {first}, .n = 1, .span = first->ext};
   while (g.span < want && g.n < 8) {
