@@ -9,7 +9,7 @@ from (build/ of a worktree, or a copy of tdslc + libtdslrt.so two levels under a
 directory holding lib -> the source lib/).
 usage: bench/cpu_ab.py DIR_A DIR_B ROUNDS ROW...
 ROW: sum permute sgemm bmm conv (the bench/cpu.py shapes), tr (transposes of several
-shapes), thr (permutes of 8-32 MiB alone and followed by a sum: the streamed-store
+shapes), small (permutes whose contiguous extents are 16-32 cells, 4-64 MiB), thr (permutes of 8-32 MiB alone and followed by a sum: the streamed-store
 threshold), sumL2 (sums that fit in L2/L3)."""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -101,6 +101,22 @@ for row in ROWS:
         for name, dims, spec in cases:
             src = param("x", [("o", dims)]) + 'let%%op w = x ++ "%s"\n' % spec
             tag = "tr" + "_".join(map(str, dims)) + spec.replace("=>", "")
+            ma, mb = model(A, tag, src), model(B, tag, src)
+            n = int(np.prod(dims))
+            s_, d_ = np.random.rand(n).astype(np.float32), np.empty(n, np.float32)
+            cmp3(name, ma("w.forward"), mb("w.forward"), lambda: np.copyto(d_, s_), 8 * n, "GB/s")
+    elif row == "small":
+        cases = [("32^4 dcba 4MiB", [32, 32, 32, 32], "abcd=>dcba"), ("64x64x64x32 dcba 32MiB", [64, 64, 64, 32], "abcd=>dcba"),
+                 ("16x16x128x32 bhsd=>bshd 4MiB", [16, 16, 128, 32], "bhsd=>bshd"),
+                 ("64x16x512x32 bhsd=>bshd 64MiB", [64, 16, 512, 32], "bhsd=>bshd"),
+                 ("16x16x128x32 bhsd=>bhds 4MiB", [16, 16, 128, 32], "bhsd=>bhds"),
+                 ("64x16x512x32 bhsd=>bhds 64MiB", [64, 16, 512, 32], "bhsd=>bhds"),
+                 ("64x32x512x16 bhsd=>bhds 64MiB", [64, 32, 512, 16], "bhsd=>bhds"),
+                 ("128x256x32 abc=>cba 4MiB", [128, 256, 32], "abc=>cba"), ("512x512x32 abc=>cba 32MiB", [512, 512, 32], "abc=>cba"),
+                 ("1024x1024x16 abc=>cba 64MiB", [1024, 1024, 16], "abc=>cba")]
+        for name, dims, spec in cases:
+            src = param("x", [("o", dims)]) + 'let%%op w = x ++ "%s"\n' % spec
+            tag = "sm" + "_".join(map(str, dims)) + spec.replace("=>", "")
             ma, mb = model(A, tag, src), model(B, tag, src)
             n = int(np.prod(dims))
             s_, d_ = np.random.rand(n).astype(np.float32), np.empty(n, np.float32)

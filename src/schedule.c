@@ -437,47 +437,132 @@ static const Access *contiguous_load(const IrExpr *e, int var) {
   return NULL;
 }
 
-/* A nest lowering tiled as a transpose (loops ..., tile(q), tile(p), q, p: p walks the
- * target contiguously, q the source) with 64-byte tiles of p, 128-byte tiles of q, and
- * the loops reordered: tile(p) outermost, the other loops by decreasing source stride,
- * then tile(q). Each tile then reads and writes whole lines, and the source rows stream
- * in order (a 4-D permute dcba: 1.6x faster than 64-byte tiles in lowering's order).
+/* A group of loops that walk one access as one longer contiguous axis: member 0 at
+ * coefficient 1, each next member at the product of the extents before it. */
+typedef struct AxisGroup {
+  Stmt *m[8];
+  int n;
+  long span; /* the product of the members' extents */
+} AxisGroup;
+
+static bool in_group(const AxisGroup *g, const Stmt *l) {
+  for (int i = 0; i < g->n; i++)
+    if (g->m[i] == l) return true;
+  return false;
+}
+
+/* The group of f starting at first, grown by the loops (not in `other`) that continue
+ * it until it spans `want` cells: a 16-cell source axis alone reads half a 128-byte tile
+ * per source row, two cells of the next source axis make it whole. */
+static AxisGroup axis_group(Stmt **r, int nr, const Aff *f, Stmt *first, long want, const AxisGroup *other) {
+  AxisGroup g = {.m = {first}, .n = 1, .span = first->ext};
+  while (g.span < want && g.n < 8) {
+    Stmt *next = NULL;
+    for (int l = 0; l < nr && !next; l++)
+      if (!in_group(&g, r[l]) && !in_group(other, r[l]) && aff_coef(f, r[l]->var) == g.span) next = r[l];
+    if (!next) break;
+    g.m[g.n++] = next;
+    g.span *= next->ext;
+  }
+  return g;
+}
+
+/* A copy of loop l around body, untiled or (t > 0) tiled by t through controller c. */
+static Stmt *group_loop(Arena *a, const Stmt *l, Stmt *body, int t, const Stmt *c) {
+  Stmt *r = copy_loop(a, l, body);
+  r->tile_var = t > 0 ? c->var : -1;
+  r->tile = t > 0 ? t : 0;
+  return r;
+}
+
+/* The tile of a group's last member for tiles of about `want` cells. */
+static long group_tile(const AxisGroup *g, long want) {
+  long inner = g->span / g->m[g->n - 1]->ext;
+  return (want + inner - 1) / inner;
+}
+
+/* A group's members inside body, outermost first, its last member tiled by group_tile
+ * (through *ctl, a new tile loop, when that takes more than one tile). */
+static Stmt *group_loops(Arena *a, const AxisGroup *g, long want, Stmt *body, Stmt **ctl, int *nvars) {
+  long t = group_tile(g, want);
+  const Stmt *last = g->m[g->n - 1];
+  *ctl = NULL;
+  if (t < last->ext) {
+    *ctl = ANEW(a, Stmt);
+    **ctl = *last;
+    (*ctl)->var = last->tile_var >= 0 ? last->tile_var : (*nvars)++; /* lowering's tile loop, if any */
+    (*ctl)->ext = (last->ext + t - 1) / t;
+    (*ctl)->tile_var = -1, (*ctl)->tile = 0;
+  }
+  Stmt *r = body;
+  for (int i = 0; i < g->n; i++) r = group_loop(a, g->m[i], r, i == g->n - 1 && *ctl ? (int)t : 0, *ctl);
+  return r;
+}
+
+/* The loop whose variable some load of st walks contiguously, other than p, and that
+ * load (which walks p with a stride: a transpose, not a broadcast). */
+static Stmt *source_axis(Stmt **r, int nr, const Stmt *st, const Stmt *p, const Access **src) {
+  for (int l = nr - 1; l >= 0; l--) {
+    const Access *s = r[l] == p ? NULL : contiguous_load(st->val, r[l]->var);
+    if (s && labs(aff_coef(&s->flat, p->var)) > 1 && aff_coef(&st->dst.flat, r[l]->var) != 1) {
+      *src = s;
+      return r[l];
+    }
+  }
+  return NULL;
+}
+
+/* A transpose (a nest storing, into each cell of its target once, cells it loads
+ * through another layout; or a nest lowering tiled as one: tile(q) tile(p) q p) as
+ * tiles: its target-contiguous axis p, grown into a group of loops that continue it in
+ * the target (axis_group) up to 64 bytes, tiled by 64 bytes; the source's q grown up to
+ * 128 bytes, tiled by 128; the tile loop of p's group and the other loops by decreasing
+ * source stride (a reversal: the tile loop outermost), then the tile loop of q's group,
+ * q's group, p's group. Each tile then reads and writes whole lines, and the source
+ * rows stream in order (a 4-D permute dcba: 1.6x faster than 64-byte tiles in
+ * lowering's order). Groups let short contiguous axes (lowering tiles an axis of 32
+ * cells by 16, one of 16 not at all) make whole tiles: b,h,s,d => b,h,d,s with d = 32
+ * 2.6x faster, abc=>cba with c = 16 much more (bench/RESULTS-cpu.md, 2026-11-27 22:50).
  * The innermost loop p reads one line of each of its source rows; when the source
  * stride is a large power of two those lines share one L1 set, so p's tile is kept to
  * 16 lines (a Zen 4, 8-way L1: dcba 64^4 2.1x faster than with 32; q's tile length
- * made no difference there). NULL: not one. */
-static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest) {
-  Stmt *loops[64];
-  int nl;
+ * made no difference there). New tile loops are numbered from *nvars. NULL: not one. */
+static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest, int *nvars) {
+  Stmt *loops[64], *r[64], *once;
+  int nl, nr = 0;
   Stmt *st = perfect_nest(nest, loops, &nl);
-  if (!st || st->kind != S_STORE || nl < 4 || reads_buf(st->val, st->dst.buf)) return NULL;
-  Stmt *cq = loops[nl - 4], *cp = loops[nl - 3], *q = loops[nl - 2], *p = loops[nl - 1];
-  if (q->tile_var != cq->var || p->tile_var != cp->var) return NULL;
-  if (!contiguous_load(st->val, q->var) && aff_coef(&st->dst.flat, q->var) == 1) { /* lowering put the source's first */
-    Stmt *t = q;
-    q = p, p = t, t = cq, cq = cp, cp = t;
-  }
-  const Access *src = contiguous_load(st->val, q->var);
+  if (!st || st->kind != S_STORE || reads_buf(st->val, st->dst.buf)) return NULL;
+  bool tiled = nl >= 4 && loops[nl - 2]->tile_var >= 0 && loops[nl - 1]->tile_var >= 0;
+  if (!tiled && !writes_each_cell_once(nest, m, &once)) return NULL; /* loop order may not matter */
+  for (int l = 0; l < nl; l++)
+    if (!is_tile_controller(loops, nl, loops[l]->var)) r[nr++] = loops[l];
+  Stmt *p = NULL;
+  for (int l = 0; l < nr; l++)
+    if (aff_coef(&st->dst.flat, r[l]->var) == 1) p = r[l];
+  const Access *src = NULL;
+  Stmt *q = p ? source_axis(r, nr, st, p, &src) : NULL;
+  if (!q) return NULL;
   int esz = VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4, TQ = 128 / esz, TP = 64 / esz;
-  if (!src || q->ext < 2 * TQ || p->ext < 2 * TP) return NULL;
+  AxisGroup ponly = {.m = {p}, .n = 1}, qg = axis_group(r, nr, &src->flat, q, TQ, &ponly), pg = axis_group(r, nr, &st->dst.flat, p, TP, &qg);
+  /* a 64-byte source group still makes whole-line tiles (b,h,s,d => b,h,d,s, d = 16:
+   * 1.3-1.7x faster than lowering's plan, which leaves it untiled) */
+  if (qg.span < TQ / 2 || pg.span < TP) return NULL;
+  Stmt *cq, *cp, *body = group_loops(a, &pg, TP, st, &cp, nvars);
+  body = group_loops(a, &qg, TQ, body, &cq, nvars);
+  if (cq) body = copy_loop(a, cq, body);
   Stmt *order[64];
+  long stride[64];
   int no = 0;
-  order[no++] = cp;
-  for (int l = 0; l < nl - 4; l++) { /* insertion by decreasing |source stride|, stable */
+  for (int l = 0; l <= nr; l++) { /* insertion by decreasing |source stride|, stable */
+    Stmt *x = l < nr ? r[l] : cp;
+    if (!x || (l < nr && (in_group(&qg, x) || in_group(&pg, x)))) continue;
+    long sx = labs(aff_coef(&src->flat, l < nr ? x->var : pg.m[pg.n - 1]->var)) * (l < nr ? 1 : group_tile(&pg, TP));
     int at = no++;
-    while (at > 1 && labs(aff_coef(&src->flat, order[at - 1]->var)) < labs(aff_coef(&src->flat, loops[l]->var)))
-      order[at] = order[at - 1], at--;
-    order[at] = loops[l];
+    while (at > 0 && stride[at - 1] < sx) order[at] = order[at - 1], stride[at] = stride[at - 1], at--;
+    order[at] = x, stride[at] = sx;
   }
-  order[no++] = cq, order[no++] = q, order[no++] = p;
-  Stmt *r = st;
-  for (int d = no - 1; d >= 0; d--) {
-    r = copy_loop(a, order[d], r);
-    if (order[d] == cq) r->ext = (q->ext + TQ - 1) / TQ;
-    if (order[d] == cp) r->ext = (p->ext + TP - 1) / TP;
-    if (order[d] == q || order[d] == p) r->tile = order[d] == q ? TQ : TP;
-  }
-  return r;
+  for (int d = no - 1; d >= 0; d--) body = order[d] == cp ? copy_loop(a, cp, body) : group_loop(a, order[d], body, 0, NULL);
+  return body;
 }
 
 /* A retiled transpose (retile_transpose, perhaps marked parallel) with a prefetch, per
@@ -492,7 +577,8 @@ static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
   if (!st || nl < 5) return nest;
   Stmt *cp = loops[0], *mid = loops[nl - 4], *q = loops[nl - 2], *p = loops[nl - 1];
   /* whole tiles only: every prefetched cell is a cell of the target */
-  if (p->tile_var != cp->var || p->ext % p->tile || aff_coef(&st->dst.flat, p->var) != 1 || mid->tile_var >= 0 || mid->ext < 2)
+  if (p->tile_var != cp->var || q->tile_var != loops[nl - 3]->var || p->ext % p->tile || aff_coef(&st->dst.flat, p->var) != 1 ||
+      mid->tile_var >= 0 || mid->ext < 2)
     return nest;
   Stmt *pf = ANEW(a, Stmt);
   pf->kind = S_PREFETCH;
@@ -706,7 +792,7 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   Stmt *r = o->strict_fp ? NULL : kernel_nest(a, m, o, s, &(Contraction){0});
   if (!r && !o->strict_fp) r = make_reduction(a, m, s);
   if (r) return mark_parallel(a, r);
-  if (!o->strict_fp && (r = retile_transpose(a, m, s))) return sched_transpose(a, m, o, r);
+  if (!o->strict_fp && (r = retile_transpose(a, m, s, nvars))) return sched_transpose(a, m, o, r);
   r = mark_parallel(a, s);
   Stmt *t = stream_stores(a, m, o, r);
   if (t) return t;
@@ -835,7 +921,7 @@ IrModule *sched_module(Arena *a, const IrModule *m, const SchedOpts *o) {
       Stmt *out;
       if (fused) {
         vec_push(a, &nf->body, f->body.items[k + 1]);
-        Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused);
+        Stmt *t = o->strict_fp || fused->kind != S_LOOP ? NULL : retile_transpose(a, m, fused, &nf->nvars);
         out = t ? sched_transpose(a, m, o, t) : mark_parallel(a, fused);
         Stmt *st = t ? NULL : stream_stores(a, m, o, out);
         if (st) out = st;

@@ -34,8 +34,12 @@
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
  *   memory bandwidth instead of one dependent add chain.
- * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q): 64-byte tiles of
- *   p (the target-contiguous axis), 128-byte tiles of q, tile(p) outermost, the other loops by decreasing source stride, and a prefetch (for
+ * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q; or one that moves
+ *   each cell of its target once from a source of another layout): 64-byte tiles of
+ *   p (the target-contiguous axis), 128-byte tiles of q (the source's), each grown into
+ *   a group with the axes that continue it when it is shorter (a 16-cell axis and two
+ *   cells of the next make a 128-byte tile), tile(p) and the other loops by decreasing
+ *   source stride, and, when p and q are single axes, a prefetch (for
  *   writing) of the target row the next iteration of the innermost of those writes; or,
  *   when the nest overwrites a target of STREAM_MIN_BYTES or more in whole groups of a
  *   target vector (at most 64 bytes) or else of 16 bytes, stores streamed around the caches (Stmt.stream, an S_FENCE per iteration of

@@ -13,6 +13,7 @@ typedef struct Count {
   int kernels, reductions, parallel, overwrites, composite, direct, retiled, retiled_p;
   int nk_composite, runs, pack_guards; /* several n and k variables; column runs; a/b guards */
   int prefetches, epilogues;
+  int short_tiles; /* tiles of a few cells: the last axis of a group of short axes */
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
@@ -27,6 +28,7 @@ static void count_stmts(const PtrVec *body, Count *c) {
     c->prefetches += s->kind == S_PREFETCH;
     if (s->kind == S_LOOP && s->tile == 32) c->retiled++; /* a transpose's source-contiguous tile */
     if (s->kind == S_LOOP && s->tile == 16) c->retiled_p++; /* its target-contiguous one */
+    if (s->kind == S_LOOP && s->tile > 0 && s->tile < 16) c->short_tiles++;
     if ((s->kind == S_LOOP && s->parallel) || (s->kind == S_KERNEL && s->kern->parallel)) c->parallel++;
     if (s->kind == S_LOOP || s->kind == S_IF) count_stmts(&s->body, c);
   }
@@ -374,6 +376,34 @@ static void test_transpose3(int P, int M, int Q, int prefetches) {
   gb_free(&b);
 }
 
+/* y[q,m,p] = 2 x[p,m,q] with a short q: q and m together make the source's contiguous
+ * axis, m tiled by `mtile` cells (0: the transpose is not retiled, the group too short). */
+static void test_transpose_short(int P, int M, int Q, int mtile) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 2, (int[]){P, M, Q});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 2, (int[]){Q, M, P});
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 3, (int[]){P, M, Q});
+  gb_it(s, 0, 0, 2), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 0);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_op(&b.a, OP_MUL, ae_buf(&b.a, x, false, 1), ae_const(&b.a, 2), NULL), s);
+  char what[64];
+  snprintf(what, sizeof what, "short transpose %dx%dx%d", P, M, Q);
+  Count cnt = run_pair(&b, "y.forward", false, what);
+  int tile = 0;
+  SchedOpts so = {.vec_bytes = sched_host_vec_bytes()};
+  IrModule *sm = sched_module(&b.a, b.ir, &so);
+  for (int f = 0; f < sm->funcs.len; f++) {
+    const PtrVec *body = &VEC_AT(sm->funcs, IrFunc, f)->body;
+    for (int i = 0; i < body->len; i++)
+      for (const Stmt *l = body->items[i]; l->kind == S_LOOP && l->body.len; l = l->body.items[0])
+        if (l->tile > 0 && l->tile < 16) tile = l->tile;
+  }
+  CHECK(tile == mtile && cnt.retiled_p == (mtile ? 1 : 0), "%s: m tile %d, %d target tiles", what, tile, cnt.retiled_p);
+  emit_c_agrees(&b, "y.forward", what);
+  gb_free(&b);
+}
+
 /* A routine computing h = relu(bias + a * b) (the kernel's epilogue takes both pointwise
  * stores); with `other`, a nest the epilogue must not take instead of the bias: one
  * reading c at another cell (d[i,j] = bias[j] + c[i,0]: c's column 0 is final only
@@ -551,6 +581,9 @@ int main(void) {
   test_epilogue(40, 70, 30, 1);
   test_epilogue(40, 33, 30, 2);
   test_transpose3(65, 3, 70, 0); /* p not whole tiles */
+  test_transpose_short(64, 5, 16, 2);
+  test_transpose_short(33, 4, 31, 2);
+  test_transpose_short(40, 3, 4, 0); /* q and m span 12 cells: p may not join them */
   test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
