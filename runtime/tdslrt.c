@@ -2031,28 +2031,6 @@ static bool dims_stale(const tdsl_model *m, const RtBuf *b) {
   return b->decl && (dyn_size(m, b) != b->size || !b->data != !buf_dims_set(m, b));
 }
 
-/* Dim id = v (-1: unset, its int 0), then the joins and flags that follow from the
- * dims. A join is set when all its parts are; it is their broadcast: 0 when one is 0
- * (0 against 1 is 0; against a size above 1 a check fails the call), else the largest. */
-static void put_dim(tdsl_model *m, int id, long v) {
-  *(int *)m->dims[id].ptr = v < 0 ? 0 : (int)v;
-  m->dims[id].set = v >= 0;
-  for (int i = m->nset; i < m->ndims; i++) {
-    RtNamed *j = &m->dims[i];
-    int big = 0;
-    bool set = true, zero = false;
-    for (int k = 0; k < j->nparts; k++) {
-      int d = dim_value(m, j->parts[k]);
-      set = set && m->dims[j->parts[k]].set;
-      zero = zero || !d;
-      big = d > big ? d : big;
-    }
-    j->set = set;
-    *(int *)j->ptr = set && !zero ? big : 0;
-  }
-  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
-}
-
 /* Setting a join: the message says what it is and names the dimensions to set. */
 static int join_refused(tdsl_model *m, int id) {
   const RtNamed *d = &m->dims[id];
@@ -2076,8 +2054,9 @@ static long *dim_states(tdsl_model *m) {
   return st;
 }
 
-/* Join id's state were the host's dimensions in the states st (-1: unset): put_dim's
- * broadcast, -1 while a part is unset. */
+/* Join id's state were the host's dimensions in the states st (-1: unset): set when all
+ * its parts are, their broadcast: 0 when one is 0 (0 against 1 is 0; against a size
+ * above 1 a check fails the call), else the largest. */
 static long join_state(const tdsl_model *m, int id, const long *st) {
   const RtNamed *j = &m->dims[id];
   long big = 0;
@@ -2091,9 +2070,17 @@ static long join_state(const tdsl_model *m, int id, const long *st) {
   return zero ? 0 : big;
 }
 
-/* The host's dimensions in the states st (-1: unset), nothing reallocated. */
+static void put_state(tdsl_model *m, int id, long v) {
+  *(int *)m->dims[id].ptr = v < 0 ? 0 : (int)v;
+  m->dims[id].set = v >= 0;
+}
+
+/* The host's dimensions in the states st (-1: unset, its int 0), then the joins and
+ * flags that follow from them; nothing reallocated. */
 static void dims_put(tdsl_model *m, const long *st) {
-  for (int id = 0; id < m->nset; id++) put_dim(m, id, st[id]);
+  for (int id = 0; id < m->nset; id++) put_state(m, id, st[id]);
+  for (int id = m->nset; id < m->ndims; id++) put_state(m, id, join_state(m, id, st));
+  for (int i = 0; i < m->nflags; i++) *m->flags[i].ptr = dim_value(m, m->flags[i].of) != 1;
 }
 
 /* Whether the tensors that the states `to` (from `before`) resize fit: no tensor too
