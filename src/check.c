@@ -172,6 +172,10 @@ static long *reduction_lengths(Arena *a, const IrModule *m) {
   return r.len;
 }
 
+static double cell_of(const tdsl_tensor_info *t, long i) {
+  return t->elem == TDSL_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
+}
+
 /* ---- the size of the terms a result is computed from ----
  * A cell agrees within ULPs of the terms it was computed from, not of the result: a sum
  * that cancels to near zero in every cell (a bias's gradient under batch normalization,
@@ -230,7 +234,7 @@ static double *buffer_scales(Arena *a, const IrModule *m, tdsl_model *ref) {
     tdsl_tensor_info ti;
     if (tdsl_tensor(ref, b, &ti)) continue;
     for (long i = 0; i < ti.size; i++) {
-      double v = fabs(ti.elem == TDSL_F64 ? ((const double *)ti.data)[i] : ((const float *)ti.data)[i]);
+      double v = fabs(cell_of(&ti, i));
       if (isfinite(v) && v > scale[b]) scale[b] = v;
     }
   }
@@ -282,18 +286,10 @@ static bool agree(double ref, double got, bool f32, int ulps, double scale) {
   return fabs(ref - got) <= ulps * (f32 ? 0x1p-23 : 0x1p-52) * scale;
 }
 
-static double cell_of(const tdsl_tensor_info *t, long i) {
-  return t->elem == TDSL_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
-}
 
-/* The first cell of a tensor where the builds disagree, or -1. terms: the scale of the
- * terms it was computed from (buffer_scales). */
-static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps, double terms) {
-  double scale = terms > 0 ? terms : 0;
-  for (long i = 0; i < ref->size; i++) {
-    double v = fabs(cell_of(ref, i));
-    if (isfinite(v) && v > scale) scale = v;
-  }
+/* The first cell of a tensor where the builds disagree, or -1. scale: its
+ * buffer_scales() entry (at least its largest finite |cell|). */
+static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps, double scale) {
   for (long i = 0; i < ref->size; i++)
     if (!agree(cell_of(ref, i), cell_of(got, i), ref->elem == TDSL_F32, ulps, scale)) return i;
   return -1;
