@@ -1526,6 +1526,40 @@ static bool stage5(Solver *s) {
   return changed;
 }
 
+/* Stage 3a (solver_close): per row variable, whether it may still gain axes from below
+ * (a smaller side with axes beyond its flanks, or a variable that may), propagated up
+ * the inequalities between variables by a work list; a variable that is all of its row
+ * over another is kept too, without propagating (w * x's output over w's: w takes its
+ * bound from above through it). calloc'd, one flag per variable. */
+static char *may_gain_axes(Solver *s) {
+  int nv = s->rvars.len, nc = s->cons.len;
+  char *grows = calloc((size_t)nv + 1, 1), *blocked = calloc((size_t)nv + 1, 1);
+  int *head = malloc(sizeof(int) * ((size_t)nv + 1)), *next = malloc(sizeof(int) * ((size_t)nc + 1));
+  int *to = malloc(sizeof(int) * ((size_t)nc + 1)), *work = malloc(sizeof(int) * ((size_t)nv + 1));
+  int nwork = 0;
+  for (int i = 0; i < nv; i++) head[i] = -1;
+  for (int i = 0; i < nc; i++) {
+    Constraint *c = VEC_AT(s->cons, Constraint, i);
+    if (c->done || c->kind != C_ROW_INEQ) continue;
+    Row *r = row_norm(s, c->r1), *sub = row_norm(s, c->r2);
+    if (!r->var) continue;
+    if (row_len(sub) > row_len(r) && !grows[r->var->id]) grows[r->var->id] = 1, work[nwork++] = r->var->id;
+    if (!row_len(r) && sub->var) blocked[r->var->id] = 1;
+    if (sub->var && sub->var != r->var) { /* an edge sub -> cur */
+      to[i] = r->var->id, next[i] = head[sub->var->id];
+      head[sub->var->id] = i;
+    }
+  }
+  while (nwork > 0) {
+    int v = work[--nwork];
+    for (int e = head[v]; e >= 0; e = next[e])
+      if (!grows[to[e]]) grows[to[e]] = 1, work[nwork++] = to[e];
+  }
+  for (int i = 0; i < nv; i++) grows[i] = grows[i] || blocked[i];
+  free(head), free(next), free(to), free(work), free(blocked);
+  return grows;
+}
+
 /* Stage 6: row variables in remaining inequalities get no further axes. First those
  * that only ever appear on the smaller (subr) side, which lets the larger sides grow to
  * fit them, repeatedly; then all the others. `leftovers` (stage 3a): only computed
@@ -1539,39 +1573,9 @@ static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
     Row *r = row_norm(s, c->r1);
     if (r->var) on_cur[r->var->id] = 1;
   }
-  if (leftovers) { /* stage 3a (solver_close): whether a variable may still gain axes from
-                      below (subr has axes beyond cur's flanks, or a variable that may),
-                      propagated up the inequalities between variables by a work list; a
-                      variable that is all of its row over another is kept too, without
-                      propagating (w * x's output over w's: w takes its bound from above
-                      through it) */
-    int nv = s->rvars.len, nc = s->cons.len;
-    char *grows = calloc((size_t)nv + 1, 1), *blocked = calloc((size_t)nv + 1, 1);
-    int *head = malloc(sizeof(int) * ((size_t)nv + 1)), *next = malloc(sizeof(int) * ((size_t)nc + 1));
-    int *to = malloc(sizeof(int) * ((size_t)nc + 1)), *work = malloc(sizeof(int) * ((size_t)nv + 1));
-    int nwork = 0;
-    for (int i = 0; i < nv; i++) head[i] = -1;
-    for (int i = 0; i < nc; i++) {
-      Constraint *c = VEC_AT(s->cons, Constraint, i);
-      if (c->done || c->kind != C_ROW_INEQ) continue;
-      Row *r = row_norm(s, c->r1), *sub = row_norm(s, c->r2);
-      if (!r->var) continue;
-      if (row_len(sub) > row_len(r) && !grows[r->var->id]) grows[r->var->id] = 1, work[nwork++] = r->var->id;
-      if (!row_len(r) && sub->var) blocked[r->var->id] = 1;
-      if (sub->var && sub->var != r->var) { /* an edge sub -> cur */
-        to[i] = r->var->id, next[i] = head[sub->var->id];
-        head[sub->var->id] = i;
-      }
-    }
-    while (nwork > 0) {
-      int v = work[--nwork];
-      for (int e = head[v]; e >= 0; e = next[e])
-        if (!grows[to[e]]) grows[to[e]] = 1, work[nwork++] = to[e];
-    }
-    for (int i = 0; i < nv; i++) grows[i] = grows[i] || blocked[i];
-    free(head), free(next), free(to), free(work), free(blocked);
+  if (leftovers) {
     free(on_cur);
-    on_cur = grows;
+    on_cur = may_gain_axes(s);
   }
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
