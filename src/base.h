@@ -30,6 +30,16 @@ typedef struct PtrVec {
 void vec_push(Arena *a, PtrVec *v, void *item);
 #define VEC_AT(v, T, i) ((T *)(v).items[(i)])
 
+/* a * b for non-negative work estimates (points of a loop nest, blocks of a grid),
+ * clamped to SAT_MAX: an iteration space may exceed 2^63 (three reduced axes of 2^31
+ * each), and such a product only decides whether there is "enough" work. SAT_MAX
+ * leaves room to round a clamped value up to a tile. */
+#define SAT_MAX ((int64_t)1 << 62)
+static inline int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) || r > SAT_MAX ? SAT_MAX : r;
+}
+
 /* A location in a source file: 1-based line and column (columns count bytes). */
 typedef struct SrcFile SrcFile;
 typedef struct Loc {

@@ -711,10 +711,10 @@ static Stmt *mark_parallel(Arena *a, Stmt *nest) {
   for (int l = 1; l < nl; l++)
     if (loops[l]->tile_var == loops[0]->var) var = loops[l]->var;
   long points = 1;
-  for (int l = 0; l < nl; l++) points *= ext_guess(loops[l]);
+  for (int l = 0; l < nl; l++) points = mul_sat(points, ext_guess(loops[l]));
   const Stmt *st = in->kind == S_IF && in->body.len == 1 ? in->body.items[0] : in; /* padding guards */
   if (st->kind == S_KERNEL) {
-    points *= st->kern->ext[0] * st->kern->ext[1] * st->kern->ext[2];
+    points = mul_sat(points, mul_sat(st->kern->ext[0], mul_sat(st->kern->ext[1], st->kern->ext[2])));
     st = st->kern->store;
   }
   if (st->kind != S_STORE || points < (in->kind == S_KERNEL ? PAR_MIN_WORK : PAR_MIN_POINTS)) return nest;
@@ -739,7 +739,7 @@ static Stmt *split_inner(Arena *a, const IrModule *m, Stmt *nest, int *nvars) {
   int l = -1;
   for (int i = 0; i < nl; i++) {
     if (loops[i]->tile_var >= 0 || is_tile_controller(loops, nl, loops[i]->var) || loops[i]->accs > 1 || loops[i]->dext) return NULL;
-    points *= loops[i]->ext;
+    points = mul_sat(points, loops[i]->ext);
     if (l < 0 && owns_axis(&st->dst, loops[i]->var)) l = i;
   }
   long line = 64 / (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem == ELEM_F64 ? 8 : 4);

@@ -386,11 +386,15 @@ static const Stmt *split_store(E *e, const PtrVec *stores, const Stmt **chain, i
   for (int i = 0; i < n; i++) {
     if (par[i] == DROP) continue;
     bool p = par[i] == PAR;
-    *(p ? &z->points : &z->red) *= chain[i]->ext;
-    *(p ? &z->gpoints : &z->gred) *= chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext;
+    long *c = p ? &z->points : &z->red, *g = p ? &z->gpoints : &z->gred;
+    *c = mul_sat(*c, chain[i]->ext);
+    *g = mul_sat(*g, chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext);
     int *d = p ? &z->pdext : &z->rdext;
     *d = ir_prod_mul(e->a, e->mm, *d, chain[i]->dext);
   }
+  /* Split and block reductions number the reduced points with one long: past 2^62
+   * (three reduced axes of 2^31) the thread runs the loops themselves. */
+  if (z->red >= SAT_MAX || z->gred >= SAT_MAX) return NULL;
   return s;
 }
 

@@ -171,7 +171,7 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
     }
     int r = c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
     c->ext[r] *= chain[i]->ext;
-    c->guess[r] *= chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext;
+    c->guess[r] = mul_sat(c->guess[r], chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext);
     if (chain[i]->dext) {
       c->dext[r] = ir_prod_mul(e->a, e->mm, c->dext[r], chain[i]->dext);
       c->dyn = true;
@@ -180,7 +180,7 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
   if (c->guard && !guard_sides(c)) return false;
   /* Fewer cells than one small tile over a short reduction: a thread per cell does it,
    * and leaves the nest to a fused routine (cuda_fuse.c). */
-  if (c->guess[R_BATCH] * c->guess[R_M] * c->guess[R_N] < TILE_MIN_CELLS && c->guess[R_K] < TILE_MIN_CELLS_K) return false;
+  if (mul_sat(c->guess[R_BATCH], mul_sat(c->guess[R_M], c->guess[R_N])) < TILE_MIN_CELLS && c->guess[R_K] < TILE_MIN_CELLS_K) return false;
   return c->guess[R_M] >= 16 && c->guess[R_N] >= 16 && c->guess[R_K] >= 8;
 }
 
@@ -194,7 +194,7 @@ enum { BIG_TILE_MIN_BLOCKS = 264, BIG_TILE_SPLIT_K = 4096 };
 
 static void shape(E *e, Ct *c) {
   const long *g = c->guess;
-  long big_blocks = g[R_BATCH] * ((g[R_M] + 127) / 128) * ((g[R_N] + 127) / 128);
+  long big_blocks = mul_sat(g[R_BATCH], mul_sat((g[R_M] + 127) / 128, (g[R_N] + 127) / 128));
   /* Over dynamic sizes, 64-bit index arithmetic: a 128 x 128 tile capped at 128
    * registers (two blocks per SM) would spill on sm_90, so dynamic nests take 64 x 64. */
   bool big = !c->dyn && g[R_M] >= 256 && g[R_N] >= 256 && (big_blocks >= BIG_TILE_MIN_BLOCKS || g[R_K] >= BIG_TILE_SPLIT_K);
@@ -203,7 +203,7 @@ static void shape(E *e, Ct *c) {
   bool tf32 = e->tf32 && cu_buf(e, c->a->buf)->elem == ELEM_F32;
   /* TF32: 128 x 256 tiles (one block per SM) when they too make two waves, or split-K
    * makes the blocks: 64 x 64 warp tiles read half the shared memory per mma. */
-  long wide_blocks = g[R_BATCH] * ((g[R_M] + 127) / 128) * ((g[R_N] + 255) / 256);
+  long wide_blocks = mul_sat(g[R_BATCH], mul_sat((g[R_M] + 127) / 128, (g[R_N] + 255) / 256));
   if (tf32 && big && g[R_N] >= 512 && (wide_blocks >= BIG_TILE_MIN_BLOCKS || g[R_K] >= BIG_TILE_SPLIT_K)) {
     c->bn = 256;
     c->tn = 16;
@@ -681,7 +681,7 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
   Ct c = {0};
   if (!recognize(e, &c, chain, n, par, st)) return false;
   shape(e, &c);
-  long blocks = c.guess[R_BATCH] * ((c.guess[R_M] + c.bm - 1) / c.bm) * ((c.guess[R_N] + c.bn - 1) / c.bn);
+  long blocks = mul_sat(c.guess[R_BATCH], mul_sat((c.guess[R_M] + c.bm - 1) / c.bm, (c.guess[R_N] + c.bn - 1) / c.bn));
   if (blocks > 0x7fffffffL) return false; /* over dynamic sizes, the runtime checks at launch */
   if (can_take(e, &c, st, e->pending_fill)) { /* planned by cu_contraction_takes */
     c.fresh = true;
@@ -689,7 +689,7 @@ bool cu_contraction(E *e, const char *what, const Stmt **chain, int n, const int
   }
   bool f32 = cu_buf(e, st->dst.buf)->elem == ELEM_F32;
   choose_split(e, &c, blocks, cu_buf(e, st->dst.buf)->elem);
-  blocks *= c.splits;
+  blocks = mul_sat(blocks, c.splits);
   e->r.idx32 = !c.dyn && blocks < (1L << 30) && c.ext[R_M] + c.bm < (1L << 30) && c.ext[R_N] + c.bn < (1L << 30) &&
                c.ext[R_K] + c.bk < (1L << 30) && aff_fits_int(e, &c.a->flat, chain, n) &&
                aff_fits_int(e, &c.b->flat, chain, n) && aff_fits_int(e, &st->dst.flat, chain, n);

@@ -61,7 +61,7 @@ static bool is_hot(const PtrVec *body, long iters, int *vars, int depth) {
     }
     if (s->kind == S_LOOP && depth < 64) {
       vars[depth] = s->var;
-      if (is_hot(&s->body, iters * (s->ext > 0 ? s->ext : 1), vars, depth + 1)) return true;
+      if (is_hot(&s->body, mul_sat(iters, s->ext > 0 ? s->ext : 1), vars, depth + 1)) return true;
     } else if (s->kind == S_IF && is_hot(&s->body, iters, vars, depth)) return true;
   }
   return false;
