@@ -167,7 +167,17 @@ static int save_locked(tdsl_model *m, const char *path, unsigned which) {
     cJSON_free(hdr);
     return tdsl_rt_fail(m, "out of memory");
   }
-  int fd = direct ? open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) : open_temp(target, tmp, tlen);
+  /* A FIFO without a reader: a blocking open would wait for one for ever; the
+   * non-blocking one fails (ENXIO), and a FIFO that has one is then written blocking. */
+  bool fifo = direct && S_ISFIFO(st.st_mode);
+  int fd = direct ? open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (fifo ? O_NONBLOCK : 0)) : open_temp(target, tmp, tlen);
+  if (fd < 0 && fifo && errno == ENXIO) {
+    free(tmp);
+    free(target);
+    cJSON_free(hdr);
+    return tdsl_rt_fail(m, "cannot write '%s': a FIFO that no process reads", path);
+  }
+  if (fd >= 0 && fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   /* the file it replaces keeps its permissions: a private checkpoint (0600) must not
    * become readable by others */
   if (fd >= 0 && exists && !direct) fchmod(fd, st.st_mode & 0777);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- values ---- */
@@ -989,6 +990,13 @@ static bool load_file(St *st, const char *path, Loc loc) {
   }
   if (key_index(&st->opened, key) >= 0) return true;
   vec_push(st->a, &st->opened, (void *)key);
+  /* A FIFO would block the compiler until some process writes it (for ever, in a
+   * build); the input file itself may be one (`tdslc <(gen)`), an opened library not. */
+  struct stat sb;
+  if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+    diag_error(&st->c->diag, loc, "cannot read '%s': not a regular file (a pipe or socket)", path);
+    return false;
+  }
   SrcFile *f = ctx_read_file(st->c, path);
   if (!f) {
     diag_error(&st->c->diag, loc, "cannot read '%s': %s", path, strerror(errno));

@@ -1,5 +1,6 @@
 /* outfile.c: atomic output files (see outfile.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static const char *link_target(Arena *a, const char *path) {
 
 bool out_begin(Arena *a, OutFile *o, const char *path) {
   o->path = o->target = path;
-  o->direct = false;
+  o->direct = o->holds = false;
+  o->fd = -1;
   o->tmp = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -37,6 +39,17 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
     /* A device, FIFO or socket (-o /dev/null) is written as it is, as gcc does: renaming
      * over it would replace /dev/null for everyone. */
+    if (S_ISFIFO(st.st_mode)) {
+      /* Without a reader, opening it for writing blocks until one comes (for ever, in a
+       * build): a non-blocking open fails with ENXIO instead. */
+      int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) {
+        diag_tool_error("cannot write '%s': %s", path, errno == ENXIO ? "a FIFO that no process reads" : strerror(errno));
+        return false;
+      }
+      o->fd = fd;
+      o->holds = true;
+    }
     o->tmp = (char *)path;
     o->direct = true;
     return true;
@@ -69,9 +82,15 @@ FILE *out_fopen(OutFile *o) {
   return f;
 }
 
+static void out_release(OutFile *o) {
+  if (o->holds) close(o->fd);
+  o->holds = false;
+}
+
 bool out_commit(OutFile *o) {
   if (!o->tmp) return false;
   if (o->direct) {
+    out_release(o);
     o->tmp = NULL;
     return true;
   }
@@ -85,6 +104,7 @@ bool out_commit(OutFile *o) {
 }
 
 void out_discard(OutFile *o) {
+  out_release(o);
   if (o->tmp && !o->direct) unlink(o->tmp);
   o->tmp = NULL;
 }
