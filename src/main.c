@@ -496,7 +496,7 @@ static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   }
   emit_header(f, shown, ctx_model_name(c), NULL);
   if (fclose(f)) {
-    diag_tool_error("cannot write '%s'", c->opt.emit_header);
+    diag_tool_error("cannot write '%s': %s", c->opt.emit_header, strerror(errno));
     return 2;
   }
   return 0;

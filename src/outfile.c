@@ -38,7 +38,10 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
   }
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
     /* A device, FIFO or socket (-o /dev/null) is written as it is, as gcc does: renaming
-     * over it would replace /dev/null for everyone. */
+     * over it would replace /dev/null for everyone. The output is still made in a
+     * temporary (under $TMPDIR) and copied at out_commit, so a failed compilation
+     * writes nothing there and a write error (/dev/full) is reported as one, not as a
+     * failure of libgccjit's driver. */
     if (S_ISFIFO(st.st_mode)) {
       /* Without a reader, opening it for writing blocks until one comes (for ever, in a
        * build): a non-blocking open fails with ENXIO instead. */
@@ -47,10 +50,20 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
         diag_tool_error("cannot write '%s': %s", path, errno == ENXIO ? "a FIFO that no process reads" : strerror(errno));
         return false;
       }
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
       o->fd = fd;
       o->holds = true;
     }
-    o->tmp = (char *)path;
+    const char *t = getenv("TMPDIR");
+    o->tmp = arena_printf(a, "%s/tdslc-out-XXXXXX", t && *t ? t : "/tmp");
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+      diag_tool_error("cannot write '%s': no temporary file in '%s': %s", path, t && *t ? t : "/tmp", strerror(errno));
+      o->tmp = NULL;
+      out_discard(o);
+      return false;
+    }
+    close(fd);
     o->direct = true;
     return true;
   }
@@ -87,12 +100,37 @@ static void out_release(OutFile *o) {
   o->holds = false;
 }
 
+/* Copies the finished temporary into the device, FIFO or socket o->path. */
+static bool copy_out(OutFile *o) {
+  int in = open(o->tmp, O_RDONLY | O_CLOEXEC);
+  int out = o->holds ? o->fd : open(o->path, O_WRONLY | O_CLOEXEC);
+  bool ok = in >= 0 && out >= 0;
+  char buf[65536];
+  ssize_t n = 0;
+  while (ok && (n = read(in, buf, sizeof buf)) > 0) {
+    for (ssize_t done = 0; ok && done < n;) {
+      ssize_t w = write(out, buf + done, (size_t)(n - done));
+      if (w > 0) done += w;
+      else if (w < 0 && errno != EINTR) ok = false;
+    }
+  }
+  ok = ok && n == 0;
+  int err = ok ? 0 : errno;
+  if (in >= 0) close(in);
+  if (out >= 0 && !o->holds && close(out) && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) diag_tool_error("cannot write '%s': %s", o->path, strerror(err ? err : EIO));
+  return ok;
+}
+
 bool out_commit(OutFile *o) {
   if (!o->tmp) return false;
   if (o->direct) {
-    out_release(o);
-    o->tmp = NULL;
-    return true;
+    bool ok = copy_out(o);
+    out_discard(o);
+    return ok;
   }
   if (rename(o->tmp, o->target) != 0) {
     diag_tool_error("cannot write '%s': %s", o->path, strerror(errno));
@@ -105,7 +143,7 @@ bool out_commit(OutFile *o) {
 
 void out_discard(OutFile *o) {
   out_release(o);
-  if (o->tmp && !o->direct) unlink(o->tmp);
+  if (o->tmp) unlink(o->tmp);
   o->tmp = NULL;
 }
 

@@ -13,19 +13,21 @@ typedef struct OutFile {
   const char *path;   /* the final path, as given */
   const char *target; /* what is replaced: path, or the file a symbolic link names */
   char *tmp;          /* the temporary being written (same directory); NULL when none */
-  bool direct;        /* path is a device, FIFO or socket: tmp is path itself */
+  bool direct;        /* path is a device, FIFO or socket: tmp is under $TMPDIR, copied */
   bool holds;         /* fd is a write end of the FIFO path, held until commit/discard */
   int fd;
 } OutFile;
 
-/* Creates the temporary for path (none for a device, FIFO or socket, written directly).
+/* Creates the temporary for path (under $TMPDIR for a device, FIFO or socket, which
+ * out_commit writes with the temporary's bytes, never renames over).
  * A FIFO must have a reader (writing it would block for ever otherwise): one is held open
  * until out_commit/out_discard, so the reader sees no end of file between the writes.
  * False after printing "cannot write" (exit status 2). */
 bool out_begin(Arena *a, OutFile *o, const char *path);
 /* The temporary opened for writing text (NULL after printing an error). */
 FILE *out_fopen(OutFile *o);
-/* Renames the temporary over the path; false after printing an error (exit status 2). */
+/* Renames the temporary over the path (copies it into a device, FIFO or socket); false
+ * after printing an error (exit status 2). */
 bool out_commit(OutFile *o);
 /* Removes the temporary (a failed compilation); harmless when there is none (also on
  * an OutFile that is all zeros). */

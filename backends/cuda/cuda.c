@@ -1,6 +1,7 @@
 /* cuda.c: the --backend=cuda driver: --emit-cuda prints the kernels, --emit-ptx writes
  * NVRTC's PTX to -o, otherwise the PTX goes into a .so/.o with the host routines. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,11 @@ static int write_text(const char *path, const char *text) {
     return 2;
   }
   fputs(text, f);
-  return fclose(f) ? 2 : 0;
+  if (fclose(f)) {
+    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", path, strerror(errno));
+    return 2;
+  }
+  return 0;
 }
 
 /* sm_NN with an optional a/f suffix (sm_90a): anything else would reach NVRTC as an
@@ -46,7 +51,11 @@ static int cuda_header(IrModule *m, const CudaOpts *o) {
     return 2;
   }
   emit_header(f, m, jit_name(o->model), extra);
-  return fclose(f) ? 2 : 0;
+  if (fclose(f)) {
+    fprintf(stderr, "tdslc: error: cannot write '%s': %s\n", o->header, strerror(errno));
+    return 2;
+  }
+  return 0;
 }
 
 /* --arch is sm_NN; --tf32 needs tensor cores with TF32 (sm_80 and later). */
