@@ -638,8 +638,9 @@ static Value *captured_label(St *st, Value *x, const char *fn, Loc loc) {
 static Value *bi_set_dim(St *st, Fn *f, const Frame *call, Loc loc) {
   Value *x = captured_label(st, arg_or_null(f, "x"), "set_dim", loc), *n = arg_or_null(f, "n");
   if (!x) return NULL;
-  if (n->kind != V_INT || n->i < 1 || n->i > INT_MAX) {
-    diag_error(&st->c->diag, n->loc.file ? n->loc : loc, "set_dim expects a size from 1 to 2147483647, got %s",
+  /* 0 is an ordinary size (an empty axis), as in `o = [ 0 ]` (tdsl(7), Empty tensors) */
+  if (n->kind != V_INT || n->i < 0 || n->i > INT_MAX) {
+    diag_error(&st->c->diag, n->loc.file ? n->loc : loc, "set_dim expects a size from 0 to 2147483647, got %s",
                n->kind == V_INT ? arena_printf(st->a, "%lld", n->i) : val_kind_name(n));
     return NULL;
   }
