@@ -12,11 +12,13 @@ struct ArenaBlock {
   _Alignas(16) unsigned char data[];
 };
 
+/* Out of memory is the machine's limit, not the input's error: status 2, as for a
+ * toolchain failure (any status but 0, 1 and 2 would read as a crash). */
 static void *xmalloc(size_t n) {
   void *p = malloc(n);
   if (!p) {
     fprintf(stderr, "tdslc: out of memory\n");
-    exit(3);
+    exit(2);
   }
   return p;
 }
