@@ -448,6 +448,10 @@ class Model:
             self.set_index(name, value)
         elif name in self.__dict__.get("dims", ()):
             self.set_dim(name, value)
+        elif not name.startswith("_") and self.__dict__.get("_h") and name in self:
+            # `m.w = arr` would only make a Python attribute: the tensor kept its values
+            # and nothing said so (index symbols are attributes, tensors are items)
+            raise AttributeError("%r is a tensor of the model: write it with m[%r] = value" % (name, name))
         else:
             object.__setattr__(self, name, value)
 

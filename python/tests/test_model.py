@@ -95,6 +95,18 @@ def test_index_symbols_as_attributes(build):
         m.set_index("i", 4)
 
 
+def test_tensor_is_no_attribute(build):
+    """`m.w = arr` made a Python attribute and left the tensor as it was, silently."""
+    m = build(LINEAR)
+    m.init(0)
+    before = m["w"].copy()
+    with pytest.raises(AttributeError, match=r"m\['w'\] = value"):
+        m.w = np.zeros((2, 3))
+    np.testing.assert_array_equal(m["w"], before)
+    m.note = "mine"  # other attributes are the host's own
+    assert m.note == "mine"
+
+
 def test_init_is_reproducible(build):
     m = build(LINEAR)
     m.init(7)
