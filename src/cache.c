@@ -6,6 +6,7 @@
  * served. Entries are written to a temporary file and renamed into place, so
  * concurrent compiles (make -j) never see a partial one. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,20 @@ static bool make_dirs(char *dir) {
   return mkdir(dir, 0755) == 0 || errno == EEXIST;
 }
 
-/* The whole file, or NULL. */
+/* The whole file, or NULL. Only a regular file: a FIFO planted as a cache entry would
+ * block the compiler (a non-blocking open, then fstat, never waits for a writer). */
 static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+    close(fd);
+    return NULL;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
   char *buf = NULL;
   long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
@@ -118,6 +129,7 @@ CacheResult cache_fetch(const char *entry, const char *out) {
 bool cache_store(const char *entry, const char *out) {
   struct stat st;
   if (stat(out, &st) || !S_ISREG(st.st_mode) || st.st_size == 0) return false; /* -o /dev/stdout */
+  if (stat(entry, &st) == 0 && !S_ISREG(st.st_mode)) return false; /* a FIFO would block */
   size_t len;
   char *buf = slurp(out, &len), t[TRAILER];
   if (!buf) return false;
