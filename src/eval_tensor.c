@@ -332,7 +332,7 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     if (d->kind != V_INT || d->i < 0 || d->i > INT_MAX) {
       diag_error(&st->c->diag, x->loc.file ? x->loc : loc,
                  "a dimension in %s must be a non-negative integer, a dynamic dimension or a (\"label\", dim) pair, got %s",
-                 what, val_kind_name(d));
+                 what, d->kind == V_INT ? arena_printf(st->a, "%lld (from 0 to 2147483647)", d->i) : val_kind_name(d));
       return false;
     }
     dims[i] = (int)d->i;
@@ -512,7 +512,8 @@ static Value *bi_index(St *st, Fn *f, const Frame *call, Loc loc) {
   }
   if (n->kind == V_INT && n->i > 0 && n->i <= INT_MAX) s->range = (int)n->i;
   else if (n->kind != V_UNIT) {
-    diag_error(&st->c->diag, n->loc, "index expects a positive integer or (), got %s", val_kind_name(n));
+    diag_error(&st->c->diag, n->loc, "index expects a positive integer or (), got %s",
+               n->kind == V_INT ? arena_printf(st->a, "%lld (from 1 to 2147483647)", n->i) : val_kind_name(n));
     return NULL;
   }
   s->id = st->g->syms.len;
