@@ -100,6 +100,15 @@ static int mode_option(const char *a) {
   return -1;
 }
 
+/* What went to stdout (dumps, --emit-c/--emit-cuda, --run's prints, --help) must have
+ * been written: a full disk or /dev/full left a truncated output behind an exit 0. */
+static int finish_stdout(int rc) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  diag_tool_error("cannot write the standard output: %s", errno ? strerror(errno) : "write error");
+  return rc ? rc : 2;
+}
+
 /* An option that is not one: the message says what is wrong with it when it is a known
  * option given wrongly (its value missing, a value given to a flag, a bad -O level). */
 static int bad_option(const char *a) {
@@ -194,8 +203,8 @@ static int parse_args(Ctx *c, int argc, char **argv) {
       o->input = a;
       continue;
     }
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
-    if (!strcmp(a, "--version")) { printf("tdslc " TDSLC_VERSION "\n"); exit(0); }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(finish_stdout(0)); }
+    if (!strcmp(a, "--version")) { printf("tdslc " TDSLC_VERSION "\n"); exit(finish_stdout(0)); }
     if (!strcmp(a, "-o")) {
       if (++i >= argc) return bad_usage("%s needs an argument", a);
       if (empty_value(a, argv[i], "a file name")) return 2;
@@ -653,8 +662,7 @@ int main(int argc, char **argv) {
   if (n > 0) buf[n] = 0;
   c.exe_dir = dirname_of(&c.arena, n > 0 ? buf : argv[0]);
   timing_start(&c);
-  rc = run(&c);
-  fflush(stdout);
+  rc = finish_stdout(run(&c));
   if (c.opt.time_report) timing_report(&c);
   arena_free(&c.arena);
   return rc;
