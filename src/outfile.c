@@ -57,6 +57,10 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
     const char *t = getenv("TMPDIR");
     o->tmp = arena_printf(a, "%s/tdslc-out-XXXXXX", t && *t ? t : "/tmp");
     int fd = mkstemp(o->tmp);
+    if (fd < 0 && t && *t) { /* a TMPDIR that is gone or read-only: /tmp still serves */
+      o->tmp = arena_strdup(a, "/tmp/tdslc-out-XXXXXX");
+      fd = mkstemp(o->tmp);
+    }
     if (fd < 0) {
       diag_tool_error("cannot write '%s': no temporary file in '%s': %s", path, t && *t ? t : "/tmp", strerror(errno));
       o->tmp = NULL;
