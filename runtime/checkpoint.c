@@ -415,17 +415,28 @@ static int span_cmp(const void *a, const void *b) {
 
 /* Refuses entries whose data overlap: a header that gives two tensors the same bytes
  * lies about the file (safetensors requires disjoint data), and loading would copy one
- * tensor's values into the other. Sorts spans. */
-static int spans_disjoint(tdsl_model *m, const char *path, Span *spans, int n) {
+ * tensor's values into the other. The spans must also cover all data_len bytes: the
+ * format indexes the whole byte buffer, without holes (safetensors' own reader refuses
+ * a buffer the offsets do not fill, so that a file cannot carry hidden bytes); bytes
+ * no tensor claims are refused too. Sorts spans. */
+static int spans_tile(tdsl_model *m, const char *path, Span *spans, int n, size_t data_len) {
   qsort(spans, (size_t)n, sizeof *spans, span_cmp);
   const Span *last = NULL;
+  size_t covered = 0; /* bytes [0, covered) are claimed */
   for (int i = 0; i < n; i++) {
     if (spans[i].begin == spans[i].end) continue; /* no data: overlaps nothing */
     if (last && spans[i].begin < last->end)
       return tdsl_rt_fail(m, "'%s': tensors '%s' and '%s' overlap in the data (bytes %zu to %zu)", path, last->name,
                           spans[i].name, spans[i].begin, (spans[i].end < last->end ? spans[i].end : last->end) - 1);
+    if (spans[i].begin > covered)
+      return tdsl_rt_fail(m, "'%s': no tensor covers data bytes %zu to %zu (safetensors data has no holes)", path,
+                          covered, spans[i].begin - 1);
     if (!last || spans[i].end > last->end) last = &spans[i];
+    covered = last->end;
   }
+  if (covered < data_len)
+    return tdsl_rt_fail(m, "'%s': no tensor covers data bytes %zu to %zu (safetensors data has no holes)", path,
+                        covered, data_len - 1);
   return 0;
 }
 
@@ -448,7 +459,7 @@ static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, l
     }
     count++;
   }
-  if (!rc) rc = spans_disjoint(m, path, spans, count);
+  if (!rc) rc = spans_tile(m, path, spans, count, data_len);
   count = 0;
   cJSON_ArrayForEach(e, root) {
     if (rc || !strcmp(e->string, "__metadata__")) continue;

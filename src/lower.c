@@ -470,6 +470,49 @@ static Stmt *guarded(L *l, Stmt *s, const PtrVec *guards) {
   return g;
 }
 
+/* Does the store write a different cell at every point of the nest? Each active
+ * iterator (size > 1) must occur in some axis index, and each axis must be injective
+ * in the iterators it holds: with their coefficients sorted by size, every one larger
+ * than the span of the smaller ones (mixed radix: 2*oh + wh with wh < 2, a plain
+ * iterator). Symbol terms and offsets shift an axis without merging points. A
+ * dynamic extent is unknown, so it may only be the largest term's; a run-time
+ * broadcast (dyn) is not injective. Sufficient, not necessary: 3*a + 4*b over (3, 2)
+ * is injective but says no, which only keeps the accumulation. */
+static bool store_injective(const Nest *n, const Access *dst) {
+  int niters = n->p->niters;
+  bool seen[MAX_NEST_ITERS] = {0};
+  for (int ax = 0; ax < dst->rank; ax++) {
+    const Aff *f = &dst->axis[ax];
+    Term t[MAX_NEST_ITERS];
+    int nt = 0;
+    for (int k = 0; k < f->n; k++) {
+      if (f->t[k].dyn) return false;
+      int v = f->t[k].var - n->base;
+      if (f->t[k].var < 0 || v < 0 || v >= niters) continue; /* a symbol or a constant */
+      if (nt == MAX_NEST_ITERS) return false;
+      t[nt++] = f->t[k];
+      seen[v] = true;
+    }
+    for (int i = 1; i < nt; i++) /* ascending |coef| */
+      for (int k = i; k > 0 && labs(t[k].coef) < labs(t[k - 1].coef); k--) {
+        Term x = t[k];
+        t[k] = t[k - 1];
+        t[k - 1] = x;
+      }
+    long span = 0; /* the largest distance the smaller terms cover */
+    for (int k = 0; k < nt; k++) {
+      if (labs(t[k].coef) <= span) return false;
+      if (k == nt - 1) break;
+      long ext = n->var_ext[t[k].var];
+      if (ext < 1 || labs(t[k].coef) > (LONG_MAX - span) / ext) return false;
+      span += labs(t[k].coef) * (ext - 1);
+    }
+  }
+  for (int v = 0; v < niters; v++)
+    if (n->p->iter_size[v] != 1 && !seen[v]) return false; /* a reduction */
+  return true;
+}
+
 /* An assignment: [fill the lhs with the neutral element,] a comment naming it, and a
  * perfect nest over its step's iteration space whose innermost loop holds the
  * (guarded) store. The CUDA backend maps such nests onto threads, and gcc unswitches
@@ -493,6 +536,11 @@ static void lower_asgn(L *l, IrFunc *f, PtrVec *body, const Asgn *as) {
 
   PtrVec accs = {0};
   Stmt *st = lower_store(l, &n, as, &accs);
+  /* `=:+` and its kin over a map that writes each cell at most once: the cell is the
+   * one value, stored as it is rather than combined with the fill (OCANNL, and torch's
+   * einsum: a permute or an outer product keeps a -0; 0 + -0 would make it +0). The
+   * fill stays for the cells the map does not reach. */
+  if (as->init_neutral && store_injective(&n, &st->dst)) st->accum = OP_ARG2;
   if (as->init_neutral && irbuf(l, st->dst.buf)->size != 0) { /* an empty lhs has no cell to fill */
     Stmt *fill = new_stmt(l, S_FILL);
     fill->buf = st->dst.buf;

@@ -399,23 +399,25 @@ static bool writes_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store) {
 }
 
 /* `fill B v` then a nest accumulating into every cell of B once: the nest overwrites
- * B with accum(v, value), one pass instead of two (same result bit for bit). */
+ * B with accum(v, value), one pass instead of two (same result bit for bit). A nest
+ * that overwrites every cell (an injective `=:+`, lower.c) leaves the fill dead. */
 static Stmt *fuse_fill(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest) {
   Stmt *st;
-  if (fill->kind != S_FILL || (nest->kind != S_LOOP && nest->kind != S_STORE) || !writes_each_cell_once(nest, m, &st) || st->dst.buf != fill->buf ||
-      st->accum == OP_ARG2)
+  if (fill->kind != S_FILL || (nest->kind != S_LOOP && nest->kind != S_STORE) || !writes_each_cell_once(nest, m, &st) || st->dst.buf != fill->buf)
     return NULL;
   Stmt *ns = ANEW(a, Stmt);
   *ns = *st;
-  IrExpr *v = ANEW(a, IrExpr), *x = ANEW(a, IrExpr);
-  v->kind = X_CONST;
-  v->value = fill->value;
-  x->kind = X_OP;
-  x->op = st->accum;
-  x->a[0] = v;
-  x->a[1] = st->val;
-  ns->val = x;
-  ns->accum = OP_ARG2;
+  if (st->accum != OP_ARG2) {
+    IrExpr *v = ANEW(a, IrExpr), *x = ANEW(a, IrExpr);
+    v->kind = X_CONST;
+    v->value = fill->value;
+    x->kind = X_OP;
+    x->op = st->accum;
+    x->a[0] = v;
+    x->a[1] = st->val;
+    ns->val = x;
+    ns->accum = OP_ARG2;
+  }
   Stmt *loops[64];
   int nl;
   perfect_nest(nest, loops, &nl);
