@@ -183,9 +183,10 @@ static double cell_of(const tdsl_tensor_info *t, long i) {
  * tensor is that noise too; so is what is computed from it (the bias's SGD step). Per
  * buffer a scale: the largest finite |cell| of the reference after the routine, raised to
  * a bound of what each store into the buffer writes or adds, computed from the scales of
- * the buffers it reads (x - y: |x| + |y|, x * y: |x| |y|, ...), carried along chains of
- * buffers as the reduction lengths are. An operation the bound does not follow (a
- * quotient, an exponential) leaves the buffer its own largest |cell|. */
+ * the buffers it reads (x - y: |x| + |y|, x * y: |x| |y|, x / c: |x| / |c| for a
+ * constant c, as a mean or the gradient of one divides such a sum), carried along chains
+ * of buffers as the reduction lengths are. An operation the bound does not follow (a
+ * quotient by a tensor, an exponential) leaves the buffer its own largest |cell|. */
 static double expr_bound(const double *scale, const IrExpr *x) {
   if (!x) return 0;
   switch (x->kind) {
@@ -210,6 +211,8 @@ static double expr_bound(const double *scale, const IrExpr *x) {
   case OP_MAX: case OP_MIN: return fmax(b[0], b[1]);
   case OP_WHERE: return fmax(b[1], b[2]);
   case OP_FMA: return b[0] * b[1] + b[2];
+  case OP_DIV:
+    return x->a[1]->kind == X_CONST && x->a[1]->value != 0 && isfinite(x->a[1]->value) ? b[0] / b[1] : -1;
   default: return -1;
   }
 }
