@@ -1,6 +1,8 @@
 /* graph_code.c: code derived from the graph: the forward and backprop code of a
  * tensor's subgraph (what `t.forward` / `t.backprop` denote in %cd, and what
  * `--call T.forward` runs). */
+#include <string.h>
+
 #include "eval.h"
 
 /* The tensors t reads: its step's arguments, and those of the other steps its forward
@@ -29,29 +31,53 @@ static bool stops(const Tensor *t, int mode, int new_from) {
   return mode == 2 && t->id < new_from;
 }
 
-/* Marks the tensors reachable from t (iteratively: graphs can be deep). mode: 0 =
- * everything; 1 = stop at tensors older than new_from unless they are
- * non-differentiable computed tensors; 2 = stop at every tensor older than new_from. */
-char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from) {
-  int nt = g->tensors.len;
-  char *seen = ANEWN(a, char, nt + 1);
-  PtrVec stack = {0}, in = {0};
-  if (!stops(t, mode, new_from)) {
-    seen[t->id] = 1;
-    vec_push(a, &stack, (void *)t);
+/* u's inputs, computed once per walker (every walk from a later tensor of a chain
+ * meets u again). */
+static const PtrVec *walk_inputs(Arena *a, GraphWalk *w, const Tensor *u) {
+  if (!w->inputs[u->id]) {
+    PtrVec *in = ANEW(a, PtrVec);
+    inputs_of(a, u, in);
+    w->inputs[u->id] = in;
   }
-  while (stack.len) {
-    Tensor *u = stack.items[--stack.len];
-    inputs_of(a, u, &in);
-    for (int i = 0; i < in.len; i++) {
-      Tensor *v = in.items[i];
-      if (!seen[v->id] && !stops(v, mode, new_from)) {
-        seen[v->id] = 1;
-        vec_push(a, &stack, v);
+  return w->inputs[u->id];
+}
+
+/* Marks the tensors reachable from t in w->seen (iteratively: graphs can be deep). mode:
+ * 0 = everything; 1 = stop at tensors older than new_from unless they are
+ * non-differentiable computed tensors; 2 = stop at every tensor older than new_from.
+ * The walk's memory lives in w and is reused by the next walk: a caller walking from
+ * every named tensor of a chain would otherwise allocate the square of its length. */
+void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from, GraphWalk *w) {
+  int nt = g->tensors.len;
+  if (w->cap < nt + 1) {
+    w->cap = nt + 1;
+    w->seen = ANEWN(a, char, w->cap);
+    w->inputs = ANEWN(a, PtrVec *, w->cap); /* the graph is only read: inputs stay valid */
+  } else {
+    memset(w->seen, 0, (size_t)w->cap);
+  }
+  w->stack.len = 0;
+  if (!stops(t, mode, new_from)) {
+    w->seen[t->id] = 1;
+    vec_push(a, &w->stack, (void *)t);
+  }
+  while (w->stack.len) {
+    Tensor *u = w->stack.items[--w->stack.len];
+    const PtrVec *in = walk_inputs(a, w, u);
+    for (int i = 0; i < in->len; i++) {
+      Tensor *v = in->items[i];
+      if (!w->seen[v->id] && !stops(v, mode, new_from)) {
+        w->seen[v->id] = 1;
+        vec_push(a, &w->stack, v);
       }
     }
   }
-  return seen;
+}
+
+char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from) {
+  GraphWalk w = {0};
+  graph_walk(a, g, t, mode, new_from, &w);
+  return w.seen;
 }
 
 static void append(Arena *a, Code *dst, const Code *src) {

@@ -730,6 +730,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);
+  GraphWalk walk = {0};
   /* Each name's last binding: the index in g->names where it last stands. */
   StrTab last_at = {0};
   for (int i = 0; i < g->names.len; i++)
@@ -750,7 +751,8 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
     }
     if (done[t->id]) continue;
     done[t->id] = true;
-    char *mark = graph_subgraph(a, g, t, 0, 0);
+    graph_walk(a, g, t, 0, 0, &walk);
+    const char *mark = walk.seen;
     IrFunc *f = new_func(&l, arena_printf(a, "%s.forward", irbuf(&l, vb)->name), true);
     for (int k = 0; k < nt; k++)
       if (mark[k]) add_call(&l, f, fwd[k]);
