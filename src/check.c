@@ -313,27 +313,65 @@ static void print_cell_index(FILE *o, const tdsl_tensor_info *t, long cell) {
 
 /* ---- driving both builds ---- */
 
-static int run_both(Ctx *c, tdsl_model *ref, tdsl_model *opt, const char *routine) {
-  int prep = run_prepare(c, ref);
-  if (!prep) prep = run_prepare(c, opt);
-  if (prep) return prep;
-  tdsl_model *b[2] = {ref, opt};
+/* The state each routine starts from: a model's tensors after init, --set and the loads.
+ * Copied once and restored before every routine: preparing again (init draws every random
+ * cell, each --load reads its file) cost more than the routines of a large module. */
+typedef struct Snap {
+  void **data;
+  size_t *bytes;
+  int n;
+} Snap;
+
+static int snap_take(Arena *a, tdsl_model *m, Snap *s) {
+  s->n = tdsl_num_tensors(m);
+  s->data = ANEWN(a, void *, s->n + 1);
+  s->bytes = ANEWN(a, size_t, s->n + 1);
+  for (int b = 0; b < s->n; b++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(m, b, &ti)) return -1;
+    s->bytes[b] = (size_t)ti.size * (ti.elem == TDSL_F64 ? sizeof(double) : sizeof(float));
+    s->data[b] = arena_alloc(a, s->bytes[b] + 1);
+    if (s->bytes[b]) memcpy(s->data[b], ti.data, s->bytes[b]);
+  }
+  return 0;
+}
+
+/* tdsl_tensor gives the host's copy for writing (a CUDA model moves it to the device at
+ * the next call). */
+static int snap_restore(tdsl_model *m, const Snap *s) {
+  for (int b = 0; b < s->n; b++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(m, b, &ti)) return -1;
+    if (s->bytes[b]) memcpy(ti.data, s->data[b], s->bytes[b]);
+  }
+  return 0;
+}
+
+static int run_both(tdsl_model *m[2], const Snap start[2], const char *routine) {
   for (int k = 0; k < 2; k++)
-    if (tdsl_call(b[k], routine)) {
+    if (snap_restore(m[k], &start[k])) {
+      diag_tool_error("--check: %s", tdsl_error(m[k]));
+      return 1;
+    }
+  for (int k = 0; k < 2; k++)
+    if (tdsl_call(m[k], routine)) {
       diag_tool_error("--check: routine %s failed in the %s build: %s", routine,
-              k ? "optimized" : "reference", tdsl_error(b[k]));
+              k ? "optimized" : "reference", tdsl_error(m[k]));
       return 1;
     }
   return 0;
 }
 
-static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, const char *routine, int ulps,
-                           const char *label) {
-  int both = run_both(c, ref, opt, routine);
-  if (both) return both;
+/* len: reduction_lengths(ir), the same for every routine. The scales of the terms cost a
+ * pass over every cell and the whole module, so they are computed only for a routine
+ * where some tensor differs by more than its ULPs (agree() only widens with the scale):
+ * a module of many routines was checked in time routines x module. */
+static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, const Snap start[2],
+                           const char *routine, int ulps, const char *label, const long *len) {
+  tdsl_model *both[2] = {ref, opt};
+  if (run_both(both, start, routine)) return 1;
   Order o = write_order(&c->arena, ir, routine);
-  long *len = reduction_lengths(&c->arena, ir);
-  double *terms = buffer_scales(&c->arena, ir, ref);
+  double *terms = NULL;
   for (int k = 0; k < o.n; k++) {
     int b = o.bufs[k];
     tdsl_tensor_info tr, tg;
@@ -342,7 +380,11 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
       return 1;
     }
     int tol = tolerance(ulps, len[b]);
-    long cell = first_diff(&tr, &tg, tol, terms[b]);
+    long cell = first_diff(&tr, &tg, tol, terms ? terms[b] : 0);
+    if (cell >= 0 && tol && !terms) {
+      terms = buffer_scales(&c->arena, ir, ref);
+      cell = first_diff(&tr, &tg, tol, terms[b]);
+    }
     if (cell < 0) continue;
     fprintf(stderr, "tdslc: error: --check: routine %s: tensor %s differs at cell %ld ", routine, tr.name, cell);
     print_cell_index(stderr, &tr, cell);
@@ -361,8 +403,19 @@ static int compare_routine(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_mod
 
 int check_models(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, int ulps, const char *label) {
   int n = tdsl_num_routines(ref);
+  long *len = reduction_lengths(&c->arena, ir);
+  Snap start[2];
+  tdsl_model *both[2] = {ref, opt};
+  for (int k = 0; k < 2; k++) {
+    int prep = run_prepare(c, both[k]);
+    if (prep) return prep;
+    if (snap_take(&c->arena, both[k], &start[k])) {
+      diag_tool_error("--check: %s", tdsl_error(both[k]));
+      return 1;
+    }
+  }
   for (int i = 0; i < n; i++) {
-    int rc = compare_routine(c, ir, ref, opt, tdsl_routine_name(ref, i), ulps, label);
+    int rc = compare_routine(c, ir, ref, opt, start, tdsl_routine_name(ref, i), ulps, label, len);
     if (rc) return rc;
   }
   printf("check: %d routine%s agree: %s vs the -O0 reference (%s)\n", n, n == 1 ? "" : "s", label,
