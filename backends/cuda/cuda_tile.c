@@ -170,7 +170,7 @@ static bool recognize(E *e, Ct *c, const Stmt **chain, int n, const int *par, co
       continue;
     }
     int r = c->role[i] = par[i] == SEQ ? R_K : in_a && !in_b ? R_M : in_b && !in_a ? R_N : R_BATCH;
-    c->ext[r] *= chain[i]->ext;
+    c->ext[r] = mul_sat(c->ext[r], chain[i]->ext); /* past 2^62: no 32-bit indices below */
     c->guess[r] = mul_sat(c->guess[r], chain[i]->dext ? chain[i]->ext * IR_DYN_EXT_GUESS : chain[i]->ext);
     if (chain[i]->dext) {
       c->dext[r] = ir_prod_mul(e->a, e->mm, c->dext[r], chain[i]->dext);
