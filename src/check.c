@@ -289,7 +289,6 @@ static bool agree(double ref, double got, bool f32, int ulps, double scale) {
   return fabs(ref - got) <= ulps * (f32 ? 0x1p-23 : 0x1p-52) * scale;
 }
 
-
 /* The first cell of a tensor where the builds disagree, or -1. scale: its
  * buffer_scales() entry (at least its largest finite |cell|). */
 static long first_diff(const tdsl_tensor_info *ref, const tdsl_tensor_info *got, int ulps, double scale) {

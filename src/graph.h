@@ -330,13 +330,15 @@ void graph_print_dim(FILE *out, const Graph *g, int d, bool ids);
  * older than new_from unless they are non-differentiable computed tensors; 2 = stop at
  * every tensor older than new_from (staging uses 1 and 2 for inline-scope questions). */
 char *graph_subgraph(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from);
-/* graph_subgraph with reusable memory: w->seen marks what the last walk reached. The
- * walker is for one graph that no longer changes (it keeps each tensor's inputs). */
+/* graph_subgraph with reusable memory: w->seen marks what the last walk reached. With
+ * memo, the walker keeps each tensor's inputs for the next walks: only for a graph that
+ * no longer changes (lowering walks from every named tensor). */
 typedef struct GraphWalk {
+  bool memo;
   char *seen;
   int cap;
-  PtrVec stack;
-  PtrVec **inputs; /* per tensor id, its inputs once met (the graph must not change) */
+  PtrVec stack, in;
+  PtrVec **inputs; /* with memo: per tensor id, its inputs once met */
 } GraphWalk;
 void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from, GraphWalk *w);
 

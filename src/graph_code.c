@@ -34,6 +34,10 @@ static bool stops(const Tensor *t, int mode, int new_from) {
 /* u's inputs, computed once per walker (every walk from a later tensor of a chain
  * meets u again). */
 static const PtrVec *walk_inputs(Arena *a, GraphWalk *w, const Tensor *u) {
+  if (!w->memo) {
+    inputs_of(a, u, &w->in);
+    return &w->in;
+  }
   if (!w->inputs[u->id]) {
     PtrVec *in = ANEW(a, PtrVec);
     inputs_of(a, u, in);
@@ -52,7 +56,7 @@ void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_fro
   if (w->cap < nt + 1) {
     w->cap = nt + 1;
     w->seen = ANEWN(a, char, w->cap);
-    w->inputs = ANEWN(a, PtrVec *, w->cap); /* the graph is only read: inputs stay valid */
+    if (w->memo) w->inputs = ANEWN(a, PtrVec *, w->cap); /* the graph is only read: inputs stay valid */
   } else {
     memset(w->seen, 0, (size_t)w->cap);
   }

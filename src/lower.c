@@ -730,7 +730,7 @@ IrModule *lower_graph(Arena *a, Diag *d, Graph *g, bool double_prec) {
   }
   /* T.forward / T.backprop for every named tensor, under its buffer's name. */
   bool *done = ANEWN(a, bool, nt + 1);
-  GraphWalk walk = {0};
+  GraphWalk walk = {.memo = true};
   /* Each name's last binding: the index in g->names where it last stands. */
   StrTab last_at = {0};
   for (int i = 0; i < g->names.len; i++)
