@@ -227,6 +227,15 @@ struct Stmt {
    * it). Buffers start 64-byte aligned
    * (ir_layout). An S_FENCE follows before anything else may read the target. */
   int stream;
+  /* S_LOOP (schedule pass only): not 0: a block transpose of tblock x tblock cells. The
+   * body is prefetches of row var (S_IF around S_PREFETCH; none or some) and, last, one
+   * loop p whose body is one store overwriting (OP_ARG2) an f32 target
+   * contiguously along p (coefficient 1) with a cell of another f32 buffer loaded,
+   * perhaps through id, contiguously along this loop's var; both loops' starts and
+   * trip counts are multiples of tblock, their extents static. Renderers may move a
+   * block at once: tblock vector loads along var (one per p), a register transpose,
+   * tblock vector stores along p (streamed when p is). */
+  int tblock;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
   /* S_IF: all guards hold */

@@ -103,6 +103,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       if (s->accs > 1) fprintf(out, " reduce %d", s->accs);
       if (s->parallel) fputs(" parallel", out);
       if (s->stream) fprintf(out, " stream %d", s->stream);
+      if (s->tblock) fprintf(out, " tblock %d", s->tblock);
       fputc('\n', out);
       stmts_print(out, &s->body, ind + 1, m);
       break;

@@ -567,12 +567,13 @@ static Stmt *retile_transpose(Arena *a, const IrModule *m, Stmt *nest, int *nvar
   return body;
 }
 
-/* A retiled transpose (retile_transpose, perhaps marked parallel) with a prefetch, per
- * source row q, of the target row the next iteration of the innermost middle loop writes:
+/* A retiled transpose (retile_transpose, perhaps marked parallel and block-transposed)
+ * with a prefetch, per source row q, of the target row the iteration `dist` ahead of the
+ * innermost middle loop writes (1; 4 measured 0.69x on a block-transposed 48^4 dcba):
  * the target rows of a tile lie far apart (a stride per q), so the hardware prefetcher
  * does not see them, and writing them waits for each line (a 4-D permute dcba 64^4:
  * 15-20% faster). The nest as it is when it has no middle loop. */
-static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
+static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest, int dist) {
   Stmt *loops[64];
   int nl;
   Stmt *st = perfect_nest(nest, loops, &nl);
@@ -588,14 +589,14 @@ static Stmt *prefetch_rows(Arena *a, const IrModule *m, Stmt *nest) {
   pf->ext = p->tile;
   /* the target cell at (mid + 1, p = the tile's first) */
   Aff f = aff_drop(a, &st->dst.flat, &p->var, 1);
-  f.off += aff_coef(&st->dst.flat, mid->var);
+  f.off += dist * aff_coef(&st->dst.flat, mid->var);
   f.t[f.n++] = (Term){.var = cp->var, .coef = p->tile};
   pf->dst.flat = f;
   Stmt *g = ANEW(a, Stmt);
   g->kind = S_IF;
   g->nguards = 1;
   g->guards = ANEW(a, Guard);
-  g->guards->aff = (Aff){.off = 1, .n = 1, .t = ANEW(a, Term)};
+  g->guards->aff = (Aff){.off = dist, .n = 1, .t = ANEW(a, Term)};
   g->guards->aff.t[0] = (Term){.var = mid->var, .coef = 1};
   g->guards->ext = mid->ext;
   vec_push(a, &g->body, pf);
@@ -667,10 +668,59 @@ static Stmt *stream_stores(Arena *a, const IrModule *m, const SchedOpts *o, Stmt
   return r;
 }
 
-/* A retiled transpose, perhaps parallel, then streamed or prefetched. */
+/* l runs over whole blocks of b cells: a static extent, start and trip count multiples of b. */
+static bool whole_blocks(const Stmt *l, int b) {
+  return !l->dext && l->ext % b == 0 && (l->tile_var < 0 || l->tile % b == 0);
+}
+
+/* A retiled transpose (perhaps parallel and streamed) whose two innermost loops q, p
+ * move f32 cells from a source contiguous along q to a target contiguous along p in
+ * whole blocks of a vector's lanes (Stmt.tblock on q): each block is a vector load per
+ * source row, a register transpose, a vector store per target row, so every source line
+ * is read once into a register instead of one cell per L1 fill (16 rows at a
+ * power-of-two stride share one 8-way L1 set). NULL: not one. Only with AVX (the
+ * renderer's three-operand shuffles) and f32. */
+static Stmt *block_transpose(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest) {
+  Stmt *loops[64];
+  int nl, vb = o->vec_bytes ? o->vec_bytes : 32, b = (vb < 64 ? vb : 64) / 4;
+  Stmt *st = perfect_nest(nest, loops, &nl);
+  if (vb < 32 || !st || st->kind != S_STORE || st->accum != OP_ARG2 || nl < 2) return NULL;
+  const IrExpr *v = st->val;
+  while (v->kind == X_OP && v->op == OP_ID) v = v->a[0];
+  if (v->kind != X_LOAD || has_symbol(&v->acc) || has_symbol(&st->dst)) return NULL;
+  for (int i = 0; i < v->acc.flat.n; i++)
+    if (v->acc.flat.t[i].dyn) return NULL;
+  for (int i = 0; i < st->dst.flat.n; i++)
+    if (st->dst.flat.t[i].dyn) return NULL;
+  if (VEC_AT(m->bufs, IrBuf, st->dst.buf)->elem != ELEM_F32 || VEC_AT(m->bufs, IrBuf, v->acc.buf)->elem != ELEM_F32) return NULL;
+  Stmt *q = loops[nl - 2], *p = loops[nl - 1];
+  if (!whole_blocks(q, b) || !whole_blocks(p, b) || q->parallel || p->parallel || q->accs > 1 || p->accs > 1 || q->stream ||
+      (p->stream && p->stream != b))
+    return NULL;
+  if (aff_coef(&v->acc.flat, q->var) != 1 || aff_coef(&st->dst.flat, p->var) != 1 || !aff_coef(&v->acc.flat, p->var) ||
+      !aff_coef(&st->dst.flat, q->var))
+    return NULL;
+  Stmt *r = copy_loop(a, q, p);
+  r->tblock = b;
+  for (int d = nl - 3; d >= 0; d--) r = copy_loop(a, loops[d], r);
+  return r;
+}
+
+/* A retiled transpose, perhaps parallel, then streamed or prefetched; block-transposed
+ * where it can be (bench/RESULTS-cpu.md, 2026-11-28 04:00: dcba 64^4 1.8x, the
+ * cache-resident permutes 1.6-3.7x; the prefetch still pays on cached targets: 48^4
+ * dcba 1.2x with it). */
 static Stmt *sched_transpose(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *retiled) {
-  Stmt *r = mark_parallel(a, retiled), *s = stream_stores(a, m, o, r);
-  return s ? s : prefetch_rows(a, m, r);
+  Stmt *r = mark_parallel(a, retiled), *b = block_transpose(a, m, o, r), *s;
+  if (b) { /* streamed only in whole blocks: a 16-byte fallback keeps the cell loop */
+    if (!(s = stream_stores(a, m, o, b))) return prefetch_rows(a, m, b, 1);
+    const Stmt *q = s;
+    while (!q->tblock) q = q->body.items[0];
+    const Stmt *p = q->body.items[0];
+    if (p->stream == q->tblock) return s;
+  }
+  s = stream_stores(a, m, o, r);
+  return s ? s : prefetch_rows(a, m, r, 1);
 }
 
 /* ---- parallel loops ---- */

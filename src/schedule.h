@@ -46,7 +46,10 @@
  *   the outermost loop) and no prefetch: a cached store reads each target line first.
  *   Other nests that only move cells into such a target (a permute whose contiguous
  *   axis stays innermost) stream too; computed values do not (built lane by lane, they
- *   would lose gcc's vectorization).
+ *   would lose gcc's vectorization). Where the two innermost loops (q, p) of a retiled
+ *   f32 transpose run whole blocks of a vector's lanes on an AVX target, q gets
+ *   Stmt.tblock: the renderer moves a block with one vector load per source row, a
+ *   register transpose and one vector store per target row (streamed where p is).
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.

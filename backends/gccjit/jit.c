@@ -239,8 +239,10 @@ J *jit_begin(Arena *a, const IrModule *m, const JitOpts *o, bool with_arch, int 
    * compiler's do. --strict-fp rounds every expression as written, bit for bit the -O0
    * values (lit fp/same.test). */
   if (o->strict_fp) gcc_jit_context_add_command_line_option(j->c, "-ffp-contract=off");
+  j->vec_bytes = 16;
   if (with_arch) {
     JitTarget host = o->target ? *o->target : jit_host_target(a);
+    if (host.arch) j->vec_bytes = host.vec_bytes;
     if (host.arch) {
       gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-march=%s", host.arch));
       gcc_jit_context_add_command_line_option(j->c, arena_printf(a, "-mtune=%s", host.arch));

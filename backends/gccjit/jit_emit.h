@@ -32,6 +32,11 @@ typedef struct J {
   gcc_jit_block *blk;
   gcc_jit_lvalue **vars;
   int nblocks;
+  /* the vector bytes the context compiles for: its -march's, 16 without one (plain
+   * x86-64). Wider asm (block transposes, 32- and 64-byte streamed stores) would not
+   * assemble there: a module scheduled for the host and compiled again for the generic
+   * target (an -march libgccjit does not know) renders those loops cell by cell. */
+  int vec_bytes;
 } J;
 
 /* ---- provided by the module layer (jit.c) ---- */

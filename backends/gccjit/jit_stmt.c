@@ -318,6 +318,12 @@ static void emit_stream_step(J *j, gcc_jit_lvalue *var, const Stmt *lp) {
   /* 16 bytes: the SSE form, any x86-64; wider: the VEX/EVEX form ("v": any of the 32
    * registers AVX-512 has), which only a target with such vectors schedules */
   bool wide = L * (el == ELEM_F64 ? 8 : 4) > 16;
+  if (L * (el == ELEM_F64 ? 8 : 4) > j->vec_bytes) { /* compiled for a narrower target: plain stores */
+    gcc_jit_rvalue *first = gcc_jit_lvalue_get_address(dst, NULL);
+    for (int l = 0; l < L; l++)
+      gcc_jit_block_add_assignment(j->blk, NULL, gcc_jit_context_new_array_access(j->c, NULL, first, lng(j, l)), lane[l]);
+    return;
+  }
   const char *op = el == ELEM_F64 ? (wide ? "vmovntpd %1, (%0)" : "movntpd %1, (%0)") : (wide ? "vmovntps %1, (%0)" : "movntps %1, (%0)");
   gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, op);
   gcc_jit_extended_asm_set_volatile_flag(x, 1);
@@ -329,6 +335,105 @@ static void emit_stream_step(J *j, gcc_jit_lvalue *var, const Stmt *lp) {
   for (int l = 0; l < L; l++)
     gcc_jit_block_add_assignment(j->blk, NULL, gcc_jit_context_new_array_access(j->c, NULL, first, lng(j, l)), lane[l]);
 #endif
+}
+
+/* Block transposes (Stmt.tblock) are x86 asm; elsewhere their loops run cell by cell. */
+#if defined(__x86_64__)
+#define TBLOCK_ASM 1
+#else
+#define TBLOCK_ASM 0
+#endif
+
+/* out = one AVX shuffle `ins` of a and b (AT&T: "ins [$imm, ]b, a, out"), in an asm
+ * statement: libgccjit 12 has vector types but no shuffle. Not volatile: gcc schedules
+ * and allocates around it like any computation of out. */
+static gcc_jit_rvalue *tb_shuffle(J *j, const char *ins, int imm, const char *cons, gcc_jit_type *vt, gcc_jit_rvalue *x,
+                                  gcc_jit_rvalue *y) {
+  gcc_jit_lvalue *out = gcc_jit_function_new_local(j->fn, NULL, vt, arena_printf(j->a, "tb%d", j->nblocks++));
+  const char *text = imm >= 0 ? arena_printf(j->a, "%s $%d, %%2, %%1, %%0", ins, imm) : arena_printf(j->a, "%s %%2, %%1, %%0", ins);
+  gcc_jit_extended_asm *x_ = gcc_jit_block_add_extended_asm(j->blk, NULL, text);
+  gcc_jit_extended_asm_add_output_operand(x_, NULL, cons[0] == 'v' ? "=v" : "=x", out);
+  gcc_jit_extended_asm_add_input_operand(x_, NULL, cons, x);
+  gcc_jit_extended_asm_add_input_operand(x_, NULL, cons, y);
+  return gcc_jit_lvalue_as_rvalue(out);
+}
+
+/* One block of a block transpose (Stmt.tblock = B on loop q, its body loop p; the
+ * variables hold the block's first q and p): B vector loads along q (source rows p ..
+ * p + B - 1), the B x B transpose in registers (unpack pairs, shufps quads within each
+ * 128-bit lane, then 128-bit lanes: vperm2f128 for 8 x 8 on AVX2, two rounds of
+ * vshuff32x4 for 16 x 16 on AVX-512), B vector stores along p (target rows q .. q + B -
+ * 1), non-temporal where p streams. Loads and plain stores are through a vector type
+ * aligned like a float, so gcc emits unaligned moves (the source rows need not be
+ * aligned). */
+static void emit_tblock_step(J *j, const Stmt *q) {
+  const Stmt *p = q->body.items[q->body.len - 1], *st = p->body.items[0];
+  const IrExpr *ld = st->val;
+  while (ld->kind == X_OP && ld->op == OP_ID) ld = ld->a[0];
+  int B = q->tblock;
+  const char *cons = B == 16 ? "v" : "x"; /* 8 x 8: VEX-only vperm2f128, registers 0-15 */
+  gcc_jit_type *t = j->t_el[ELEM_F32], *vt = gcc_jit_type_get_vector(t, (size_t)B);
+  gcc_jit_type *pu = gcc_jit_type_get_pointer(gcc_jit_type_get_aligned(vt, sizeof(float)));
+  gcc_jit_lvalue *qv = j->vars[q->var], *pv = j->vars[p->var];
+  gcc_jit_rvalue *r[16], *u[16], *o_[16];
+  for (int i = 0; i < B; i++) { /* source row p + i, cells q .. q + B - 1 */
+    gcc_jit_lvalue *at = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "tp%d", j->nblocks++));
+    gcc_jit_block_add_assignment(j->blk, NULL, at, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, gcc_jit_lvalue_as_rvalue(pv), lng(j, i)));
+    j->vars[p->var] = at;
+    gcc_jit_rvalue *addr = gcc_jit_context_new_cast(j->c, NULL, gcc_jit_lvalue_get_address(access_lvalue(j, &ld->acc), NULL), pu);
+    gcc_jit_lvalue *v = gcc_jit_function_new_local(j->fn, NULL, vt, arena_printf(j->a, "tr%d", j->nblocks++));
+    gcc_jit_block_add_assignment(j->blk, NULL, v, gcc_jit_lvalue_as_rvalue(gcc_jit_rvalue_dereference(addr, NULL)));
+    r[i] = gcc_jit_lvalue_as_rvalue(v);
+  }
+  j->vars[p->var] = pv;
+  /* within each 128-bit lane: u[4g + c] holds column c of rows 4g .. 4g + 3 */
+  for (int g = 0; g < B / 4; g++) {
+    gcc_jit_rvalue *lo01 = tb_shuffle(j, "vunpcklps", -1, cons, vt, r[4 * g], r[4 * g + 1]);
+    gcc_jit_rvalue *hi01 = tb_shuffle(j, "vunpckhps", -1, cons, vt, r[4 * g], r[4 * g + 1]);
+    gcc_jit_rvalue *lo23 = tb_shuffle(j, "vunpcklps", -1, cons, vt, r[4 * g + 2], r[4 * g + 3]);
+    gcc_jit_rvalue *hi23 = tb_shuffle(j, "vunpckhps", -1, cons, vt, r[4 * g + 2], r[4 * g + 3]);
+    u[4 * g] = tb_shuffle(j, "vshufps", 0x44, cons, vt, lo01, lo23);
+    u[4 * g + 1] = tb_shuffle(j, "vshufps", 0xEE, cons, vt, lo01, lo23);
+    u[4 * g + 2] = tb_shuffle(j, "vshufps", 0x44, cons, vt, hi01, hi23);
+    u[4 * g + 3] = tb_shuffle(j, "vshufps", 0xEE, cons, vt, hi01, hi23);
+  }
+  /* output row 4L + c: lane L of u[c], u[4 + c], ... */
+  for (int c = 0; c < 4; c++) {
+    if (B == 8) {
+      o_[c] = tb_shuffle(j, "vperm2f128", 0x20, cons, vt, u[c], u[4 + c]);
+      o_[4 + c] = tb_shuffle(j, "vperm2f128", 0x31, cons, vt, u[c], u[4 + c]);
+      continue;
+    }
+    gcc_jit_rvalue *x0 = tb_shuffle(j, "vshuff32x4", 0x44, cons, vt, u[c], u[4 + c]);
+    gcc_jit_rvalue *x1 = tb_shuffle(j, "vshuff32x4", 0xEE, cons, vt, u[c], u[4 + c]);
+    gcc_jit_rvalue *x2 = tb_shuffle(j, "vshuff32x4", 0x44, cons, vt, u[8 + c], u[12 + c]);
+    gcc_jit_rvalue *x3 = tb_shuffle(j, "vshuff32x4", 0xEE, cons, vt, u[8 + c], u[12 + c]);
+    o_[c] = tb_shuffle(j, "vshuff32x4", 0x88, cons, vt, x0, x2);
+    o_[4 + c] = tb_shuffle(j, "vshuff32x4", 0xDD, cons, vt, x0, x2);
+    o_[8 + c] = tb_shuffle(j, "vshuff32x4", 0x88, cons, vt, x1, x3);
+    o_[12 + c] = tb_shuffle(j, "vshuff32x4", 0xDD, cons, vt, x1, x3);
+  }
+  for (int k = 0; k < B; k++) { /* target row q + k, cells p .. p + B - 1 */
+    gcc_jit_lvalue *at = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "tq%d", j->nblocks++));
+    gcc_jit_block_add_assignment(j->blk, NULL, at, bin(j, GCC_JIT_BINARY_OP_PLUS, j->t_long, gcc_jit_lvalue_as_rvalue(qv), lng(j, k)));
+    j->vars[q->var] = at;
+    PtrVec pre = {.items = q->body.items, .len = q->body.len - 1}; /* the prefetches of row q + k */
+    js_emit_stmts(j, &pre);
+    gcc_jit_rvalue *dst = gcc_jit_lvalue_get_address(access_lvalue(j, &st->dst), NULL);
+    if (p->stream) { /* aligned (Stmt.stream): as emit_stream_step, through locals */
+      gcc_jit_lvalue *addr = gcc_jit_function_new_local(j->fn, NULL, gcc_jit_type_get_pointer(t), arena_printf(j->a, "ta%d", j->nblocks++));
+      gcc_jit_lvalue *vec = gcc_jit_function_new_local(j->fn, NULL, vt, arena_printf(j->a, "tv%d", j->nblocks++));
+      gcc_jit_block_add_assignment(j->blk, NULL, addr, dst);
+      gcc_jit_block_add_assignment(j->blk, NULL, vec, o_[k]);
+      gcc_jit_extended_asm *x = gcc_jit_block_add_extended_asm(j->blk, NULL, "vmovntps %1, (%0)");
+      gcc_jit_extended_asm_set_volatile_flag(x, 1);
+      gcc_jit_extended_asm_add_input_operand(x, NULL, "r", gcc_jit_lvalue_as_rvalue(addr));
+      gcc_jit_extended_asm_add_input_operand(x, NULL, "v", gcc_jit_lvalue_as_rvalue(vec));
+      gcc_jit_extended_asm_add_clobber(x, "memory");
+    } else
+      gcc_jit_block_add_assignment(j->blk, NULL, gcc_jit_rvalue_dereference(gcc_jit_context_new_cast(j->c, NULL, dst, pu), NULL), o_[k]);
+  }
+  j->vars[q->var] = qv;
 }
 
 /* S_FENCE: sfence on x86-64 (streamed stores are weakly ordered); nothing elsewhere,
@@ -348,7 +453,7 @@ static void emit_fence(J *j) {
  * buffer fill_buf. A tiled loop (tile_var) starts at tile*tile_var and ends at
  * min(start + tile, ext). */
 static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVec *body, int fill_buf, double fill_v,
-                      gcc_jit_lvalue *tile_var, int tile, const Stmt *stream) {
+                      gcc_jit_lvalue *tile_var, int tile, const Stmt *stream, const Stmt *tq, bool tq_inner) {
   if (ext <= 0) return;
   gcc_jit_rvalue *end = js_ext(j, ext, dext);
   gcc_jit_block *skip = NULL; /* a dynamic extent may be 0 at run time */
@@ -373,7 +478,11 @@ static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVe
   gcc_jit_block *b = js_new_block(j, j->fn), *after = js_new_block(j, j->fn);
   gcc_jit_block_end_with_jump(j->blk, NULL, b);
   j->blk = b;
-  if (stream) emit_stream_step(j, var, stream);
+  if (tq && tq_inner) emit_tblock_step(j, tq);
+  else if (tq) { /* the block's p loop, by blocks */
+    const Stmt *p = tq->body.items[tq->body.len - 1];
+    emit_loop(j, j->vars[p->var], p->ext, p->dext, NULL, 0, 0, p->tile_var >= 0 ? j->vars[p->tile_var] : NULL, p->tile, NULL, tq, true);
+  } else if (stream) emit_stream_step(j, var, stream);
   else if (body) js_emit_stmts(j, body);
   else {
     IrBuf *fb = jbuf(j, fill_buf);
@@ -381,7 +490,7 @@ static void emit_loop(J *j, gcc_jit_lvalue *var, long ext, int dext, const PtrVe
                                                            gcc_jit_lvalue_as_rvalue(var));
     gcc_jit_block_add_assignment(j->blk, NULL, dst, dbl(j, j->t_el[fb->elem], fill_v));
   }
-  gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, stream ? stream->stream : 1));
+  gcc_jit_block_add_assignment_op(j->blk, NULL, var, GCC_JIT_BINARY_OP_PLUS, lng(j, tq ? tq->tblock : stream ? stream->stream : 1));
   gcc_jit_block_end_with_conditional(j->blk, NULL, cmp(j, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(var), end), b,
                                      after);
   j->blk = after;
@@ -429,7 +538,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
         break;
       }
       emit_loop(j, j->vars[s->var], s->ext, s->dext, &s->body, 0, 0, s->tile_var >= 0 ? j->vars[s->tile_var] : NULL, s->tile,
-                s->stream ? s : NULL);
+                s->stream ? s : NULL, s->tblock && TBLOCK_ASM && s->tblock * 4 <= j->vec_bytes ? s : NULL, false);
       break;
     case S_IF: {
       gcc_jit_rvalue *cond = NULL;
@@ -451,7 +560,7 @@ void js_emit_stmts(J *j, const PtrVec *body) {
     case S_STORE: emit_store(j, s); break;
     case S_FILL: {
       gcc_jit_lvalue *k = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "f%d", j->nblocks));
-      emit_loop(j, k, jbuf(j, s->buf)->size, jbuf(j, s->buf)->dsize, NULL, s->buf, s->value, NULL, 0, NULL);
+      emit_loop(j, k, jbuf(j, s->buf)->size, jbuf(j, s->buf)->dsize, NULL, s->buf, s->value, NULL, 0, NULL, NULL, false);
       break;
     }
     case S_CALL:

@@ -59,3 +59,14 @@ with tempfile.TemporaryDirectory() as d:
             config.available_features.add("pipeline")
     except Exception:
         pass
+
+# The host's vector extensions ("avx2", "avx512f"): tests that run code a fake gcc
+# (backend/Inputs/host-target) planned for such a target need the host to execute it.
+try:
+    with open("/proc/cpuinfo") as f:
+        _flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    for _x in ("avx2", "avx512f"):
+        if _x in _flags:
+            config.available_features.add(_x)
+except OSError:
+    pass

@@ -404,6 +404,46 @@ static void test_transpose_short(int P, int M, int Q, int mtile) {
   gb_free(&b);
 }
 
+/* The block size the schedule gives a loop of the first nest of m (Stmt.tblock), or 0. */
+static int first_tblock(const IrModule *m) {
+  for (int f = 0; f < m->funcs.len; f++) {
+    const PtrVec *body = &VEC_AT(m->funcs, IrFunc, f)->body;
+    for (int i = 0; i < body->len; i++)
+      for (const Stmt *l = body->items[i]; l && l->kind == S_LOOP;) {
+        if (l->tblock) return l->tblock;
+        const Stmt *in = NULL; /* the loop inside (before a fence, after prefetches) */
+        for (int k = 0; k < l->body.len; k++)
+          if (((const Stmt *)l->body.items[k])->kind == S_LOOP) in = l->body.items[k];
+        l = in;
+      }
+  }
+  return 0;
+}
+
+/* y[q,m,p] = x[p,m,q] (a move): block-transposed in blocks of a vector's f32 lanes
+ * where p and q are whole blocks and the target has AVX (16 on 64-byte vectors, 8 on
+ * 32, none on 16), never in f64; the host's plan agrees with the naive loops. */
+static void test_tblock(int P, int M, int Q, bool blocks, bool dbl) {
+  GB b;
+  gb_init(&b);
+  Tensor *x = uniform(&b, "x", 0, 1, 2, (int[]){P, M, Q});
+  Tensor *y = gb_tensor(&b, "y", TK_OP, 0, 1, 2, (int[]){Q, M, P});
+  UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 3, (int[]){P, M, Q});
+  gb_it(s, 0, 0, 2), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 0);
+  gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s);
+  char what[64];
+  snprintf(what, sizeof what, "block transpose %dx%dx%d%s", P, M, Q, dbl ? " f64" : "");
+  run_pair(&b, "y.forward", dbl, what);
+  for (int vb = 16; vb <= 64; vb *= 2) {
+    int want = blocks && !dbl && vb > 16 ? vb / 4 : 0;
+    int got = first_tblock(sched_module(&b.a, b.ir, &(SchedOpts){.vec_bytes = vb}));
+    CHECK(got == want, "%s, %d-byte vectors: tblock %d, want %d", what, vb, got, want);
+  }
+  emit_c_agrees(&b, "y.forward", what);
+  gb_free(&b);
+}
+
 /* A routine computing h = relu(bias + a * b) (the kernel's epilogue takes both pointwise
  * stores); with `other`, a nest the epilogue must not take instead of the bias: one
  * reading c at another cell (d[i,j] = bias[j] + c[i,0]: c's column 0 is final only
@@ -584,6 +624,11 @@ int main(void) {
   test_transpose_short(64, 5, 16, 2);
   test_transpose_short(33, 4, 31, 2);
   test_transpose_short(40, 3, 4, 0); /* q and m span 12 cells: p may not join them */
+  test_tblock(64, 5, 96, true, false);
+  test_tblock(64, 5, 96, false, true);   /* f64 */
+  test_tblock(48, 3, 16, true, false);   /* q one 64-byte group, m joins it */
+  test_tblock(65, 3, 64, false, false);  /* p not whole blocks */
+  test_tblock(64, 2048, 64, true, false); /* 32 MiB: streamed blocks (and, compiled for the generic target, streamed cells) */
   test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
