@@ -346,6 +346,42 @@ static int snap_restore(tdsl_model *m, const Snap *s) {
   return 0;
 }
 
+/* A host input nothing loaded would be all zeros, and zeros hide a wrong index or a
+ * swapped operand (every permutation of zeros agrees). Such an input gets values in
+ * [-1, 1) from a hash of the seed, its index and the cell: the same in both builds.
+ * An input --load named, or one a checkpoint or --set made nonzero, keeps its values. */
+static bool loaded_by_option(const Options *o, const char *name) {
+  for (int i = 0; i < o->loads.len; i++)
+    if (!strcmp(((RunLoad *)o->loads.items[i])->tensor, name)) return true;
+  return false;
+}
+
+static double cell_hash(unsigned long long seed, int tensor, long cell) {
+  unsigned long long z = seed ^ ((unsigned long long)tensor << 40) ^ (unsigned long long)cell;
+  z += 0x9e3779b97f4a7c15ULL; /* splitmix64's finalizer */
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return (double)(z >> 11) * 0x1.0p-52 - 1.0; /* 53 bits: [-1, 1) */
+}
+
+static int fill_unloaded_inputs(const Options *o, tdsl_model *m) {
+  for (int b = 0; b < tdsl_num_tensors(m); b++) {
+    tdsl_tensor_info ti;
+    if (tdsl_tensor(m, b, &ti)) return -1;
+    if (ti.role != TDSL_ROLE_INPUT || loaded_by_option(o, ti.name)) continue;
+    bool f64 = ti.elem == TDSL_F64, zero = true;
+    for (long i = 0; i < ti.size && zero; i++) zero = f64 ? ((double *)ti.data)[i] == 0 : ((float *)ti.data)[i] == 0;
+    if (!zero) continue;
+    for (long i = 0; i < ti.size; i++) {
+      double v = cell_hash(o->seed, b, i);
+      if (f64) ((double *)ti.data)[i] = v;
+      else ((float *)ti.data)[i] = (float)v;
+    }
+  }
+  return 0;
+}
+
 static int run_both(tdsl_model *m[2], const Snap start[2], const char *routine) {
   for (int k = 0; k < 2; k++)
     if (snap_restore(m[k], &start[k])) {
@@ -408,7 +444,7 @@ int check_models(Ctx *c, const IrModule *ir, tdsl_model *ref, tdsl_model *opt, i
   for (int k = 0; k < 2; k++) {
     int prep = run_prepare(c, both[k]);
     if (prep) return prep;
-    if (snap_take(&c->arena, both[k], &start[k])) {
+    if (fill_unloaded_inputs(&c->opt, both[k]) || snap_take(&c->arena, both[k], &start[k])) {
       diag_tool_error("--check: %s", tdsl_error(both[k]));
       return 1;
     }
