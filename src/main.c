@@ -330,6 +330,38 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   return 0;
 }
 
+/* "-" names the standard output for -o, --emit-header, -MF and --save (as gcc's -o -
+ * and -MF -). It is refused where the mode prints there itself (the two would mix),
+ * where a dependency file would have to name the output, and for a binary (a library,
+ * an object, a checkpoint) when the standard output is a terminal, as LLVM's tools
+ * refuse: the bytes would only garble it. */
+static int stdout_outputs(const Options *o) {
+  bool compiles = o->action == ACT_COMPILE || o->action == ACT_EMIT_PTX;
+  bool out = compiles && o->output && !strcmp(o->output, "-");
+  bool hdr = o->emit_header && !strcmp(o->emit_header, "-");
+  bool save = o->save && !strcmp(o->save, "-");
+  if (hdr && !compiles) {
+    diag_tool_error("--emit-header - is for compiling (-o, -c, --emit-ptx): this mode prints its own output there");
+    return 2;
+  }
+  if (save && o->prints.len) {
+    diag_tool_error("--save - and --print both write the standard output");
+    return 2;
+  }
+  if (out && o->md && !o->mf) {
+    diag_tool_error("-MD names the dependency file after the output: with -o - give it with -MF FILE");
+    return 2;
+  }
+  if ((out && o->action == ACT_COMPILE) || save) {
+    if (isatty(STDOUT_FILENO)) {
+      diag_tool_error("%s - would write %s to a terminal: redirect the standard output", save ? "--save" : "-o",
+                      save ? "a checkpoint" : o->object ? "an object file" : "a shared library");
+      return 2;
+    }
+  }
+  return 0;
+}
+
 /* An output that is the input would destroy the source (gcc refuses too), and two
  * outputs naming one file would overwrite each other. */
 static int check_outputs(const Options *o) {
@@ -348,12 +380,15 @@ static int check_outputs(const Options *o) {
         return 2;
       }
     for (int k = 0; k < i; k++)
-      if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
+      if (outs[i] && outs[k] && !strcmp(outs[i], "-") && !strcmp(outs[k], "-")) {
+        diag_tool_error("%s - and %s - both write the standard output", opts[k], opts[i]);
+        return 2;
+      } else if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
         diag_tool_error("%s and %s name the same file '%s'", opts[k], opts[i], outs[i]);
         return 2;
       }
   }
-  return 0;
+  return stdout_outputs(o);
 }
 
 static const char *dirname_of(Arena *a, const char *path) {
@@ -505,7 +540,7 @@ static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   }
   emit_header(f, shown, ctx_model_name(c), NULL);
   if (fclose(f)) {
-    diag_tool_error("cannot write '%s': %s", c->opt.emit_header, strerror(errno));
+    diag_tool_error("cannot write %s: %s", out_name(&c->arena, hdr), strerror(errno));
     return 2;
   }
   return 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "outfile.h"
 #include "run.h"
 #include "tdsl.h"
 
@@ -314,7 +315,17 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
-  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return file_err("--save", m);
+  if (o->save && !strcmp(o->save, "-")) { /* the standard output: saved aside, copied there */
+    OutFile of;
+    if (!out_begin(&c->arena, &of, "-")) return 2;
+    if (tdsl_save(m, of.tmp, TDSL_SAVE_TRAINING)) {
+      out_discard(&of);
+      return file_err("--save", m);
+    }
+    if (!out_commit(&of)) return 2;
+  } else if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) {
+    return file_err("--save", m);
+  }
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);
