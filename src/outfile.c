@@ -26,6 +26,8 @@ static const char *link_target(Arena *a, const char *path) {
   return arena_printf(a, "%.*s/%s", (int)(slash - path), path, buf);
 }
 
+static bool out_begin_in(Arena *a, OutFile *o, const char *path);
+
 /* The temporary of an output that is copied at commit: under $TMPDIR (else /tmp). */
 static bool direct_tmp(Arena *a, OutFile *o) {
   const char *t = getenv("TMPDIR");
@@ -51,7 +53,37 @@ const char *out_name(Arena *a, const OutFile *o) {
   return o->to_stdout ? "the standard output" : arena_printf(a, "'%s'", o->path);
 }
 
+/* The temporaries that exist now, for out_unlink_all (a handler that ends the process
+ * cannot reach the OutFiles; tdslc makes at most three outputs at once: the output, the
+ * header and the dependency file, plus the checkpoint of --save -). */
+enum { LIVE_MAX = 8 };
+static const char *volatile live_tmp[LIVE_MAX];
+
+static void live_add(const char *tmp) {
+  for (int i = 0; i < LIVE_MAX; i++)
+    if (!live_tmp[i]) {
+      live_tmp[i] = tmp;
+      return;
+    }
+}
+
+static void live_drop(const char *tmp) {
+  for (int i = 0; tmp && i < LIVE_MAX; i++)
+    if (live_tmp[i] == tmp) live_tmp[i] = NULL;
+}
+
+void out_unlink_all(void) {
+  for (int i = 0; i < LIVE_MAX; i++)
+    if (live_tmp[i]) unlink(live_tmp[i]);
+}
+
 bool out_begin(Arena *a, OutFile *o, const char *path) {
+  bool ok = out_begin_in(a, o, path);
+  if (ok) live_add(o->tmp);
+  return ok;
+}
+
+static bool out_begin_in(Arena *a, OutFile *o, const char *path) {
   o->path = o->target = path;
   o->direct = o->holds = false;
   o->to_stdout = !strcmp(path, "-");
@@ -161,6 +193,7 @@ bool out_commit(OutFile *o) {
     out_discard(o);
     return false;
   }
+  live_drop(o->tmp);
   o->tmp = NULL;
   return true;
 }
@@ -168,6 +201,7 @@ bool out_commit(OutFile *o) {
 void out_discard(OutFile *o) {
   out_release(o);
   if (o->tmp) unlink(o->tmp);
+  live_drop(o->tmp);
   o->tmp = NULL;
 }
 

@@ -35,6 +35,10 @@ bool out_commit(OutFile *o);
  * an OutFile that is all zeros). */
 void out_discard(OutFile *o);
 
+/* Removes every temporary not yet committed or discarded; async-signal-safe (unlink
+ * only), for a handler that ends the process (main.c, libgccjit's abort or exit). */
+void out_unlink_all(void);
+
 /* How messages name the output: 'PATH', or "the standard output". */
 const char *out_name(Arena *a, const OutFile *o);
 

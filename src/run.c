@@ -128,9 +128,13 @@ static int run_opened(Ctx *c, tdsl_model *model, const char *err);
 /* Functions and data alike: both lookups are a dlsym of the result's library. */
 void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
+/* Running out of memory is the machine's limit, status 2 as the compiler's own (CLI.md,
+ * tdslc(1)), not an error of the input; the runtime words it "out of memory[: ...]". */
+static int status_of(const char *e) { return e && !strncmp(e, "out of memory", 13) ? 2 : 1; }
+
 static int run_err(const char *what, const tdsl_model *m) {
   diag_tool_error("%s%s%s", what ? what : "", what ? ": " : "", tdsl_error(m));
-  return 1;
+  return status_of(tdsl_error(m));
 }
 
 /* A --load/--load-checkpoint/--save failure: 2 when the file itself could not be opened
@@ -434,7 +438,7 @@ int run_jit_file(Ctx *c, const char *path) {
 static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
   if (!model) {
     diag_tool_error("%s", err);
-    return 1;
+    return status_of(err);
   }
   int rc = run_model(c, model);
   timing_mark(c, "run");
