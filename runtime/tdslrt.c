@@ -2475,6 +2475,17 @@ int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
   return rc;
 }
 
+long *tdsl_rt_dims_now(tdsl_model *m) { return dim_states(m); }
+
+void tdsl_rt_dims_restore(tdsl_model *m, const long *before) {
+  char msg[ERR_LEN];
+  memcpy(msg, m->err, ERR_LEN);
+  dims_put(m, before);
+  for (int i = 0; i < m->nbufs; i++)
+    if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
+  fail(m, "%s", msg);
+}
+
 int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {
   RtBuf *b = lookup(m, name);
   if (!b) return -1;
