@@ -1,6 +1,7 @@
 /* run.c: --run: a model compiled in memory, opened through the runtime (the same
  * model symbols and metadata as a .so, resolved from the gccjit result), initialized,
  * --set/--load/--call as asked, then the --print tensors as a grid or JSON lines. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,16 +244,20 @@ static int edit_distance(Arena *a, const char *x, const char *y, int cap) {
 static void suggest_names(Ctx *c, tdsl_model *m, const char *name, int what) {
   static const char *const kinds[] = {"tensors", "routines", "index symbols and dynamic dimensions"};
   static const char *const nones[] = {"tensors", "routines", "index symbols or dynamic dimensions"};
-  int n = names_count(m, what), cap = (int)strlen(name) / 3 > 1 ? (int)strlen(name) / 3 : 1;
+  int n = names_count(m, what), len = (int)strlen(name);
   const char *best = NULL, *list = "";
-  int best_d = cap + 1, named = 0;
+  int best_d = INT_MAX, named = 0;
   for (int i = 0; i < n; i++) {
     const char *s = names_at(m, what, i);
     if (!s || strchr(s, '#')) continue;
     if (named < 8) list = arena_printf(&c->arena, "%s%s%s", list, named ? ", " : "", s);
     named++;
-    int d = edit_distance(&c->arena, name, s, best_d - 1 < cap ? best_d - 1 : cap);
-    if (d < best_d) best = s, best_d = d;
+    /* near enough as Python's "did you mean" has it: a sixth of both lengths plus 3
+     * (so `u` suggests no `x`, but `nn` suggests `n`) */
+    int cap = (len + (int)strlen(s) + 3) / 6;
+    if (best_d - 1 < cap) cap = best_d - 1;
+    int d = cap >= 0 ? edit_distance(&c->arena, name, s, cap) : INT_MAX;
+    if (d <= cap) best = s, best_d = d;
   }
   if (best) diag_note(&c->diag, (Loc){0}, "did you mean '%s'?", best);
   else if (!named) diag_note(&c->diag, (Loc){0}, "the model has no %s", nones[what]);
