@@ -124,7 +124,7 @@ static void skip_comment(Lexer *L) {
       if (--depth == 0) { L->cur = p; return; }
       continue;
     }
-    if (*p == '\n') newline(L, p + 1);
+    if (src_eol((const char *)p, (const char *)L->lim)) newline(L, p + 1);
     p++;
   }
   L->cur = p;
@@ -204,7 +204,7 @@ static void lex_string(Lexer *L) {
       p = q;
       continue;
     }
-    if (*p == '\n') newline(L, p + 1);
+    if (src_eol((const char *)p, (const char *)L->lim)) newline(L, p + 1);
     if (!*p) {
       diag_error(L->d, loc_at(L, p), "NUL byte in string");
       p++;
@@ -296,17 +296,17 @@ static void lex_token(Lexer *L, bool *done) {
   L->tok = L->cur;
   /*!re2c
     $               { L->tok = L->cur; push(L, T_YYEOF); *done = true; return; }
-    [ \t\r\f\v]+    { return; }
-    "\n"            { newline(L, L->cur); return; }
+    [ \t\f\v]+     { return; }
+    "\n" | "\r\n" | "\r" { newline(L, L->cur); return; } /* src_eol: each ends a line */
     "(*"            { skip_comment(L); return; }
-    "//" [^\n]*     { return; }
+    "//" [^\n\r]*   { return; }
     "let%op"        { push(L, T_LET_OP); return; }
     "let%cd"        { push(L, T_LET_CD); return; }
     ident           { push(L, ident_kind(L->tok, (size_t)(L->cur - L->tok))); return; }
     dec             { lex_number(L, false); return; }
     dec "." [0-9]* exp? | dec exp { lex_number(L, true); return; }
     "\""            { lex_string(L); return; }
-    "'" [^'\\\n] "'" { Token *t = push(L, T_CHARLIT); t->str = arena_strndup(L->a, t->text + 1, 1); return; }
+    "'" [^'\\\n\r] "'" { Token *t = push(L, T_CHARLIT); t->str = arena_strndup(L->a, t->text + 1, 1); return; }
     "~" lident ":"  { Token *t = push(L, T_LABEL); t->str = arena_strndup(L->a, t->text + 1, (size_t)t->len - 2); return; }
     "~" lident      { Token *t = push(L, T_LABEL_PUN); t->str += 1; return; }
     "?" lident ":"  { Token *t = push(L, T_OPTLABEL); t->str = arena_strndup(L->a, t->text + 1, (size_t)t->len - 2); return; }
@@ -351,7 +351,7 @@ static void place_eof(Lexer *L) {
   if (!last) return;
   Loc l = last->loc;
   for (int i = 0; i < last->len; i++) {
-    if (last->text[i] == '\n') l.line++, l.col = 1;
+    if (src_eol(last->text + i, last->text + last->len)) l.line++, l.col = 1;
     else l.col++;
   }
   v->items[v->len - 1].loc = l;

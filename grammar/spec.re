@@ -36,6 +36,17 @@ static const char *show_char(Arena *a, unsigned char c) {
   return arena_printf(a, "'\\x%02x'", c);
 }
 
+/* A character no rule takes: one error per UTF-8 character, named whole (as the
+ * source lexer does), not by its first byte ('\xc3' for an 'é'). */
+static int bad_char(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *lim) {
+  const unsigned char *s = (const unsigned char *)p->tok, *e = s + 1;
+  if (*s >= 0xc0)
+    while (e < lim && (*e & 0xc0) == 0x80)
+      e++;
+  const char *shown = *s >= 0xc0 ? arena_printf(p->a, "'%.*s'", (int)(e - s), (const char *)s) : show_char(p->a, *s);
+  return bad(p, lloc, e, arena_printf(p->a, "unexpected character %s in einsum spec", shown));
+}
+
 static int int_token(SpecParser *p, SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc,
                      const unsigned char *end) {
   long v = 0;
@@ -118,9 +129,7 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
            its nn_blocks pooling writes `stride*oh< + wh`. */
         "=" white? "+" { return tok(p, lloc, cur, EQPLUS); }
         "<" white? "+" { return tok(p, lloc, cur, LTPLUS); }
-        *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
-                      arena_printf(p->a, "unexpected character %s in einsum spec",
-                                   show_char(p->a, (unsigned char)*p->tok))); }
+        *         { return bad_char(p, lloc, lim); }
       */
     } else {
       /* Single-character mode: one letter = one axis; a run of digits = one index. */
@@ -142,9 +151,7 @@ int spec_yylex(SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc, SpecParser *p) {
         "->"      { return tok(p, lloc, cur, ARROW); }
         "=>"      { return tok(p, lloc, cur, DARROW); }
         ";"       { return tok(p, lloc, cur, SEMI); }
-        *         { return bad(p, lloc, (const unsigned char *)p->tok + 1,
-                      arena_printf(p->a, "unexpected character %s in einsum spec",
-                                   show_char(p->a, (unsigned char)*p->tok))); }
+        *         { return bad_char(p, lloc, lim); }
       */
     }
   }

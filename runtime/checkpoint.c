@@ -440,8 +440,20 @@ static int spans_tile(tdsl_model *m, const char *path, Span *spans, int n, size_
   return 0;
 }
 
+static int load_checked(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len);
+
 static int load_entries(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
-  if (load_dims(m, path, root, data_len)) return -1;
+  /* A refused load changes nothing: dimensions it set (from the shapes, before the
+   * entries are checked against tensors of those sizes) are unset again. */
+  long *before = tdsl_rt_dims_now(m);
+  if (!before) return -1;
+  int rc = load_dims(m, path, root, data_len) ? -1 : load_checked(m, f, path, root, data_at, data_len);
+  if (rc) tdsl_rt_dims_restore(m, before);
+  free(before);
+  return rc;
+}
+
+static int load_checked(tdsl_model *m, FILE *f, const char *path, cJSON *root, long data_at, size_t data_len) {
   int nt = tdsl_num_tensors(m), count = 0;
   char *seen = calloc((size_t)nt + 1, 1);
   size_t *begin = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *begin);

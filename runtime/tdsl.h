@@ -133,7 +133,8 @@ int tdsl_save(tdsl_model *m, const char *path, unsigned which);
  * different sizes, is an error.
  * Every entry is checked first (the name exists, same element type, same dims, offsets
  * within the file, no two entries' data overlapping): on the first mismatch nothing is
- * loaded (only unset dimensions may have been set) and the error names it. */
+ * loaded, the dimensions are as they were (one the shapes had set is unset again) and
+ * the error names it. */
 int tdsl_load(tdsl_model *m, const char *path);
 
 int tdsl_num_routines(const tdsl_model *m);

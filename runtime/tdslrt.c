@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <link.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -1232,6 +1234,60 @@ static const char *elf_truncated(const char *path) {
   return why;
 }
 
+/* Whether the library h that the dynamic linker has loaded is the file st describes:
+ * the mapping holding its dynamic section (/proc/self/maps) has the file's device and
+ * inode. True when that cannot be told (no /proc): then dlopen decides as before. */
+static bool loaded_is_file(void *h, const struct stat *st) {
+  struct link_map *lm = NULL;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) || !lm || !lm->l_ld) return true;
+  unsigned long at = (unsigned long)lm->l_ld;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return true;
+  char line[4352];
+  bool same = true;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, ino;
+    unsigned maj, min;
+    if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &lo, &hi, &maj, &min, &ino) != 5 || at < lo || at >= hi) continue;
+    same = ino == (unsigned long)st->st_ino && maj == major(st->st_dev) && min == minor(st->st_dev);
+    break;
+  }
+  fclose(f);
+  return same;
+}
+
+/* dlopen of a private copy of path (under $TMPDIR, removed once loaded): a library name
+ * the process has never loaded. NULL with dlerror()'s or errno's message in err. */
+static void *dlopen_copy(const char *path, char *err, size_t errlen) {
+  const char *t = getenv("TMPDIR");
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/tdsl-model-XXXXXX.so", t && *t ? t : "/tmp");
+  int out = mkstemps(tmp, 3);
+  if (out < 0) {
+    snprintf(tmp, sizeof tmp, "/tmp/tdsl-model-XXXXXX.so");
+    out = mkstemps(tmp, 3);
+  }
+  int in = open(path, O_RDONLY | O_CLOEXEC);
+  bool ok = out >= 0 && in >= 0;
+  char buf[65536];
+  ssize_t n = 0;
+  while (ok && (n = read(in, buf, sizeof buf)) > 0)
+    for (ssize_t done = 0; ok && done < n;) {
+      ssize_t w = write(out, buf + done, (size_t)(n - done));
+      if (w > 0) done += w;
+      else if (w < 0 && errno != EINTR) ok = false;
+    }
+  ok = ok && n == 0;
+  int e = errno;
+  if (in >= 0) close(in);
+  if (out >= 0 && close(out)) ok = false;
+  void *dl = ok ? dlopen(tmp, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!dl && err && errlen)
+    snprintf(err, errlen, "cannot open model %s: %s", path, ok ? dlerror() : strerror(e ? e : EIO));
+  if (out >= 0) unlink(tmp);
+  return dl;
+}
+
 tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
   /* dlopen searches the library path for a bare name; a model is a file. */
   char buf[4096];
@@ -1258,7 +1314,17 @@ tdsl_model *tdsl_open(const char *path, char *err, size_t errlen) {
     if (err && errlen) snprintf(err, errlen, "cannot open model %s: %s", path, trunc);
     return NULL;
   }
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  /* dlopen knows a library by the name it was opened with: a model recompiled at the
+   * path of one still loaded (open in another tdsl_model, or kept by a Python view of
+   * a closed one) came back as the old library, its old tensors and code, silently.
+   * Such a file is loaded through a copy of its own name. */
+  void *dl = NULL, *old = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (old) {
+    bool same = stat(path, &st) != 0 || loaded_is_file(old, &st);
+    dlclose(old);
+    if (!same && !(dl = dlopen_copy(path, err, errlen))) return NULL;
+  }
+  if (!dl) dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     if (err && errlen) snprintf(err, errlen, "cannot open model %s: %s", path, dlerror());
     return NULL;
@@ -2407,6 +2473,17 @@ int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where) {
   if (!rc) rc = dims_apply(m, to);
   free(to);
   return rc;
+}
+
+long *tdsl_rt_dims_now(tdsl_model *m) { return dim_states(m); }
+
+void tdsl_rt_dims_restore(tdsl_model *m, const long *before) {
+  char msg[ERR_LEN];
+  memcpy(msg, m->err, ERR_LEN);
+  dims_put(m, before);
+  for (int i = 0; i < m->nbufs; i++)
+    if (dims_stale(m, &m->bufs[i])) dyn_realloc(m, &m->bufs[i]);
+  fail(m, "%s", msg);
 }
 
 int tdsl_rt_take_shape(tdsl_model *m, const char *name, int rank, const long *dims) {

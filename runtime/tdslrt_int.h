@@ -41,6 +41,11 @@ TDSL_HIDDEN long *tdsl_rt_want_new(tdsl_model *m);
 TDSL_HIDDEN int tdsl_rt_want_shape(tdsl_model *m, long *want, const char *where, const char *name, int rank, const long *dims,
                                    const char *unset);
 TDSL_HIDDEN int tdsl_rt_want_apply(tdsl_model *m, const long *want, const char *where);
+/* The dimensions' states now (malloc'd; -1 for an unset one; NULL with the message), and
+ * putting them back after a refused load that had set some (their tensors reallocated,
+ * or freed when a dimension is unset again); the error message is kept. */
+TDSL_HIDDEN long *tdsl_rt_dims_now(tdsl_model *m);
+TDSL_HIDDEN void tdsl_rt_dims_restore(tdsl_model *m, const long *before);
 
 /* 0 when path may be opened for reading; else -1 with the message: a directory, or a
  * FIFO or socket (opening one blocks until a writer comes, and the readers seek). */

@@ -31,7 +31,7 @@ RULES = [
     ("src/cache.[ch]", "the driver", None),
     ("src/pcompile.[ch]", "the driver", None),
     ("src/timing.c", "the driver", None),
-    ("src/run.[ch]", "the driver", CTX | IR | {"run.h"}),
+    ("src/run.[ch]", "the driver", CTX | IR | {"run.h", "outfile.h"}),  # outfile: --save -
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),
     ("src/ir_c.[ch]", "the loop IR", IR),

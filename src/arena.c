@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 struct ArenaBlock {
@@ -17,8 +18,11 @@ struct ArenaBlock {
 static void *xmalloc(size_t n) {
   void *p = malloc(n);
   if (!p) {
+    /* _exit: no atexit handler (main.c's guard reads an exit while code is generated as
+     * libgccjit's), and no leak report of what is still allocated */
+    fflush(stdout);
     fprintf(stderr, "tdslc: out of memory\n");
-    exit(2);
+    _exit(2);
   }
   return p;
 }

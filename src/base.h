@@ -53,4 +53,12 @@ struct SrcFile {
   size_t len;
 };
 
+/* Whether the byte at p (before end) is the last one of a line break. LF, CRLF and a
+ * lone CR (old Mac files) each end a line, as in C compilers and Python: the lexer's
+ * positions, the echoed source line and a spec's error position all count lines with
+ * this, so that they agree. */
+static inline bool src_eol(const char *p, const char *end) {
+  return *p == '\n' || (*p == '\r' && (p + 1 >= end || p[1] != '\n'));
+}
+
 #endif

@@ -38,7 +38,8 @@ int write_depfile(Ctx *c, const char *target, const char *file) {
   const char *targets[2] = {target, c->opt.emit_header};
   int named = 0;
   for (int i = 0; i < 2; i++) {
-    if (!targets[i] || (!stat(targets[i], &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) continue;
+    if (!targets[i] || !strcmp(targets[i], "-") || (!stat(targets[i], &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+      continue; /* "-", the standard output, is no file either */
     if (named++) fputc(' ', o);
     put_path(o, targets[i]);
   }

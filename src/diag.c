@@ -13,13 +13,14 @@ void diag_init(Diag *d, FILE *out) {
 
 bool diag_full(const Diag *d) { return d->errors >= d->max_errors; }
 
-/* Finds the start and length of line `line` (1-based) in f. */
+/* Finds the start and length of line `line` (1-based) in f, without its line break
+ * (LF, CRLF or a lone CR: src_eol). */
 static const char *line_start(const SrcFile *f, int line, int *len) {
   const char *p = f->text, *end = f->text + f->len;
   for (int l = 1; l < line && p < end; p++)
-    if (*p == '\n') l++;
+    if (src_eol(p, end)) l++;
   const char *q = p;
-  while (q < end && *q != '\n') q++;
+  while (q < end && *q != '\n' && *q != '\r') q++;
   *len = (int)(q - p);
   return p;
 }
@@ -93,7 +94,6 @@ static void print_source(FILE *out, Loc loc, int width) {
   if (!loc.file || loc.line <= 0) return;
   int len;
   const unsigned char *s = (const unsigned char *)line_start(loc.file, loc.line, &len);
-  if (len > 0 && s[len - 1] == '\r') len--; /* a CRLF line ends before its CR */
   /* GCC's margin: the line number right-aligned in 5 columns, wider for a line past
    * 99999; the caret line's bar under the source line's bar. */
   int digits = snprintf(NULL, 0, "%d", loc.line), margin = digits > 5 ? digits : 5;

@@ -2,6 +2,7 @@
  *   parse -> stage -> infer shapes -> infer projections -> lower -> backend,
  * stopping at the stage a --dump-* option asks for. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,38 @@ static int parse_args(Ctx *c, int argc, char **argv) {
   return 0;
 }
 
+/* "-" names the standard output for -o, --emit-header, -MF and --save (as gcc's -o -
+ * and -MF -). It is refused where the mode prints there itself (the two would mix),
+ * where a dependency file would have to name the output, and for a binary (a library,
+ * an object, a checkpoint) when the standard output is a terminal, as LLVM's tools
+ * refuse: the bytes would only garble it. */
+static int stdout_outputs(const Options *o) {
+  bool compiles = o->action == ACT_COMPILE || o->action == ACT_EMIT_PTX;
+  bool out = compiles && o->output && !strcmp(o->output, "-");
+  bool hdr = o->emit_header && !strcmp(o->emit_header, "-");
+  bool save = o->save && !strcmp(o->save, "-");
+  if (hdr && !compiles) {
+    diag_tool_error("--emit-header - is for compiling (-o, -c, --emit-ptx): this mode prints its own output there");
+    return 2;
+  }
+  if (save && o->prints.len) {
+    diag_tool_error("--save - and --print both write the standard output");
+    return 2;
+  }
+  if (out && o->md && !o->mf) {
+    diag_tool_error("-MD names the dependency file after the output: with -o - give it with -MF FILE");
+    return 2;
+  }
+  if ((out && o->action == ACT_COMPILE) || save) {
+    if (isatty(STDOUT_FILENO)) {
+      diag_tool_error("%s - would write %s to a terminal: redirect the standard output", save ? "--save" : "-o",
+                      save ? "a checkpoint" : o->object ? "an object file" : "a shared library");
+      return 2;
+    }
+  }
+  return 0;
+}
+
 /* An output that is the input would destroy the source (gcc refuses too), and two
  * outputs naming one file would overwrite each other. */
 static int check_outputs(const Options *o) {
@@ -348,12 +381,15 @@ static int check_outputs(const Options *o) {
         return 2;
       }
     for (int k = 0; k < i; k++)
-      if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
+      if (outs[i] && outs[k] && !strcmp(outs[i], "-") && !strcmp(outs[k], "-")) {
+        diag_tool_error("%s - and %s - both write the standard output", opts[k], opts[i]);
+        return 2;
+      } else if (outs[i] && outs[k] && (!strcmp(outs[i], outs[k]) || same_file(outs[i], outs[k]))) {
         diag_tool_error("%s and %s name the same file '%s'", opts[k], opts[i], outs[i]);
         return 2;
       }
   }
-  return 0;
+  return stdout_outputs(o);
 }
 
 static const char *dirname_of(Arena *a, const char *path) {
@@ -465,6 +501,10 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   }
   OutFile of;
   if (!out_begin(&c->arena, &of, out)) return 2;
+  /* TDSLC_TEST_LIB_STOP=abort|exit (tests only): what libgccjit does out of memory */
+  const char *stop = getenv("TDSLC_TEST_LIB_STOP");
+  if (stop && !strcmp(stop, "abort")) abort();
+  if (stop && !strcmp(stop, "exit")) exit(1);
   JitOpts jo = jit_opts(c);
   const Options *o = &c->opt;
   int rc = o->no_split ? PCOMPILE_SERIAL
@@ -505,7 +545,7 @@ static int write_header(Ctx *c, IrModule *m, OutFile *hdr) {
   }
   emit_header(f, shown, ctx_model_name(c), NULL);
   if (fclose(f)) {
-    diag_tool_error("cannot write '%s': %s", c->opt.emit_header, strerror(errno));
+    diag_tool_error("cannot write %s: %s", out_name(&c->arena, hdr), strerror(errno));
     return 2;
   }
   return 0;
@@ -585,7 +625,50 @@ static int check_read_files(Ctx *c, const char *target) {
   return 0;
 }
 
+/* libgccjit cannot report running out of memory as an error: C++ `new` throws
+ * std::bad_alloc (terminate, then abort: status 134) and libiberty's xmalloc prints
+ * "virtual memory exhausted" and exit(1)s, statuses the contract reads as a crash and as
+ * an input error (h-atk: a 2M-number literal under `prlimit --as` of 1.48 GB gave 134,
+ * at 1.49 GB status 1). tdslc itself never calls exit or abort while generate() runs, so
+ * one that happens there is libgccjit's: a message and status 2, a toolchain failure.
+ * A handler can read only global state: the process that armed it (0: not armed; a
+ * forked compile worker keeps its parent's value, so its abort stays a signal its parent
+ * reports). The one mutable global of the driver, for that reason. */
+static volatile sig_atomic_t lib_guard_pid;
+
+static void lib_stopped(void) {
+  static const char msg[] = "tdslc: internal error: libgccjit stopped the process (it aborts or exits when memory "
+                            "runs out; its own message is above)\n";
+  out_unlink_all();
+  if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) _exit(2);
+  _exit(2);
+}
+
+static void lib_abort(int sig) {
+  if (lib_guard_pid && lib_guard_pid == (sig_atomic_t)getpid()) lib_stopped();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void lib_exit(void) {
+  if (lib_guard_pid && lib_guard_pid == (sig_atomic_t)getpid()) lib_stopped();
+}
+
+static void lib_guard_install(void) {
+  atexit(lib_exit);
+  signal(SIGABRT, lib_abort);
+}
+
+static int generate_in(Ctx *c, Graph *g);
+
 static int generate(Ctx *c, Graph *g) {
+  lib_guard_pid = (sig_atomic_t)getpid();
+  int rc = generate_in(c, g);
+  lib_guard_pid = 0;
+  return rc;
+}
+
+static int generate_in(Ctx *c, Graph *g) {
   Options *o = &c->opt;
   IrModule *m = lower_graph(&c->arena, &c->diag, g, o->double_prec);
   timing_mark(c, "lowering");
@@ -661,6 +744,7 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) buf[n] = 0;
   c.exe_dir = dirname_of(&c.arena, n > 0 ? buf : argv[0]);
+  lib_guard_install();
   timing_start(&c);
   rc = finish_stdout(run(&c));
   if (c.opt.time_report) timing_report(&c);

@@ -26,11 +26,72 @@ static const char *link_target(Arena *a, const char *path) {
   return arena_printf(a, "%.*s/%s", (int)(slash - path), path, buf);
 }
 
+static bool out_begin_in(Arena *a, OutFile *o, const char *path);
+
+/* The temporary of an output that is copied at commit: under $TMPDIR (else /tmp). */
+static bool direct_tmp(Arena *a, OutFile *o) {
+  const char *t = getenv("TMPDIR");
+  o->tmp = arena_printf(a, "%s/tdslc-out-XXXXXX", t && *t ? t : "/tmp");
+  int fd = mkstemp(o->tmp);
+  if (fd < 0 && t && *t) { /* a TMPDIR that is gone or read-only: /tmp still serves */
+    o->tmp = arena_strdup(a, "/tmp/tdslc-out-XXXXXX");
+    fd = mkstemp(o->tmp);
+  }
+  if (fd < 0) {
+    diag_tool_error("cannot write %s: no temporary file in '%s': %s", out_name(a, o), t && *t ? t : "/tmp",
+                    strerror(errno));
+    o->tmp = NULL;
+    out_discard(o);
+    return false;
+  }
+  close(fd);
+  o->direct = true;
+  return true;
+}
+
+const char *out_name(Arena *a, const OutFile *o) {
+  return o->to_stdout ? "the standard output" : arena_printf(a, "'%s'", o->path);
+}
+
+/* The temporaries that exist now, for out_unlink_all (a handler that ends the process
+ * cannot reach the OutFiles; tdslc makes at most three outputs at once: the output, the
+ * header and the dependency file, plus the checkpoint of --save -). */
+enum { LIVE_MAX = 8 };
+static const char *volatile live_tmp[LIVE_MAX];
+
+static void live_add(const char *tmp) {
+  for (int i = 0; i < LIVE_MAX; i++)
+    if (!live_tmp[i]) {
+      live_tmp[i] = tmp;
+      return;
+    }
+}
+
+static void live_drop(const char *tmp) {
+  for (int i = 0; tmp && i < LIVE_MAX; i++)
+    if (live_tmp[i] == tmp) live_tmp[i] = NULL;
+}
+
+void out_unlink_all(void) {
+  for (int i = 0; i < LIVE_MAX; i++)
+    if (live_tmp[i]) unlink(live_tmp[i]);
+}
+
 bool out_begin(Arena *a, OutFile *o, const char *path) {
+  bool ok = out_begin_in(a, o, path);
+  if (ok) live_add(o->tmp);
+  return ok;
+}
+
+static bool out_begin_in(Arena *a, OutFile *o, const char *path) {
   o->path = o->target = path;
   o->direct = o->holds = false;
+  o->to_stdout = !strcmp(path, "-");
   o->fd = -1;
   o->tmp = NULL;
+  /* "-" is the standard output, as in gcc (-o -, -MF -): the output is made in a
+   * temporary as a device's is and copied there at commit, after whatever stdio holds. */
+  if (o->to_stdout) return direct_tmp(a, o);
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     diag_tool_error("cannot write '%s': Is a directory", path);
@@ -54,22 +115,7 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
       o->fd = fd;
       o->holds = true;
     }
-    const char *t = getenv("TMPDIR");
-    o->tmp = arena_printf(a, "%s/tdslc-out-XXXXXX", t && *t ? t : "/tmp");
-    int fd = mkstemp(o->tmp);
-    if (fd < 0 && t && *t) { /* a TMPDIR that is gone or read-only: /tmp still serves */
-      o->tmp = arena_strdup(a, "/tmp/tdslc-out-XXXXXX");
-      fd = mkstemp(o->tmp);
-    }
-    if (fd < 0) {
-      diag_tool_error("cannot write '%s': no temporary file in '%s': %s", path, t && *t ? t : "/tmp", strerror(errno));
-      o->tmp = NULL;
-      out_discard(o);
-      return false;
-    }
-    close(fd);
-    o->direct = true;
-    return true;
+    return direct_tmp(a, o);
   }
   o->target = link_target(a, path);
   /* the temporary is the target's name with a suffix, the last component cut short
@@ -95,7 +141,7 @@ bool out_begin(Arena *a, OutFile *o, const char *path) {
 
 FILE *out_fopen(OutFile *o) {
   FILE *f = o->tmp ? fopen(o->tmp, "w") : NULL;
-  if (!f) diag_tool_error("cannot write '%s': %s", o->path, strerror(errno));
+  if (!f) diag_tool_error("cannot write %s: %s", o->to_stdout ? "the standard output" : o->path, strerror(errno));
   return f;
 }
 
@@ -104,10 +150,15 @@ static void out_release(OutFile *o) {
   o->holds = false;
 }
 
-/* Copies the finished temporary into the device, FIFO or socket o->path. */
+/* Copies the finished temporary into the device, FIFO or socket o->path, or into the
+ * standard output (after what stdio buffered for it, which comes first). */
 static bool copy_out(OutFile *o) {
+  if (o->to_stdout && fflush(stdout)) {
+    diag_tool_error("cannot write the standard output: %s", strerror(errno));
+    return false;
+  }
   int in = open(o->tmp, O_RDONLY | O_CLOEXEC);
-  int out = o->holds ? o->fd : open(o->path, O_WRONLY | O_CLOEXEC);
+  int out = o->to_stdout ? STDOUT_FILENO : o->holds ? o->fd : open(o->path, O_WRONLY | O_CLOEXEC);
   bool ok = in >= 0 && out >= 0;
   char buf[65536];
   ssize_t n = 0;
@@ -121,11 +172,12 @@ static bool copy_out(OutFile *o) {
   ok = ok && n == 0;
   int err = ok ? 0 : errno;
   if (in >= 0) close(in);
-  if (out >= 0 && !o->holds && close(out) && ok) {
+  if (out >= 0 && !o->holds && !o->to_stdout && close(out) && ok) {
     ok = false;
     err = errno;
   }
-  if (!ok) diag_tool_error("cannot write '%s': %s", o->path, strerror(err ? err : EIO));
+  if (!ok && o->to_stdout) diag_tool_error("cannot write the standard output: %s", strerror(err ? err : EIO));
+  else if (!ok) diag_tool_error("cannot write '%s': %s", o->path, strerror(err ? err : EIO));
   return ok;
 }
 
@@ -141,6 +193,7 @@ bool out_commit(OutFile *o) {
     out_discard(o);
     return false;
   }
+  live_drop(o->tmp);
   o->tmp = NULL;
   return true;
 }
@@ -148,10 +201,12 @@ bool out_commit(OutFile *o) {
 void out_discard(OutFile *o) {
   out_release(o);
   if (o->tmp) unlink(o->tmp);
+  live_drop(o->tmp);
   o->tmp = NULL;
 }
 
 bool same_file(const char *a, const char *b) {
   struct stat sa, sb;
-  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  /* "-" is the standard input or output, not a file of that name */
+  return a && b && strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

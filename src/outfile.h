@@ -15,11 +15,13 @@ typedef struct OutFile {
   char *tmp;          /* the temporary being written (same directory); NULL when none */
   bool direct;        /* path is a device, FIFO or socket: tmp is under $TMPDIR, copied */
   bool holds;         /* fd is a write end of the FIFO path, held until commit/discard */
+  bool to_stdout;     /* path is "-": the standard output (direct, copied into fd 1) */
   int fd;
 } OutFile;
 
 /* Creates the temporary for path (under $TMPDIR for a device, FIFO or socket, which
- * out_commit writes with the temporary's bytes, never renames over).
+ * out_commit writes with the temporary's bytes, never renames over; so for "-", the
+ * standard output, as in gcc).
  * A FIFO must have a reader (writing it would block for ever otherwise): one is held open
  * until out_commit/out_discard, so the reader sees no end of file between the writes.
  * False after printing "cannot write" (exit status 2). */
@@ -33,7 +35,15 @@ bool out_commit(OutFile *o);
  * an OutFile that is all zeros). */
 void out_discard(OutFile *o);
 
-/* Whether two paths name the same existing file (same device and inode). */
+/* Removes every temporary not yet committed or discarded; async-signal-safe (unlink
+ * only), for a handler that ends the process (main.c, libgccjit's abort or exit). */
+void out_unlink_all(void);
+
+/* How messages name the output: 'PATH', or "the standard output". */
+const char *out_name(Arena *a, const OutFile *o);
+
+/* Whether two paths name the same existing file (same device and inode); "-" (the
+ * standard input or output) is no file. */
 bool same_file(const char *a, const char *b);
 
 #endif

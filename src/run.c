@@ -1,11 +1,13 @@
 /* run.c: --run: a model compiled in memory, opened through the runtime (the same
  * model symbols and metadata as a .so, resolved from the gccjit result), initialized,
  * --set/--load/--call as asked, then the --print tensors as a grid or JSON lines. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
+#include "outfile.h"
 #include "run.h"
 #include "tdsl.h"
 
@@ -127,9 +129,13 @@ static int run_opened(Ctx *c, tdsl_model *model, const char *err);
 /* Functions and data alike: both lookups are a dlsym of the result's library. */
 void *run_jit_resolve(void *h, const char *name) { return gcc_jit_result_get_code((gcc_jit_result *)h, name); }
 
+/* Running out of memory is the machine's limit, status 2 as the compiler's own (CLI.md,
+ * tdslc(1)), not an error of the input; the runtime words it "out of memory[: ...]". */
+static int status_of(const char *e) { return e && !strncmp(e, "out of memory", 13) ? 2 : 1; }
+
 static int run_err(const char *what, const tdsl_model *m) {
   diag_tool_error("%s%s%s", what ? what : "", what ? ": " : "", tdsl_error(m));
-  return 1;
+  return status_of(tdsl_error(m));
 }
 
 /* A --load/--load-checkpoint/--save failure: 2 when the file itself could not be opened
@@ -188,37 +194,112 @@ static bool explain_name(Ctx *c, const char *opt, const char *name, const char *
   return true;
 }
 
-/* NAME or NAME.grad that the model has no tensor of: 1 after the error. */
+/* ---- what the model has, for a name it lacks ---- */
+
+enum { NAMES_TENSORS, NAMES_ROUTINES, NAMES_SETTABLE };
+
+static int names_count(const tdsl_model *m, int what) {
+  return what == NAMES_TENSORS ? tdsl_num_tensors(m) : what == NAMES_ROUTINES ? tdsl_num_routines(m)
+                                                     : tdsl_num_indices(m) + tdsl_num_dims(m);
+}
+
+static const char *names_at(tdsl_model *m, int what, int i) {
+  if (what == NAMES_TENSORS) {
+    tdsl_tensor_info ti;
+    return tdsl_tensor(m, i, &ti) ? NULL : ti.name;
+  }
+  if (what == NAMES_ROUTINES) return tdsl_routine_name(m, i);
+  int ni = tdsl_num_indices(m);
+  return i < ni ? tdsl_index_name(m, i) : tdsl_dim_name(m, i - ni);
+}
+
+/* Edit distance (insertions, deletions, substitutions, transpositions of neighbours:
+ * "stpe" is one from "step"), or cap + 1 when it exceeds cap. Names are short; a long
+ * one (a host may pass 100 000 characters) is cut off by the length test first. */
+static int edit_distance(Arena *a, const char *x, const char *y, int cap) {
+  int n = (int)strlen(x), k = (int)strlen(y);
+  if (abs(n - k) > cap || n > 256 || k > 256) return cap + 1;
+  int *prev2 = ANEWN(a, int, k + 1), *prev = ANEWN(a, int, k + 1), *row = ANEWN(a, int, k + 1);
+  for (int j = 0; j <= k; j++) prev[j] = j;
+  for (int i = 1; i <= n; i++) {
+    int best = row[0] = i;
+    for (int j = 1; j <= k; j++) {
+      int v = prev[j - 1] + (x[i - 1] != y[j - 1]);
+      if (prev[j] + 1 < v) v = prev[j] + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] && prev2[j - 2] + 1 < v) v = prev2[j - 2] + 1;
+      row[j] = v;
+      if (v < best) best = v;
+    }
+    if (best > cap) return cap + 1;
+    int *t = prev2;
+    prev2 = prev, prev = row, row = t;
+  }
+  return prev[k];
+}
+
+/* After "no X of that name": a note with the nearest name the model has (a typo), else
+ * the names it has (the first 8 and a count), else that it has none. Tensors without a
+ * name of their own (`t#3`, intermediates) are left out. */
+static void suggest_names(Ctx *c, tdsl_model *m, const char *name, int what) {
+  static const char *const kinds[] = {"tensors", "routines", "index symbols and dynamic dimensions"};
+  static const char *const nones[] = {"tensors", "routines", "index symbols or dynamic dimensions"};
+  int n = names_count(m, what), len = (int)strlen(name);
+  const char *best = NULL, *list = "";
+  int best_d = INT_MAX, named = 0;
+  for (int i = 0; i < n; i++) {
+    const char *s = names_at(m, what, i);
+    if (!s || strchr(s, '#')) continue;
+    if (named < 8) list = arena_printf(&c->arena, "%s%s%s", list, named ? ", " : "", s);
+    named++;
+    /* near enough as Python's "did you mean" has it: a sixth of both lengths plus 3
+     * (so `u` suggests no `x`, but `nn` suggests `n`) */
+    int cap = (len + (int)strlen(s) + 3) / 6;
+    if (best_d - 1 < cap) cap = best_d - 1;
+    int d = cap >= 0 ? edit_distance(&c->arena, name, s, cap) : INT_MAX;
+    if (d <= cap) best = s, best_d = d;
+  }
+  if (best) diag_note(&c->diag, (Loc){0}, "did you mean '%s'?", best);
+  else if (!named) diag_note(&c->diag, (Loc){0}, "the model has no %s", nones[what]);
+  else if (named > 8) diag_note(&c->diag, (Loc){0}, "the model's %s: %s, ... (%d in all)", kinds[what], list, named);
+  else diag_note(&c->diag, (Loc){0}, "the model's %s: %s", kinds[what], list);
+}
+
+/* NAME or NAME.grad that the model has no tensor of: 2 after the error (CLI.md: the
+ * command line names what the input does not have, as an unreadable --load file). */
 static int no_tensor(Ctx *c, tdsl_model *m, const char *opt, const char *p) {
   size_t n = strlen(p);
   const char *base = n > 5 && !strcmp(p + n - 5, ".grad") ? arena_strndup(&c->arena, p, n - 5) : NULL;
   if (base && tdsl_find_tensor(m, base) >= 0)
     diag_tool_error("%s %s: the tensor is not differentiable: it has no gradient", opt, p);
-  else if (!explain_name(c, arena_printf(&c->arena, "%s %s", opt, p), base ? base : p, "a tensor", false))
+  else if (!explain_name(c, arena_printf(&c->arena, "%s %s", opt, p), base ? base : p, "a tensor", false)) {
     diag_tool_error("%s %s: no tensor of that name", opt, p);
-  return 1;
+    suggest_names(c, m, p, NAMES_TENSORS);
+  }
+  return 2;
 }
 
-/* A --call name that is no routine of the model: 1 after the error. */
+/* A --call name that is no routine of the model: 2 after the error. */
 static int no_routine(Ctx *c, tdsl_model *m, const char *p) {
   const char *opt = arena_printf(&c->arena, "--call %s", p);
   const char *dot = strrchr(p, '.');
   if (tdsl_find_tensor(m, p) >= 0) {
     diag_tool_error("%s: '%s' is a tensor, not a routine (--call %s.forward computes it)", opt, p, p);
-    return 1;
+    return 2;
   }
   if (dot && (!strcmp(dot, ".forward") || !strcmp(dot, ".backprop"))) {
     const char *t = arena_strndup(&c->arena, p, (size_t)(dot - p));
     if (tdsl_find_tensor(m, t) >= 0) { /* only backprop can be missing */
       diag_tool_error("%s: the tensor %s is not differentiable: it has no backprop", opt, t);
-      return 1;
+      return 2;
     }
-    if (explain_name(c, opt, t, "a tensor", false)) return 1;
+    if (explain_name(c, opt, t, "a tensor", false)) return 2;
   } else if (explain_name(c, opt, p, "a routine", true)) {
-    return 1;
+    return 2;
   }
   diag_tool_error("%s: no routine of that name (an exported routine, T.forward or T.backprop)", opt);
-  return 1;
+  suggest_names(c, m, p, NAMES_ROUTINES);
+  return 2;
 }
 
 /* The join of dimensions whose graph id a name ?ID gives (--dump-ir prints joins as
@@ -232,7 +313,16 @@ static const DimSym *join_by_id(const Ctx *c, const char *name) {
   return d->njoin ? d : NULL;
 }
 
-/* A --set name that is no index symbol or dimension of the model: 1 after the error. */
+/* The join of dimensions named name (`max(n,m)`), or NULL. */
+static const DimSym *join_by_name(const Ctx *c, const char *name) {
+  for (int i = 0; c->graph && i < c->graph->dimsyms.len; i++) {
+    const DimSym *d = c->graph->dimsyms.items[i];
+    if (d->njoin && d->name && !strcmp(d->name, name)) return d;
+  }
+  return NULL;
+}
+
+/* A --set name that is no index symbol or dimension of the model: 2 after the error. */
 static int no_settable(Ctx *c, tdsl_model *m, const char *name) {
   const DimSym *j = join_by_id(c, name);
   if (tdsl_find_tensor(m, name) >= 0)
@@ -248,9 +338,11 @@ static int no_settable(Ctx *c, tdsl_model *m, const char *name) {
     diag_tool_error("--set: '%s' is the join %s (the largest of %s), computed from the dimensions it joins: set "
                     "%s instead", name, j->name, parts, parts);
   }
-  else if (!explain_name(c, "--set", name, "an index symbol or dynamic dimension", false))
+  else if (!explain_name(c, "--set", name, "an index symbol or dynamic dimension", false)) {
     diag_tool_error("--set: no index symbol or dynamic dimension named '%s'", name);
-  return 1;
+    suggest_names(c, m, name, NAMES_SETTABLE);
+  }
+  return 2;
 }
 
 static bool has_index(const tdsl_model *m, const char *name) {
@@ -269,8 +361,12 @@ static int run_sets(Ctx *c, tdsl_model *m, int pass) {
     bool dim = tdsl_get_dim(m, s->name, &cur) == 0;
     if (dim != (pass == 0)) continue;
     if (!dim && !has_index(m, s->name)) return no_settable(c, m, s->name);
-    if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value))
-      return run_err("--set", m);
+    if (dim ? tdsl_set_dim(m, s->name, (long)s->value) : tdsl_set_index(m, s->name, (long)s->value)) {
+      run_err("--set", m);
+      /* a join (max(n,m)) is never settable: a bad command line like '?ID' of one
+       * (no_settable); a value the model refuses is an error of the input, 1 */
+      return dim && join_by_name(c, s->name) ? 2 : 1;
+    }
   }
   return 0;
 }
@@ -280,7 +376,8 @@ static int run_sets(Ctx *c, tdsl_model *m, int pass) {
 int run_prepare(Ctx *c, tdsl_model *m) {
   Options *o = &c->opt;
   if (tdsl_init(m, o->seed)) return run_err("init", m);
-  if (run_sets(c, m, 0)) return 1;
+  int rc = run_sets(c, m, 0);
+  if (rc) return rc;
   if (o->load_ckpt && tdsl_load(m, o->load_ckpt)) return file_err("--load-checkpoint", m);
   for (int i = 0; i < o->loads.len; i++) {
     RunLoad *l = o->loads.items[i];
@@ -314,7 +411,17 @@ static int run_model(Ctx *c, tdsl_model *m) {
       if (tdsl_find_routine(m, fw) >= 0 && tdsl_call(m, fw)) return run_err("--run", m);
     }
   }
-  if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) return file_err("--save", m);
+  if (o->save && !strcmp(o->save, "-")) { /* the standard output: saved aside, copied there */
+    OutFile of;
+    if (!out_begin(&c->arena, &of, "-")) return 2;
+    if (tdsl_save(m, of.tmp, TDSL_SAVE_TRAINING)) {
+      out_discard(&of);
+      return file_err("--save", m);
+    }
+    if (!out_commit(&of)) return 2;
+  } else if (o->save && tdsl_save(m, o->save, TDSL_SAVE_TRAINING)) {
+    return file_err("--save", m);
+  }
   for (int i = 0; i < o->prints.len; i++) {
     tdsl_tensor_info ti;
     if (tdsl_tensor_by_name(m, o->prints.items[i], &ti)) return run_err("--print", m);
@@ -336,7 +443,7 @@ int run_jit_file(Ctx *c, const char *path) {
 static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
   if (!model) {
     diag_tool_error("%s", err);
-    return 1;
+    return status_of(err);
   }
   int rc = run_model(c, model);
   timing_mark(c, "run");

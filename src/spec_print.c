@@ -178,7 +178,7 @@ Loc spec_error_loc(Loc string_loc, int col) {
   const char *text = string_loc.file->text, *end = text + string_loc.file->len;
   const char *s = text;
   for (int line = 1; line < string_loc.line && s < end; s++)
-    if (*s == '\n')
+    if (src_eol(s, end))
       line++;
   s += string_loc.col - 1; /* the quote */
   if (s >= end || *s != '"') {
@@ -195,7 +195,8 @@ Loc spec_error_loc(Loc string_loc, int col) {
       char e = s[1];
       adv = 2;
       if (e == 'x') {
-        while (s + adv < end && hexval(s[adv]) >= 0)
+        /* at most two hex digits, as the lexer's escape() reads */
+        while (adv < 4 && s + adv < end && hexval(s[adv]) >= 0)
           adv++;
       } else if (e >= '0' && e <= '7') {
         while (adv < 4 && s + adv < end && s[adv] >= '0' && s[adv] <= '7')
@@ -207,7 +208,7 @@ Loc spec_error_loc(Loc string_loc, int col) {
       }
     }
     for (int i = 0; i < adv; i++, s++) {
-      if (*s == '\n')
+      if (src_eol(s, end))
         line++, c = 1;
       else
         c++;

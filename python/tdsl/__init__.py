@@ -74,7 +74,10 @@ def compile(path, out=None, **options):
     if out is None:
         out = os.path.splitext(path)[0] + ".so"
     src = os.path.join(".", path) if path.startswith("-") else path  # not an option to tdslc
-    cmd = [find_tdslc()] + _option_args(options) + ["-o", os.fspath(out), src]
+    out = os.fspath(out)
+    # "-" is tdslc's standard output (and "-x" an option): out is always a file here
+    dst = os.path.join(".", out) if out.startswith("-") else out
+    cmd = [find_tdslc()] + _option_args(options) + ["-o", dst, src]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise CompileError(r.stderr, r.returncode, cmd)

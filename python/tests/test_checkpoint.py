@@ -147,3 +147,23 @@ let%cd step = grad_update loss; sgd_update ~learning_rate:0.1 loss
     np.testing.assert_array_equal(m.state_dict()["w"], np.full((3, 2), 0.25))
     with pytest.raises(ValueError, match="which must be one of"):
         m.state_dict("weights")
+
+
+def test_refused_load_sets_no_dimension(build, tmp_path):
+    """A checkpoint refused for a later entry (w of another size) had set the model's
+    unset dimension n from an earlier one's shape and allocated its tensors: a failed
+    m.load left the model changed. Now the dimensions are as they were."""
+    src = "let n = dim ()\nlet%op y = ({ w = 1.0; o = [ W ] } ++ \"i=>0\") + ({ b = 1.0; o = [ n ] } ++ \"i=>0\")\n"
+    a = build(src.replace("W", "3"), name="a")
+    a.set_dim("n", 4)
+    a["b"] = [1, 2, 3, 4]
+    a.save(str(tmp_path / "a.st"), "all")
+    b = build(src.replace("W", "5"), name="b")
+    assert b.get_dim("n") is None
+    with pytest.raises(tdsl.TdslError, match="tensor 'w' has shape \\[3\\] but the model's is \\[5\\]"):
+        b.load(str(tmp_path / "a.st"))
+    assert b.get_dim("n") is None and b["b"].shape == (0,)
+    c = build(src.replace("W", "3"), name="c")  # the same checkpoint where it fits
+    c.load(str(tmp_path / "a.st"))
+    assert c.get_dim("n") == 4
+    np.testing.assert_array_equal(c["b"], [1, 2, 3, 4])

@@ -276,3 +276,41 @@ def test_non_numbers_are_refused(build):
             m["x"] = bad
     m["x"] = np.array([[True, False, True]] * 4)
     np.testing.assert_array_equal(m["x"][1], [1, 0, 1])
+
+
+def test_reload_recompiled_model(tmp_path):
+    """A model recompiled at the path of one still loaded (a view of the closed model
+    keeps its library) came back as the old library: dlopen knows a library by its
+    name, so the new tdsl.load had the old tensors and code, silently. The runtime now
+    loads a changed file through a copy of its own name (tdsl_open)."""
+    src = tmp_path / "m.tdsl"
+    so = str(tmp_path / "m.so")
+    src.write_text("let%op y = { w = 1.0; o = [ 3 ] } + 1\n")
+    m1 = tdsl.load(tdsl.compile(src, out=so))
+    m1.call("y.forward")
+    view = m1["y"]
+    m1.close()
+    src.write_text("let%op z = { v = 2.0; o = [ 5 ] } * 3\n")
+    m2 = tdsl.load(tdsl.compile(src, out=so))
+    assert "z" in m2.tensors and "y" not in m2.tensors
+    m2.call("z.forward")
+    np.testing.assert_array_equal(m2["z"], np.full(5, 6.0, np.float32))
+    np.testing.assert_array_equal(view, np.full(3, 2.0, np.float32))  # the old one's view
+    m3 = tdsl.load(so)  # the same file again: one more instance of the new model
+    m3.call("z.forward")
+    np.testing.assert_array_equal(m3["z"], np.full(5, 6.0, np.float32))
+    m2.close()
+    m3.close()
+
+
+def test_compile_out_dash(tmp_path, monkeypatch):
+    """tdsl.compile(out="-") must make a file named "-" that tdsl.load opens: tdslc reads
+    "-o -" as the standard output (as gcc), which the package captured as text."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.tdsl").write_text("let%op y = { w = 1.0; o = [ 3 ] } + 1\n")
+    so = tdsl.compile("m.tdsl", out="-")
+    m = tdsl.load(so)
+    m.call("y.forward")
+    np.testing.assert_array_equal(m["y"], np.full(3, 2.0, np.float32))
+    m.close()
+    assert (tmp_path / "-").is_file()

@@ -134,8 +134,9 @@ got = {o["name"]: o for o in lines_json(out, "")}
 check(got["h"]["values"] == hw.tolist(), "intermediate h after loss.forward")
 # The init routine may be called, and a T.backprop.
 tdslc("--run", run, "--call", "init", "--call", "loss.forward", "--call", "loss.backprop", "--print", "w.grad")
-tdslc("--run", run, "--print", "nosuch", rc=1)
-tdslc("--run", run, "--call", "nosuch", rc=1)
+# A name the model lacks is a bad command line (CLI.md: 2; the input has no error).
+tdslc("--run", run, "--print", "nosuch", rc=2)
+tdslc("--run", run, "--call", "nosuch", rc=2)
 
 # ---- --seed, --set, --load (raw and .npy), checkpoints, precision, -O ----------------
 io = write("io.tdsl", """let n = dim ()
