@@ -1633,10 +1633,12 @@ static bool stage_conv_kernels(Solver *s) {
      * gives the input from the output, or names the kernel no argument has. With both the
      * input and the output open the output closes next, so the input follows. */
     DimNode *r;
-    if (!in_known && (r = root_or_null(c->d1)) != NULL) {
-      /* An input with a bound from above takes it first, as stage 3 gives a terminal
-       * its bound: `{ y; o = [ 10 ] } =: x ~logic:"w => 2*w<+k"` over 4 cells is a window
-       * of 4, what y's size says, not of 1 (and then a 7 that y refuses). */
+    if (!in_known && out_known && dim_size(c->d2) > 1 && (r = root_or_null(c->d1)) != NULL) {
+      /* An input with a bound from above takes it first: over an output above 1 the
+       * input is at least stride+1, so it cannot be the 1 that broadcasts and must equal
+       * its bound (a deduction, not a default): `{ y; o = [ 10 ] } =: x ~logic:"w =>
+       * 2*w<+k"` over 4 cells is a window of 4, what y's size says, not of 1 (and then
+       * a 7 that y refuses). */
       bounds_index(s);
       int lub = dim_lub(s, r, NULL);
       if (lub != LUB_NONE && lub >= 1) {
