@@ -3,7 +3,7 @@ tensors, PyTorch (forward and autograd, float64 and float32) as the oracle.
 
 A driver script builds a Suite, adds cases and refused programs, and calls
 suite.main(). Usage of such a script:  SCRIPT TDSLC WORKDIR [--filter S] [--list]
-[--no-check]
+[--no-check] [--cuda]
 
 A case is one tdsl result over inputs $0, $1, ... (parameters declared with the input's
 dims, filled with --load), the torch function it stands for, and the upstream test it
@@ -15,6 +15,11 @@ Variants:
   f64    --precision=double against torch float64
   check  tdslc --check -O3 (optimized vs plain naive code) on the single-precision
          program, every CHECK_EVERY-th case, in programs of 8 cases
+With --cuda, instead: the CUDA backend, its kernels emulated on the host (the
+--emit-cuda source compiled as C with testsuite/cuda/shim.h, TDSL_CUDA_EMULATE), in
+single (cuda) and double precision (cuda-f64). The lit tests do not run it (minutes per
+driver: the emulated kernels compile as one large C file); by hand, e.g.
+conv_transpose.py build/tdslc /tmp/ct --cuda.
 The gradient of a differentiable case is that of sum(result * w) for fixed weights w.
 Each variant is one program (one compile); when it fails, each case runs alone so that
 the failing ones are named. Prints PASS/FAIL per case and variant, then ALL-OK or
@@ -139,9 +144,9 @@ class Suite:
             L.append("let%%cd fwd_all = %s" % "; ".join(fwd))
         return "\n".join(L) + "\n"
 
-    def run(self, cmd):
+    def run(self, cmd, env=None):
         try:
-            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         except subprocess.TimeoutExpired:
             return 124, "", "timeout"
         return pr.returncode, pr.stdout, pr.stderr
@@ -186,12 +191,28 @@ class Suite:
         src = os.path.join(dirn, "m.tdsl")
         with open(src, "w") as f:
             f.write(self.program(cases, shp))
-        dbl = variant == "f64"
+        dbl = variant in ("f64", "cuda-f64")
         loads = self.write_inputs(cases, shp, dirn, np.float64 if dbl else np.float32)
         if variant == "check":
             rc, out, err = self.run([self.tdslc, "--check", "-O3", src] + loads)
             return (True, None) if rc == 0 else (None, "exit %d: %s" % (rc, (out + err).strip()[-800:]))
         cmd = [self.tdslc, "--run", src, "--json"] + loads + (["--precision=double"] if dbl else [])
+        env = None
+        if variant.startswith("cuda"):
+            cu, lib = os.path.join(dirn, "m.cu"), os.path.join(dirn, "emu.so")
+            rc, out, err = self.run([self.tdslc, "--backend=cuda", "--emit-cuda", src] +
+                                    (["--precision=double"] if dbl else []))
+            if rc != 0:
+                return None, "--emit-cuda: exit %d: %s" % (rc, err.strip()[:600])
+            with open(cu, "w") as f:
+                f.write(out)
+            shim = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "cuda", "shim.h")
+            rc, _, err = self.run(["cc", "-std=c11", "-O1", "-w", "-DTDSL_EMULATE", "-include", shim, "-x", "c", cu,
+                                   "-shared", "-fPIC", "-o", lib, "-lm"])
+            if rc != 0:
+                return None, "the kernels do not compile as host C: " + err.strip()[:600]
+            env = dict(os.environ, TDSL_CUDA_EMULATE=lib)
+            cmd = cmd[:1] + ["--backend=cuda"] + cmd[1:]
         if any(c.grad for c in cases):
             cmd += ["--call", "step"]
         if any(not c.grad for c in cases):
@@ -201,7 +222,7 @@ class Suite:
             if c.grad:
                 cmd += [a for k in range(len(c.ins)) if k not in c.nodiff
                         for a in ("--print", "%s.grad" % self.tname(c, k))]
-        rc, out, err = self.run(cmd)
+        rc, out, err = self.run(cmd, env)
         if rc != 0:
             return None, "exit %d: %s" % (rc, err.strip()[:800])
         got = {}
@@ -253,8 +274,8 @@ class Suite:
     def check_case(self, c, shp, got, variant):
         if any(c.dyn):  # the dims inference left open: as the run set them
             shp = got[c.name + "_r#dims"]
-        dt = torch.float64 if variant == "f64" else torch.float32
-        tol = 1e-10 if variant == "f64" else max(2e-5, c.tol or 0)
+        dt = torch.float64 if variant in ("f64", "cuda-f64") else torch.float32
+        tol = 1e-10 if variant in ("f64", "cuda-f64") else max(2e-5, c.tol or 0)
         tshape, want, grads = self.oracle(c, shp, dt)
         rdims = tuple(shp[0] + shp[1] + shp[2])
         exp = tuple(c.rshape) if c.rshape is not None else tshape
@@ -320,7 +341,8 @@ class Suite:
         for c in missing:
             self.report(c, "f32", False, "no result tensor %s_r in --dump-shapes" % c.name)
         cases = [c for c in cases if c not in missing]
-        for variant in ("f32", "f64"):
+        cuda = "--cuda" in self.flags
+        for variant in (("cuda", "cuda-f64") if cuda else ("f32", "f64")):
             got, err = self.run_variant(cases, shp, variant, os.path.join(self.work, variant))
             print("time: %s ran at %.1f s" % (variant, time.time() - t0), file=sys.stderr)
             for c in cases:
@@ -332,7 +354,7 @@ class Suite:
                 else:
                     ok, msg = self.check_case(c, shp[c.name], g, variant)
                     self.report(c, variant, ok, msg)
-        if "--no-check" not in self.flags:
+        if "--no-check" not in self.flags and not cuda:
             sub = cases if self.filt is not None else cases[::self.check_every]
             for k in range(0, len(sub), 8):
                 chunk = sub[k:k + 8]
