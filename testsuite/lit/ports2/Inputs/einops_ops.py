@@ -718,6 +718,18 @@ S.case("einmix", "mix_2_inferred", SRC_EIN + " test_layer_cases (weight shape fr
        [(2, 12, 3, 4)], '$0 +* "b, c_in, h, w; c_in, c_out => w, c_out, h, b" { $nw = 1.; o = [ 12; 7 ] }',
        lambda a: torch.einsum("bchw,cd->wdhb", a, torch.ones(12, 7, dtype=a.dtype)), tol=1e-4)
 
+# ---- compositions in the batch and input rows (tdsl's three kinds of axes): x is
+# b|c->h (memory b, h, c); a split of h into the batch and output rows, a merge of h and
+# c in the batch row, and the merge back of a split's halves from two rows
+ROWS = "einops/tests/test_ops.py (equivalent_rearrange_patterns over batch|input->output rows)"
+S.case("rows", "rows_split", ROWS, [(2, 6, 3)], '$0 ++ "b|c->2*h<+$nh1 => $nh1|b->h, c" [ "$nh1" ]',
+       lambda x: x.reshape(2, 3, 2, 3).permute(2, 1, 3, 0), kinds=[(1, 1, 1)], extra=["let _ = set_dim $nh1 2"])
+S.case("rows", "rows_merge", ROWS, [(2, 6, 3)], '$0 ++ "b|c->h => b|3*h<+c"', lambda x: x.reshape(2, 18),
+       kinds=[(1, 1, 1)])
+S.case("rows", "rows_roundtrip", ROWS, [(2, 6, 3)],
+       '($0 ++ "b|c->2*h<+$nh1 => $nh1|b->h, c" [ "$nh1" ]) ++ "h1|b->h, c => 2*h<+h1|c->b"',
+       lambda x: x.permute(1, 0, 2), kinds=[(1, 1, 1)], extra=["let _ = set_dim $nh1 2"])
+
 # ---- refused: einops spellings tdsl does not have, and sizes that do not fit
 ERR = "let%op x = { x; o = [ 2; 6; 4 ] }\n"
 S.error("arrow_spec", SRC_OPS + " (an einops pattern as a tdsl spec: -> is tdsl's input/output separator)",
