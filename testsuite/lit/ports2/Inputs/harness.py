@@ -125,7 +125,7 @@ class Suite:
         return L + c.extra
 
     def program(self, cases, shp):
-        L, fwd, total = self.header.strip().splitlines(), [], None
+        L, fwd, total = self.header.strip().splitlines(), [], []
         for c in cases:
             L += self.fwd_lines(c)
             if c.grad:
@@ -133,13 +133,16 @@ class Suite:
                 L.append("let%%op %s_w = { %s_w; %s }" % (c.name, c.name,
                                                           self.dims_decl(b + o + i, (len(b), len(o), len(i)))))
                 L.append("let%%op %s_loss = (%s_r *. %s_w) ++ \"...|...->... => \"" % (c.name, c.name, c.name))
-                L.append("let%%op total_%s = %s" % (c.name, c.name + "_loss" if total is None else
-                                                    "%s + %s_loss" % (total, c.name)))
-                total = "total_" + c.name
+                total.append(c.name + "_loss")
             else:
                 fwd.append(c.name + ("_f" if c.cd else "_r.forward"))
         if total:
-            L.append("let%%cd step = grad_update %s" % total)
+            # one loss for all: the parameters are disjoint, so each case's gradients are
+            # those of its own loss. One expression, not a chain of named partial sums:
+            # every named tensor has its own forward routine, and a chain's would hold
+            # every case before it (quadratic code, and --check runs each routine)
+            L.append("let%%op total = %s" % " + ".join(total))
+            L.append("let%cd step = grad_update total")
         if fwd:
             L.append("let%%cd fwd_all = %s" % "; ".join(fwd))
         return "\n".join(L) + "\n"
