@@ -113,6 +113,13 @@ bool logic_from_value(St *st, const Frame *call, Value *logic, int n, LogicKind 
   if (sp->nargs != n) {
     diag_error(&st->c->diag, logic->loc, "the einsum spec \"%s\" has %d argument%s but the operation has %d",
                s, sp->nargs, sp->nargs == 1 ? "" : "s", n);
+    if (sp->nargs == 0 && n >= 1)  /* einops' and numpy's "a b -> b a" pasted as a spec */
+      diag_note(&st->c->diag, logic->loc, "the result follows '=>' (\"%s\"); '->' separates a shape's input axes "
+                "from its output axes (batch|input->output)", n == 1 ? "ARG => RESULT" : n == 2 ? "ARG1; ARG2 => RESULT"
+                : "ARG1; ARG2; ARG3 => RESULT");
+    else if (sp->nargs < n && strchr(s, ',') && !strchr(s, ';'))  /* numpy's "ab,bc" */
+      diag_note(&st->c->diag, logic->loc, "';' separates the arguments; ',' separates the axes of one "
+                "(multi-character mode)");
     return false;
   }
   if (n < 1 || n > 3) {

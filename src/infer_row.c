@@ -1623,11 +1623,34 @@ static bool stage_conv_kernels(Solver *s) {
   bool changed = false;
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
-    if (c->done || c->kind != C_CONV || c->padded || !c->d3 || dim_is_known(c->d2)) continue;
-    DimNode *r = root_or_null(c->d3);
-    if (!r) continue;
-    default_dim_one(s, r);
-    changed = true;
+    if (c->done || c->kind != C_CONV || c->padded || !c->d3) continue;
+    bool in_known = dim_is_known(c->d1), out_known = dim_is_known(c->d2);
+    if (in_known && out_known) continue;
+    /* The same when the input is the open side: a result axis written through an affine
+     * index ("h, w => h, 2*w<+k", a merge or a transposed convolution) whose kernel
+     * nothing gives. Stage 7 closed the input to 1 as well, first or not, and refused the
+     * sizes it made up ("input size 1 does not satisfy ..."); the kernel closing first
+     * gives the input from the output, or names the kernel no argument has. With both the
+     * input and the output open the output closes next, so the input follows. */
+    DimNode *r;
+    if (!in_known && out_known && dim_size(c->d2) > 1 && (r = root_or_null(c->d1)) != NULL) {
+      /* An input with a bound from above takes it first: over an output above 1 the
+       * input is at least stride+1, so it cannot be the 1 that broadcasts and must equal
+       * its bound (a deduction, not a default): `{ y; o = [ 10 ] } =: x ~logic:"w =>
+       * 2*w<+k"` over 4 cells is a window of 4, what y's size says, not of 1 (and then
+       * a 7 that y refuses). */
+      bounds_index(s);
+      int lub = dim_lub(s, r, NULL);
+      if (lub != LUB_NONE && lub >= 1) {
+        set_dim(s, NULL, r, lub, "the size of what a convolution's result axis is assigned to");
+        changed = true;
+        continue;
+      }
+    }
+    r = root_or_null(c->d3);
+    if (r) default_dim_one(s, r), changed = true;
+    if (!in_known && !out_known && !s->failed && (r = root_or_null(c->d2)) != NULL)
+      default_dim_one(s, r), changed = true;
   }
   return changed;
 }
