@@ -446,7 +446,20 @@ class Model:
             return self.get_dim(name)
         raise AttributeError(name)
 
+    def _shadowed(self, name):
+        # An index symbol or dimension named like a Model attribute (`call`, `path`,
+        # `dims`): the read `m.call` finds the attribute, never __getattr__, so a write
+        # through the attribute would not read back. Such names go by the methods.
+        return hasattr(type(self), name) or name in self.__dict__
+
     def __setattr__(self, name, value):
+        d = self.__dict__
+        if name in d.get("indices", ()) or name in d.get("dims", ()):
+            if self._shadowed(name):
+                kind, fn = ("index", "index") if name in d["indices"] else ("dimension", "dim")
+                raise AttributeError(
+                    "%r is both a %s of the model and a Model attribute: write it with "
+                    "m.set_%s(%r, value), read it with m.get_%s(%r)" % (name, kind, fn, name, fn, name))
         if name in self.__dict__.get("indices", ()):
             self.set_index(name, value)
         elif name in self.__dict__.get("dims", ()):

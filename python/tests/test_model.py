@@ -107,6 +107,27 @@ def test_tensor_is_no_attribute(build):
     assert m.note == "mine"
 
 
+def test_index_named_like_a_method(build):
+    """An index symbol `call` and a dimension `path`: `m.call = 2` set the index but
+    `m.call` read back the method (and `m.path` the file name), silently. Such names go
+    by set_index/get_index, set_dim/get_dim; the attribute write says so."""
+    m = build("let call = index 3\nlet path = dim ()\n"
+              "let%cd x = { x; b = [ 3; path ]; o = [ 2 ] }\nlet%op row = x @| call\n")
+    assert m.indices == ("call",) and m.dims == ("path",)
+    with pytest.raises(AttributeError, match=r"m.set_index\('call', value\)"):
+        m.call = 2
+    with pytest.raises(AttributeError, match=r"m.set_dim\('path', value\)"):
+        m.path = 2
+    assert callable(m.call) and m.path.endswith(".so")
+    m.set_index("call", 2)
+    m.set_dim("path", 4)
+    assert m.get_index("call") == 2 and m.get_dim("path") == 4
+    xs = np.arange(24.0).reshape(3, 4, 2)
+    m["x"] = xs
+    m.call("row.forward")
+    np.testing.assert_array_equal(m["row"], xs[2])
+
+
 def test_init_is_reproducible(build):
     m = build(LINEAR)
     m.init(7)
