@@ -28,10 +28,11 @@ RULES = [
     ("src/check.[ch]", "the driver", None),
     ("src/depfile.c", "the driver", None),
     ("src/outfile.[ch]", "the driver", None),
+    ("src/guard.[ch]", "the driver", None),
     ("src/cache.[ch]", "the driver", None),
     ("src/pcompile.[ch]", "the driver", None),
     ("src/timing.c", "the driver", None),
-    ("src/run.[ch]", "the driver", CTX | IR | {"run.h", "outfile.h"}),  # outfile: --save -
+    ("src/run.[ch]", "the driver", CTX | IR | {"run.h", "outfile.h", "guard.h"}),  # outfile: --save -
     ("src/ir.h", "the loop IR", IR),
     ("src/ir_print.c", "the loop IR", IR),
     ("src/ir_c.[ch]", "the loop IR", IR),

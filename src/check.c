@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "guard.h"
 #include "cuda.h"
 #include "jit.h"
 #include "run.h"
@@ -39,6 +40,7 @@ static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built
     ir = sched_fuse_routines(&c->arena, ir, &so);
   }
   out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);
+  guard_rearm();
   if (!out->r) return false;
   char err[512];
   out->m = tdsl_open_resolved(run_jit_resolve, out->r, err, sizeof err);

@@ -2,12 +2,9 @@
  *   parse -> stage -> infer shapes -> infer projections -> lower -> backend,
  * stopping at the stage a --dump-* option asks for. */
 #include <errno.h>
-#include <ftw.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ast.h"
@@ -15,6 +12,7 @@
 #include "check.h"
 #include "ctx.h"
 #include "cuda.h"
+#include "guard.h"
 #include "ir.h"
 #include "jit.h"
 #include "outfile.h"
@@ -524,6 +522,7 @@ static int compile_file(Ctx *c, IrModule *m, const char *out) {
   }
   TimingWatch *w = timing_watch(c, arena_printf(&c->arena, "compiling %s (gcc -O%d)", o->input, o->opt_level));
   bool ok = jit_compile_file(&c->arena, m, &jo, of.tmp, o->object);
+  guard_rearm();
   timing_unwatch(w);
   if (!ok) { /* reported (jit_report_failure): not the input's fault */
     out_discard(&of);
@@ -627,91 +626,14 @@ static int check_read_files(Ctx *c, const char *target) {
   return 0;
 }
 
-/* libgccjit cannot report running out of memory as an error: C++ `new` throws
- * std::bad_alloc (terminate, then abort: status 134) and libiberty's xmalloc prints
- * "virtual memory exhausted" and exit(1)s, statuses the contract reads as a crash and as
- * an input error (h-atk: a 2M-number literal under `prlimit --as` of 1.48 GB gave 134,
- * at 1.49 GB status 1). tdslc itself never calls exit or abort while generate() runs, so
- * one that happens there is libgccjit's: a message and status 2, a toolchain failure.
- * Dying so, libgccjit leaves its temporary directory (`libgccjit-XXXXXX`, holding the
- * assembly and the library) under $TMPDIR: while code is generated $TMPDIR is a scratch
- * directory of tdslc's own, removed with all in it on every way out.
- * A handler can read only global state: the process that armed it (0: not armed; a
- * forked compile worker keeps its parent's value, so its abort stays a signal its parent
- * reports) and the scratch directory. The one mutable global of the driver, for that
- * reason. */
-static struct {
-  volatile sig_atomic_t pid;
-  char scratch[4096]; /* "" when none could be made ($TMPDIR is then left as it was) */
-} lib_guard;
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-  (void)st, (void)type, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void remove_scratch(void) {
-  if (lib_guard.scratch[0]) nftw(lib_guard.scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void lib_stopped(void) {
-  static const char msg[] = "tdslc: internal error: libgccjit stopped the process (it aborts or exits when memory "
-                            "runs out; its own message is above)\n";
-  out_unlink_all();
-  remove_scratch();
-  if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) _exit(2);
-  _exit(2);
-}
-
-static void lib_abort(int sig) {
-  if (lib_guard.pid && lib_guard.pid == (sig_atomic_t)getpid()) lib_stopped();
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-static void lib_exit(void) {
-  if (lib_guard.pid && lib_guard.pid == (sig_atomic_t)getpid()) lib_stopped();
-}
-
-static void lib_guard_install(void) {
-  atexit(lib_exit);
-  signal(SIGABRT, lib_abort);
-}
-
-/* $TMPDIR becomes a fresh directory under it for the time code is generated; libiberty
- * reads $TMPDIR once per process, so this must come before libgccjit's first compile
- * (generate() runs once). Without a writable $TMPDIR nothing changes. */
-static const char *scratch_begin(void) {
-  const char *t = getenv("TMPDIR");
-  const char *old = t && *t ? t : NULL;
-  int n = snprintf(lib_guard.scratch, sizeof lib_guard.scratch, "%s/tdslc-XXXXXX", old ? old : "/tmp");
-  if (n < 0 || (size_t)n >= sizeof lib_guard.scratch || !mkdtemp(lib_guard.scratch)) {
-    lib_guard.scratch[0] = 0;
-    return old;
-  }
-  old = old ? strdup(old) : NULL;
-  setenv("TMPDIR", lib_guard.scratch, 1);
-  return old;
-}
-
-static void scratch_end(const char *old) {
-  if (!lib_guard.scratch[0]) return;
-  remove_scratch();
-  lib_guard.scratch[0] = 0;
-  if (old) setenv("TMPDIR", old, 1);
-  else unsetenv("TMPDIR");
-  free((void *)old);
-}
-
 static int generate_in(Ctx *c, Graph *g);
 
+/* guard.h: an abort or exit of libgccjit's, or an interrupt, while code is generated
+ * leaves no temporary behind. */
 static int generate(Ctx *c, Graph *g) {
-  const char *old_tmp = scratch_begin();
-  lib_guard.pid = (sig_atomic_t)getpid();
+  guard_begin();
   int rc = generate_in(c, g);
-  lib_guard.pid = 0;
-  scratch_end(old_tmp);
+  guard_end();
   return rc;
 }
 
@@ -791,7 +713,7 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) buf[n] = 0;
   c.exe_dir = dirname_of(&c.arena, n > 0 ? buf : argv[0]);
-  lib_guard_install();
+  guard_install();
   timing_start(&c);
   rc = finish_stdout(run(&c));
   if (c.opt.time_report) timing_report(&c);

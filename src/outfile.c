@@ -1,5 +1,6 @@
 /* outfile.c: atomic output files (see outfile.h). */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -76,6 +77,30 @@ void out_unlink_all(void) {
   for (int i = 0; i < LIVE_MAX; i++)
     if (live_tmp[i]) unlink(live_tmp[i]);
 }
+
+/* Entries unlinked while a directory is read may make getdents skip others: the
+ * directory is read again from the start until a pass finds nothing to remove. */
+static bool remove_tree_at(int parent, const char *name, int depth) {
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  for (bool again = fd >= 0; again;) {
+    again = false;
+    char buf[2048];
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+      for (ssize_t off = 0; off < n;) {
+        struct dirent64 *e = (struct dirent64 *)(buf + off);
+        off += e->d_reclen;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (unlinkat(fd, e->d_name, 0) == 0) again = true;
+        else if (errno == EISDIR && depth < 16 && remove_tree_at(fd, e->d_name, depth + 1)) again = true;
+      }
+  }
+  if (fd >= 0) close(fd);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
+}
+
+void remove_tree(const char *path) { remove_tree_at(AT_FDCWD, path, 0); }
 
 bool out_begin(Arena *a, OutFile *o, const char *path) {
   bool ok = out_begin_in(a, o, path);

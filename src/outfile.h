@@ -39,6 +39,11 @@ void out_discard(OutFile *o);
  * only), for a handler that ends the process (main.c, libgccjit's abort or exit). */
 void out_unlink_all(void);
 
+/* Removes the directory path and everything under it (depth at most 16) with system
+ * calls only, no allocation: async-signal-safe, for the scratch directories that a
+ * handler ending the process removes (main.c) as well as pcompile's. */
+void remove_tree(const char *path);
+
 /* How messages name the output: 'PATH', or "the standard output". */
 const char *out_name(Arena *a, const OutFile *o);
 

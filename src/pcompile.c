@@ -9,7 +9,6 @@
  * A worker that fails or dies fails the compile with a message; the other workers are
  * killed and reaped and the scratch directory removed, so nothing is left behind. */
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include "cache.h"
 #include "diag.h"
+#include "outfile.h"
 #include "pcompile.h"
 
 typedef struct Split {
@@ -41,15 +41,9 @@ static const char *scratch_dir(Arena *a) {
   return NULL;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-  (void)st, (void)type, (void)ftw;
-  remove(path);
-  return 0;
-}
-
 /* The scratch directory and all in it: objects, link scripts, and what libgccjit left
  * of a worker killed mid-compile (workers keep their temporaries here). */
-static void remove_scratch(const Split *s) { nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void remove_scratch(const Split *s) { remove_tree(s->dir); }
 
 /* A worker: compiles group g, exits 0, or 1 after libgccjit reported an error.
  * TDSLC_TEST_WORKER_ABORT=G (tests only) makes the worker of group G abort. */

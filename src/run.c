@@ -3,11 +3,13 @@
  * --set/--load/--call as asked, then the --print tensors as a grid or JSON lines. */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
 #include "outfile.h"
+#include "guard.h"
 #include "run.h"
 #include "tdsl.h"
 
@@ -441,6 +443,10 @@ int run_jit_file(Ctx *c, const char *path) {
 }
 
 static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
+  guard_rearm(); /* the model may run long after libgccjit's compile */
+  /* TDSLC_TEST_LIB_STOP=term-run (tests only): interrupted while the model runs */
+  const char *stop = getenv("TDSLC_TEST_LIB_STOP");
+  if (stop && !strcmp(stop, "term-run")) raise(SIGTERM);
   if (!model) {
     diag_tool_error("%s", err);
     return status_of(err);
