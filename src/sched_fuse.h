@@ -46,6 +46,8 @@ int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest)
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store);
 /* Does e load from buffer buf? */
 bool sched_reads_buf(const IrExpr *e, int buf);
+/* Calls fn(buf, arg) for each load of e (a buffer read twice: twice). */
+void sched_each_load(const IrExpr *e, void (*fn)(int buf, void *arg), void *arg);
 /* `fill B v` then a nest accumulating into every cell of B once, as one overwriting
  * nest (NULL when it is not that). */
 Stmt *sched_fill_nest(Arena *a, const IrModule *m, const Stmt *fill, Stmt *nest);

@@ -933,6 +933,12 @@ int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest)
 
 bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }
 
+void sched_each_load(const IrExpr *e, void (*fn)(int buf, void *arg), void *arg) {
+  if (e->kind == X_LOAD) fn(e->acc.buf, arg);
+  if (e->kind == X_OP)
+    for (int i = 0; i < op_info[e->op].arity; i++) sched_each_load(e->a[i], fn, arg);
+}
+
 bool sched_epilogue_ok(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest, const Stmt *next) {
   if (o->check_bounds || ir_stmt_dynamic(m, nest) || ir_stmt_dynamic(m, next)) return false;
   int nvars = 0;
