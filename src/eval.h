@@ -163,6 +163,7 @@ struct St {
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
   PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */
+  GraphWalk walk;      /* subgraph_forward's, reused: its walks are small, the graph large */
 };
 
 /* eval.c */

@@ -15,6 +15,7 @@
 #include "eval.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void code_append(St *st, Code *dst, const Code *src) {
@@ -44,11 +45,24 @@ static bool was_emitted(St *st, Tensor *t) {
   return false;
 }
 
+static int by_id(const void *x, const void *y) {
+  int a = (*(Tensor *const *)x)->id, b = (*(Tensor *const *)y)->id;
+  return (a > b) - (a < b);
+}
+
+/* The forward code of t's subgraph, in tensor order. Called for every leaf that is a new
+ * intermediate: the walk's memory is reused and only what it met is sorted (a deep
+ * model's update step made one walk per parameter, each as large as the graph). */
 void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
-  char *seen = subgraph(st, t, mode, new_from);
-  for (int i = 0; i < st->g->tensors.len; i++) {
-    if (!seen[i]) continue;
-    Tensor *u = VEC_AT(st->g->tensors, Tensor, i);
+  GraphWalk *w = &st->walk;
+  graph_walk(st->a, st->g, t, mode, new_from, w);
+  int n = w->marked.len;
+  Tensor **met = ANEWN(st->a, Tensor *, n + 1);
+  memcpy(met, w->marked.items, sizeof(Tensor *) * (size_t)n);
+  qsort(met, (size_t)n, sizeof *met, by_id);
+  for (int k = 0; k < n; k++) {
+    Tensor *u = met[k];
+    int i = u->id;
     /* Mode 1 pulls in existing computations (a learning-rate schedule) once per item. */
     if (mode == 1 && i < new_from) {
       if (was_emitted(st, u)) continue;

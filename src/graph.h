@@ -338,6 +338,7 @@ typedef struct GraphWalk {
   char *seen;
   int cap;
   PtrVec stack, in;
+  PtrVec marked;   /* the tensors seen[] marks, in the order met (the next walk clears them) */
   PtrVec **inputs; /* with memo: per tensor id, its inputs once met */
 } GraphWalk;
 void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from, GraphWalk *w);

@@ -54,16 +54,21 @@ static const PtrVec *walk_inputs(Arena *a, GraphWalk *w, const Tensor *u) {
 void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_from, GraphWalk *w) {
   int nt = g->tensors.len;
   if (w->cap < nt + 1) {
-    w->cap = nt + 1;
+    /* Staging walks while it adds tensors: growing by half at least keeps the
+     * reallocations' cost linear in the graph. */
+    w->cap = nt + 1 + (w->memo ? 0 : nt / 2);
     w->seen = ANEWN(a, char, w->cap);
     if (w->memo) w->inputs = ANEWN(a, PtrVec *, w->cap); /* the graph is only read: inputs stay valid */
   } else {
-    memset(w->seen, 0, (size_t)w->cap);
+    /* only what the last walk marked: a small walk in a large graph stays small */
+    for (int i = 0; i < w->marked.len; i++) w->seen[((Tensor *)w->marked.items[i])->id] = 0;
   }
   w->stack.len = 0;
+  w->marked.len = 0;
   if (!stops(t, mode, new_from)) {
     w->seen[t->id] = 1;
     vec_push(a, &w->stack, (void *)t);
+    vec_push(a, &w->marked, (void *)t);
   }
   while (w->stack.len) {
     Tensor *u = w->stack.items[--w->stack.len];
@@ -73,6 +78,7 @@ void graph_walk(Arena *a, const Graph *g, const Tensor *t, int mode, int new_fro
       if (!w->seen[v->id] && !stops(v, mode, new_from)) {
         w->seen[v->id] = 1;
         vec_push(a, &w->stack, v);
+        vec_push(a, &w->marked, v);
       }
     }
   }
