@@ -146,6 +146,9 @@ typedef struct Solver {
   bool failed;
   long long work; /* simplification count: a guard against divergence */
   long long made; /* constraints created so far (the guard's limit grows with them) */
+  /* The closing stages' cost (test_infer_scale): sweeps over every constraint, row
+   * variable or dimension, and the entries all their scans examined. */
+  long long sweeps, visits;
   Graph *g;       /* names of dynamic dimensions in messages, and where joins of them go
                      (NULL in unit tests: `?ID`, and no joins) */
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved

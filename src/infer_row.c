@@ -19,6 +19,12 @@ static bool over_work_limit(const Solver *s) {
 }
 typedef enum { PENDING, PROGRESS, DONE, FAIL } Step;
 
+/* A closing stage's pass over all n constraints, variables or dimensions. */
+static void count_sweep(Solver *s, int n) {
+  s->sweeps++;
+  s->visits += n;
+}
+
 void solver_init(Solver *s, Arena *a, Diag *diag) {
   memset(s, 0, sizeof *s);
   s->a = a;
@@ -895,6 +901,7 @@ static void bounds_index(Solver *s) {
   s->up_stamp = 0;
   s->up_n = 0;
   s->up_nodes = n;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_DIM_INEQ) continue;
@@ -998,6 +1005,7 @@ static bool force_conflicting_bounds(Solver *s) {
   bool progress = false;
   bounds_index(s);
   s->up_stamp++; /* one memo for the whole sweep: linear */
+  count_sweep(s, s->dims.len);
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (d->parent || d->known || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
@@ -1305,6 +1313,7 @@ static void default_dim_one(Solver *s, DimNode *r) {
  * to stage 5), marked by variable id. */
 static char *total_carriers(Solver *s) {
   char *mark = calloc((size_t)s->rvars.len + 1, 1);
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
@@ -1326,6 +1335,7 @@ enum { ROW_UNDECIDED = -4 }; /* strict: a bound waits for a variable still open 
 static RowBounds row_bounds(Solver *s, bool strict) {
   RowBounds b = {malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), malloc(sizeof(int) * ((size_t)s->cons.len + 1)),
                  malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), strict};
+  count_sweep(s, s->cons.len + s->rvars.len);
   for (int i = 0; i < s->rvars.len; i++) b.head[i] = -1, b.memo[i] = -2;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
@@ -1385,6 +1395,7 @@ static bool stage2(Solver *s) {
   bounds_index(s);
   s->up_stamp++;
   char *constrained = constrained_dims(s);
+  count_sweep(s, s->cons.len + s->dims.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (!c->done && c->kind == C_DIM_INEQ && !dim_find(c->d2)->known) constrained[dim_find(c->d1)->id] = 1;
@@ -1420,6 +1431,7 @@ static bool stage3(Solver *s) {
   int n = s->dims.len;
   int *lub = malloc(((size_t)n + 1) * sizeof *lub);
   const char **labels = calloc((size_t)n + 1, sizeof *labels);
+  count_sweep(s, n);
   bounds_index(s);
   s->up_stamp++;
   for (int i = 0; i < n; i++) {
@@ -1448,6 +1460,7 @@ static bool stage3_rows(Solver *s, bool strict) {
   int nr = s->rvars.len;
   RowBounds rb = row_bounds(s, strict);
   char *carrier = total_carriers(s);
+  count_sweep(s, 2 * nr);
   /* Rows with a least upper bound close first; those without one wait for the next
    * round's fixpoint. Closed from one snapshot, `{ d } =: p` emptied d's open row
    * while p's took its bound (p broadcast into an einsum), and d >= p then failed. */
@@ -1481,6 +1494,7 @@ static bool stage3_rows(Solver *s, bool strict) {
 /* Stage 4: dims read at fixed indices take their LUB, else the lower bound. */
 static bool stage4(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_AT_LEAST) continue;
@@ -1497,6 +1511,7 @@ static bool stage4(Solver *s) {
 /* Stage 5: Total_elems with a still-unknown carrier row. */
 static bool stage5(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
@@ -1538,6 +1553,7 @@ static char *may_gain_axes(Solver *s) {
   int *to = malloc(sizeof(int) * ((size_t)nc + 1)), *work = malloc(sizeof(int) * ((size_t)nv + 1));
   int nwork = 0;
   for (int i = 0; i < nv; i++) head[i] = -1;
+  count_sweep(s, nv + nc);
   for (int i = 0; i < nc; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
@@ -1567,6 +1583,7 @@ static char *may_gain_axes(Solver *s) {
 static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
   char *on_cur = calloc((size_t)s->rvars.len + 1, 1);
   PtrVec todo = {0};
+  count_sweep(s, 2 * s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
@@ -1621,6 +1638,7 @@ static bool stage6(Solver *s) {
  * and refuse it in the projections' pass, which closes in another order.) */
 static bool stage_conv_kernels(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_CONV || c->padded || !c->d3) continue;
@@ -1658,6 +1676,7 @@ static bool stage_conv_kernels(Solver *s) {
 /* Stage 7: everything left: dims 1, rows no further axes. */
 static bool stage7(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->rvars.len + s->dims.len);
   for (int i = 0; i < s->rvars.len && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (!v->solved) {
