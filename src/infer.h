@@ -149,6 +149,10 @@ typedef struct Solver {
   /* The closing stages' cost (test_infer_scale): sweeps over every constraint, row
    * variable or dimension, and the entries all their scans examined. */
   long long sweeps, visits;
+  /* Bumped whenever what force_conflicting_bounds reads changes: a dim root (a link, a
+   * size, a label) or the set of pending dimension inequalities. A sweep that found
+   * nothing at epoch e finds nothing again while it is e (fcb_epoch + 1: that e). */
+  long long dim_epoch, fcb_epoch;
   Graph *g;       /* names of dynamic dimensions in messages, and where joins of them go
                      (NULL in unit tests: `?ID`, and no joins) */
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved

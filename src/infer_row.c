@@ -189,6 +189,7 @@ Constraint *con_add(Solver *s, ConKind k, UpdateStep *step) {
   c->slot1 = c->slot2 = -1;
   vec_push(s->a, &s->cons, c);
   s->made++;
+  if (k == C_DIM_INEQ) s->dim_epoch++;
   enqueue(s, c);
   return c;
 }
@@ -314,6 +315,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   if (ra->known && rb->known && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
   if (!ra->known && rb->known) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
   rb->parent = ra;
+  s->dim_epoch++;
   wake(s, &ra->watch);
   wake(s, &rb->watch);
   if (!ra->label) ra->label = rb->label;
@@ -403,6 +405,7 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
     if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
     if (!cur->label) cur->label = sub->label;
     else if (!sub->label) sub->label = cur->label;
+    s->dim_epoch++;
     return DONE;
   }
   /* under an unlabelled 1, sub is 1; under q=1 it may still be 1 (which broadcasts) or
@@ -1002,6 +1005,7 @@ static char *constrained_dims(Solver *s) {
 
 /* Two different sizes above a variable force it to 1 (a dimension broadcasts only from 1). */
 static bool force_conflicting_bounds(Solver *s) {
+  if (s->fcb_epoch == s->dim_epoch + 1) return false; /* nothing it reads changed since it found nothing */
   bool progress = false;
   bounds_index(s);
   s->up_stamp++; /* one memo for the whole sweep: linear */
@@ -1015,6 +1019,7 @@ static bool force_conflicting_bounds(Solver *s) {
       progress = true;
     }
   }
+  if (!progress) s->fcb_epoch = s->dim_epoch + 1;
   return progress;
 }
 
@@ -1192,7 +1197,7 @@ bool solver_run(Solver *s) {
         break;
       }
       Step r = simplify(s, c);
-      if (r == DONE) c->done = true, s->ndone++;
+      if (r == DONE) c->done = true, s->ndone++, s->dim_epoch += c->kind == C_DIM_INEQ;
       else if (r == PENDING) watch(s, c);
       else if (r == PROGRESS) enqueue(s, c);
     }
@@ -1445,7 +1450,7 @@ static bool stage3(Solver *s) {
     const char *label = lub[i] >= 0 ? labels[i] : NULL; /* q=1 too: a bound of its own */
     if (DIM_IS_DYN(lub[i]) || lub[i] == 0) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
     else set_dim(s, NULL, d, lub[i], NULL);
-    if (label && !dim_find(d)->label) dim_find(d)->label = label;
+    if (label && !dim_find(d)->label) dim_find(d)->label = label, s->dim_epoch++;
     changed = true;
   }
   free(lub);
