@@ -20,7 +20,9 @@
  * pending (linear in the model). Every rule is a sound
  * deduction, so the fixpoint does not depend on the order of the constraints; the
  * closing stages 2-7 then make the defaulting decisions, one stage at a time, each
- * computed from a snapshot and followed by a new fixpoint. */
+ * computed from a snapshot and followed by a new fixpoint; the rounds of stages 3a and 6
+ * compute their snapshot's decisions from what the previous round changed (infer_row.c,
+ * "closing rounds"). */
 #ifndef TDSL_INFER_H
 #define TDSL_INFER_H
 
@@ -79,6 +81,9 @@ struct RowVar {
                       fresh variable): beyond MAX_RANK the system diverges, even where
                       each constraint consumed what it paired and sees short rows */
   PtrVec watch; /* pending constraints to simplify again when it is solved */
+  int stamp;    /* the closing rounds' scan that last visited it (Solver.stamp) */
+  int lub;      /* stage 3a: the strict least upper bound's length (row_lub_len), kept
+                   between rounds and recomputed where it may have changed */
 };
 
 typedef enum ConKind {
@@ -109,6 +114,9 @@ typedef struct Constraint {
   int slot1, slot2;  /* rows of step's slot tensors (0 lhs, k rhs k), -1 spec/other: the
                         same tensor in two slots must not share projections */
   bool queued;       /* on the solver's work queue */
+  bool seed;         /* C_ROW_INEQ: gives its larger side's variable axes (may_gain_axes) */
+  int seq;           /* creation number: the closing rounds take decisions in this order */
+  int stamp;         /* the closing rounds' scan that last visited it (Solver.stamp) */
 } Constraint;
 
 /* A pairing of two axes by one operation: the material of projection equations. */
@@ -146,6 +154,19 @@ typedef struct Solver {
   bool failed;
   long long work; /* simplification count: a guard against divergence */
   long long made; /* constraints created so far (the guard's limit grows with them) */
+  /* The closing stages' cost (test_infer_scale): sweeps over every constraint, row
+   * variable or dimension, and the entries all their scans examined. */
+  long long sweeps, visits;
+  /* Bumped whenever what force_conflicting_bounds reads changes: a dim root (a link, a
+   * size, a label) or the set of pending dimension inequalities. A sweep that found
+   * nothing at epoch e finds nothing again while it is e (fcb_epoch + 1: that e). */
+  long long dim_epoch, fcb_epoch;
+  /* The closing rounds of stages 3a and 6 (infer_row.c, "closing rounds"): while
+   * `logging`, the row inequalities simplified and the variables they had before. */
+  bool logging;
+  PtrVec log_cons, log_vars;
+  int stamp;      /* the current scan's number (Constraint.stamp, RowVar.stamp) */
+  int nseeds;     /* pending row inequalities with `seed` set */
   Graph *g;       /* names of dynamic dimensions in messages, and where joins of them go
                      (NULL in unit tests: `?ID`, and no joins) */
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved

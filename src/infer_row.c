@@ -18,6 +18,14 @@ static bool over_work_limit(const Solver *s) {
   return s->work > WORK_BASE + WORK_PER_CONSTRAINT * s->made;
 }
 typedef enum { PENDING, PROGRESS, DONE, FAIL } Step;
+/* RowVar.lub and row_lub_len's memo: not computed yet, being computed (a cycle). */
+enum { LUB_UNSET = -2, LUB_ON_STACK = -3 };
+
+/* A closing stage's pass over all n constraints, variables or dimensions. */
+static void count_sweep(Solver *s, int n) {
+  s->sweeps++;
+  s->visits += n;
+}
 
 void solver_init(Solver *s, Arena *a, Diag *diag) {
   memset(s, 0, sizeof *s);
@@ -111,6 +119,7 @@ RowVar *row_var(Solver *s, int kind) {
   RowVar *v = ANEW(s->a, RowVar);
   v->id = s->rvars.len;
   v->kind = kind;
+  v->lub = LUB_UNSET;
   vec_push(s->a, &s->rvars, v);
   return v;
 }
@@ -181,8 +190,10 @@ Constraint *con_add(Solver *s, ConKind k, UpdateStep *step) {
   c->kind = k;
   c->step = step;
   c->slot1 = c->slot2 = -1;
+  c->seq = (int)s->made;
   vec_push(s->a, &s->cons, c);
   s->made++;
+  if (k == C_DIM_INEQ) s->dim_epoch++;
   enqueue(s, c);
   return c;
 }
@@ -308,6 +319,7 @@ static Step unify_dim(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   if (ra->known && rb->known && (ra->d != rb->d || labels_clash(ra, rb))) return fail_dims(s, c, a, b);
   if (!ra->known && rb->known) { DimNode *t = ra; ra = rb; rb = t; } /* ra: the known one, if any */
   rb->parent = ra;
+  s->dim_epoch++;
   wake(s, &ra->watch);
   wake(s, &rb->watch);
   if (!ra->label) ra->label = rb->label;
@@ -397,6 +409,7 @@ static Step simp_dim_ineq(Solver *s, Constraint *c) {
     if (cur->d != sub->d || labels_clash(cur, sub)) return fail_dims(s, c, c->d1, c->d2);
     if (!cur->label) cur->label = sub->label;
     else if (!sub->label) sub->label = cur->label;
+    s->dim_epoch++;
     return DONE;
   }
   /* under an unlabelled 1, sub is 1; under q=1 it may still be 1 (which broadcasts) or
@@ -895,6 +908,7 @@ static void bounds_index(Solver *s) {
   s->up_stamp = 0;
   s->up_n = 0;
   s->up_nodes = n;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_DIM_INEQ) continue;
@@ -995,9 +1009,11 @@ static char *constrained_dims(Solver *s) {
 
 /* Two different sizes above a variable force it to 1 (a dimension broadcasts only from 1). */
 static bool force_conflicting_bounds(Solver *s) {
+  if (s->fcb_epoch == s->dim_epoch + 1) return false; /* nothing it reads changed since it found nothing */
   bool progress = false;
   bounds_index(s);
   s->up_stamp++; /* one memo for the whole sweep: linear */
+  count_sweep(s, s->dims.len);
   for (int i = 0; i < s->dims.len && !s->failed; i++) {
     DimNode *d = VEC_AT(s->dims, DimNode, i);
     if (d->parent || d->known || d->id >= s->up_nodes || s->up_head[d->id] < 0) continue;
@@ -1007,6 +1023,7 @@ static bool force_conflicting_bounds(Solver *s) {
       progress = true;
     }
   }
+  if (!progress) s->fcb_epoch = s->dim_epoch + 1;
   return progress;
 }
 
@@ -1173,6 +1190,15 @@ static void compact(Solver *s) {
   s->ndone = 0;
 }
 
+/* A closing round's log (Solver.logging): c is about to change; the variables it has
+ * now may lose their last role in it (closing rounds, below). */
+static void log_touch(Solver *s, Constraint *c) {
+  vec_push(s->a, &s->log_cons, c);
+  RowVar *a = row_peek(c->r1, NULL), *b = row_peek(c->r2, NULL);
+  if (a) vec_push(s->a, &s->log_vars, a);
+  if (b) vec_push(s->a, &s->log_vars, b);
+}
+
 bool solver_run(Solver *s) {
   while (!s->failed) {
     while (s->qhead < s->queue.len && !s->failed) {
@@ -1183,8 +1209,9 @@ bool solver_run(Solver *s) {
         solver_fail(s, c, "shape inference does not converge (%s vs %s)", what(c->what1), what(c->what2));
         break;
       }
+      if (s->logging && c->kind == C_ROW_INEQ) log_touch(s, c);
       Step r = simplify(s, c);
-      if (r == DONE) c->done = true, s->ndone++;
+      if (r == DONE) c->done = true, s->ndone++, s->dim_epoch += c->kind == C_DIM_INEQ;
       else if (r == PENDING) watch(s, c);
       else if (r == PROGRESS) enqueue(s, c);
     }
@@ -1305,6 +1332,7 @@ static void default_dim_one(Solver *s, DimNode *r) {
  * to stage 5), marked by variable id. */
 static char *total_carriers(Solver *s) {
   char *mark = calloc((size_t)s->rvars.len + 1, 1);
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
@@ -1326,6 +1354,7 @@ enum { ROW_UNDECIDED = -4 }; /* strict: a bound waits for a variable still open 
 static RowBounds row_bounds(Solver *s, bool strict) {
   RowBounds b = {malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), malloc(sizeof(int) * ((size_t)s->cons.len + 1)),
                  malloc(sizeof(int) * ((size_t)s->rvars.len + 1)), strict};
+  count_sweep(s, s->cons.len + s->rvars.len);
   for (int i = 0; i < s->rvars.len; i++) b.head[i] = -1, b.memo[i] = -2;
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
@@ -1385,6 +1414,7 @@ static bool stage2(Solver *s) {
   bounds_index(s);
   s->up_stamp++;
   char *constrained = constrained_dims(s);
+  count_sweep(s, s->cons.len + s->dims.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (!c->done && c->kind == C_DIM_INEQ && !dim_find(c->d2)->known) constrained[dim_find(c->d1)->id] = 1;
@@ -1420,6 +1450,7 @@ static bool stage3(Solver *s) {
   int n = s->dims.len;
   int *lub = malloc(((size_t)n + 1) * sizeof *lub);
   const char **labels = calloc((size_t)n + 1, sizeof *labels);
+  count_sweep(s, n);
   bounds_index(s);
   s->up_stamp++;
   for (int i = 0; i < n; i++) {
@@ -1433,7 +1464,7 @@ static bool stage3(Solver *s) {
     const char *label = lub[i] >= 0 ? labels[i] : NULL; /* q=1 too: a bound of its own */
     if (DIM_IS_DYN(lub[i]) || lub[i] == 0) unify_dim(s, NULL, d, dim_known(s, lub[i], NULL));
     else set_dim(s, NULL, d, lub[i], NULL);
-    if (label && !dim_find(d)->label) dim_find(d)->label = label;
+    if (label && !dim_find(d)->label) dim_find(d)->label = label, s->dim_epoch++;
     changed = true;
   }
   free(lub);
@@ -1448,6 +1479,7 @@ static bool stage3_rows(Solver *s, bool strict) {
   int nr = s->rvars.len;
   RowBounds rb = row_bounds(s, strict);
   char *carrier = total_carriers(s);
+  count_sweep(s, 2 * nr);
   /* Rows with a least upper bound close first; those without one wait for the next
    * round's fixpoint. Closed from one snapshot, `{ d } =: p` emptied d's open row
    * while p's took its bound (p broadcast into an einsum), and d >= p then failed. */
@@ -1481,6 +1513,7 @@ static bool stage3_rows(Solver *s, bool strict) {
 /* Stage 4: dims read at fixed indices take their LUB, else the lower bound. */
 static bool stage4(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_AT_LEAST) continue;
@@ -1497,6 +1530,7 @@ static bool stage4(Solver *s) {
 /* Stage 5: Total_elems with a still-unknown carrier row. */
 static bool stage5(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_TOTAL || !c->total_var) continue;
@@ -1537,13 +1571,17 @@ static char *may_gain_axes(Solver *s) {
   int *head = malloc(sizeof(int) * ((size_t)nv + 1)), *next = malloc(sizeof(int) * ((size_t)nc + 1));
   int *to = malloc(sizeof(int) * ((size_t)nc + 1)), *work = malloc(sizeof(int) * ((size_t)nv + 1));
   int nwork = 0;
+  s->nseeds = 0; /* recounted: the closing rounds keep it up to date from here */
   for (int i = 0; i < nv; i++) head[i] = -1;
+  count_sweep(s, nv + nc);
   for (int i = 0; i < nc; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
     Row *r = row_norm(s, c->r1), *sub = row_norm(s, c->r2);
+    c->seed = r->var && row_len(sub) > row_len(r);
+    s->nseeds += c->seed;
     if (!r->var) continue;
-    if (row_len(sub) > row_len(r) && !grows[r->var->id]) grows[r->var->id] = 1, work[nwork++] = r->var->id;
+    if (c->seed && !grows[r->var->id]) grows[r->var->id] = 1, work[nwork++] = r->var->id;
     if (!row_len(r) && sub->var) blocked[r->var->id] = 1;
     if (sub->var && sub->var != r->var) { /* an edge sub -> cur */
       to[i] = r->var->id, next[i] = head[sub->var->id];
@@ -1564,9 +1602,10 @@ static char *may_gain_axes(Solver *s) {
  * that only ever appear on the smaller (subr) side, which lets the larger sides grow to
  * fit them, repeatedly; then all the others. `leftovers` (stage 3a): only computed
  * rows' variables, and "only subr" widens to "nothing can give it axes" (below). */
-static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
+static PtrVec stage6_todo(Solver *s, bool only_subr, bool leftovers) {
   char *on_cur = calloc((size_t)s->rvars.len + 1, 1);
   PtrVec todo = {0};
+  count_sweep(s, 2 * s->cons.len);
   for (int i = 0; i < s->cons.len; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_ROW_INEQ) continue;
@@ -1587,9 +1626,14 @@ static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
     }
   }
   free(on_cur);
+  return todo;
+}
+
+/* Closes the variables of the sides of todo's constraints that stage6_todo chose. */
+static bool stage6_close(Solver *s, const PtrVec *todo, bool only_subr, bool leftovers) {
   bool changed = false;
-  for (int i = 0; i < todo.len && !s->failed; i++) {
-    Constraint *c = VEC_AT(todo, Constraint, i);
+  for (int i = 0; i < todo->len && !s->failed; i++) {
+    Constraint *c = VEC_AT(*todo, Constraint, i);
     for (int side = 1; side >= 0; side--) {
       if (only_subr && side == 0) continue;
       Row *r = row_norm(s, side ? c->r2 : c->r1);
@@ -1602,12 +1646,219 @@ static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
   return changed;
 }
 
+static bool stage6_pass(Solver *s, bool only_subr, bool leftovers) {
+  PtrVec todo = stage6_todo(s, only_subr, leftovers);
+  return stage6_close(s, &todo, only_subr, leftovers);
+}
+
+/* ---------------------------------------------------------------- closing rounds
+ *
+ * Stages 3a and 6 close a chain of row variables one layer per round (a stack of d
+ * layers: ~3d rounds), and each round decides from the whole state. Sweeping every
+ * constraint per round made them O(depth x constraints). A round after the first
+ * re-examines only what can have changed since the previous one: the row inequalities
+ * simplified since then (Solver.log_cons: a solved variable wakes every constraint
+ * that reads it) and the constraints watching a variable one of them had before
+ * (log_vars: it may have lost its last role in them). Everything else is as that
+ * round left it, and that round closed whatever qualified. Decisions are then taken in
+ * creation order (Constraint.seq) and by variable id, as the sweeps took them, so fresh
+ * ids, later constraints and messages come out the same. */
+
+typedef struct Round {
+  bool swept;        /* the first round sweeps; later ones read the log from here: */
+  int cons, vars;
+  bool seeded;       /* 3a: the last round's may_gain_axes had seeds, whose reach is not
+                        local: the next round sweeps too */
+} Round;
+
+static void rounds_begin(Solver *s) {
+  s->logging = true;
+  s->log_cons.len = s->log_vars.len = 0;
+}
+
+static void round_swept(Solver *s, Round *rd) {
+  rd->swept = true;
+  rd->cons = s->log_cons.len, rd->vars = s->log_vars.len;
+}
+
+static void round_add(Solver *s, PtrVec *out, Constraint *c) {
+  s->visits++;
+  if (c->stamp == s->stamp || c->done || c->kind != C_ROW_INEQ) return;
+  c->stamp = s->stamp;
+  vec_push(s->a, out, c);
+}
+
+/* Whether c gives its larger side's variable axes (may_gain_axes' seeds); keeps
+ * Solver.nseeds, the pending ones, up to date. */
+static void seed_update(Solver *s, Constraint *c) {
+  bool now = false;
+  if (!c->done) {
+    Row *r = row_norm(s, c->r1), *sub = row_norm(s, c->r2);
+    now = r->var && row_len(sub) > row_len(r);
+  }
+  s->nseeds += now - c->seed;
+  c->seed = now;
+}
+
+/* The pending row inequalities a round re-examines (the log since rd, deduplicated). */
+static PtrVec round_cands(Solver *s, Round *rd) {
+  PtrVec out = {0};
+  s->stamp++;
+  for (int i = rd->cons; i < s->log_cons.len; i++) {
+    Constraint *c = VEC_AT(s->log_cons, Constraint, i);
+    seed_update(s, c);
+    round_add(s, &out, c);
+  }
+  for (int i = rd->vars; i < s->log_vars.len; i++) {
+    RowVar *v = VEC_AT(s->log_vars, RowVar, i);
+    if (v->stamp == s->stamp) continue;
+    v->stamp = s->stamp;
+    for (int j = 0; j < v->watch.len; j++) round_add(s, &out, VEC_AT(v->watch, Constraint, j));
+  }
+  rd->cons = s->log_cons.len, rd->vars = s->log_vars.len;
+  return out;
+}
+
+/* Whether a pending row inequality has v as its larger side's variable (stage6_pass's
+ * on_cur) or, `bare`, as all of its larger side over a side with a variable
+ * (may_gain_axes' blocked). Such constraints watch v: a pending constraint watches the
+ * unsolved variables of its rows. */
+static bool v_on_cur(Solver *s, RowVar *v, bool bare) {
+  for (int j = 0; j < v->watch.len; j++) {
+    Constraint *c = VEC_AT(v->watch, Constraint, j);
+    int n;
+    s->visits++;
+    if (c->done || c->kind != C_ROW_INEQ || row_peek(c->r1, &n) != v) continue;
+    if (!bare || (n == 0 && row_peek(c->r2, NULL))) return true;
+  }
+  return false;
+}
+
+static int cmp_seq(const void *a, const void *b) {
+  const Constraint *x = *(Constraint *const *)a, *y = *(Constraint *const *)b;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* stage6_pass(s, true, leftovers) after the first round: the candidates' smaller side's
+ * variable closes when nothing above it still waits (stage 6: it is on no larger side;
+ * 3a: it may gain no axes, which without seeds is "not blocked", else a sweep). */
+static bool close_subr_round(Solver *s, Round *rd, bool leftovers) {
+  PtrVec cand = {0}, todo = {0};
+  if (rd->swept) cand = round_cands(s, rd);
+  if (!rd->swept || (leftovers && (s->nseeds > 0 || rd->seeded))) {
+    round_swept(s, rd);
+    bool changed = stage6_pass(s, true, leftovers);
+    rd->seeded = leftovers && s->nseeds > 0;
+    return changed;
+  }
+  for (int i = 0; i < cand.len; i++) {
+    Constraint *c = VEC_AT(cand, Constraint, i);
+    RowVar *v = row_norm(s, c->r2)->var;
+    if (v && !(leftovers && v->terminal) && !v_on_cur(s, v, leftovers)) vec_push(s->a, &todo, c);
+  }
+  if (todo.len) qsort(todo.items, (size_t)todo.len, sizeof *todo.items, cmp_seq);
+  return stage6_close(s, &todo, true, leftovers);
+}
+
+/* row_lub_len, strict, reading v's bounds from its watch list; RowVar.lub keeps the
+ * result between rounds (stage3_strict_round recomputes where it may change). */
+static int lub_strict(Solver *s, RowVar *v) {
+  if (v->lub != LUB_UNSET) return v->lub == LUB_ON_STACK ? ROW_UNDECIDED : v->lub;
+  v->lub = LUB_ON_STACK;
+  int best = -1;
+  bool empty = false, undecided = false;
+  for (int j = 0; j < v->watch.len; j++) {
+    Constraint *c = VEC_AT(v->watch, Constraint, j);
+    int n, ns;
+    s->visits++;
+    if (c->done || c->kind != C_ROW_INEQ || row_peek(c->r2, &ns) != v || ns) continue;
+    RowVar *cv = row_peek(c->r1, &n);
+    if (cv) {
+      int m = lub_strict(s, cv);
+      if (m < 0) {
+        undecided = true;
+        continue;
+      }
+      n += m;
+    }
+    empty = empty || n == 0;
+    if (n > 0 && (best < 0 || n < best)) best = n;
+  }
+  if (undecided) return v->lub = ROW_UNDECIDED;
+  return v->lub = best < 0 && empty ? 0 : best;
+}
+
+static void lub_forget_one(Solver *s, RowVar *v, PtrVec *out) {
+  if (!v || v->stamp == s->stamp) return;
+  v->stamp = s->stamp;
+  v->lub = LUB_UNSET;
+  vec_push(s->a, out, v);
+}
+
+/* v and the variables whose bound reads v's, transitively (their RowVar.lub may have
+ * changed), marked with the current stamp, forgotten and added to out (a work list:
+ * a chain may be deep). */
+static void lub_forget(Solver *s, RowVar *v, PtrVec *out) {
+  int from = out->len;
+  lub_forget_one(s, v, out);
+  for (int i = from; i < out->len; i++) {
+    RowVar *u = VEC_AT(*out, RowVar, i);
+    for (int j = 0; j < u->watch.len; j++) {
+      Constraint *c = VEC_AT(u->watch, Constraint, j);
+      int ns;
+      s->visits++;
+      if (c->done || c->kind != C_ROW_INEQ || row_peek(c->r1, NULL) != u) continue;
+      RowVar *w = row_peek(c->r2, &ns);
+      if (!ns) lub_forget_one(s, w, out);
+    }
+  }
+}
+
+static int cmp_rvar_id(const void *a, const void *b) {
+  const RowVar *x = *(RowVar *const *)a, *y = *(RowVar *const *)b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* stage3_rows(s, true) after the first round: a terminal row closes to its least upper
+ * bound once that is fully known. Only a variable below what the log touched can have
+ * a new one; the others did not qualify last round and still do not. */
+static bool stage3_strict_round(Solver *s, Round *rd) {
+  if (!rd->swept) {
+    round_swept(s, rd);
+    return stage3_rows(s, true);
+  }
+  PtrVec dirty = {0};
+  s->stamp++;
+  for (int i = rd->cons; i < s->log_cons.len; i++) {
+    Constraint *c = VEC_AT(s->log_cons, Constraint, i);
+    if (!c->done) lub_forget(s, row_peek(c->r2, NULL), &dirty);
+  }
+  for (int i = rd->vars; i < s->log_vars.len; i++) lub_forget(s, VEC_AT(s->log_vars, RowVar, i), &dirty);
+  rd->cons = s->log_cons.len, rd->vars = s->log_vars.len;
+  if (dirty.len) qsort(dirty.items, (size_t)dirty.len, sizeof *dirty.items, cmp_rvar_id);
+  bool changed = false;
+  for (int i = 0; i < dirty.len && !s->failed; i++) {
+    RowVar *v = VEC_AT(dirty, RowVar, i);
+    if (v->solved || !v->terminal) continue;
+    int len = lub_strict(s, v);
+    if (len < 0) continue;
+    DimNode *dims[MAX_RANK];
+    for (int j = 0; j < len && j < MAX_RANK; j++) dims[j] = dim_for_rowvar(s, v);
+    rowvar_set(s, v, row_closed(s, len < MAX_RANK ? len : MAX_RANK, dims));
+    changed = true;
+  }
+  return changed;
+}
+
 static bool stage6(Solver *s) {
   bool changed = false;
-  for (int round = 0; round < 4 * MAX_RANK && stage6_pass(s, true, false); round++) {
+  Round rd = {0};
+  rounds_begin(s);
+  for (int round = 0; round < 4 * MAX_RANK && close_subr_round(s, &rd, false); round++) {
     changed = true;
     if (!solver_run(s)) return true;
   }
+  s->logging = false;
   return stage6_pass(s, false, false) || changed;
 }
 
@@ -1621,6 +1872,7 @@ static bool stage6(Solver *s) {
  * and refuse it in the projections' pass, which closes in another order.) */
 static bool stage_conv_kernels(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->cons.len);
   for (int i = 0; i < s->cons.len && !s->failed; i++) {
     Constraint *c = VEC_AT(s->cons, Constraint, i);
     if (c->done || c->kind != C_CONV || c->padded || !c->d3) continue;
@@ -1658,6 +1910,7 @@ static bool stage_conv_kernels(Solver *s) {
 /* Stage 7: everything left: dims 1, rows no further axes. */
 static bool stage7(Solver *s) {
   bool changed = false;
+  count_sweep(s, s->rvars.len + s->dims.len);
   for (int i = 0; i < s->rvars.len && !s->failed; i++) {
     RowVar *v = VEC_AT(s->rvars, RowVar, i);
     if (!v->solved) {
@@ -1709,13 +1962,16 @@ bool solver_close(Solver *s) {
    * variable was still open: the kernel of `p +* "... | oh=+kh, ow=+kw, ..ic..; kh, kw,
    * ..ic.. -> oc => ..."` over a pooled, computed p took ..ic.. empty (one kernel shared
    * by every channel) while p's channel axes stood behind such a variable. */
+  Round subr = {0}, rows = {0};
+  rounds_begin(s);
   for (int round = 0; round < 4 * MAX_RANK; round++) {
-    bool changed = stage6_pass(s, true, true);
+    bool changed = close_subr_round(s, &subr, true);
     if (!solver_run(s)) return false;
-    changed = stage3_rows(s, true) || changed;
+    changed = stage3_strict_round(s, &rows) || changed;
     if (!solver_run(s)) return false;
     if (!changed) break;
   }
+  s->logging = false;
   for (int round = 0; round < 4 * MAX_RANK && stage3(s); round++)
     if (!solver_run(s)) return false;
   if (s->failed) return false;

@@ -2,7 +2,11 @@
  * operations. A deep MLP (relu (b + w * h), then a hinge-like pointwise with a declared
  * target) is solved at depths n and 4n; the solver's simplification count must grow
  * at most ~4x (a quadratic solver grows 16x: every step re-simplified every pending
- * constraint), and the shapes must come out right at every depth. */
+ * constraint), and the shapes must come out right at every depth. The closing stages
+ * count their work too (Solver.sweeps, .visits): a chain of d layers takes ~3d closing
+ * rounds, so a round that swept every constraint made them O(depth x constraints); now a
+ * bounded number of sweeps, and the entries their scans examine stay within a few per
+ * constraint created. */
 #include "infer_util.h"
 
 /* Builds the MLP of `layers` layers (its output tensor). */
@@ -20,9 +24,14 @@ static Tensor *build_mlp(TB *b, int layers) {
   return out;
 }
 
+/* What solving one MLP cost. */
+typedef struct Cost {
+  long long work, made, sweeps, visits;
+} Cost;
+
 /* Builds and solves the MLP of `layers` layers; returns the simplification count (and
- * the constraints created). */
-static long long solve_mlp(int layers, bool *ok, long long *made) {
+ * the constraints created, the closing stages' sweeps and visits). */
+static long long solve_mlp(int layers, bool *ok, Cost *cost) {
   TB b;
   tb_init(&b);
   Tensor *out = build_mlp(&b, layers);
@@ -30,7 +39,7 @@ static long long solve_mlp(int layers, bool *ok, long long *made) {
   solver_init(&s, &b.ctx.arena, &b.ctx.diag);
   *ok = infer_solve(&s, b.g);
   long long work = s.work;
-  *made = s.made;
+  *cost = (Cost){s.work, s.made, s.sweeps, s.visits};
   solver_free(&s);
   if (*ok) {
     *ok = infer_shapes(&b.ctx, b.g) && !strcmp(tb_shape(&b, out), "8|3");
@@ -57,13 +66,29 @@ static void guard(void) {
   tb_free(&b);
 }
 
+/* The closing stages: a bounded number of sweeps over everything (not one per round of
+ * a chain's closing: solving each round from a sweep took 3115 here), and their visits
+ * linear in the constraints created (the sweeps are most of them: each visits at most
+ * every constraint, or every variable or dimension, of which there are fewer). */
+static void closing_cost(int layers, const Cost *c) {
+  printf("closing: %lld sweeps, %lld visits at %d layers (%lld constraints)\n", c->sweeps, c->visits, layers, c->made);
+  CHECK(c->sweeps <= 64, "%lld sweeps over every constraint at %d layers: one per closing round?", c->sweeps, layers);
+  CHECK(c->visits <= 64 * c->made, "%lld visits by the closing stages for %lld constraints at %d layers", c->visits,
+        c->made, layers);
+}
+
 int main(void) {
   bool ok1, ok2;
-  long long m1, m4, w1 = solve_mlp(100, &ok1, &m1), w4 = solve_mlp(400, &ok2, &m4);
+  Cost c1, c4;
+  long long w1 = solve_mlp(100, &ok1, &c1), w4 = solve_mlp(400, &ok2, &c4), m1 = c1.made, m4 = c4.made;
   printf("simplifications: %lld at 100 layers (%lld constraints), %lld at 400 (%lld)\n", w1, m1, w4, m4);
   CHECK(ok1 && ok2, "the MLPs should infer");
   CHECK(w4 <= 5 * w1, "superlinear: %lld at 100 layers, %lld at 400", w1, w4);
   CHECK(w4 <= 4 * m4, "%lld simplifications for %lld constraints: near the divergence guard's budget", w4, m4);
+  closing_cost(100, &c1);
+  closing_cost(400, &c4);
+  CHECK(c4.visits <= 5 * c1.visits, "closing stages superlinear: %lld visits at 100 layers, %lld at 400", c1.visits,
+        c4.visits);
   guard();
   return tk_exit("test_infer_scale");
 }
