@@ -406,6 +406,9 @@ typedef struct Sink {
   int *start;       /* per buffer b: its statements are touch[start[b] .. start[b + 1]) */
   int *touch;       /* ids, in routine order within each buffer */
   int *all, nall;   /* ids of the calls and kernels, in order */
+  int *work, nwork; /* ids of the statements neither fills nor comments, in order */
+  int *key;         /* by id: 2 id, or for a moved fill (and its comment) 2 t - 1 where t
+                       is the item its last move put it before */
 } Sink;
 
 /* Adds each buffer s might touch, once per item (seen[b] == id: added), to
@@ -469,22 +472,25 @@ static void sink_lists(Fuse *f, Sink *k) {
   }
 }
 
+static bool sink_comment(const Sink *k, int id) { return id >= 0 && item_is_comment(&k->it[id]); }
+
 static Sink sink_make(Fuse *f, Items *l) {
   Sink k = {.it = l->it, .n = l->n, .head = l->n ? 0 : -1};
   k.next = ANEWN(f->a, int, k.n + 1), k.prev = ANEWN(f->a, int, k.n + 1);
   k.fill = ANEWN(f->a, int, k.n + 1), k.at = ANEWN(f->a, int, k.n + 1);
   k.gone = ANEWN(f->a, bool, k.n + 1);
+  k.work = ANEWN(f->a, int, k.n + 1), k.key = ANEWN(f->a, int, k.n + 1);
   for (int id = 0; id < k.n; id++) {
     double v;
     k.next[id] = id + 1 < k.n ? id + 1 : -1;
     k.prev[id] = id - 1;
+    k.key[id] = 2 * id;
     if (!is_fill(f, k.it[id].s, &k.fill[id], &v)) k.fill[id] = -1;
+    if (k.fill[id] < 0 && !sink_comment(&k, id)) k.work[k.nwork++] = id;
   }
   sink_lists(f, &k);
   return k;
 }
-
-static bool sink_comment(const Sink *k, int id) { return id >= 0 && item_is_comment(&k->it[id]); }
 
 static void sink_unlink(Sink *k, int id) {
   int p = k->prev[id], n = k->next[id];
@@ -519,6 +525,21 @@ static int first_toucher(const Sink *k, int u, int b, int *x) {
     return w;
   }
   return v;
+}
+
+/* Is there a statement other than a fill or a comment after u and before `to` (an item
+ * that never moved)? Such statements never move: they stand in id order, and u stands
+ * just before the item its last move put it before (key). Scanning the items between
+ * was quadratic in a run of fills (a deep model's gradient zeroings). */
+static bool work_between(const Sink *k, int u, int to) {
+  int lo = 0, hi = k->nwork;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (2 * k->work[mid] > k->key[u]) hi = mid;
+    else lo = mid + 1;
+  }
+  while (lo < k->nwork && k->fill[k->work[lo]] >= 0) lo++; /* a merge made it a fill */
+  return lo < k->nwork && 2 * k->work[lo] < k->key[to];
 }
 
 /* A constant fill u is dropped when the first statement touching its buffer
@@ -557,15 +578,16 @@ static bool sink_fill(Fuse *f, Sink *k, int u) {
   if (k->prev[j] != u && sink_comment(k, k->prev[j])) to = k->prev[j];
   /* Only past real work: two fills (with their comments) before the same statement
    * would otherwise swap places for ever (sink_fills meets each again). */
-  bool past_work = false;
-  for (int y = k->next[u]; y != to && !past_work; y = k->next[y]) past_work = !sink_comment(k, y) && k->fill[y] < 0;
+  bool past_work = work_between(k, u, to);
   if (!past_work) return true;
   /* landing inside a callee's statements copies that callee too */
   if (!claim(f, &it[u], it[to].idx ? &it[to] : NULL)) return true;
   it[u] = (Item){as_fill(f, it[u].s, buf, value), -1, 0};
+  k->key[u] = k->key[to] - 1;
   sink_unlink(k, u);
   if (c >= 0) {
     it[c].from = -1;
+    k->key[c] = k->key[to] - 1;
     sink_unlink(k, c);
     sink_insert_before(k, c, to);
   }
