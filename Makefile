@@ -99,7 +99,7 @@ $(B)/unit-asan/%: testsuite/unit/%.c $(asan_LIB)
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 600
 FUZZ_SPEC := $(B)/gen/spec.c $(B)/gen/spec.tab.c src/spec_print.c
-FUZZ_SRC  := testsuite/fuzz/fuzz_parse.c src/arena.c src/diag.c src/ast_print.c \
+FUZZ_SRC  := testsuite/fuzz/fuzz_parse.c src/arena.c src/diag.c src/ast_print.c src/ast_ndlit.c \
              $(B)/gen/lexer.c $(B)/gen/parser.tab.c $(FUZZ_SPEC)
 $(B)/fuzz/fuzz_parse: $(FUZZ_SRC) $(GEN_H) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)

@@ -21,6 +21,7 @@ typedef struct Lexer {
    * "unexpected end of file" goes after it when nothing was pushed since. */
   const unsigned char *dropped_end;
   Loc dropped_loc;
+  bool pack; /* brackets of numbers become T_NDLIT tokens */
 } Lexer;
 
 static Loc loc_at(Lexer *L, const unsigned char *p) {
@@ -254,6 +255,24 @@ static void lex_number(Lexer *L, bool is_float) {
   }
 }
 
+/* At an opening `[` or `[|` (L->tok): the whole bracket as one T_NDLIT token when it is
+ * a literal of plain numbers (ast_ndlit.c); false, nothing consumed, otherwise. */
+static bool lex_ndlit(Lexer *L) {
+  if (!L->pack) return false;
+  const char *end, *line_start;
+  int line;
+  NdLit *lit = ndlit_scan(L->a, loc_at(L, L->tok), (const char *)L->tok, (const char *)L->lim, &end, &line,
+                          &line_start);
+  if (!lit) return false;
+  Token *t = push(L, T_NDLIT); /* spelled as its bracket: never copy the whole text */
+  t->len = lit->len;
+  t->lit = lit;
+  L->cur = (const unsigned char *)end;
+  L->line = line;
+  L->line_start = (const unsigned char *)line_start;
+  return true;
+}
+
 /* Records that the text from L->tok to L->cur was reported and dropped. */
 static void dropped(Lexer *L) {
   L->dropped_end = L->cur;
@@ -313,9 +332,9 @@ static void lex_token(Lexer *L, bool *done) {
     "?" lident      { Token *t = push(L, T_OPTLABEL_PUN); t->str += 1; return; }
     "("             { push(L, T_LPAREN); return; }
     ")"             { push(L, T_RPAREN); return; }
-    "["             { push(L, T_LBRACKET); return; }
+    "["             { if (!lex_ndlit(L)) push(L, T_LBRACKET); return; }
     "]"             { push(L, T_RBRACKET); return; }
-    "[|"            { push(L, T_LBRACKBAR); return; }
+    "[|"            { if (!lex_ndlit(L)) push(L, T_LBRACKBAR); return; }
     "|]"            { push(L, T_BARRBRACKET); return; }
     "{"             { push(L, T_LBRACE); return; }
     "}"             { push(L, T_RBRACE); return; }
@@ -357,8 +376,9 @@ static void place_eof(Lexer *L) {
   v->items[v->len - 1].loc = l;
 }
 
-TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f) {
+TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f, bool pack) {
   Lexer L = {0};
+  L.pack = pack;
   L.a = a;
   L.d = d;
   L.f = f;

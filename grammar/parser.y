@@ -215,7 +215,10 @@ static Expr **leftmost(Expr **slot) {
 /* The capture list that may follow a literal spec (the seed's `~capture_dims`:
  * `x +* "ij;jk=>ik" ["j"] y`): an unparenthesized list literal. Its items are checked
  * (strings) by staging. */
-static bool is_capture_list(const Arg *arg) {
+static bool is_capture_list(Parser *P, Arg *arg) {
+  /* Numbers where the capture list's strings belong (staging says so): as tokens. */
+  if (arg->kind == A_POS && arg->e->kind == E_NDLIT && arg->e->lit->kind[0] == ND_LIST && !arg->e->paren)
+    arg->e = ndlit_expand(P->a, arg->e->lit);
   return arg->kind == A_POS && arg->e->kind == E_LIST && !arg->e->paren;
 }
 
@@ -232,7 +235,7 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   e->a = a;
   if (unary) {
     if (!rhs->paren && rhs->kind == E_APP && rhs->a->kind == E_STRING && !rhs->a->paren && rhs->args.len == 1 &&
-        is_capture_list(VEC_AT(rhs->args, Arg, 0))) {
+        is_capture_list(P, VEC_AT(rhs->args, Arg, 0))) {
       take_captures(e, VEC_AT(rhs->args, Arg, 0)->e);
       e->c = rhs->a;
       return fin(P, e);
@@ -253,7 +256,7 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   Expr *l = *slot;
   if (!l->paren && l->kind == E_APP && l->a->kind == E_STRING && !l->a->paren) {
     Arg *first = VEC_AT(l->args, Arg, 0);
-    if (l->args.len > 1 && is_capture_list(first)) {
+    if (l->args.len > 1 && is_capture_list(P, first)) {
       take_captures(e, first->e);
       PtrVec rest = {0};
       for (int i = 1; i < l->args.len; i++) vec_push(P->a, &rest, l->args.items[i]);
@@ -270,7 +273,7 @@ static Expr *einsum(Parser *P, Token *op, Expr *a, Expr *rhs) {
   if (!rhs->paren && rhs->kind == E_APP) {
     /* mixfix: b "spec" ["captures"] */
     Arg *last = VEC_AT(rhs->args, Arg, rhs->args.len - 1);
-    if (rhs->args.len >= 2 && is_capture_list(last)) {
+    if (rhs->args.len >= 2 && is_capture_list(P, last)) {
       Arg *prev = VEC_AT(rhs->args, Arg, rhs->args.len - 2);
       if (prev->kind == A_POS && prev->e->kind == E_STRING && !prev->e->paren) {
         take_captures(e, last->e);
@@ -438,6 +441,7 @@ static void add_item(Parser *P, Item *it) {
 %token <tok> IDENT "identifier"
 %token <tok> INT "integer"
 %token <tok> FLOAT "float"
+%token <tok> NDLIT "ndarray literal"
 %token <tok> STRING "string"
 %token <tok> CHARLIT "label"
 %token <tok> LABEL "~label:"
@@ -639,6 +643,7 @@ simple_expr:
   | LPAREN seq_expr RPAREN { $$ = $2; $$->paren = true; }
   | LPAREN operator RPAREN { $$ = mk1(P, E_OPREF, $1->loc, $2->str, NULL); }
   | QUESTION        { $$ = mk(P, E_DYNDIM, $1->loc); $$ = fin(P, $$); }
+  | NDLIT           { $$ = mk(P, E_NDLIT, $1->loc); $$->lit = $1->lit; $$->depth = $1->lit->depth; }
   | LBRACKET RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, NULL); }
   | LBRACKET list_items RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }
   | LBRACKET list_items SEMI RBRACKET { $$ = from_vec(P, E_LIST, $1->loc, $2); }
@@ -864,15 +869,30 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *P) {
   return 0;
 }
 
-Program *parse_program(Arena *a, Diag *d, const SrcFile *f) {
+static Program *parse_with(Arena *a, Diag *d, const SrcFile *f, bool pack) {
   int errors = d->errors;
   Parser P = {0};
   P.a = a;
   P.d = d;
   P.f = f;
-  P.toks = lex_all(a, d, f);
+  P.toks = lex_all(a, d, f, pack);
   classify_lets(&P);
   int rc = tdslp_parse(&P);
   if (rc || d->errors > errors || !P.prog) return NULL;
   return P.prog;
+}
+
+/* Packed literals (E_NDLIT) change no meaning, but would change what a syntax error
+ * near one says (the token it names, where recovery resumes): the packed parse only
+ * counts errors, and a file with any is parsed again token by token, which reports
+ * them exactly as without packing. */
+Program *parse_program(Arena *a, Diag *d, const SrcFile *f) {
+  Diag quiet;
+  diag_init(&quiet, NULL);
+  quiet.errors = d->errors;
+  quiet.max_errors = d->max_errors;
+  quiet.suppressed = d->suppressed;
+  Program *p = parse_with(a, &quiet, f, true);
+  if (p && quiet.errors == d->errors) return p;
+  return parse_with(a, d, f, false);
 }

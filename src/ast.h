@@ -42,7 +42,31 @@ typedef enum ExprKind {
   E_COMMENT,     /* ~~(parts; body): items = comment parts, a = body */
   E_OPREF,       /* ( op ) used as a value: str = operator text */
   E_DYNDIM,      /* `?` in a shape: an anonymous dynamic dimension */
+  E_NDLIT,       /* lit: a packed ndarray literal, one node for a bracket of numbers
+                    (NdLit); means exactly the tree ndlit_expand gives */
 } ExprKind;
+
+/* A bracket of at least NDLIT_MIN_NUMBERS plain numbers (`[[0.1, 0.2, ...], ...]`, no
+ * expressions, no comments, not ragged) is lexed as one token and parsed as one E_NDLIT
+ * node: a literal of N numbers costs about 8N bytes instead of a token, an AST node and
+ * a value per number (~1 KB each). The lexer packs only what the per-token path parses
+ * without error into a rectangular literal (ast_ndlit.c), so that packing changes no
+ * meaning; the source text is kept to rebuild that tree on demand. */
+enum { NDLIT_MIN_NUMBERS = 16, NDLIT_MAX_AXES = 16 };
+typedef enum NdAxis { ND_LIST, ND_TUPLE, ND_ARRAY } NdAxis;
+typedef struct NdLit {
+  int naxes;                     /* nesting levels above the numbers */
+  NdAxis kind[NDLIT_MAX_AXES];   /* per level, outermost first: [ ], ( , ), [| |] */
+  int dim[NDLIT_MAX_AXES];       /* elements per node at that level (all equal) */
+  Loc first[NDLIT_MAX_AXES + 1]; /* the leftmost node's loc per level (as the tree's
+                                    nodes are located), [naxes] the first number's */
+  double *values;                /* the numbers in source (nesting) order */
+  long long n;
+  int depth;                     /* the height of the expanded tree (Expr.depth) */
+  const char *text;              /* the source from the opening bracket */
+  int len;
+  Loc loc;                       /* the opening bracket */
+} NdLit;
 
 typedef enum ParamKind {
   P_POS,      /* x  (name NULL for `_`) */
@@ -99,6 +123,7 @@ struct Expr {
   PtrVec fields;   /* Field* */
   bool paren;      /* written in parentheses: (a, b) inside a tuple stays one element */
   int depth;       /* height of the subtree (the parser bounds it, passes may recurse) */
+  const NdLit *lit; /* E_NDLIT */
 };
 
 typedef enum ItemKind {
@@ -130,6 +155,15 @@ typedef struct Program {
   const SrcFile *file;
   PtrVec items; /* Item* */
 } Program;
+
+/* ast_ndlit.c. Reads the literal at text[0..lim) (an opening `[` or `[|` located at
+ * loc) when it is a packable bracket of numbers: returns it (values in a) and sets *end,
+ * *line and *line_start past it; NULL when the bracket must be lexed token by token. */
+NdLit *ndlit_scan(Arena *a, Loc loc, const char *text, const char *lim, const char **end, int *line,
+                  const char **line_start);
+/* The tree the parser builds from the literal's tokens (E_LIST, E_TUPLE, E_ARRAY, E_INT,
+ * E_FLOAT with their locations): for what needs the elements one by one. */
+Expr *ndlit_expand(Arena *a, const NdLit *lit);
 
 struct Diag;
 /* Parses f; on syntax errors reports them (with recovery) and returns NULL.

@@ -104,6 +104,12 @@ void ast_print_expr(FILE *out, const Expr *e) {
   case E_IDENT: fprintf(out, "(ident %s)", e->str); return;
   case E_OPREF: fprintf(out, "(opref %s)", e->str); return;
   case E_DYNDIM: fputs("(dyndim)", out); return;
+  case E_NDLIT: { /* as the tokens' tree: packing changes no dump */
+    Arena tmp = {0};
+    ast_print_expr(out, ndlit_expand(&tmp, e->lit));
+    arena_free(&tmp);
+    return;
+  }
   case E_LABELED_NUM:
     fprintf(out, "(labeled-num %s ", e->str);
     ast_print_expr(out, e->a);

@@ -175,6 +175,7 @@ static void vreport(Diag *d, Loc loc, int width, const char *kind, const char *f
 
 static void verror(Diag *d, Loc loc, int width, const char *fmt, va_list ap) {
   d->errors++;
+  if (!d->out) return;
   if (d->errors > d->max_errors) {
     if (!d->suppressed) {
       fprintf(d->out, "tdslc: too many errors (%d), stopping\n", d->max_errors);
@@ -200,7 +201,7 @@ void diag_error_span(Diag *d, Loc loc, int width, const char *fmt, ...) {
 }
 
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
-  if (d->errors > d->max_errors) return;
+  if (!d->out || d->errors > d->max_errors) return;
   va_list ap;
   va_start(ap, fmt);
   vreport(d, loc, 1, "note", fmt, ap);

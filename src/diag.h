@@ -11,7 +11,7 @@
 #include "base.h"
 
 typedef struct Diag {
-  FILE *out;        /* stderr unless a test redirects it */
+  FILE *out;        /* stderr unless a test redirects it; NULL: only count errors */
   int errors;       /* errors reported so far */
   int max_errors;   /* stop printing after this many (0 = default 20) */
   bool suppressed;  /* the "too many errors" line has been printed */

@@ -63,8 +63,20 @@ const char *val_kind_name(const Value *v) {
   case V_FN:
     return v->fn->kind == FN_OP ? "an operation" : "a function";
   case V_CAPTURE: return "a captured einsum label";
+  case V_NDLIT: return v->lit->kind[0] == ND_LIST ? "a list" : v->lit->kind[0] == ND_TUPLE ? "a tuple" : "an array";
   }
   return "a value";
+}
+
+/* Only a literal used as a list (`for x in`, `@`, dimensions) pays for its elements. */
+Value *val_unpack(St *st, Value *v) {
+  if (v->kind != V_NDLIT) return v;
+  Frame fr = {st->globals, M_OP, NULL, NULL};
+  return eval(st, &fr, ndlit_expand(st->a, v->lit));
+}
+
+bool val_is_list(const Value *v) {
+  return v->kind == V_LIST || (v->kind == V_NDLIT && v->lit->kind[0] == ND_LIST);
 }
 
 bool val_is_number(const Value *v) { return v->kind == V_INT || v->kind == V_FLOAT; }
@@ -466,6 +478,10 @@ static Value *fold_num(St *st, const BinOprName *o, Value *a, Value *b, Loc loc,
 static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bool *err) {
   *err = false;
   const BinOprName *o = getbinopr(op);
+  if (o && (o->kinds & F_LIST) && val_is_list(a) && val_is_list(b)) {
+    a = val_unpack(st, a);
+    b = val_unpack(st, b);
+  }
   int kinds = operand_kinds(a, b);
   if (!o || !(o->kinds & kinds)) return NULL;
   Value *v;
@@ -489,7 +505,7 @@ static Value *fold_binop(St *st, const char *op, Value *a, Value *b, Loc loc, bo
 
 static bool tensorish(const Value *v) {
   return v->kind == V_TENSOR || val_is_number(v) || v->kind == V_LIST || v->kind == V_TUPLE ||
-         v->kind == V_ARRAY;
+         v->kind == V_ARRAY || v->kind == V_NDLIT;
 }
 
 static Value *eval_binop(St *st, const Frame *fr, const Expr *e) {
@@ -790,6 +806,7 @@ static Value *eval_items(St *st, const Frame *fr, const Expr *e, VKind k) {
 static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
   Value *l = eval(st, fr, e->a);
   if (!l) return NULL;
+  l = val_unpack(st, l);
   if (l->kind != V_LIST && l->kind != V_ARRAY) {
     diag_error(&st->c->diag, e->a->loc, "'for' needs a list, got %s", val_kind_name(l));
     return NULL;
@@ -859,6 +876,11 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
   case E_COMMENT: return eval_comment(st, fr, e);
   case E_OPREF: return lookup_op(st, fr, e->str, e->loc);
   case E_DYNDIM: return val_dyndim(st, e->loc);
+  case E_NDLIT: {
+    Value *v = val_new(st, V_NDLIT, e->loc);
+    v->lit = e->lit;
+    return v;
+  }
   }
   diag_error(&st->c->diag, e->loc, "cannot evaluate this expression");
   return NULL;
@@ -871,7 +893,7 @@ static bool eval_program(St *st, const Program *p);
 /* A top-level binding's result: tensors take the binding's name (or get an alias),
  * %cd code becomes an exported routine, index symbols are named. */
 static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, int first_tensor) {
-  if (kind != I_LET && (v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY)) {
+  if (kind != I_LET && (v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY || v->kind == V_NDLIT)) {
     Frame fr = {st->globals, kind == I_LET_CD ? M_CD : M_OP, NULL, NULL};
     Tensor *t = to_tensor(st, &fr, v, b->loc, "the value of this binding");
     if (!t) return NULL;
@@ -1076,6 +1098,7 @@ static const char *topname_what(const Value *v) {
   case V_LIST: return "a compile-time list";
   case V_TUPLE: return "a compile-time tuple";
   case V_ARRAY: return "a compile-time array";
+  case V_NDLIT: return v->lit->kind[0] == ND_LIST ? "a compile-time list" : "a compile-time array";
   case V_UNIT: return "the unit value ()";
   default: return val_kind_name(v);
   }

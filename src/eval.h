@@ -60,6 +60,9 @@ typedef enum VKind {
   V_CODE,                   /* %cd code */
   V_FN,                     /* closure, op or builtin (possibly partially applied) */
   V_CAPTURE,                /* an einsum's captured axis label or row variable (dim) */
+  V_NDLIT,                  /* a packed literal (E_NDLIT): what the list or array of
+                               ndlit_expand would be; made a tensor without unpacking,
+                               unpacked (val_unpack) where its elements are used */
 } VKind;
 
 struct Value {
@@ -78,6 +81,7 @@ struct Value {
   Code code;        /* V_CODE */
   Fn *fn;           /* V_FN */
   CaptureRef *cap;  /* V_CAPTURE */
+  const NdLit *lit; /* V_NDLIT */
 };
 
 /* Lexical environments are immutable linked lists; closures capture the head. */
@@ -180,6 +184,10 @@ Value *val_dyndim(St *st, Loc loc);
  * either kind has that name: --set and the runtime set them by name. */
 bool runtime_sym_name(St *st, Value *v, const char *name, Loc loc);
 const char *val_kind_name(const Value *v);
+/* v, or for a packed literal the list or array it stands for, element by element. */
+Value *val_unpack(St *st, Value *v);
+/* Whether v is a list (a packed one included). */
+bool val_is_list(const Value *v);
 bool val_is_number(const Value *v);
 double val_number(const Value *v);
 /* The constant of `!. x` or `!.. n` (op "!." or "!.."); false (error reported at loc)

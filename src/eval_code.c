@@ -337,7 +337,7 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
   }
   /* With a ~logic that names its operands, a number is one of them: `d =: 2.5 < b
    * ~logic:"|->; |-> => |->"` has two (it was folded away: "the operation has 1"). */
-  if (val_is_number(v) || v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY) {
+  if (val_is_number(v) || v->kind == V_LIST || v->kind == V_TUPLE || v->kind == V_ARRAY || v->kind == V_NDLIT) {
     Tensor *t = to_tensor(st, r->fr, v, e->loc, "an assignment operand");
     if (!t) return NULL;
     v = val_tensor(st, t, e->loc);

@@ -132,7 +132,49 @@ typedef struct Lit {
   double *values;
 } Lit;
 
+static const char *kind_what(int kind) {
+  return kind == KIND_OUTPUT ? "a list" : kind == KIND_INPUT ? "a tuple" : "an array";
+}
+
+static bool ragged(St *st, const Lit *l, int depth, Loc loc) {
+  diag_error(&st->c->diag, loc, "ragged ndarray literal: expected %s of %d elements here", kind_what(l->kind[depth]),
+             l->dim[depth]);
+  return false;
+}
+
+static int nd_kind(NdAxis k) { return k == ND_LIST ? KIND_OUTPUT : k == ND_TUPLE ? KIND_INPUT : KIND_BATCH; }
+
+/* A packed literal at depth: lit_fill's checks on its leftmost path, where they would
+ * fail first (every node of a packed literal has the shape of the leftmost one, and
+ * NdLit.first locates that path's nodes as the values of ndlit_expand's tree are), then
+ * its numbers into place. */
+static bool lit_fill_packed(St *st, Lit *l, const NdLit *p, int depth, long long off) {
+  for (int k = 0; k < p->naxes; k++) {
+    int d = depth + k;
+    if (d == l->naxes) {
+      diag_error(&st->c->diag, p->first[k], "an ndarray literal element must be a number, got %s",
+                 kind_what(nd_kind(p->kind[k])));
+      return false;
+    }
+    if (nd_kind(p->kind[k]) != l->kind[d] || p->dim[k] != l->dim[d]) return ragged(st, l, d, p->first[k]);
+  }
+  if (depth + p->naxes < l->naxes) return ragged(st, l, depth + p->naxes, p->first[p->naxes]);
+  long long idx[NDLIT_MAX_AXES] = {0}, at = off;
+  const long long *stride = l->stride + depth;
+  for (long long i = 0; i < p->n; i++) {
+    l->values[at] = p->values[i];
+    for (int k = p->naxes - 1; k >= 0; k--) { /* the next index in nesting order */
+      at += stride[k];
+      if (++idx[k] < p->dim[k]) break;
+      at -= idx[k] * stride[k];
+      idx[k] = 0;
+    }
+  }
+  return true;
+}
+
 static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
+  if (v->kind == V_NDLIT) return lit_fill_packed(st, l, v->lit, depth, off);
   if (depth == l->naxes) {
     if (!val_is_number(v)) {
       diag_error(&st->c->diag, v->loc, "an ndarray literal element must be a number, got %s", val_kind_name(v));
@@ -141,15 +183,34 @@ static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
     l->values[off] = val_number(v);
     return true;
   }
-  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth]) {
-    diag_error(&st->c->diag, v->loc, "ragged ndarray literal: expected %s of %d elements here",
-               l->kind[depth] == KIND_OUTPUT ? "a list" : l->kind[depth] == KIND_INPUT ? "a tuple" : "an array",
-               l->dim[depth]);
-    return false;
-  }
+  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth]) return ragged(st, l, depth, v->loc);
   for (int i = 0; i < v->items.len; i++)
     if (!lit_fill(st, l, VEC_AT(v->items, Value, i), depth + 1, off + i * l->stride[depth])) return false;
   return true;
+}
+
+static bool lit_axis(St *st, Lit *l, int kind, int dim, Loc loc) {
+  if (l->naxes == MAX_LIT_AXES) {
+    diag_error(&st->c->diag, loc, "ndarray literal has too many axes");
+    return false;
+  }
+  l->kind[l->naxes] = kind;
+  l->dim[l->naxes++] = dim;
+  return true;
+}
+
+/* The axes, from the first element at each level down (a packed literal has its own). */
+static bool lit_axes(St *st, Lit *l, Value *v, Loc loc) {
+  for (Value *x = v;; x = VEC_AT(x->items, Value, 0)) {
+    if (x->kind == V_NDLIT) {
+      for (int k = 0; k < x->lit->naxes; k++)
+        if (!lit_axis(st, l, nd_kind(x->lit->kind[k]), x->lit->dim[k], loc)) return false;
+      return true;
+    }
+    if (!is_seq(x)) return true;
+    if (!lit_axis(st, l, axis_kind(x), x->items.len, loc)) return false;
+    if (x->items.len == 0) return true;
+  }
 }
 
 /* Nesting order gives the axes; values are stored in memory order batch, output,
@@ -158,15 +219,7 @@ static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
  * `[ [ ]; [ ] ]` [2; 0], `[| |]` batch dims [0]; an empty tuple is unit `()`, no axis. */
 static Tensor *literal_tensor(St *st, Value *v, Loc loc) {
   Lit l = {0};
-  for (Value *x = v; is_seq(x); x = VEC_AT(x->items, Value, 0)) {
-    if (l.naxes == MAX_LIT_AXES) {
-      diag_error(&st->c->diag, loc, "ndarray literal has too many axes");
-      return NULL;
-    }
-    l.kind[l.naxes] = axis_kind(x);
-    l.dim[l.naxes++] = x->items.len;
-    if (x->items.len == 0) break;
-  }
+  if (!lit_axes(st, &l, v, loc)) return NULL;
   long long size = 1;
   for (int k = 2; k >= 0; k--) /* the last kind in memory order varies fastest */
     for (int d = l.naxes - 1; d >= 0; d--)
@@ -264,6 +317,7 @@ Tensor *to_tensor(St *st, const Frame *fr, Value *v, Loc loc, const char *what) 
     return v->t;
   }
   if (val_is_number(v)) return const_scalar(st, val_number(v), NULL, v->loc);
+  if (v->kind == V_NDLIT) return literal_tensor(st, v, v->loc);
   if (is_seq(v)) {
     if (!has_tensor(v)) return literal_tensor(st, v, v->loc);
     return stack_tensor(st, fr, v, v->loc);
@@ -304,6 +358,7 @@ bool label_ok(St *st, const char *label, Loc loc, const char *what) {
 
 /* [ 2; ("rgb", 3) ] */
 bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *what) {
+  v = val_unpack(st, v);
   if (v->kind == V_INT || v->kind == V_DIM) { /* a single dimension */
     Value *l = val_new(st, V_LIST, v->loc);
     vec_push(st->a, &l->items, v);
@@ -367,7 +422,7 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
     if (v->kind == V_TENSOR && st->g->tensors.len == nt + 1 && v->t->id == nt) drop_since(st, nt, ns);
     return true;
   }
-  if (is_seq(v) && !has_tensor(v)) {
+  if ((is_seq(v) && !has_tensor(v)) || v->kind == V_NDLIT) {
     Tensor *lit = literal_tensor(st, v, ie->loc);
     if (!lit) return false;
     v = val_tensor(st, lit, ie->loc);

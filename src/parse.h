@@ -4,6 +4,7 @@
 #ifndef TDSL_PARSE_H
 #define TDSL_PARSE_H
 
+#include "ast.h"
 #include "base.h"
 #include "diag.h"
 
@@ -15,6 +16,7 @@ typedef struct Token {
   const char *str;  /* identifiers, labels, operators: the name; strings: decoded */
   long long ival;   /* T_INT */
   double fval;      /* T_FLOAT */
+  const NdLit *lit; /* T_NDLIT: the whole bracket (text and len span it) */
 } Token;
 
 typedef struct TokenVec {
@@ -24,7 +26,8 @@ typedef struct TokenVec {
 } TokenVec;
 
 /* Lexes all of f; reports lexical errors to d and skips the offending text. The last
- * token is always the end-of-file token. */
-TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f);
+ * token is always the end-of-file token. With pack, a bracket of plain numbers is one
+ * T_NDLIT token (ast.h, NdLit). */
+TokenVec lex_all(Arena *a, Diag *d, const SrcFile *f, bool pack);
 
 #endif

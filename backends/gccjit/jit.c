@@ -151,13 +151,21 @@ JitInstance jit_instance_part(Arena *a, gcc_jit_context *c, const IrModule *m, c
   return in;
 }
 
+/* The text is one string literal, returned by an internal function that
+ * NAME_model_meta and tdsl_model_meta call: gcc merged two equal literals in the .so,
+ * but libgccjit held and compiled both, and the text grows with a model's literal
+ * constants. Internal, so that the call cannot bind to another library's NAME_model_meta
+ * (an executable linking a model's .o of the same NAME exports one). */
 void jit_export_meta(Arena *a, gcc_jit_context *c, const char *name, const char *meta, bool object) {
   gcc_jit_type *t_str = gcc_jit_context_get_type(c, GCC_JIT_TYPE_CONST_CHAR_PTR);
+  gcc_jit_function *text = gcc_jit_context_new_function(c, NULL, GCC_JIT_FUNCTION_INTERNAL, t_str,
+                                                        arena_printf(a, "%s_model_meta_text", name), 0, NULL, 0);
+  gcc_jit_block_end_with_return(gcc_jit_function_new_block(text, "entry"), NULL, gcc_jit_context_new_string_literal(c, meta));
   for (int k = 0; k < (object ? 1 : 2); k++) {
     const char *sym = k ? "tdsl_model_meta" : arena_printf(a, "%s_model_meta", name);
     if (k && !strcmp(name, "tdsl")) break;
     gcc_jit_function *f = gcc_jit_context_new_function(c, NULL, GCC_JIT_FUNCTION_EXPORTED, t_str, sym, 0, NULL, 0);
-    gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "entry"), NULL, gcc_jit_context_new_string_literal(c, meta));
+    gcc_jit_block_end_with_return(gcc_jit_function_new_block(f, "entry"), NULL, gcc_jit_context_new_call(c, NULL, text, 0, NULL));
   }
 }
 
