@@ -176,6 +176,7 @@ typedef struct Rhs {
   const Frame *fr; /* %cd frame */
   Code pre;        /* forward code of intermediate tensors */
   Tensor *lhs;
+  bool lhs_grad;   /* the left-hand side is lhs's gradient */
   Tensor *ops[3];  /* standalone assignments: the operand tensors (see positional) */
   int nops;
   /* A ~logic other than ".": the spec (or compose/transpose) gives each operand position
@@ -183,6 +184,7 @@ typedef struct Rhs {
    * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
   bool positional;
   bool reads_lhs;  /* the left-hand side is read on the right (through slot 0) */
+  bool scalar_leaf; /* a number (or index symbol value) is read, inlined as a constant */
   PrimOp top;      /* the top-level primitive */
 } Rhs;
 
@@ -261,8 +263,10 @@ static int slot_from(const OpInst *inst, Tensor *t, int depth) {
 
 static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   Tensor *t = v->t;
-  if (!r->positional && !v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label)
+  if (!r->positional && !v->grad && scalar_const(t) && t->decl[KIND_OUTPUT].n == 1 && !t->decl[KIND_OUTPUT].dims[0].label) {
+    r->scalar_leaf = true;
     return ae_const(st->a, t->init.value);
+  }
   /* A new intermediate: emit its forward code, and that of the existing
    * non-differentiable computed tensors it reads (e.g. a learning-rate schedule). */
   if (t->id >= new_from) subgraph_forward(st, t, &r->pre, r->fr->op ? 2 : 1, new_from);
@@ -316,11 +320,15 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
       AExpr *s = ANEW(st->a, AExpr);
       s->kind = AE_SYM;
       s->sym = x->sym;
+      r->scalar_leaf = true;
       return s;
     }
     double c;
     if (!bang_number(st, e->str, x, e->loc, e->a->loc, &c)) return NULL;
-    if (!r->positional) return ae_const(st->a, c);
+    if (!r->positional) {
+      r->scalar_leaf = true;
+      return ae_const(st->a, c);
+    }
     int from = st->g->tensors.len;
     Tensor *t = to_tensor(st, r->fr, val_float(st, c, e->loc), e->loc, "an assignment operand");
     return t ? buf_leaf(st, r, val_tensor(st, t, e->loc), e, from) : NULL;
@@ -328,11 +336,15 @@ static AExpr *leaf(St *st, Rhs *r, const Expr *e) {
   int new_from = st->g->tensors.len;
   Value *v = eval(st, r->fr, e);
   if (!v) return NULL;
-  if (val_is_number(v) && !r->positional) return ae_const(st->a, val_number(v));
+  if (val_is_number(v) && !r->positional) {
+    r->scalar_leaf = true;
+    return ae_const(st->a, val_number(v));
+  }
   if (v->kind == V_SYM) {
     AExpr *s = ANEW(st->a, AExpr);
     s->kind = AE_SYM;
     s->sym = v->sym;
+    r->scalar_leaf = true;
     return s;
   }
   /* With a ~logic that names its operands, a number is one of them: `d =: 2.5 < b
@@ -395,6 +407,10 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
   else
     kind = r->nops <= 1 ? LOGIC_POINTWISE_UN : r->nops == 2 ? LOGIC_POINTWISE_BIN : LOGIC_POINTWISE_TERN;
   UpdateStep *s = step_new(st, kind, r->lhs, r->nops, r->ops, e->loc);
+  /* OCANNL's %cd reads a number as a tensor of shape [1]: `{ t } =: !.2.0` gives t an axis
+   * (infer_logic.c's scalar_operand). A gradient has its tensor's shape: `loss.grad =: 1`
+   * seeds a 0-d loss as it is. */
+  s->scalar_arg = r->scalar_leaf && !r->fr->op && !r->positional && !r->lhs_grad;
   s->spec = spec;
   s->use_padding = use_padding;
   s->spec_loc = spec_loc;
@@ -502,7 +518,7 @@ Value *eval_assign(St *st, const Frame *outer, const Expr *e) {
   Value *code = val_code(st, e->loc);
   /* Inside an op body, gradients of non-differentiable arguments get no code. */
   if (outer->op && lv->grad && !lv->t->diff) return code;
-  Rhs r = {.fr = &fr, .lhs = lv->t, .positional = logic && !outer->op && logic->kind == V_STRING && strcmp(logic->s, ".") != 0};
+  Rhs r = {.fr = &fr, .lhs = lv->t, .lhs_grad = lv->grad, .positional = logic && !outer->op && logic->kind == V_STRING && strcmp(logic->s, ".") != 0};
   AExpr *rhs = rhs_top(st, &r, e->b);
   if (!rhs) return NULL;
   /* Compose sums a[i,k] op b[k] over k: with / or ** that reads as a matrix inverse or

@@ -172,6 +172,8 @@ typedef struct Solver {
   PtrVec dyn_lower; /* C_DIM_INEQ pending on an unknown cur above a dynamic subr: solved
                        at the fixpoint (dyn_lower_bounds, doc/inference.md) */
   PtrVec checks;  /* DimCheck*: run-time checks the rules recorded (unique) */
+  PtrVec numbers; /* Constraint*: "lhs >= [1]" of assignments reading a number, made
+                     pending only where stage 1 left the row open (solver_close) */
   /* the bounds index (infer_row.c): pending "subr <= cur" edges by subr root id */
   int *up_head, *up_next, *up_mark, *up_memo, up_n, up_cap, up_stamp, up_nodes;
   DimNode **up_to;

@@ -72,6 +72,23 @@ static void pointwise(Logic *L, UpdateStep *st, int slot) {
   for (int k = 0; k < 3; k++) ineq(L, st, 0, k, slot, k);
 }
 
+/* A number read by a pointwise assignment has shape [1] (as a number in %op does): the
+ * result has at least one output axis where nothing else decides (`{ t } =: !.2.0`). The
+ * number is no operand (its value is inlined), so it broadcasts into a row that other
+ * operations close to no axes: the constraint waits for stage 1 (solver_close). */
+static void scalar_operand(Logic *L, UpdateStep *st) {
+  Solver *s = L->s;
+  DimNode *one = dim_known(s, 1, NULL);
+  one->origin.what = "a number's axis";
+  one->origin.loc = st->loc, one->origin.has_loc = true;
+  Constraint *c = ANEW(s->a, Constraint);
+  c->kind = C_ROW_INEQ, c->step = st;
+  c->r1 = trow(L, st->lhs, KIND_OUTPUT), c->r2 = row_closed(s, 1, &one);
+  c->what1 = row_what(s, st->lhs, KIND_OUTPUT), c->what2 = "a number (shape 1)";
+  c->slot1 = 0, c->slot2 = -1;
+  vec_push(s->a, &s->numbers, c);
+}
+
 static void compose(Logic *L, UpdateStep *st) {
   ineq(L, st, 0, KIND_BATCH, 1, KIND_BATCH);
   ineq(L, st, 0, KIND_BATCH, 2, KIND_BATCH);
@@ -338,6 +355,7 @@ static void step_constraints(Logic *L, UpdateStep *st, StepInfo *info) {
   case LOGIC_POINTWISE_BIN:
   case LOGIC_POINTWISE_TERN:
     for (int j = 1; j <= st->nrhs && j <= 3; j++) pointwise(L, st, j);
+    if (st->scalar_arg) scalar_operand(L, st);
     break;
   case LOGIC_COMPOSE: compose(L, st); break;
   case LOGIC_COMPOSE_TERN:

@@ -1950,7 +1950,20 @@ static bool conv_spans_fit(Solver *s) {
   return true;
 }
 
+/* After stage 1: an assignment's number gives the left-hand side's output row at least one
+ * axis where that row is still open (s->numbers holds the constraints, not yet made). */
+static void number_rows(Solver *s) {
+  for (int i = 0; i < s->numbers.len; i++) {
+    Constraint *p = VEC_AT(s->numbers, Constraint, i);
+    if (!row_norm(s, p->r1)->var) continue;
+    Constraint *c = con_row_ineq(s, p->r1, p->r2, p->step, p->what1, p->what2);
+    c->slot1 = p->slot1, c->slot2 = p->slot2;
+  }
+}
+
 bool solver_close(Solver *s) {
+  if (!solver_run(s)) return false;
+  number_rows(s);
   if (!solver_run(s)) return false;
   stage2(s);
   if (!solver_run(s)) return false;
