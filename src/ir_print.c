@@ -307,13 +307,36 @@ static long long kind_product(const IrBuf *b, int k) {
   return p;
 }
 
+/* A number of the metadata in the fewest digits that strtod (the runtime's reader) turns
+ * back into the same double: literals are mostly short decimals, and %.17g spent 19 bytes
+ * on 0.1 (a 2M-number literal's text, copied by libgccjit, was most of -o's memory). */
+static void meta_num(FILE *o, double v) {
+  char s[32];
+  if (v != v || v - v != 0) { /* NaN, infinities: as C prints them; strtod reads them */
+    fprintf(o, " %.17g", v);
+    return;
+  }
+  for (int prec = 1; prec < 17; prec++) {
+    snprintf(s, sizeof s, "%.*g", prec, v);
+    double back = strtod(s, NULL);
+    if (!memcmp(&back, &v, sizeof v)) {
+      fprintf(o, " %s", s);
+      return;
+    }
+  }
+  fprintf(o, " %.17g", v);
+}
+
 /* An init program (graph.h InitOp) as metadata words; the fans are the buffer's own. */
 static void init_prog_print(FILE *o, const IrBuf *b) {
   fprintf(o, " %d", b->init.nops);
   for (int i = 0; i < b->init.nops; i++) {
     const InitOp *op = &b->init.ops[i];
     switch (op->kind) {
-    case IO_CONST: fprintf(o, " const %.17g", op->value); break;
+    case IO_CONST:
+      fputs(" const", o);
+      meta_num(o, op->value);
+      break;
     case IO_FAN_IN: fprintf(o, " const %lld", kind_product(b, 2)); break;
     case IO_FAN_OUT: fprintf(o, " const %lld", kind_product(b, 1)); break;
     case IO_RANGE: fputs(" range", o); break;
@@ -321,7 +344,7 @@ static void init_prog_print(FILE *o, const IrBuf *b) {
     case IO_NORMAL: fputs(" normal", o); break;
     case IO_VALUES:
       fprintf(o, " values %d", op->nvalues);
-      for (int k = 0; k < op->nvalues; k++) fprintf(o, " %.17g", op->values[k]);
+      for (int k = 0; k < op->nvalues; k++) meta_num(o, op->values[k]);
       break;
     case IO_PRIM: fprintf(o, " %s", op_info[op->op].name); break;
     }
@@ -421,10 +444,14 @@ char *ir_metadata(Arena *a, const IrModule *m, const char *name) {
     fprintf(o, "at %d %ld\n", i, l.buf_off[i]);
     fprintf(o, "role %d %s\n", i, tdsl_role_name((tdsl_role)b->role));
     switch (b->init.kind) {
-    case INIT_CONST: fprintf(o, "init %d const %.17g\n", i, b->init.value); break;
+    case INIT_CONST:
+      fprintf(o, "init %d const", i);
+      meta_num(o, b->init.value);
+      fputc('\n', o);
+      break;
     case INIT_VALUES:
       fprintf(o, "init %d values %d", i, b->init.nvalues);
-      for (int k = 0; k < b->init.nvalues; k++) fprintf(o, " %.17g", b->init.values[k]);
+      for (int k = 0; k < b->init.nvalues; k++) meta_num(o, b->init.values[k]);
       fputc('\n', o);
       break;
     case INIT_RANGE: fprintf(o, "init %d range\n", i); break;
