@@ -149,7 +149,7 @@ struct UpdateStep {
   Tensor *rhs[3];
   const Spec *spec;  /* PERMUTE/EINSUM; stride/dilation identifiers already resolved */
   bool use_padding;  /* for CONV_SCOPE axes of spec */
-  bool scalar_arg;   /* pointwise: an inlined number is also an operand of shape [1] */
+  bool scalar_arg;   /* pointwise %cd: reads an inlined number, of shape [1] (scalar_operand) */
   IndexSym *sym;     /* BATCH_SLICE */
   Loc loc;           /* the operation's source location: shape errors point here */
   Loc spec_loc;      /* location of the spec string's opening quote, if any */
