@@ -290,8 +290,9 @@ static void aexpr_fmt(FILE *o, const AExpr *e) {
   case AE_CONST: fprintf(o, "%g", e->value); break;
   case AE_SYM: fprintf(o, "%s", e->sym->name); break;
   case AE_BUF:
-    fprintf(o, "%s%s", e->buf.t->name ? e->buf.t->name : "t#", e->buf.grad ? ".grad" : "");
-    if (!e->buf.t->name) fprintf(o, "%d", e->buf.t->id);
+    if (e->buf.t->name) fputs(e->buf.t->name, o);
+    else fprintf(o, "t#%d", e->buf.t->id);
+    if (e->buf.grad) fputs(".grad", o);
     break;
   case AE_OP:
     fprintf(o, "%s(", op_info[e->op].name);
