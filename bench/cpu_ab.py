@@ -9,7 +9,7 @@ from (build/ of a worktree, or a copy of tdslc + libtdslrt.so two levels under a
 directory holding lib -> the source lib/).
 usage: bench/cpu_ab.py DIR_A DIR_B ROUNDS ROW...
 ROW: sum permute sgemm bmm conv (the bench/cpu.py shapes), tr (transposes of several
-shapes), small (permutes whose contiguous extents are 16-32 cells, 4-64 MiB), thr (permutes of 8-32 MiB alone and followed by a sum: the streamed-store
+shapes), tgrad (a permute's gradient step), small (permutes whose contiguous extents are 16-32 cells, 4-64 MiB), thr (permutes of 8-32 MiB alone and followed by a sum: the streamed-store
 threshold), sumL2 (sums that fit in L2/L3)."""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -121,6 +121,26 @@ for row in ROWS:
             n = int(np.prod(dims))
             s_, d_ = np.random.rand(n).astype(np.float32), np.empty(n, np.float32)
             cmp3(name, ma("w.forward"), mb("w.forward"), lambda: np.copyto(d_, s_), 8 * n, "GB/s")
+    elif row == "tgrad":
+        # a permute's backward pass: the step zeroes x.grad and adds the permuted
+        # gradient (fused: one overwriting store of 0 + cell), and with a second permute
+        # of x adds another (an accumulating store); the reference is numpy doing the
+        # same (np.add of the transposes into the target)
+        for dims, twice in (([64] * 4, False), ([48] * 4, False), ([32] * 4, False), ([32] * 4, True), ([64, 64, 64, 32], True)):
+            src = param("x", [("o", dims)]) + 'let%op w = x ++ "abcd=>dcba"\n'
+            loss = '(w ++ "...|... => 0")'
+            if twice:
+                src += 'let%op v = x ++ "abcd=>dcba"\n'
+                loss += ' + (v ++ "...|... => 0")'
+            src += "let%%op l = %s\nlet%%cd step = grad_update l\n" % loss
+            tag = "tg" + "_".join(map(str, dims)) + ("x2" if twice else "")
+            ma, mb = model(A, tag, src), model(B, tag, src)
+            n = int(np.prod(dims))
+            g, d_ = np.random.rand(*dims[::-1]).astype(np.float32), np.empty(dims, np.float32)
+            gt = g.transpose(3, 2, 1, 0)
+            ref = (lambda: (np.copyto(d_, gt), np.add(d_, gt, out=d_))) if twice else (lambda: np.copyto(d_, gt))
+            name = "dcba grad %s%s" % ("x".join(map(str, dims)), " x2" if twice else "")
+            cmp3(name, ma("step"), mb("step"), ref, (16 if twice else 8) * n, "GB/s")
     elif row == "sgemm":
         for n in (256, 1024):
             src = param("a", [("o", [n]), ("i", [n])]) + param("b", [("o", [n]), ("i", [n])]) + "let%op c = a * b\n"

@@ -229,12 +229,13 @@ struct Stmt {
   int stream;
   /* S_LOOP (schedule pass only): not 0: a block transpose of tblock x tblock cells. The
    * body is prefetches of row var (S_IF around S_PREFETCH; none or some) and, last, one
-   * loop p whose body is one store overwriting (OP_ARG2) an f32 target
-   * contiguously along p (coefficient 1) with a cell of another f32 buffer loaded,
-   * perhaps through id, contiguously along this loop's var; both loops' starts and
-   * trip counts are multiples of tblock, their extents static. Renderers may move a
-   * block at once: tblock vector loads along var (one per p), a register transpose,
-   * tblock vector stores along p (streamed when p is). */
+   * loop p whose body is one store overwriting (OP_ARG2) an f32 target contiguously
+   * along p (coefficient 1) with a cell of another f32 buffer loaded, perhaps through
+   * id, contiguously along this loop's var, perhaps with a constant added to it
+   * (ir_tblock_load). Both loops' starts and trip counts are multiples of tblock, their
+   * extents static. Renderers may move a block at once: tblock vector loads along var
+   * (one per p), a register transpose, the constant added, tblock vector stores along
+   * p (streamed when p is). */
   int tblock;
   /* S_LOOP / S_IF */
   PtrVec body;       /* Stmt* */
@@ -357,6 +358,9 @@ void aff_range(const Aff *a, const long *var_ext, long *lo, long *hi); /* ignore
 /* src/schedule.c: the coefficient of loop variable var in f (0 if absent), and f without
  * the terms of the n variables vars. */
 long aff_coef(const Aff *f, int var);
+/* The load a block transpose's store st moves (Stmt.tblock) and in *addend the constant
+ * its value adds to it (NULL: none); NULL when st's value or accumulation is no such. */
+const IrExpr *ir_tblock_load(const Stmt *st, const IrExpr **addend);
 Aff aff_drop(Arena *a, const Aff *f, const int *vars, int n);
 
 #endif

@@ -49,7 +49,9 @@
  *   would lose gcc's vectorization). Where the two innermost loops (q, p) of a retiled
  *   f32 transpose run whole blocks of a vector's lanes on an AVX target, q gets
  *   Stmt.tblock: the renderer moves a block with one vector load per source row, a
- *   register transpose and one vector store per target row (streamed where p is).
+ *   register transpose and one vector store per target row (streamed where p is). A
+ *   permute's gradient with its zeroing fused in (add(0, cell)) is blocked only where
+ *   it streams.
  * - Fills: `fill B v` followed by a nest that accumulates into every cell of B exactly
  *   once (a permute, a pointwise `=:+`) becomes one nest overwriting B with
  *   accum(v, value): one pass instead of two, the same bits.

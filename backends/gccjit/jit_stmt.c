@@ -368,8 +368,7 @@ static gcc_jit_rvalue *tb_shuffle(J *j, const char *ins, int imm, const char *co
  * aligned). */
 static void emit_tblock_step(J *j, const Stmt *q) {
   const Stmt *p = q->body.items[q->body.len - 1], *st = p->body.items[0];
-  const IrExpr *ld = st->val;
-  while (ld->kind == X_OP && ld->op == OP_ID) ld = ld->a[0];
+  const IrExpr *addend, *ld = ir_tblock_load(st, &addend);
   int B = q->tblock;
   const char *cons = B == 16 ? "v" : "x"; /* 8 x 8: VEX-only vperm2f128, registers 0-15 */
   gcc_jit_type *t = j->t_el[ELEM_F32], *vt = gcc_jit_type_get_vector(t, (size_t)B);
@@ -412,6 +411,12 @@ static void emit_tblock_step(J *j, const Stmt *q) {
     o_[4 + c] = tb_shuffle(j, "vshuff32x4", 0xDD, cons, vt, x0, x2);
     o_[8 + c] = tb_shuffle(j, "vshuff32x4", 0x88, cons, vt, x1, x3);
     o_[12 + c] = tb_shuffle(j, "vshuff32x4", 0xDD, cons, vt, x1, x3);
+  }
+  if (addend) { /* constant + cell, in the scalar store's order */
+    gcc_jit_rvalue *c[16];
+    for (int i = 0; i < B; i++) c[i] = dbl(j, t, addend->value);
+    gcc_jit_rvalue *cv = gcc_jit_context_new_rvalue_from_vector(j->c, NULL, vt, (size_t)B, c);
+    for (int k = 0; k < B; k++) o_[k] = bin(j, GCC_JIT_BINARY_OP_PLUS, vt, cv, o_[k]);
   }
   for (int k = 0; k < B; k++) { /* target row q + k, cells p .. p + B - 1 */
     gcc_jit_lvalue *at = gcc_jit_function_new_local(j->fn, NULL, j->t_long, arena_printf(j->a, "tq%d", j->nblocks++));

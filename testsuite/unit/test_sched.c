@@ -422,8 +422,9 @@ static int first_tblock(const IrModule *m) {
 
 /* y[q,m,p] = x[p,m,q] (a move): block-transposed in blocks of a vector's f32 lanes
  * where p and q are whole blocks and the target has AVX (16 on 64-byte vectors, 8 on
- * 32, none on 16), never in f64; the host's plan agrees with the naive loops. */
-static void test_tblock(int P, int M, int Q, bool blocks, bool dbl) {
+ * 32, none on 16), never in f64 nor when accumulating (accum: y[q,m,p] += x[p,m,q], a
+ * permute's gradient); the host's plan agrees with the naive loops. */
+static void test_tblock(int P, int M, int Q, bool blocks, bool dbl, bool accum) {
   GB b;
   gb_init(&b);
   Tensor *x = uniform(&b, "x", 0, 1, 2, (int[]){P, M, Q});
@@ -431,9 +432,9 @@ static void test_tblock(int P, int M, int Q, bool blocks, bool dbl) {
   UpdateStep *s = gb_step(&b, y, 1, (Tensor *[]){x}, 3, (int[]){P, M, Q});
   gb_it(s, 0, 0, 2), gb_it(s, 0, 1, 1), gb_it(s, 0, 2, 0);
   gb_it(s, 1, 0, 0), gb_it(s, 1, 1, 1), gb_it(s, 1, 2, 2);
-  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, true, ae_buf(&b.a, x, false, 1), s);
+  gb_asgn(&b, &y->fwd, (Buf){y, false}, 0, OP_ADD, !accum, ae_buf(&b.a, x, false, 1), s);
   char what[64];
-  snprintf(what, sizeof what, "block transpose %dx%dx%d%s", P, M, Q, dbl ? " f64" : "");
+  snprintf(what, sizeof what, "block transpose %dx%dx%d%s%s", P, M, Q, dbl ? " f64" : "", accum ? " =+" : "");
   run_pair(&b, "y.forward", dbl, what);
   for (int vb = 16; vb <= 64; vb *= 2) {
     int want = blocks && !dbl && vb > 16 ? vb / 4 : 0;
@@ -624,11 +625,12 @@ int main(void) {
   test_transpose_short(64, 5, 16, 2);
   test_transpose_short(33, 4, 31, 2);
   test_transpose_short(40, 3, 4, 0); /* q and m span 12 cells: p may not join them */
-  test_tblock(64, 5, 96, true, false);
-  test_tblock(64, 5, 96, false, true);   /* f64 */
-  test_tblock(48, 3, 16, true, false);   /* q one 64-byte group, m joins it */
-  test_tblock(65, 3, 64, false, false);  /* p not whole blocks */
-  test_tblock(64, 2048, 64, true, false); /* 32 MiB: streamed blocks (and, compiled for the generic target, streamed cells) */
+  test_tblock(64, 5, 96, true, false, false);
+  test_tblock(64, 5, 96, false, true, false);   /* f64 */
+  test_tblock(48, 3, 16, true, false, false);   /* q one 64-byte group, m joins it */
+  test_tblock(65, 3, 64, false, false, false);  /* p not whole blocks */
+  test_tblock(64, 2048, 64, true, false, false); /* 32 MiB: streamed blocks (and, compiled for the generic target, streamed cells) */
+  test_tblock(64, 5, 96, false, false, true);   /* accumulating: cell by cell */
   test_k_guard(300, 3, 40);
   test_rowsum(3, 1, false);
   test_rowsum(5, 31, false);
