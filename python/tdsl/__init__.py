@@ -416,6 +416,20 @@ class Model:
         self._check(self._L.tdsl_call(self._handle(), _cstr(routine, "routine name")))
 
     @_serialized
+    def set_num_threads(self, n):
+        """Threads for the model's parallel loops (as torch.set_num_threads; default: the
+        environment variable TDSL_NUM_THREADS, else the online cores; 1 to 1024).
+        Results do not depend on the count."""
+        n = _cint(n, "thread count")
+        if not 1 <= n <= 1024:  # before ctypes, which would wrap a count past a C int
+            raise ValueError("thread count %d: want 1 to 1024" % n)
+        self._check(self._L.tdsl_set_num_threads(self._handle(), n))
+
+    @_serialized
+    def get_num_threads(self):
+        return self._L.tdsl_get_num_threads(self._handle())
+
+    @_serialized
     def set_index(self, name, value):
         self._check(self._L.tdsl_set_index(self._handle(), _cstr(name, "index name"), _cint(value, "index " + str(name))))
 

@@ -95,6 +95,8 @@ def _declare(L):
         "tdsl_routine_name": (S, [P, I]),
         "tdsl_find_routine": (I, [P, S]),
         "tdsl_call": (I, [P, S]),
+        "tdsl_set_num_threads": (I, [P, I]),
+        "tdsl_get_num_threads": (I, [P]),
         "tdsl_num_indices": (I, [P]),
         "tdsl_index_name": (S, [P, I]),
         "tdsl_set_index": (I, [P, S, V]),

@@ -335,3 +335,24 @@ def test_compile_out_dash(tmp_path, monkeypatch):
     np.testing.assert_array_equal(m["y"], np.full(3, 2.0, np.float32))
     m.close()
     assert (tmp_path / "-").is_file()
+
+
+def test_num_threads(build):
+    # a matmul large enough for parallel loops: the same bits on 1 and 3 threads
+    m = build('let%op c = { a = uniform (); o = [ 256 ]; i = [ 128 ] } * { b = uniform (); o = [ 128 ]; i = [ 256 ] }\n')
+    m.init(3)
+    m.set_num_threads(1)
+    assert m.get_num_threads() == 1
+    m.call("c.forward")
+    one = np.array(m["c"])
+    m.set_num_threads(3)
+    assert m.get_num_threads() == 3
+    m.call("c.forward")
+    np.testing.assert_array_equal(m["c"], one)
+    np.testing.assert_allclose(one, np.array(m["a"], np.float64) @ np.array(m["b"], np.float64), rtol=1e-4)
+    for bad in (0, 1025, -1, 1 << 32):
+        with pytest.raises(ValueError, match="want 1 to 1024"):
+            m.set_num_threads(bad)
+    with pytest.raises(TypeError):
+        m.set_num_threads(2.0)
+    assert m.get_num_threads() == 3
