@@ -234,9 +234,11 @@ demo: deps
 bench-gpu: all
 	sh bench/gpu.sh
 
-# Training-step benchmark: tdslc vs PyTorch eager vs hand-written C (bench/train.sh).
+# Training-step benchmarks: MLPs, tdslc vs PyTorch eager vs hand-written C (bench/train.sh);
+# a transformer block, tdslc vs PyTorch eager (bench/transformer.py).
 bench-train: all
 	sh bench/train.sh
+	/usr/bin/python3 bench/transformer.py $(B)/tdslc 7
 # Compile-time table: moons and deep MLPs (bench/compile_time.sh, bench/gen_mlp.py).
 bench-compile: all
 	sh bench/compile_time.sh

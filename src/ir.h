@@ -153,6 +153,10 @@ typedef struct KDim {
   int n;
   int var[KERN_MAX_M];
   long ext[KERN_MAX_M];
+  /* The variables continue each other in every access that uses them (var[t]'s stride
+   * is var[t+1]'s times ext[t+1], schedule.c merge_k): value x is then var[n-1] = x and
+   * the others 0, no digits to compute. */
+  bool linear;
 } KDim;
 
 typedef struct Kernel {

@@ -147,6 +147,7 @@ static void stmts_print(FILE *out, const PtrVec *body, int ind, const IrModule *
       kdim_print(out, k->nd.n ? k->nd.var : &k->var[1], k->nd.n ? k->nd.n : 1, k->ext[1]);
       fputs(", k ", out);
       kdim_print(out, k->kd.n ? k->kd.var : &k->var[2], k->kd.n ? k->kd.n : 1, k->ext[2]);
+      if (k->kd.linear) fputs(" linear", out);
       fprintf(out, ", a = arg %d", k->a_arg + 1);
       if (k->direct_a) fputs(", a in place", out);
       if (k->b_runs || k->c_runs) fprintf(out, ", column runs in%s%s", k->b_runs ? " b" : "", k->c_runs ? " dst" : "");

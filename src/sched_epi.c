@@ -58,7 +58,7 @@ static Stmt *epi_store(Arena *a, Epi *e, const Stmt *st, const int *map) {
 
 bool sched_fuse_epilogue(Arena *a, Stmt *kern, const Stmt *comment, const Stmt *nest) {
   Kernel *k = kern->kern;
-  if (kern->kind != S_KERNEL || k->nm != 1 || k->nd.n != 1 || k->kd.n != 1 || k->nrow_guards || k->epilogue.len)
+  if (kern->kind != S_KERNEL || k->nm != 1 || k->nd.n != 1 || (k->kd.n != 1 && !k->kd.linear) || k->nrow_guards || k->epilogue.len)
     return false;
   /* nest: for a < m { for b < n { stores } }, a the rows and b the columns of C */
   if (nest->kind != S_LOOP || nest->body.len != 1 || nest->tile_var >= 0 || nest->accs > 1 || nest->ext != k->ext[0])

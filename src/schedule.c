@@ -215,6 +215,50 @@ static bool pick_roles(Contraction *c, Stmt **loops, int nl, const Access *acc[3
   return c->i >= 0 && c->k >= 0;
 }
 
+static bool in_guards(const Contraction *c, int v) {
+  for (int g = 0; g < c->nguards; g++)
+    if (aff_coef(&c->guards[g].aff, v)) return true;
+  return false;
+}
+
+/* The other reduction variables (in both operands, not in the target, in no guard) that
+ * continue the single k variable in both operands' layouts join it as one linear k
+ * (KDim.linear): a weight gradient summed over batch and sequence, read as b*S + s in
+ * both operands, is one k of B*S instead of a kernel call per b with k = S; an
+ * attention projection's heads and widths likewise. */
+static void merge_k(Contraction *c, Stmt **loops, int nl, const Access *d, const Access *A, const Access *B) {
+  if (c->kd.n != 1 || in_guards(c, c->k)) return;
+  Stmt *kv[KERN_MAX_M]; /* slowest first */
+  int n = 0;
+  for (int l = 0; l < nl; l++)
+    if (loops[l]->var == c->k && !loops[l]->dext) kv[n++] = loops[l];
+  for (bool grew = n == 1; grew && n < KERN_MAX_M;) {
+    grew = false;
+    for (int l = 0; l < nl && !grew; l++) {
+      Stmt *u = loops[l];
+      int v = u->var, slow = kv[0]->var, fast = kv[n - 1]->var;
+      if (in_dim(&c->kd, v) || aff_coef(&d->flat, v) || !aff_coef(&A->flat, v) || !aff_coef(&B->flat, v) || in_guards(c, v) || u->dext)
+        continue;
+      bool above = aff_coef(&A->flat, v) == aff_coef(&A->flat, slow) * kv[0]->ext && aff_coef(&B->flat, v) == aff_coef(&B->flat, slow) * kv[0]->ext;
+      bool below = aff_coef(&A->flat, fast) == aff_coef(&A->flat, v) * u->ext && aff_coef(&B->flat, fast) == aff_coef(&B->flat, v) * u->ext;
+      if (above) {
+        memmove(kv + 1, kv, (size_t)n * sizeof *kv);
+        kv[0] = u;
+      } else if (below)
+        kv[n] = u;
+      else
+        continue;
+      n++;
+      c->kd.n = n;
+      c->kd.linear = true;
+      c->kext = 1;
+      for (int t = 0; t < n; t++) c->kd.var[t] = kv[t]->var, c->kd.ext[t] = kv[t]->ext, c->kext *= kv[t]->ext;
+      c->k = kv[n - 1]->var;
+      grew = true;
+    }
+  }
+}
+
 /* Roles whose guards the kernel can test (guard_ok). */
 static bool pick_testable(Contraction *c, Stmt **loops, int nl, const Access *acc[3], bool composite) {
   if (!pick_roles(c, loops, nl, acc, composite)) return false;
@@ -259,6 +303,7 @@ bool sched_contraction(Stmt *nest, const IrModule *m, Contraction *c) {
   /* one n and one k variable unless a guard needs several */
   if (!pick_testable(c, real, nr, acc, false) && !pick_testable(c, real, nr, acc, true)) return false;
   c->store = st;
+  merge_k(c, real, nr, acc[0], acc[1 + c->a_arg], acc[2 - c->a_arg]);
   for (int l = 0; l < nr; l++) {
     int var = real[l]->var;
     if (!is_m_var(c, var) && !in_dim(&c->nd, var) && !in_dim(&c->kd, var)) c->outer[c->nouter++] = real[l];
@@ -321,7 +366,7 @@ static Stmt *make_kernel(Arena *a, const IrModule *m, const SchedOpts *o, const 
     } else if (on_m) k->row_guards[k->nrow_guards++] = c->guards[g];
     else ifg[nif++] = c->guards[g];
   }
-  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) && c->kd.n == 1 && !k->na_guards &&
+  k->direct_a = (c->n <= k->nr || c->m * c->kext * esize <= A_IN_PLACE_BYTES) && (c->kd.n == 1 || c->kd.linear) && !k->na_guards &&
                 aff_coef(&c->store->val->a[c->a_arg]->acc.flat, c->k) == 1;
   /* composite n whose fastest variable has stride 1: whole tiles never cross its digit */
   bool whole = c->nd.n > 1 && c->nd.ext[c->nd.n - 1] % k->nr == 0;

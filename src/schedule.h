@@ -20,7 +20,12 @@
  *   uses, the batch and spatial positions are summed) makes n every target variable
  *   only B uses and k every summed variable both use, several of each if need be, so the
  *   guard bounds one operand, whose packed cells are zero where it fails (an im2col
- *   panel, one pass over the operands instead of one per filter offset). With A
+ *   panel, one pass over the operands instead of one per filter offset). Other summed
+ *   variables that continue k in both operands' layouts (a weight gradient's batch and
+ *   sequence, read as one index) join it as one linear k (KDim.linear, merge_k): one
+ *   long k and one kernel call instead of a call per batch row. The register tile of a
+ *   packed A is a function of its own (gcc allocates registers per function: packing
+ *   code beside it had spilled a B vector in a weight gradient). With A
  *   contiguous along k and one column
  *   tile (n <= NR) or A in L1, the register tile reads A in place (Kernel.direct_a). Kept naive:
  *   guards on n without k or on m, n and k together, index symbols (bounds not static),

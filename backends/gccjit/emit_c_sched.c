@@ -107,7 +107,12 @@ static void c_rows(FILE *o, const Kernel *k) { c_digits(o, k->mvar, k->mext, k->
 /* A line declaring the k variables at k number pc + kk. */
 static void c_ks(FILE *o, const Kernel *k, int ind) {
   line(o, ind, "const long kw = pc + kk; ");
-  c_digits(o, k->kd.var, k->kd.ext, k->kd.n, "kw");
+  if (k->kd.linear) { /* KDim.linear: the fastest variable takes kw, the others 0 */
+    fputs("const long ", o);
+    for (int t = 0; t < k->kd.n; t++) fprintf(o, "%si%d = %s", t ? ", " : "", k->kd.var[t], t == k->kd.n - 1 ? "kw" : "0");
+    fputs(";", o);
+  } else
+    c_digits(o, k->kd.var, k->kd.ext, k->kd.n, "kw");
   fputc('\n', o);
 }
 

@@ -133,6 +133,17 @@ static void set_digits(J *j, const int *vars, const long *ext, int n, gcc_jit_rv
   }
 }
 
+/* The k variables at k number x: its digits, or with a linear k (KDim.linear) the
+ * fastest variable x and the others 0. */
+static void set_ks(J *j, const Kernel *k, gcc_jit_rvalue *x) {
+  if (!k->kd.linear) {
+    set_digits(j, k->kd.var, k->kd.ext, k->kd.n, x);
+    return;
+  }
+  for (int t = 0; t < k->kd.n - 1; t++) set(j, j->vars[k->kd.var[t]], num(j, 0));
+  set(j, j->vars[k->kd.var[k->kd.n - 1]], x);
+}
+
 /* The M variables = the digits of row number row (Kernel.mvar). */
 static void set_rows(J *j, const Kernel *k, gcc_jit_rvalue *row) { set_digits(j, k->mvar, k->mext, k->nm, row); }
 
@@ -163,7 +174,7 @@ static gcc_jit_rvalue *both(J *j, gcc_jit_rvalue *a, gcc_jit_rvalue *b) {
 static gcc_jit_lvalue *cell_at(J *j, const Kernel *k, const Access *acc, gcc_jit_rvalue *const val[3], gcc_jit_rvalue *plus) {
   if (val[0]) set_rows(j, k, val[0]);
   if (val[1]) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, val[1]);
-  if (val[2]) set_digits(j, k->kd.var, k->kd.ext, k->kd.n, val[2]);
+  if (val[2]) set_ks(j, k, val[2]);
   gcc_jit_rvalue *i = js_aff(j, &acc->flat);
   return at(j, jm_buf(j, acc->buf), plus ? add(j, i, plus) : i);
 }
@@ -282,7 +293,7 @@ static void pack_b(J *j, K *x, const Access *acc, gcc_jit_rvalue *jr_lo, gcc_jit
   Loop l1 = loop_begin(j, x->jr, jr_lo, jr_hi, k->nr);
   if (k->b_runs) set_digits(j, k->nd.var, k->nd.ext, k->nd.n, add(j, lv(x->jc), lv(x->jr)));
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
-  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+  set_ks(j, k, add(j, lv(x->pc), lv(x->kk)));
   if (k->b_runs) pack_b_run(j, x, acc, pan);
   else pack_b_lanes(j, x, acc, pan);
   loop_end(j, &l2);
@@ -304,7 +315,7 @@ static void pack_a_row(J *j, K *x, const Access *acc, bool zero) {
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   if (zero) set(j, at(j, x->ap, pi), gcc_jit_context_zero(j->c, x->t));
   else {
-    set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+    set_ks(j, k, add(j, lv(x->pc), lv(x->kk)));
     pack_cell(j, x, x->ap, pi, acc, guards_ok(j, k->a_guards, k->na_guards));
   }
   loop_end(j, &l);
@@ -318,7 +329,7 @@ static void pack_a_kmajor(J *j, K *x, const Access *acc) {
   const Kernel *k = x->k;
   Loop l1 = loop_begin(j, x->ir, num(j, 0), lv(x->mb), k->mr);
   Loop l2 = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
-  set_digits(j, k->kd.var, k->kd.ext, k->kd.n, add(j, lv(x->pc), lv(x->kk)));
+  set_ks(j, k, add(j, lv(x->pc), lv(x->kk)));
   Loop l3 = loop_begin(j, x->e, num(j, 0), num(j, k->mr), 1);
   gcc_jit_rvalue *pi = panel_at(j, x, x->ir, k->mr);
   gcc_jit_rvalue *off = add(j, lv(x->ir), lv(x->e));
@@ -379,17 +390,15 @@ static void a_rows(J *j, K *x, const Access *acc) {
   }
 }
 
-/* The register tile: acc[r][v] += broadcast(ap[ir*kb + kk*mr + r]) * bp[jr*kb + kk*nr + v*vw ...]
+/* The register tile: acc[r][v] += broadcast(ap[abase + kk*mr + r]) * bp[bbase + kk*nr + v*vw ...]
  * over kk < kb, then stored to ct. */
-static void micro(J *j, K *x) {
+static void micro_body(J *j, K *x, gcc_jit_rvalue *abase, gcc_jit_rvalue *bbase) {
   const Kernel *k = x->k;
   int nv = k->nr / k->vw;
   gcc_jit_rvalue **zero = ANEWN(j->a, gcc_jit_rvalue *, k->vw), **bc = ANEWN(j->a, gcc_jit_rvalue *, k->vw);
   for (int i = 0; i < k->vw; i++) zero[i] = gcc_jit_context_zero(j->c, x->t), bc[i] = lv(x->a);
   gcc_jit_rvalue *vzero = gcc_jit_context_new_rvalue_from_vector(j->c, NULL, x->vec, (size_t)k->vw, zero);
   for (int i = 0; i < k->mr * nv; i++) set(j, x->acc[i], vzero);
-  gcc_jit_rvalue *abase = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb));
-  gcc_jit_rvalue *bbase = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb));
   Loop l = loop_begin(j, x->kk, num(j, 0), lv(x->kb), 1);
   for (int v = 0; v < nv; v++)
     set(j, x->bv[v], lv(vec_at(j, x, x->bp, add(j, add(j, bbase, mul(j, k->nr, lv(x->kk))), num(j, v * k->vw)))));
@@ -404,6 +413,47 @@ static void micro(J *j, K *x) {
   loop_end(j, &l);
   for (int r = 0; r < k->mr; r++)
     for (int v = 0; v < nv; v++) set(j, vec_at(j, x, x->ct, num(j, r * k->nr + v * k->vw)), lv(x->acc[r * nv + v]));
+}
+
+/* The register tile in a function of its own (packed A): gcc allocates the registers
+ * of the kernel's function as a whole, and packing code around the tile loop (a
+ * vectorized, masked pack of A) had it keep a B vector on the stack, read by every FMA
+ * (a weight gradient's kernel 1.5x slower than the same product laid out as a plain
+ * matmul). The function takes the panels and the tile, and owns its accumulators. */
+static void micro(J *j, K *x) {
+  const Kernel *k = x->k;
+  gcc_jit_rvalue *abase = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->ir), lv(x->kb));
+  gcc_jit_rvalue *bbase = gcc_jit_context_new_binary_op(j->c, NULL, GCC_JIT_BINARY_OP_MULT, j->t_long, lv(x->jr), lv(x->kb));
+  if (k->direct_a) {
+    micro_body(j, x, abase, bbase);
+    return;
+  }
+  gcc_jit_type *tp = gcc_jit_type_get_pointer(x->t);
+  gcc_jit_param *ps[4] = {gcc_jit_context_new_param(j->c, NULL, tp, "ap"), gcc_jit_context_new_param(j->c, NULL, tp, "bp"),
+                          gcc_jit_context_new_param(j->c, NULL, tp, "ct"), gcc_jit_context_new_param(j->c, NULL, j->t_long, "kb")};
+  gcc_jit_function *fn = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_INTERNAL, j->t_void,
+                                                      arena_printf(j->a, "tdsl_tile_%d", j->nblocks++), 4, ps, 0);
+  gcc_jit_rvalue *args[4] = {gcc_jit_lvalue_get_address(at(j, x->ap, abase), NULL), gcc_jit_lvalue_get_address(at(j, x->bp, bbase), NULL),
+                             gcc_jit_lvalue_get_address(at(j, x->ct, num(j, 0)), NULL), lv(x->kb)};
+  gcc_jit_block_add_eval(j->blk, NULL, gcc_jit_context_new_call(j->c, NULL, fn, 4, args));
+  gcc_jit_function *saved_fn = j->fn;
+  gcc_jit_block *saved_blk = j->blk;
+  j->fn = fn;
+  j->blk = js_new_block(j, fn);
+  K y = *x;
+  y.ap = gcc_jit_param_as_lvalue(ps[0]), y.bp = gcc_jit_param_as_lvalue(ps[1]), y.ct = gcc_jit_param_as_lvalue(ps[2]);
+  y.kb = gcc_jit_param_as_lvalue(ps[3]);
+  y.kk = local(j, j->t_long, "kk");
+  int nv = k->nr / k->vw;
+  y.acc = ANEWN(j->a, gcc_jit_lvalue *, k->mr * nv);
+  for (int i = 0; i < k->mr * nv; i++) y.acc[i] = local(j, x->vec, "acc");
+  y.bv = ANEWN(j->a, gcc_jit_lvalue *, nv);
+  for (int v = 0; v < nv; v++) y.bv[v] = local(j, x->vec, "bv");
+  y.a = local(j, x->t, "a");
+  micro_body(j, &y, num(j, 0), num(j, 0));
+  gcc_jit_block_end_with_void_return(j->blk, NULL);
+  j->fn = saved_fn;
+  j->blk = saved_blk;
 }
 
 /* dst(row ic + ir + r, jc + jr + c) += ct[r*nr + c] (first: = init + ct[...]) for the

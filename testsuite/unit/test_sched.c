@@ -14,13 +14,14 @@ typedef struct Count {
   int nk_composite, runs, pack_guards; /* several n and k variables; column runs; a/b guards */
   int prefetches, epilogues;
   int short_tiles; /* tiles of a few cells: the last axis of a group of short axes */
+  int linear_k;    /* kernels whose k is several variables read as one (KDim.linear) */
 } Count;
 
 static void count_stmts(const PtrVec *body, Count *c) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *s = body->items[i];
     if (s->kind == S_KERNEL) c->kernels++, c->overwrites += s->kern->overwrite, c->composite += s->kern->nm > 1,
-                                c->direct += s->kern->direct_a, c->nk_composite += s->kern->nd.n > 1 || s->kern->kd.n > 1,
+                                c->direct += s->kern->direct_a, c->nk_composite += s->kern->nd.n > 1 || (s->kern->kd.n > 1 && !s->kern->kd.linear), c->linear_k += s->kern->kd.linear,
                                 c->runs += s->kern->b_runs + s->kern->c_runs,
                                 c->pack_guards += s->kern->na_guards + s->kern->nb_guards,
                                 c->epilogues += s->kern->epilogue.len > 0;
@@ -337,6 +338,32 @@ static void test_weight_grad(int P, int H, int W, int C, int O, int stride, bool
   gb_free(&b);
 }
 
+/* w[n,k] += g[b,s,n] * x[b,s,k] (a weight gradient summed over batch and sequence):
+ * where (b, s) is one index in both operands, k is both variables read as one (whichever
+ * is longer picked first); with x's sequence axis one longer than the loop (its rows are
+ * S + 1 apart) the pair is no single index: k is one variable, b an outer loop. */
+static void test_k_fold(int B, int S, int N, int K, bool padded, bool init) {
+  GB b;
+  gb_init(&b);
+  Tensor *g = uniform(&b, "g", 2, 1, 0, (int[]){B, S, N});
+  Tensor *x = uniform(&b, "x", 2, 1, 0, (int[]){B, padded ? S + 1 : S, K});
+  Tensor *w = gb_tensor(&b, "w", TK_OP, 0, 1, 1, (int[]){N, K});
+  if (!init) w->init.kind = INIT_UNIFORM;
+  UpdateStep *st = gb_step(&b, w, 2, (Tensor *[]){g, x}, 4, (int[]){B, S, N, K}); /* b s n k */
+  gb_it(st, 0, 0, 2), gb_it(st, 0, 1, 3);
+  gb_it(st, 1, 0, 0), gb_it(st, 1, 1, 1), gb_it(st, 1, 2, 2);
+  gb_it(st, 2, 0, 0), gb_it(st, 2, 1, 1), gb_it(st, 2, 2, 3);
+  gb_asgn(&b, &w->fwd, (Buf){w, false}, 0, OP_ADD, init, product(&b, g, x), st);
+  char what[96];
+  snprintf(what, sizeof what, "k fold %dx%d, %dx%d%s%s", B, S, N, K, padded ? ", padded" : "", init ? "" : ", accumulate");
+  Count cnt = run_pair(&b, "w.forward", false, what);
+  CHECK(cnt.kernels == 1 && cnt.linear_k == !padded, "%s: %d kernels, %d linear", what, cnt.kernels, cnt.linear_k);
+  CHECK(cnt.overwrites == (init && !padded), "%s: %d overwrites", what, cnt.overwrites);
+  CHECK(cnt.parallel == (B * S * N * K >= 1 << 18), "%s: %d parallel", what, cnt.parallel);
+  emit_c_agrees(&b, "w.forward", what);
+  gb_free(&b);
+}
+
 /* g[c,o] += x[y+1,c] * d[y,o]: a guard on k alone; both operands read 0 where it fails. */
 static void test_k_guard(int Y, int C, int O) {
   GB b;
@@ -625,6 +652,10 @@ int main(void) {
   test_transpose_short(64, 5, 16, 2);
   test_transpose_short(33, 4, 31, 2);
   test_transpose_short(40, 3, 4, 0); /* q and m span 12 cells: p may not join them */
+  test_k_fold(5, 7, 37, 19, false, true);   /* s longer: b joins above it */
+  test_k_fold(9, 4, 37, 40, false, false);  /* b longer: s joins below it */
+  test_k_fold(5, 7, 37, 19, true, true);    /* x's rows S + 1 apart: no fold */
+  test_k_fold(8, 40, 61, 67, false, false); /* a parallel kernel: its packing functions set the k variables too */
   test_tblock(64, 5, 96, true, false, false);
   test_tblock(64, 5, 96, false, true, false);   /* f64 */
   test_tblock(48, 3, 16, true, false, false);   /* q one 64-byte group, m joins it */
