@@ -3,6 +3,8 @@
   in its text), and every option tdslc(1) describes in a tagged paragraph is in --help
   or is -h;
 - every function, type and constant runtime/tdsl.h declares is named in tdslc(1);
+- every environment variable the compiler, runtime or back ends read is named in
+  tdslc(1), or in HACKING.md for a test hook;
 - every public function of the python package and every public method or property of
   tdsl.Model is named in python/README.md.
 Prints one line per missing name, then a count.
@@ -56,6 +58,17 @@ names |= set(re.findall(r"\b(TDSL_[A-Z0-9_]+)\b", header)) - {"TDSL_H"}
 names |= set(re.findall(r"typedef\s+(?:struct|enum)\s+(tdsl_\w+)", header))
 for n in sorted(names):
     need(n, man1, "tdslc(1)")
+
+# Environment variables: a user's in tdslc(1), a test hook's in HACKING.md.
+hacking = open(os.path.join(root, "HACKING.md")).read()
+envs = set()
+for sub in ("src", "runtime", "backends"):
+    for dirpath, _, files in os.walk(os.path.join(root, sub)):
+        for f in files:
+            if f.endswith((".c", ".h")):
+                envs |= set(re.findall(r'getenv\("(\w+)"\)', open(os.path.join(dirpath, f)).read()))
+for e in sorted(envs):
+    need(e, man1 + hacking, "tdslc(1) or HACKING.md")
 
 pyreadme = open(os.path.join(root, "python", "README.md")).read()
 tree = ast.parse(open(os.path.join(root, "python", "tdsl", "__init__.py")).read())
