@@ -3,6 +3,7 @@
   in its text), and every option tdslc(1) describes in a tagged paragraph is in --help
   or is -h;
 - every function, type and constant runtime/tdsl.h declares is named in tdslc(1);
+- every operation of the prelude and function of the standard library is named in tdsl(7);
 - every environment variable the compiler, runtime or back ends read is named in
   tdslc(1), or in HACKING.md for a test hook;
 - every public function of the python package and every public method or property of
@@ -58,6 +59,16 @@ names |= set(re.findall(r"\b(TDSL_[A-Z0-9_]+)\b", header)) - {"TDSL_H"}
 names |= set(re.findall(r"typedef\s+(?:struct|enum)\s+(tdsl_\w+)", header))
 for n in sorted(names):
     need(n, man1, "tdslc(1)")
+
+# The prelude's and the standard library's top-level names. An op `f_` that the function
+# `f` wraps (pointpow_ under pointpow) is f's implementation, not a name of its own.
+man7 = unroff(open(os.path.join(root, "man", "tdsl.7")).read())
+for lib in ("prelude.tdsl", "stdlib.tdsl"):
+    src = open(os.path.join(root, "lib", lib)).read()
+    defined = set(re.findall(r"^(?:let%(?:op|cd)|let|op) +([a-z]\w*)", src, re.M))
+    for n in sorted(defined):
+        if not (n.endswith("_") and n[:-1] in defined):
+            need(n, man7, "tdsl(7)")
 
 # Environment variables: a user's in tdslc(1), a test hook's in HACKING.md.
 hacking = open(os.path.join(root, "HACKING.md")).read()
