@@ -140,8 +140,9 @@ int tdsl_load(tdsl_model *m, const char *path);
 int tdsl_num_routines(const tdsl_model *m);
 const char *tdsl_routine_name(const tdsl_model *m, int index);
 int tdsl_find_routine(const tdsl_model *m, const char *name); /* index, or -1 */
-/* Runs a routine; "init" (unless the model defines a routine of that name) runs
- * tdsl_init again with the seed of the last tdsl_init. */
+/* Runs a routine; "init" (unless the model defines a routine of that name, which
+ * tdslc refuses to compile) runs tdsl_init again with the seed of the last tdsl_init:
+ * it is called by name, not counted by tdsl_num_routines nor found by tdsl_find_routine. */
 int tdsl_call(tdsl_model *m, const char *name);
 
 /* Threads for the model's parallel loops (default: the environment variable

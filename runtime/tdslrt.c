@@ -561,10 +561,14 @@ static void run_seq(tdsl_model *m, const RtNamed *r) {
 
 /* ---- init programs (`init ID expr STREAM NOPS OP...`, src/ir_print.c) ---- */
 
+/* Every primitive of the compiler (src/ops.h): an initializer may use any of them. */
 typedef enum StepKind {
   S_CONST, S_RANGE, S_VALUES, S_UNIFORM, S_NORMAL,
   S_NEG, S_EXP, S_LOG, S_SQRT, S_SIN, S_COS, S_TANH, S_RELU, S_RECIP, S_ID, /* unary */
+  S_SAT01, S_EXP2, S_LOG2, S_RECIP_SQRT, S_NOT,
   S_ADD, S_SUB, S_MUL, S_DIV, S_POW, S_MAX, S_MIN,                          /* binary */
+  S_FST, S_SND, S_RELU_GATE, S_SAT01_GATE, S_LT, S_EQ, S_NE, S_OR, S_AND, S_MOD,
+  S_WHERE, S_FMA,                                                           /* ternary */
 } StepKind;
 
 typedef struct InitStep {
@@ -577,11 +581,13 @@ typedef struct InitStep {
 enum { MAX_PROG = 1 << 16, MAX_STACK = 64 };
 
 /* Names as the compiler's primitives (src/ops.c), in StepKind order from S_NEG. */
-static const char *const step_names[] = {"neg", "exp",  "log", "sqrt", "sin", "cos", "tanh", "relu",
-                                         "recip", "id", "add", "sub",  "mul", "div", "pow",  "max",
-                                         "min"};
+static const char *const step_names[] = {
+    "neg",  "exp", "log",       "sqrt",       "sin", "cos", "tanh", "relu", "recip", "id",   "sat01",
+    "exp2", "log2", "recip_sqrt", "not",      "add", "sub", "mul",  "div",  "pow",   "max",  "min",
+    "fst",  "snd", "relu_gate", "sat01_gate", "lt",  "eq",  "ne",   "or_",  "and_",  "mod_", "where",
+    "fma"};
 
-static int step_arity(StepKind k) { return k < S_NEG ? 0 : k < S_ADD ? 1 : 2; }
+static int step_arity(StepKind k) { return k < S_NEG ? 0 : k < S_ADD ? 1 : k < S_WHERE ? 2 : 3; }
 
 /* Reads NOPS steps; every value is checked, and the stack must end with one value. */
 static int parse_prog(RtBuf *b, char **p) {
@@ -1827,7 +1833,7 @@ static double normal_cell(uint64_t seed, int stream, int sub, long i) {
 }
 
 /* The primitives' semantics as the compiler's op_eval (src/ops.c). */
-static double step_apply(StepKind k, double a, double b) {
+static double step_apply(StepKind k, double a, double b, double c) {
   switch (k) {
   case S_NEG: return -a;
   case S_EXP: return exp(a);
@@ -1838,6 +1844,11 @@ static double step_apply(StepKind k, double a, double b) {
   case S_TANH: return tanh(a);
   case S_RELU: return a >= 0.0 ? a : 0.0;
   case S_RECIP: return 1.0 / a;
+  case S_SAT01: return a <= 0.0 ? 0.0 : a >= 1.0 ? 1.0 : a;
+  case S_EXP2: return pow(2.0, a);
+  case S_LOG2: return log(a) / log(2.0);
+  case S_RECIP_SQRT: return 1.0 / sqrt(a);
+  case S_NOT: return a == 0.0 ? 1.0 : 0.0;
   case S_ADD: return a + b;
   case S_SUB: return a - b;
   case S_MUL: return a * b;
@@ -1845,6 +1856,18 @@ static double step_apply(StepKind k, double a, double b) {
   case S_POW: return pow(a, b);
   case S_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
   case S_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+  case S_FST: return a;
+  case S_SND: return b;
+  case S_RELU_GATE: return a > 0.0 ? b : 0.0;
+  case S_SAT01_GATE: return a > 0.0 && a < 1.0 ? b : 0.0;
+  case S_LT: return a < b ? 1.0 : 0.0;
+  case S_EQ: return a == b ? 1.0 : 0.0;
+  case S_NE: return a != b ? 1.0 : 0.0;
+  case S_OR: return a != 0.0 || b != 0.0 ? 1.0 : 0.0;
+  case S_AND: return a != 0.0 && b != 0.0 ? 1.0 : 0.0;
+  case S_MOD: return fmod(a, b);
+  case S_WHERE: return a != 0.0 ? b : c;
+  case S_FMA: return a * b + c;
   default: return a; /* S_ID */
   }
 }
@@ -1860,12 +1883,11 @@ static double prog_cell(const RtBuf *b, uint64_t seed, long i) {
     case S_VALUES: st[sp++] = s->values[i % s->nvalues]; break;
     case S_UNIFORM: st[sp++] = uniform_cell(seed, b->stream, sub++, i, b->elem == TDSL_F64); break;
     case S_NORMAL: st[sp++] = normal_cell(seed, b->stream, sub++, i); break;
-    default:
-      if (step_arity(s->kind) == 2) {
-        sp--;
-        st[sp - 1] = step_apply(s->kind, st[sp - 1], st[sp]);
-      } else
-        st[sp - 1] = step_apply(s->kind, st[sp - 1], 0.0);
+    default: {
+      int n = step_arity(s->kind); /* parse_prog checked that the stack holds n */
+      sp -= n - 1;
+      st[sp - 1] = step_apply(s->kind, st[sp - 1], n > 1 ? st[sp] : 0.0, n > 2 ? st[sp + 1] : 0.0);
+    }
     }
   }
   return st[0];

@@ -351,7 +351,7 @@ static int snap_restore(tdsl_model *m, const Snap *s) {
 /* A host input nothing loaded would be all zeros, and zeros hide a wrong index or a
  * swapped operand (every permutation of zeros agrees). Such an input gets values in
  * [-1, 1) from a hash of the seed, its index and the cell: the same in both builds.
- * An input --load named, or one a checkpoint or --set made nonzero, keeps its values. */
+ * An input --load named, or one that is not all zeros, keeps its values. */
 static bool loaded_by_option(const Options *o, const char *name) {
   for (int i = 0; i < o->loads.len; i++)
     if (!strcmp(((RunLoad *)o->loads.items[i])->tensor, name)) return true;

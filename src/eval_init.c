@@ -58,16 +58,6 @@ static bool shaped_leaf(Conv *c, const Tensor *t) {
 
 static bool conv_tensor(Conv *c, const Tensor *t);
 
-/* Rejected: the operations that only the %cd part of an op body could use. */
-static bool conv_prim_ok(PrimOp op) {
-  static const PrimOp ok[] = {OP_ID,  OP_RELU, OP_EXP, OP_LOG, OP_SIN, OP_COS, OP_SQRT, OP_RECIP,
-                              OP_NEG, OP_TANH, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW,  OP_MAX,
-                              OP_MIN};
-  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-    if (ok[i] == op) return true;
-  return false;
-}
-
 static bool conv_aexpr(Conv *c, const UpdateStep *s, const AExpr *e) {
   switch (e->kind) {
   case AE_CONST:
@@ -80,9 +70,11 @@ static bool conv_aexpr(Conv *c, const UpdateStep *s, const AExpr *e) {
     if (e->slot == 0) return conv_fail(c, "it reads its own result");
     return conv_tensor(c, e->slot < 0 ? e->buf.t : s->rhs[e->slot - 1]);
   case AE_OP: {
+    /* Every primitive is a function of its operands' cells alone, which init evaluates
+     * as op_eval does (runtime/tdslrt.c, step_apply): so any of them may appear, as
+     * LANGUAGE.md allows any expression of numbers, literals, ranges and generators
+     * (a comparison makes a random mask: uniform () < 0.5). */
     int n = op_info[e->op].arity;
-    if (!conv_prim_ok(e->op))
-      return conv_fail(c, arena_printf(c->st->a, "the operation '%s' is not available at init", op_info[e->op].name));
     for (int i = 0; i < n; i++)
       if (!conv_aexpr(c, s, e->args[i])) return false;
     if (!push(c, IO_PRIM, n)) return false;

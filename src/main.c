@@ -169,7 +169,11 @@ static int check_modes(const Options *o, const char *mode, bool arch_given) {
   else if (arch_given && !cuda) useless = "--arch";
   else if (o->tf32 && !cuda) useless = "--tf32";
   if (useless) {
-    diag_tool_error("%s does nothing with %s", useless, mode);
+    /* --arch and --tf32 wait for the back end, not for a mode: say what they lack */
+    if (!strcmp(useless, "--arch") || !strcmp(useless, "--tf32"))
+      diag_tool_error("%s does nothing without --backend=cuda", useless);
+    else
+      diag_tool_error("%s does nothing with %s", useless, mode);
     fputs("try 'tdslc --help'\n", stderr);
     return 2;
   }

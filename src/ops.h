@@ -49,7 +49,7 @@ typedef enum InitOpKind {
   IO_NORMAL,  /* standard normal */
   IO_FAN_IN,
   IO_FAN_OUT,
-  IO_PRIM,    /* op (a pointwise primitive of arity 1 or 2) */
+  IO_PRIM,    /* op (any primitive: arity 1, 2 or 3) */
 } InitOpKind;
 
 typedef struct InitOp {

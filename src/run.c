@@ -448,8 +448,11 @@ static int run_opened(Ctx *c, tdsl_model *model, const char *err) {
   const char *stop = getenv("TDSLC_TEST_LIB_STOP");
   if (stop && !strcmp(stop, "term-run")) raise(SIGTERM);
   if (!model) {
+    /* The model was just compiled from a valid input: what stops it opening is the
+     * machine (no CUDA driver, no memory), so 2 as --check says, never 1 (CLI.md: 1 is
+     * an input with errors). */
     diag_tool_error("%s", err);
-    return status_of(err);
+    return 2;
   }
   int rc = run_model(c, model);
   timing_mark(c, "run");

@@ -470,9 +470,9 @@ class Model:
         d = self.__dict__
         if name in d.get("indices", ()) or name in d.get("dims", ()):
             if self._shadowed(name):
-                kind, fn = ("index", "index") if name in d["indices"] else ("dimension", "dim")
+                kind, fn = ("an index symbol", "index") if name in d["indices"] else ("a dimension", "dim")
                 raise AttributeError(
-                    "%r is both a %s of the model and a Model attribute: write it with "
+                    "%r is both %s of the model and a Model attribute: write it with "
                     "m.set_%s(%r, value), read it with m.get_%s(%r)" % (name, kind, fn, name, fn, name))
         if name in self.__dict__.get("indices", ()):
             self.set_index(name, value)

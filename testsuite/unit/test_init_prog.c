@@ -1,11 +1,13 @@
 /* test_init_prog.c: the runtime's init programs (`init ID expr STREAM NOPS OP...` in the
- * model metadata, runtime/tdslrt.c): values against hand-computed ones, independence
+ * model metadata, runtime/tdslrt.c): values against hand-computed ones, every
+ * primitive of the compiler against its op_eval, independence
  * of the random sub-streams, and rejection of every malformed program (a model whose
  * metadata does not validate does not open). The model is faked through a resolver. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ops.h"
 #include "testkit.h"
 #include "tdsl.h"
 
@@ -82,7 +84,8 @@ static void test_rejected(void) {
     "init 0 expr 0 2 range",                 /* fewer steps than announced */
     "init 0 expr 0 1 range range",           /* more */
     "init 0 expr 0 1 add",                   /* stack underflow */
-    "init 0 expr 0 2 range exp2",            /* unknown step */
+    "init 0 expr 0 2 range cbrt",            /* unknown step */
+    "init 0 expr 0 3 range range where",     /* a ternary step over two values */
     "init 0 expr 0 2 range range",           /* two values left */
     "init 0 expr 0 1 const",                 /* const without a value */
     "init 0 expr 0 1 const 1x",              /* not a number */
@@ -108,8 +111,32 @@ static void test_rejected(void) {
   if (m) tdsl_close(m);
 }
 
+/* An initializer may use any primitive (src/eval_init.c), so the runtime must know each
+ * by the compiler's name and compute what op_eval computes, NaN and signed zeros
+ * included. */
+static void test_every_primitive(void) {
+  static const double args[][3] = {{0.5, 2, -1}, {-1.5, 0, 3},  {0, -0.25, 7}, {2, 2, 0},
+                                   {1, 0.5, 4},  {NAN, 1, 2},  {3, NAN, -0.0}, {-0.0, 5, 1}};
+  char err[256], line[512];
+  for (int op = 0; op < OP__COUNT; op++)
+    for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+      const double *a = args[k];
+      int n = op_info[op].arity, len = snprintf(line, sizeof line, "init 1 expr 0 %d", n + 1);
+      for (int i = 0; i < n; i++) len += snprintf(line + len, sizeof line - len, " const %.17g", a[i]);
+      snprintf(line + len, sizeof line - len, " %s", op_info[op].name);
+      tdsl_model *m = model("init 0 expr 0 1 range", line, 1, err);
+      CHECK(m != NULL, "\"%s\": %s", line, err);
+      if (!m) continue;
+      double got = buf1[0], want = op_eval((PrimOp)op, a[0], a[1], a[2]);
+      CHECK(isnan(want) ? isnan(got) : got == want && signbit(got) == signbit(want), "%s(%g, %g, %g) = %g, op_eval: %g",
+            op_info[op].name, a[0], a[1], a[2], got, want);
+      tdsl_close(m);
+    }
+}
+
 int main(void) {
   test_values();
+  test_every_primitive();
   test_random();
   test_rejected();
   return tk_exit("test_init_prog");
