@@ -450,11 +450,34 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
   return false;
 }
 
+/* A field's row (KIND_*), 3 for prec, -1 for an unknown name. */
+static int field_kind(const char *n) {
+  return !strcmp(n, "o") || !strcmp(n, "output_dims") ? KIND_OUTPUT
+       : !strcmp(n, "i") || !strcmp(n, "input_dims")  ? KIND_INPUT
+       : !strcmp(n, "b") || !strcmp(n, "batch_dims")  ? KIND_BATCH
+       : !strcmp(n, "prec")                            ? 3 : -1;
+}
+
+/* A field given twice (o and output_dims are one field): the later one would silently
+ * replace the earlier, so which shape the user meant is unknown. */
+static bool field_repeated(St *st, const PtrVec *fields, int i) {
+  const Field *f = VEC_AT(*fields, Field, i);
+  int kind = field_kind(f->name);
+  if (kind < 0) return false;
+  for (int j = 0; j < i; j++) {
+    const Field *g = VEC_AT(*fields, Field, j);
+    if (field_kind(g->name) != kind) continue;
+    diag_error(&st->c->diag, f->loc, "field '%s' is given twice in this inline declaration", f->name);
+    diag_note(&st->c->diag, g->loc, "'%s' first given here", g->name);
+    return true;
+  }
+  return false;
+}
+
 static bool record_field(St *st, const Frame *fr, Tensor *t, const Field *f) {
   const char *n = f->name;
-  int kind = !strcmp(n, "o") || !strcmp(n, "output_dims") ? KIND_OUTPUT
-           : !strcmp(n, "i") || !strcmp(n, "input_dims")  ? KIND_INPUT
-           : !strcmp(n, "b") || !strcmp(n, "batch_dims")  ? KIND_BATCH : -1;
+  int kind = field_kind(n);
+  if (kind == 3) kind = -1;
   if (kind < 0 && strcmp(n, "prec") != 0) {
     diag_error(&st->c->diag, f->loc, "unknown field '%s' in an inline declaration (expected o, i, b or prec)", n);
     return false;
@@ -516,7 +539,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   RowDecl from_init[3];
   memcpy(from_init, t->decl, sizeof from_init);
   for (int i = 0; ok && i < e->fields.len; i++)
-    ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+    ok = !field_repeated(st, &e->fields, i) && record_field(st, fr, t, VEC_AT(e->fields, Field, i));
   ok = ok && fields_agree(st, from_init, t);
   if (!ok) {
     if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);
