@@ -780,11 +780,40 @@ static Value *eval_if(St *st, const Frame *fr, const Expr *e) {
 }
 
 /* e1; e2; ...: code items are concatenated; otherwise the last value is the result. */
+/* The parameters a partial application still needs, as the user would write them
+ * ("~learning_rate", "a positional argument"), for messages. */
+static const char *fn_missing(St *st, const Fn *f) {
+  const char *out = NULL;
+  for (int i = 0; i < f->nparams; i++) {
+    const Param *p = f->params[i];
+    if (f->bound[i] || p->kind == P_OPTIONAL) continue;
+    const char *one = p->kind == P_LABELED ? arena_printf(st->a, "~%s", p->name)
+                    : p->kind == P_UNIT    ? "()"
+                    : p->name             ? arena_printf(st->a, "the argument %s", p->name)
+                                          : "an argument";
+    out = out ? arena_printf(st->a, "%s, %s", out, one) : one;
+  }
+  return out ? out : "more arguments";
+}
+
 static Value *eval_seq(St *st, const Frame *fr, const Expr *e) {
   Value *code = NULL, *last = NULL;
   for (int i = 0; i < e->items.len; i++) {
-    last = eval(st, fr, VEC_AT(e->items, Expr, i));
+    const Expr *item = VEC_AT(e->items, Expr, i);
+    last = eval(st, fr, item);
     if (!last) return NULL;
+    /* A sequence keeps only code: a function here is an application missing an
+     * argument (`sgd_update loss` without ~learning_rate), which would otherwise
+     * vanish from the routine without a word. OCaml warns about it too. */
+    if (last->kind == V_FN) {
+      const Fn *f = last->fn;
+      if (f->name)
+        diag_error(&st->c->diag, item->loc, "this application of '%s' lacks %s: it gives a function, not code",
+                   f->name, fn_missing(st, f));
+      else
+        diag_error(&st->c->diag, item->loc, "this is a function, not code: it still needs %s", fn_missing(st, f));
+      return NULL;
+    }
     if (last->kind == V_CODE) {
       if (!code) code = val_code(st, e->loc);
       code_append(st, &code->code, &last->code);
@@ -932,6 +961,13 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
+  } else if (v->kind == V_CODE && kind == I_LET_OP && b->name) {
+    /* let%op makes tensors: code bound there is neither exported nor differentiated,
+     * so a routine written with the wrong extension would silently be missing from
+     * the model. */
+    diag_error(&st->c->diag, b->loc, "'%s' is code, but let%%op binds tensors and tensor functions", b->name);
+    diag_note(&st->c->diag, b->loc, "write let%%cd %s = ... to make it a routine of the model", b->name);
+    return NULL;
   } else if ((v->kind == V_SYM || v->kind == V_DIM) && b->name && !runtime_sym_name(st, v, b->name, b->loc)) {
     return NULL;
   }
