@@ -56,6 +56,55 @@ static int cp_width(unsigned c) {
 /* Whether a code point is a control character (C0, DEL, C1): a terminal would act on it. */
 static bool cp_control(unsigned c) { return c < 0x20 || (c >= 0x7f && c < 0xa0); }
 
+/* Characters users paste from documents and chat: what they look like in ASCII. */
+static const struct Lookalike {
+  unsigned lo, hi;
+  const char *kind; /* NULL: visible, shown quoted */
+  const char *hint;
+} lookalikes[] = {
+    {0x00a0, 0x00a0, "a no-break space", ": write a plain space"},
+    {0x2000, 0x200a, "a typographic space", ": write a plain space"},
+    {0x202f, 0x202f, "a narrow no-break space", ": write a plain space"},
+    {0x205f, 0x205f, "a typographic space", ": write a plain space"},
+    {0x3000, 0x3000, "an ideographic space", ": write a plain space"},
+    {0x200b, 0x200f, "an invisible formatting character", ": delete it"},
+    {0x2060, 0x2064, "an invisible formatting character", ": delete it"},
+    {0xfeff, 0xfeff, "an invisible byte order mark", ": delete it"},
+    {0x00ad, 0x00ad, "an invisible soft hyphen", ": delete it"},
+    {0x2018, 0x201b, NULL, ": write the ASCII quote '"},
+    {0x2032, 0x2032, NULL, ": write the ASCII quote '"},
+    {0x201c, 0x201f, NULL, ": write the ASCII quote \""},
+    {0x00ab, 0x00ab, NULL, ": write the ASCII quote \""},
+    {0x00bb, 0x00bb, NULL, ": write the ASCII quote \""},
+    {0x2010, 0x2015, NULL, ": write the ASCII '-'"},
+    {0x2212, 0x2212, NULL, ": write the ASCII '-'"},
+    {0x00d7, 0x00d7, NULL, ": write '*' (or '*.' pointwise)"},
+    {0x2026, 0x2026, NULL, ": write the three dots '...'"},
+    {0x2192, 0x2192, NULL, ": write '->'"},
+    {0x21d2, 0x21d2, NULL, ": write '=>'"},
+};
+
+const char *diag_char_desc(Arena *a, const unsigned char *s, size_t n, int *len, const char **hint) {
+  unsigned cp = 0;
+  *hint = "";
+  *len = utf8_seq(s, n, &cp);
+  if (!*len) {
+    *len = 1;
+    return arena_printf(a, "'\\x%02x'", s[0]);
+  }
+  if (cp < 0x80) return cp >= 0x20 && cp < 0x7f ? arena_printf(a, "'%c'", (int)cp) : arena_printf(a, "'\\x%02x'", cp);
+  for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++) {
+    const struct Lookalike *l = &lookalikes[i];
+    if (cp < l->lo || cp > l->hi) continue;
+    *hint = l->hint;
+    if (l->kind) return arena_printf(a, "U+%04X (%s)", cp, l->kind);
+    break;
+  }
+  if (cp_control(cp)) return arena_printf(a, "U+%04X (a control character)", cp);
+  if (!cp_width(cp)) return arena_printf(a, "U+%04X (a combining or zero-width character)", cp);
+  return arena_printf(a, "'%.*s' (U+%04X)", *len, (const char *)s, cp);
+}
+
 /* Writes the unit (one character, or one byte that is not valid UTF-8) at s[0..n)
  * to out as the echoed source shows it, control characters and invalid bytes
  * escaped (\xNN per byte) so that they neither act on the terminal nor make the output

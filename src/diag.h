@@ -25,6 +25,13 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(pri
 /* An error whose caret spans [loc, loc+width) (width >= 1). */
 void diag_error_span(Diag *d, Loc loc, int width, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* For "unexpected character" messages: the UTF-8 character at s[0..n) (n > 0) named
+ * so that the user can tell what it is, with its code point ("'é' (U+00E9)"; an
+ * invisible one by code point and kind only), and *hint what to write instead when it
+ * is a lookalike of ASCII that tdsl uses (a no-break space, curly quotes, a Unicode
+ * minus or arrow, ...; "" otherwise). *len: the bytes it takes (1 for a byte that is
+ * not UTF-8, named \xNN). */
+const char *diag_char_desc(Arena *a, const unsigned char *s, size_t n, int *len, const char **hint);
 bool diag_full(const Diag *d); /* max_errors reached: callers may stop early */
 /* "tdslc: error: MESSAGE" on stderr, for errors that have no source location (the
  * command line, files): control characters and invalid UTF-8 in the message (a name or
