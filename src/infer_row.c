@@ -573,9 +573,24 @@ static void pair_dims(Solver *s, Constraint *c, bool eq, DimNode **a, DimNode **
   }
 }
 
+/* "no axes", "1 axis", "3 axes": the first count of a rank error. */
+static const char *axis_count(Solver *s, int n) {
+  return n == 0 ? "no axes" : arena_printf(s->a, "%d %s", n, n == 1 ? "axis" : "axes");
+}
+
 static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel) {
-  solver_fail(s, c, "shape mismatch: %s has %d axes, %s %s%d", what(c->what1), row_len(a), what(c->what2), rel,
-              row_len(b));
+  const char *has = axis_count(s, row_len(a));
+  /* `x @| i` on a tensor without batch axes is a PyTorch user's x[i]: say what @| takes. */
+  bool slice = c->step && c->step->kind == LOGIC_BATCH_SLICE, first = !s->failed;
+  if (slice && row_len(c->slot1 == 1 ? a : b) == 0)
+    solver_fail(s, c, "'@|' has no batch axis to slice: %s has no axes", what(c->slot1 == 1 ? c->what1 : c->what2));
+  else
+    solver_fail(s, c, "shape mismatch: %s has %s, %s %s%d", what(c->what1), has, what(c->what2), rel, row_len(b));
+  if (slice && first)
+    diag_note(s->diag, c->step->loc,
+              "'@|' removes the leftmost batch axis of %s: give it one (b = [ N ] where it is declared), or "
+              "index another axis with a fixed index in an einsum spec",
+              c->step->rhs[0]->name ? c->step->rhs[0]->name : "its argument");
   return FAIL;
 }
 
@@ -693,8 +708,9 @@ static void pair_right(RowIneq *q, DimNode **cur, DimNode **subr, int n) {
 /* The axis counts in a rank error are the whole sides': what was paired plus the
  * current level's. */
 static Step fail_count(RowIneq *q, int ncur, int nsub, bool at_least) {
-  solver_fail(q->s, q->c, "shape mismatch: %s has %d axes, %s has %s%d", what(q->c->what1),
-              q->left + ncur + q->right, what(q->c->what2), at_least ? "at least " : "", q->left + nsub + q->right);
+  solver_fail(q->s, q->c, "shape mismatch: %s has %s, %s has %s%d", what(q->c->what1),
+              axis_count(q->s, q->left + ncur + q->right), what(q->c->what2), at_least ? "at least " : "",
+              q->left + nsub + q->right);
   return FAIL;
 }
 
