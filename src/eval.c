@@ -931,6 +931,7 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
   if (v->kind == V_TENSOR && !v->grad && b->name) {
     Tensor *t = v->t;
     if (kind == I_LET_CD && t->id >= first_tensor && t->kind == TK_OP) {
+      if (t->diff) t->nodiff = "let%cd binds it: a let%cd names a non-differentiable tensor (let%op keeps the gradient)";
       t->diff = false; /* a let%cd names a non-differentiable tensor */
       t->bwd.asgns.len = 0;
     }

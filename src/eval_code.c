@@ -74,6 +74,49 @@ void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
 
 /* ---- accessors ---- */
 
+static const char *tensor_what(St *st, const Tensor *t) {
+  return t->name ? arena_printf(st->a, "'%s'", t->name) : "the tensor created here";
+}
+
+/* After "T is not differentiable": why, at the tensor that broke the chain from the
+ * parameters (a %cd input, a constant, a comparison, a let%cd), following the first
+ * argument of tensors whose arguments all lack a gradient. A PyTorch user expects
+ * requires_grad to flow; here the rule is in what created the tensor. */
+static void note_nodiff(St *st, const Tensor *t) {
+  const char *asked = t->name ? arena_printf(st->a, "'%s'", t->name) : "the tensor";
+  for (int depth = 0; t && depth < 1000; depth++) {
+    if (t->nodiff) {
+      diag_note(&st->c->diag, t->loc, "%s has no gradient: %s", tensor_what(st, t), t->nodiff);
+      return;
+    }
+    switch (t->kind) {
+    case TK_TERM:
+      diag_note(&st->c->diag, t->loc,
+                "%s is declared in %%cd code: a host input, not a parameter, so nothing %s is computed from "
+                "has a gradient; declare parameters in %%op ({ w } in a let%%op)",
+                tensor_what(st, t), asked);
+      return;
+    case TK_CONST:
+      diag_note(&st->c->diag, t->loc, "%s is a constant, so nothing %s is computed from has a gradient",
+                tensor_what(st, t), asked);
+      return;
+    case TK_PARAM:
+      return;
+    case TK_OP:
+      break;
+    }
+    const UpdateStep *s = t->step;
+    if (!s || s->nrhs == 0) return;
+    const Tensor *next = s->rhs[0];
+    for (int k = 0; k < s->nrhs; k++) /* a named argument says more than a number */
+      if (s->rhs[k]->kind != TK_CONST || s->rhs[k]->name) {
+        next = s->rhs[k];
+        break;
+      }
+    t = next;
+  }
+}
+
 static Tensor *field_tensor(St *st, const Frame *fr, Value *v, const Expr *e) {
   if (v->kind == V_TENSOR) return v->t;
   return to_tensor(st, fr, v, e->a->loc, arena_printf(st->a, "the target of .%s", e->str));
@@ -90,6 +133,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     if (grad && !t->diff && !fr->op) {
       diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no .grad",
                  t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      note_nodiff(st, t);
       return NULL;
     }
     Value *r = val_tensor(st, t, e->loc);
@@ -127,6 +171,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     if (!t->diff) {
       diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no backprop code",
                  t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      note_nodiff(st, t);
       return NULL;
     }
     graph_backprop_code(st->a, st->g, t, &c->code);
@@ -273,6 +318,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   AExpr *a = ae_buf(st->a, t, v->grad, 0);
   if (v->grad && !t->diff && !r->fr->op) {
     diag_error(&st->c->diag, e->loc, "this tensor is not differentiable: it has no .grad");
+    note_nodiff(st, t);
     return NULL;
   }
   const OpInst *inst = r->fr->op;

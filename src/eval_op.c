@@ -221,6 +221,9 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   for (int k = 0; k < n; k++) diff = diff || args[k]->diff;
   Tensor *t = tensor_new(st, TK_OP, loc);
   t->diff = call->mode == M_OP && op->backward && diff;
+  if (diff && !t->diff)
+    t->nodiff = !op->backward ? arena_printf(st->a, "the operation '%s' has no backward code", op->name)
+                              : "it is computed in %cd code (let%cd, an assignment), which does not differentiate: compute it in a let%op";
   UpdateStep *s = step_new(st, kind, t, n, args, loc);
   s->spec = spec;
   s->use_padding = use_padding;
