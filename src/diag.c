@@ -1,6 +1,7 @@
 /* diag.c: prints located diagnostics with the offending source line and a caret. */
 #include "diag.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,4 +256,39 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
   va_start(ap, fmt);
   vreport(d, loc, 1, "note", fmt, ap);
   va_end(ap);
+}
+
+/* Edit distance (insertions, deletions, substitutions, transpositions of neighbours:
+ * "stpe" is one from "step"), or cap + 1 when it exceeds cap. Names are short; a long
+ * one (a host may pass 100 000 characters) is cut off by the length test first. */
+int diag_edit_distance(Arena *a, const char *x, const char *y, int cap) {
+  int n = (int)strlen(x), k = (int)strlen(y);
+  if (abs(n - k) > cap || n > 256 || k > 256) return cap + 1;
+  int *prev2 = ANEWN(a, int, k + 1), *prev = ANEWN(a, int, k + 1), *row = ANEWN(a, int, k + 1);
+  for (int j = 0; j <= k; j++) prev[j] = j;
+  for (int i = 1; i <= n; i++) {
+    int best = row[0] = i;
+    for (int j = 1; j <= k; j++) {
+      int v = prev[j - 1] + (x[i - 1] != y[j - 1]);
+      if (prev[j] + 1 < v) v = prev[j] + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] && prev2[j - 2] + 1 < v) v = prev2[j - 2] + 1;
+      row[j] = v;
+      if (v < best) best = v;
+    }
+    if (best > cap) return cap + 1;
+    int *t = prev2;
+    prev2 = prev, prev = row, row = t;
+  }
+  return prev[k];
+}
+
+bool diag_near(Arena *a, const char *name, const char *candidate, int *best_d) {
+  /* so `u` suggests no `x`, but `nn` suggests `n` */
+  int cap = ((int)strlen(name) + (int)strlen(candidate) + 3) / 6;
+  if (*best_d - 1 < cap) cap = *best_d - 1;
+  int d = cap >= 0 ? diag_edit_distance(a, name, candidate, cap) : INT_MAX;
+  if (d > cap) return false;
+  *best_d = d;
+  return true;
 }

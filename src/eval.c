@@ -2,6 +2,7 @@
  * items, `open`, and the prelude/stdlib loading. See eval.h for the file split. */
 #include "eval.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -254,6 +255,8 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   st->depth++;
   int errors = st->c->diag.errors;
   Loc saved_site = st->user_loc;
+  const Fn *saved_fn = st->calling;
+  if (f->kind == FN_CLOSURE) st->calling = f;
   if (loc.file == st->main_file) st->user_loc = loc;
   Value *r = NULL;
   bool folded;
@@ -266,6 +269,7 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->user_loc = saved_site;
+  st->calling = saved_fn;
   st->depth--;
   /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
    * file) gets notes leading back to the application in the user's file. */
@@ -367,6 +371,7 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
   f->bound = ANEWN(st->a, Value *, params->len > 0 ? params->len : 1);
   f->body = body;
   f->fr = *fr;
+  f->loc = loc;
   Value *v = val_new(st, V_FN, loc);
   v->fn = f;
   /* A function whose only parameter is () runs at once when applied; nothing special. */
@@ -849,6 +854,36 @@ static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
   return code;
 }
 
+/* After "unknown identifier": a name used in its own definition (there is no let rec:
+ * a PyTorch user's recursive helper, or `let%op y = y + 1`), else the nearest name in
+ * scope (a typo of grad_update). */
+static void note_unknown(St *st, const Frame *fr, const Expr *e) {
+  const char *name = e->str;
+  if (st->calling && st->calling->name && !strcmp(st->calling->name, name)) {
+    diag_note(&st->c->diag, st->calling->loc.file ? st->calling->loc : st->calling->body->loc,
+              "'%s' is defined here: a function does not see its own name in its body (tdsl has no let rec)", name);
+    return;
+  }
+  if (st->defining && st->defining->name && !strcmp(st->defining->name, name)) {
+    diag_note(&st->c->diag, st->defining->loc,
+              "'%s' is being defined here: a binding is not visible in its own definition (tdsl has no let rec)",
+              name);
+    return;
+  }
+  /* a name of one or two letters is near too many others (q and eq, aa and a) */
+  if (strlen(name) < 3) return;
+  const char *best = NULL;
+  int best_d = INT_MAX;
+  for (const Env *v = fr->env; v; v = v->next)
+    if (v->name && v->v && (isalpha((unsigned char)v->name[0]) || v->name[0] == '_') && diag_near(st->a, name, v->name, &best_d)) best = v->name;
+  for (const DeclScope *s = fr->decls; s; s = s->parent)
+    for (int i = 0; i < s->idents.len; i++) {
+      const char *id = VEC_AT(s->idents, const char, i);
+      if (id && diag_near(st->a, name, id, &best_d)) best = id;
+    }
+  if (best) diag_note(&st->c->diag, e->loc, "did you mean '%s'?", best);
+}
+
 Value *eval(St *st, const Frame *fr, const Expr *e) {
   switch (e->kind) {
   case E_INT: return val_int(st, e->ival, e->loc);
@@ -865,6 +900,7 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
     if (!v && !env_poisoned(fr, e->str)) v = hoist_capture(st, fr, e->str);
     if (!v && !env_poisoned(fr, e->str)) {
       diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
+      note_unknown(st, fr, e);
       /* OCANNL's run-time random numbers (uniform_at !@step in %cd code) have no tdsl form */
       static const char *const at[] = {"uniform_at", "uniform_at1", "normal_at", "normal_at1"};
       for (size_t i = 0; i < sizeof at / sizeof *at; i++)
@@ -988,8 +1024,10 @@ static bool eval_let_item(St *st, const Item *it) {
     st->emitted.len = 0;
     Frame fr = {outer, mode, scope, NULL};
     int first = st->g->tensors.len;
+    st->defining = b;
     Value *v = b->params.len ? make_closure(st, &fr, b->name, &b->params, b->body, b->loc)
                              : eval(st, &fr, b->body);
+    st->defining = NULL;
     if (v) v = finish_binding(st, it->kind, b, v, first);
     if (!v) {
       ok = false;
