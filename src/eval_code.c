@@ -83,8 +83,11 @@ static const char *tensor_what(St *st, const Tensor *t) {
  * argument of tensors whose arguments all lack a gradient. A PyTorch user expects
  * requires_grad to flow; here the rule is in what created the tensor. */
 static void note_nodiff(St *st, const Tensor *t) {
+  const Tensor *first = t;
   const char *asked = t->name ? arena_printf(st->a, "'%s'", t->name) : "the tensor";
   for (int depth = 0; t && depth < 1000; depth++) {
+    /* the tensor asked for is itself where the chain breaks */
+    const char *so = t == first ? "" : arena_printf(st->a, ", so nothing %s is computed from has a gradient", asked);
     if (t->nodiff) {
       diag_note(&st->c->diag, t->loc, "%s has no gradient: %s", tensor_what(st, t), t->nodiff);
       return;
@@ -92,13 +95,12 @@ static void note_nodiff(St *st, const Tensor *t) {
     switch (t->kind) {
     case TK_TERM:
       diag_note(&st->c->diag, t->loc,
-                "%s is declared in %%cd code: a host input, not a parameter, so nothing %s is computed from "
-                "has a gradient; declare parameters in %%op ({ w } in a let%%op)",
-                tensor_what(st, t), asked);
+                "%s is declared in %%cd code: a host input, not a parameter%s; declare parameters in %%op "
+                "({ w } in a let%%op)",
+                tensor_what(st, t), so);
       return;
     case TK_CONST:
-      diag_note(&st->c->diag, t->loc, "%s is a constant, so nothing %s is computed from has a gradient",
-                tensor_what(st, t), asked);
+      diag_note(&st->c->diag, t->loc, "%s is a constant%s", tensor_what(st, t), *so ? so : " (not a parameter)");
       return;
     case TK_PARAM:
       return;
