@@ -117,7 +117,8 @@ bool logic_from_value(St *st, const Frame *call, Value *logic, int n, LogicKind 
       diag_note(&st->c->diag, logic->loc, "the result follows '=>' (\"%s\"); '->' separates a shape's input axes "
                 "from its output axes (batch|input->output)", n == 1 ? "ARG => RESULT" : n == 2 ? "ARG1; ARG2 => RESULT"
                 : "ARG1; ARG2; ARG3 => RESULT");
-    else if (sp->nargs < n && strchr(s, ',') && !strchr(s, ';'))  /* numpy's "ab,bc" */
+    /* numpy's "ab,bc" (also with torch's "->ac": both notes) */
+    if (n >= 2 && sp->nargs < n && strchr(s, ',') && !strchr(s, ';'))
       diag_note(&st->c->diag, logic->loc, "';' separates the arguments; ',' separates the axes of one "
                 "(multi-character mode)");
     return false;
