@@ -291,14 +291,25 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) {
 
 static const char *what(const char *w) { return w ? w : "an axis"; }
 
+/* "einsum axis j" when d is an axis variable of a spec (spec_dim, src/infer_logic.c): the
+ * name the user wrote, which "axis 0 of argument 2" only implies. */
+static const char *spec_axis(const DimNode *d) {
+  const char *w = d->origin.what;
+  return w && !strncmp(w, "einsum axis ", 12) && !strchr(w + 12, ' ') ? w : NULL;
+}
+
 static Step fail_dims(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   DimNode *ra = dim_find(a), *rb = dim_find(b);
+  const char *ax = spec_axis(a) ? spec_axis(a) : spec_axis(b);
+  if ((c->what1 && strstr(c->what1, "captured label")) || (c->what2 && strstr(c->what2, "captured label")))
+    ax = NULL; /* the description names it already */
+  const char *of = ax ? arena_printf(s->a, " for %s", ax) : "";
   if (ra->d == rb->d)
-    solver_fail(s, c, "label mismatch: %s vs %s for dimension %s (%s vs %s)", ra->label, rb->label,
-                dim_str(s, ra->d), what(c->what1), what(c->what2));
+    solver_fail(s, c, "label mismatch: %s vs %s for dimension %s%s (%s vs %s)", ra->label, rb->label,
+                dim_str(s, ra->d), ax ? arena_printf(s->a, " of %s", ax) : "", what(c->what1), what(c->what2));
   else
-    solver_fail(s, c, "dimension mismatch: %s vs %s (%s vs %s)", dim_str(s, ra->d), dim_str(s, rb->d), what(c->what1),
-                what(c->what2));
+    solver_fail(s, c, "dimension mismatch: %s vs %s%s (%s vs %s)", dim_str(s, ra->d), dim_str(s, rb->d), of,
+                what(c->what1), what(c->what2));
   note_origin(s, a);
   note_origin(s, b);
   DimNode *one = ra->d == rb->d ? NULL : ra->d == 1 && ra->label ? ra : rb->d == 1 && rb->label ? rb : NULL;
