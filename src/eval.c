@@ -900,14 +900,17 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
     if (!v && !env_poisoned(fr, e->str)) v = hoist_capture(st, fr, e->str);
     if (!v && !env_poisoned(fr, e->str)) {
       diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
-      note_unknown(st, fr, e);
       /* OCANNL's run-time random numbers (uniform_at !@step in %cd code) have no tdsl form */
       static const char *const at[] = {"uniform_at", "uniform_at1", "normal_at", "normal_at1"};
+      bool ocannl = false;
       for (size_t i = 0; i < sizeof at / sizeof *at; i++)
-        if (!strcmp(e->str, at[i]))
+        if (!strcmp(e->str, at[i])) {
+          ocannl = true;
           diag_note(&st->c->diag, e->loc,
                     "tdsl has no random numbers drawn by a routine from a counter (OCANNL's %s): uniform () and "
                     "normal () are initializers, drawn once per cell when init runs", e->str);
+        }
+      if (!ocannl) note_unknown(st, fr, e);
     }
     if (v && v->kind == V_DIM) { /* misuse errors point at the use, not at `dim ()` */
       Value *u = val_new(st, V_DIM, e->loc);
