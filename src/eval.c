@@ -256,7 +256,8 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   int errors = st->c->diag.errors;
   Loc saved_site = st->user_loc;
   const Fn *saved_fn = st->calling;
-  if (f->kind == FN_CLOSURE) st->calling = f;
+  Loc saved_fn_loc = st->calling_loc;
+  if (f->kind == FN_CLOSURE) st->calling = f, st->calling_loc = loc;
   if (loc.file == st->main_file) st->user_loc = loc;
   Value *r = NULL;
   bool folded;
@@ -270,6 +271,7 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   }
   st->user_loc = saved_site;
   st->calling = saved_fn;
+  st->calling_loc = saved_fn_loc;
   st->depth--;
   /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
    * file) gets notes leading back to the application in the user's file. */

@@ -168,6 +168,7 @@ struct St {
   const Binding *defining; /* the top-level binding being evaluated (diagnostics: a name
                               used in its own definition) */
   const Fn *calling;   /* the innermost closure being applied (diagnostics: recursion) */
+  Loc calling_loc;     /* where it is applied */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
   PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */

@@ -24,7 +24,16 @@ Loc site_loc(const St *st, Loc loc) {
 
 /* Staging's constructors: the graph's (graph_build.c) at the user's site. */
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
-  return graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
+  UpdateStep *s = graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
+  /* A step made in the body of a function the user wrote is located there, the same for
+   * every application: remember which application, so a shape error can say it (a
+   * layer applied to inputs of two sizes). Library functions are located at the
+   * application already (site_loc). */
+  const Fn *f = st->calling;
+  if (f && f->name && st->calling_loc.file && !loc_in_library(st, f->body->loc) &&
+      (st->calling_loc.line != s->loc.line || st->calling_loc.col != s->loc.col || st->calling_loc.file != s->loc.file))
+    s->via = st->calling_loc, s->via_fn = f->name;
+  return s;
 }
 
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {

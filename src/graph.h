@@ -156,6 +156,9 @@ struct UpdateStep {
   Loc loc;           /* the operation's source location: shape errors point here */
   Loc spec_loc;      /* location of the spec string's opening quote, if any */
   Projections *proj; /* filled by projection inference */
+  Loc via;           /* diagnostics: the application of the user's function whose body
+                        made this step (loc is in the body, shared by every application) */
+  const char *via_fn; /* that function's name */
 };
 
 /* A tensor node operand: a tensor's value or gradient. */

@@ -287,6 +287,8 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) {
   Loc loc = {0};
   if (c && c->step) loc = c->step->loc;
   diag_error(s->diag, loc, "%s", buf);
+  if (c && c->step && c->step->via.file)
+    diag_note(s->diag, c->step->via, "in this application of '%s'", c->step->via_fn);
 }
 
 static const char *what(const char *w) { return w ? w : "an axis"; }
