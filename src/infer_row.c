@@ -452,12 +452,12 @@ static Step simp_at_least(Solver *s, Constraint *c) {
   }
   if (d->d >= 0 && d->d < c->k) { /* an axis of size 0 has no index at all */
     /* what1 is "fixed index K in SPEC": say it once, with the indices the axis has */
-    const char *w = what(c->what1);
+    const char *w = c->what1 ? c->what1 : "";
     const char *has = d->d == 0   ? "the axis is empty: it has no index"
                     : d->d == 1   ? "the axis has size 1: index 0 only"
                                   : arena_printf(s->a, "the axis has size %d: indices 0 to %d", d->d, d->d - 1);
     if (!strncmp(w, "fixed index ", 12)) solver_fail(s, c, "%s is out of range: %s", w, has);
-    else solver_fail(s, c, "fixed index %lld is out of range (%s): %s", c->k - 1, w, has);
+    else solver_fail(s, c, "fixed index %lld is out of range%s%s%s: %s", c->k - 1, *w ? " (" : "", w, *w ? ")" : "", has);
     note_origin(s, c->d1);
     return FAIL;
   }
