@@ -305,6 +305,7 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
   for (int k = 0; k < n; k++) {
     Tensor *args[2] = {hot[k], el[k]};
     UpdateStep *s = step_new(st, LOGIC_EINSUM, r, 2, args, loc);
+    s->stack_elem = k + 1;
     s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;

@@ -159,6 +159,8 @@ struct UpdateStep {
   Loc via;           /* diagnostics: the application of the user's function whose body
                         made this step (loc is in the body, shared by every application) */
   const char *via_fn; /* that function's name */
+  int stack_elem;    /* diagnostics: 1 + the element of a stack `[ a; b ]` this EINSUM step
+                        places (its spec is internal, not the user's); 0 otherwise */
 };
 
 /* A tensor node operand: a tensor's value or gradient. */

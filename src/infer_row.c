@@ -289,6 +289,9 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) {
   diag_error(s->diag, loc, "%s", buf);
   if (c && c->step && c->step->via.file)
     diag_note(s->diag, c->step->via, "in this application of '%s'", c->step->via_fn);
+  if (c && c->step && c->step->stack_elem)
+    diag_note(s->diag, c->step->loc, "a stack [ ...; ... ] puts its elements along a new axis: they must have one shape "
+              "(broadcasting aside); element %d does not fit", c->step->stack_elem);
 }
 
 static const char *what(const char *w) { return w ? w : "an axis"; }
