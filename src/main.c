@@ -316,7 +316,20 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
-  if (!o->input) return bad_usage("%s", "no input file");
+  if (!o->input) {
+    /* `tdslc --run --print model.tdsl`: the option took the file as its argument */
+    const PtrVec *named[2] = {&o->prints, &o->calls};
+    for (int k = 0; k < 2; k++)
+      for (int i = 0; i < named[k]->len; i++) {
+        const char *v = named[k]->items[i];
+        size_t n = strlen(v);
+        if (n > 5 && !strcmp(v + n - 5, ".tdsl"))
+          return bad_usage(k ? "no input file (--call took '%s' as its argument: give it a routine name)"
+                             : "no input file (--print took '%s' as its argument: give it a tensor name)",
+                           v);
+      }
+    return bad_usage("%s", "no input file");
+  }
   int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given);
   if (rc) return rc;
   bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;
