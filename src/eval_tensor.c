@@ -145,10 +145,16 @@ static const char *kind_what(int kind) {
   return kind == KIND_OUTPUT ? "a list" : kind == KIND_INPUT ? "a tuple" : "an array";
 }
 
-static bool ragged(St *st, const Lit *l, int depth, Loc loc) {
-  diag_error(&st->c->diag, loc, "ragged ndarray literal: expected %s of %d elements here", kind_what(l->kind[depth]),
-             l->dim[depth]);
+/* got: what is there instead ("a list of 3", "a number"): a tuple where a list was
+ * expected looks the same length-wise, and the message must say which differs. */
+static bool ragged(St *st, const Lit *l, int depth, Loc loc, const char *got) {
+  diag_error(&st->c->diag, loc, "ragged ndarray literal: expected %s of %d elements here, got %s",
+             kind_what(l->kind[depth]), l->dim[depth], got);
   return false;
+}
+
+static const char *seq_what(St *st, int kind, long long n) {
+  return arena_printf(st->a, "%s of %lld element%s", kind_what(kind), n, n == 1 ? "" : "s");
 }
 
 static int nd_kind(NdAxis k) { return k == ND_LIST ? KIND_OUTPUT : k == ND_TUPLE ? KIND_INPUT : KIND_BATCH; }
@@ -165,9 +171,10 @@ static bool lit_fill_packed(St *st, Lit *l, const NdLit *p, int depth, long long
                  kind_what(nd_kind(p->kind[k])));
       return false;
     }
-    if (nd_kind(p->kind[k]) != l->kind[d] || p->dim[k] != l->dim[d]) return ragged(st, l, d, p->first[k]);
+    if (nd_kind(p->kind[k]) != l->kind[d] || p->dim[k] != l->dim[d])
+      return ragged(st, l, d, p->first[k], seq_what(st, nd_kind(p->kind[k]), p->dim[k]));
   }
-  if (depth + p->naxes < l->naxes) return ragged(st, l, depth + p->naxes, p->first[p->naxes]);
+  if (depth + p->naxes < l->naxes) return ragged(st, l, depth + p->naxes, p->first[p->naxes], "a number");
   long long idx[NDLIT_MAX_AXES] = {0}, at = off;
   const long long *stride = l->stride + depth;
   for (long long i = 0; i < p->n; i++) {
@@ -192,7 +199,10 @@ static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
     l->values[off] = val_number(v);
     return true;
   }
-  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth]) return ragged(st, l, depth, v->loc);
+  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth])
+    return ragged(st, l, depth, v->loc,
+                  is_seq(v) ? seq_what(st, axis_kind(v), v->items.len)
+                  : val_is_number(v) ? "a number" : val_kind_name(v));
   for (int i = 0; i < v->items.len; i++)
     if (!lit_fill(st, l, VEC_AT(v->items, Value, i), depth + 1, off + i * l->stride[depth])) return false;
   return true;
