@@ -570,8 +570,14 @@ static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
     return false;
   }
   if (row_len(n) > MAX_RANK) {
-    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
-                what(c->what1), what(c->what2));
+    /* A closed row of too many axes is a shape written too big (a spec of 70 axes), not
+     * a row that grows without end: say which. */
+    if (!n->var)
+      solver_fail(s, c, "a row would have %d axes, more than the %d a shape may have (%s vs %s)", row_len(n), MAX_RANK,
+                  what(c->what1), what(c->what2));
+    else
+      solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
+                  what(c->what1), what(c->what2));
     return false;
   }
   rowvar_set(s, v, val);
@@ -867,7 +873,13 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
   int ncur, nsub;
   RowVar *curvar = row_peek(c->r1, &ncur), *subvar = row_peek(c->r2, &nsub);
   if (ncur > MAX_RANK || nsub > MAX_RANK) {
-    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
+    /* a closed side written with too many axes (a spec of 70 axes) is not divergence */
+    bool big_cur = ncur > MAX_RANK && !curvar;
+    if (big_cur || (nsub > MAX_RANK && !subvar))
+      solver_fail(s, c, "%s has %d axes, more than the %d a shape may have", what(big_cur ? c->what1 : c->what2),
+                  big_cur ? ncur : nsub, MAX_RANK);
+    else
+      solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
   }
   RowIneq q = {.s = s, .c = c};
