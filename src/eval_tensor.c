@@ -413,6 +413,20 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     }
     dims[i] = (int)d->i;
   }
+  /* A row the library declares (mlp_layer's o = [ hid_dim ]) is where shape errors say
+   * its dims come from: point at the user's number (~hid_dim:4) when one was passed
+   * in, else at the user's application, not into the library. */
+  if (loc_in_library(st, loc)) {
+    Loc at = site_loc(st, loc);
+    for (int i = 0; i < n; i++) {
+      const Value *x = VEC_AT(v->items, Value, i);
+      if (x->loc.file && !loc_in_library(st, x->loc)) {
+        at = x->loc;
+        break;
+      }
+    }
+    loc = at;
+  }
   row_set(st, out, n, dims, labels, loc);
   return true;
 }
