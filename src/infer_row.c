@@ -543,6 +543,7 @@ static Step simp_conv(Solver *s, Constraint *c) {
     ker = 0;
   } else
     return PENDING;
+  bool first = !s->failed;
   if (ker)
     solver_fail(s, c,
                 "valid convolution (%s): input size %lld does not satisfy input = %lld*(output-1) + %lld*(%lld-1) + 1 "
@@ -552,6 +553,17 @@ static Step simp_conv(Solver *s, Constraint *c) {
     solver_fail(s, c, "valid convolution (%s): input size %lld and output size %lld fit no kernel size",
                 what(c->what1), in, out);
   note_origin(s, c->d1);
+  if (ker) {
+    note_origin(s, c->d3);
+    /* the sizes that fit around the given input, as torch's "(in - k) / s + 1 must be
+     * whole" users expect: a valid window leaves no partial step */
+    long long base = dl * (ker - 1) + 1, lo = in >= base ? (in - base) / st : -1;
+    if (first && c->step && lo >= 0)
+      diag_note(s->diag, c->step->loc,
+                "input sizes that fit this stride and kernel: %lld (output %lld) or %lld (output %lld); a padded "
+                "convolution (=+ instead of <+) takes any input",
+                st * lo + base + c->k, lo + 1, st * (lo + 1) + base + c->k, lo + 2);
+  }
   return FAIL;
 }
 
