@@ -803,6 +803,20 @@ static const char *fn_missing(St *st, const Fn *f) {
   return out ? out : "more arguments";
 }
 
+/* Whether f is applied to all its positional arguments and lacks only labeled ones:
+ * a forgotten ~learning_rate, not currying (sgd_update ~learning_rate:0.1 waits for
+ * its loss on purpose). */
+static bool fn_lacks_labels(const Fn *f) {
+  bool applied = false, lacks = false;
+  for (int i = 0; i < f->nparams; i++) {
+    ParamKind k = f->params[i]->kind;
+    if (f->bound[i]) applied = true;
+    else if (k == P_POS || k == P_UNIT) return false;
+    else if (k == P_LABELED) lacks = true;
+  }
+  return applied && lacks;
+}
+
 static Value *eval_seq(St *st, const Frame *fr, const Expr *e) {
   Value *code = NULL, *last = NULL;
   for (int i = 0; i < e->items.len; i++) {
@@ -1003,6 +1017,15 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
+  } else if (v->kind == V_FN && kind == I_LET_CD && b->name && !b->params.len && fn_lacks_labels(v->fn)) {
+    /* `let%cd step = sgd_update loss`: a routine missing a labeled argument would be a
+     * function, silently not exported. A function written as one (fun x -> ...), a
+     * name for a library function (let%cd upd = sgd_update) or a curried one stays a
+     * function. */
+    diag_error(&st->c->diag, v->loc, "this application of '%s' lacks %s: it gives a function, not code",
+               v->fn->name ? v->fn->name : "a function", fn_missing(st, v->fn));
+    diag_note(&st->c->diag, b->loc, "only code is exported as a routine; '%s' would be a function", b->name);
+    return NULL;
   } else if (v->kind == V_CODE && kind == I_LET_OP && b->name) {
     /* let%op makes tensors: code bound there is neither exported nor differentiated,
      * so a routine written with the wrong extension would silently be missing from
