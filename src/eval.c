@@ -1017,14 +1017,15 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
-  } else if (v->kind == V_FN && kind == I_LET_CD && b->name && !b->params.len && fn_lacks_labels(v->fn)) {
+  } else if (v->kind == V_FN && kind != I_LET && b->name && !b->params.len && fn_lacks_labels(v->fn)) {
     /* `let%cd step = sgd_update loss`: a routine missing a labeled argument would be a
      * function, silently not exported. A function written as one (fun x -> ...), a
      * name for a library function (let%cd upd = sgd_update) or a curried one stays a
      * function. */
-    diag_error(&st->c->diag, v->loc, "this application of '%s' lacks %s: it gives a function, not code",
-               v->fn->name ? v->fn->name : "a function", fn_missing(st, v->fn));
-    diag_note(&st->c->diag, b->loc, "only code is exported as a routine; '%s' would be a function", b->name);
+    diag_error(&st->c->diag, v->loc, "this application of '%s' lacks %s: it gives a function, not %s",
+               v->fn->name ? v->fn->name : "a function", fn_missing(st, v->fn), kind == I_LET_CD ? "code" : "a tensor");
+    if (kind == I_LET_CD)
+      diag_note(&st->c->diag, b->loc, "only code is exported as a routine; '%s' would be a function", b->name);
     return NULL;
   } else if (v->kind == V_CODE && kind == I_LET_OP && b->name) {
     /* let%op makes tensors: code bound there is neither exported nor differentiated,
