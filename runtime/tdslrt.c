@@ -1758,7 +1758,7 @@ static int set_index_in(tdsl_model *m, const char *name, long v) {
   }
   if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
     return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
-                 : fail(m, "index %s = %ld must be a non-negative int", name, v);
+                 : fail(m, "index %s = %ld is out of its range 0..%ld (unbounded: index ())", name, v, 2147483647L);
   *(int *)m->syms[i].ptr = (int)v;
   return 0;
 }
