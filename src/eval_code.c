@@ -14,6 +14,7 @@
  * distinct operand tensors in order of appearance. */
 #include "eval.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,40 @@ static Tensor *field_tensor(St *st, const Frame *fr, Value *v, const Expr *e) {
   return to_tensor(st, fr, v, e->a->loc, arena_printf(st->a, "the target of .%s", e->str));
 }
 
+/* After "unknown accessor": what a PyTorch method is here (x.sum, x.T, loss.backward),
+ * a function of that name applied as a function (x.mean is mean x), or the accessor a
+ * typo meant. */
+static void note_accessor(St *st, const Frame *fr, const Expr *e) {
+  static const struct { const char *method, *instead; } torch[] = {
+      {"sum", "reduce with an einsum: x ++ \"...|...->... => 0\" sums every axis, a spec naming axes sums those"},
+      {"max", "reduce with a max-einsum: x @^^ \"...|...->... => 0\""},
+      {"T", "transpose x swaps the input and output axes; x ++ \"ij=>ji\" permutes axes"},
+      {"t", "transpose x swaps the input and output axes; x ++ \"ij=>ji\" permutes axes"},
+      {"permute", "permute axes with an einsum: x ++ \"ijk=>kij\""},
+      {"backward", "gradients are code: let%cd step = grad_update loss (forward, zero grads, backprop)"},
+      {"zero_grad", "the accessor is .zero_grads"},
+      {"item", "a tensor's values are read by the host: tdslc --run --print NAME, or tdsl_tensor"},
+      {"detach", "stop_gradient x, or compute it in %cd code (not differentiated)"},
+  };
+  const char *f = e->str;
+  for (size_t i = 0; i < sizeof torch / sizeof *torch; i++)
+    if (!strcmp(f, torch[i].method)) {
+      diag_note(&st->c->diag, e->loc, "tensors have no methods: %s", torch[i].instead);
+      return;
+    }
+  Value *fn = env_lookup(fr, st, f);
+  if (fn && fn->kind == V_FN) {
+    diag_note(&st->c->diag, e->loc, "'%s' is a function: apply it, as in %s x", f, f);
+    return;
+  }
+  static const char *const names[] = {"value", "grad", "forward", "backprop", "zero_grads", "params"};
+  int best_d = INT_MAX;
+  const char *best = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (diag_near(st->a, f, names[i], &best_d)) best = names[i];
+  if (best) diag_note(&st->c->diag, e->loc, "did you mean '.%s'?", best);
+}
+
 Value *eval_field(St *st, const Frame *fr, const Expr *e) {
   Value *v = eval(st, fr, e->a);
   if (!v) return NULL;
@@ -148,6 +183,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
   if (!fwd && !bwd && !zero && !params) {
     diag_error(&st->c->diag, e->loc,
                "unknown accessor '.%s' (expected value, grad, forward, backprop, zero_grads or params)", f);
+    note_accessor(st, fr, e);
     return NULL;
   }
   Tensor *t = field_tensor(st, fr, v, e);
