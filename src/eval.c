@@ -384,7 +384,19 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
 
 static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
   Value *v = env_lookup(fr, st, op);
-  if (!v && !env_poisoned(fr, op)) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+  if (!v && !env_poisoned(fr, op)) {
+    diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+    /* Python's tensor operators, which compile-time numbers and lists take here */
+    static const struct { const char *op, *instead; } py[] = {
+        {"@", "matrix multiplication is '*' (outputs of the right meet inputs of the left); '@' appends compile-time lists"},
+        {"**", "'**.' raises a tensor to a compile-time number"},
+        {"/", "pointwise division is '/.'; '/' divides compile-time integers"},
+        {"%", "'%' is a %cd primitive (a =: b % c); 'mod' takes compile-time integers"},
+        {"//", "'//' starts a comment"},
+    };
+    for (size_t i = 0; i < sizeof py / sizeof *py; i++)
+      if (!strcmp(op, py[i].op)) diag_note(&st->c->diag, loc, "%s", py[i].instead);
+  }
   return v;
 }
 
