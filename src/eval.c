@@ -392,7 +392,6 @@ static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
         {"**", "'**.' raises a tensor to a compile-time number"},
         {"/", "pointwise division is '/.'; '/' divides compile-time integers"},
         {"%", "'%' is a %cd primitive (a =: b % c); 'mod' takes compile-time integers"},
-        {"//", "'//' starts a comment"},
     };
     for (size_t i = 0; i < sizeof py / sizeof *py; i++)
       if (!strcmp(op, py[i].op)) diag_note(&st->c->diag, loc, "%s", py[i].instead);
