@@ -618,6 +618,14 @@ static const char *axis_count(Solver *s, int n) {
   return n == 0 ? "no axes" : arena_printf(s->a, "%d %s", n, n == 1 ? "axis" : "axes");
 }
 
+/* A PyTorch user's `x * 2` or `h * h`: `*` composes, so an operand without the axes
+ * composition pairs fails by rank; say what `*` is. Only after the error was printed. */
+static void note_compose(Solver *s, const Constraint *c, bool first, int n1, int n2) {
+  if (!first || !c->step || c->step->kind != LOGIC_COMPOSE || (n1 && n2)) return;
+  diag_note(s->diag, c->step->loc, "'*' multiplies matrices: the input axes of its left operand meet the output axes "
+            "of its right one; a pointwise product (or scaling by a number) is '*.'");
+}
+
 static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel) {
   const char *has = axis_count(s, row_len(a));
   /* `x @| i` on a tensor without batch axes is a PyTorch user's x[i]: say what @| takes. */
@@ -631,6 +639,7 @@ static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel)
               "'@|' removes the leftmost batch axis of %s: give it one (b = [ N ] where it is declared), or "
               "index another axis with a fixed index in an einsum spec",
               c->step->rhs[0]->name ? c->step->rhs[0]->name : "its argument");
+  note_compose(s, c, first, row_len(a), row_len(b));
   return FAIL;
 }
 
@@ -748,9 +757,11 @@ static void pair_right(RowIneq *q, DimNode **cur, DimNode **subr, int n) {
 /* The axis counts in a rank error are the whole sides': what was paired plus the
  * current level's. */
 static Step fail_count(RowIneq *q, int ncur, int nsub, bool at_least) {
+  bool first = !q->s->failed;
   solver_fail(q->s, q->c, "shape mismatch: %s has %s, %s has %s%d", what(q->c->what1),
               axis_count(q->s, q->left + ncur + q->right), what(q->c->what2), at_least ? "at least " : "",
               q->left + nsub + q->right);
+  note_compose(q->s, q->c, first, q->left + ncur + q->right, q->left + nsub + q->right);
   return FAIL;
 }
 
