@@ -897,6 +897,18 @@ static void note_unknown(St *st, const Frame *fr, const Expr *e) {
               name);
     return;
   }
+  /* used above its top-level binding (a routine calling one defined further down) */
+  const Program *p = st->program;
+  for (int i = 0; p && p->file == e->loc.file && i < p->items.len; i++) {
+    const Item *it = VEC_AT(p->items, Item, i);
+    for (int j = 0; j < it->bindings.len; j++) {
+      const Binding *b = VEC_AT(it->bindings, Binding, j);
+      if (b->name && !strcmp(b->name, name) && b->loc.line > e->loc.line) {
+        diag_note(&st->c->diag, b->loc, "'%s' is bound further down: a name is visible only after its binding", name);
+        return;
+      }
+    }
+  }
   /* a name of one or two letters is near too many others (q and eq, aa and a) */
   if (strlen(name) < 3) return;
   const char *best = NULL;
@@ -1190,6 +1202,8 @@ static bool eval_opdef(St *st, const Item *it) {
 
 static bool eval_program(St *st, const Program *p) {
   bool ok = true;
+  const Program *outer = st->program;
+  st->program = p;
   st->file = p->file;
   for (int i = 0; i < p->items.len && !diag_full(&st->c->diag); i++) {
     const Item *it = VEC_AT(p->items, Item, i);
@@ -1201,6 +1215,7 @@ static bool eval_program(St *st, const Program *p) {
     }
     ok = ok && r;
   }
+  st->program = outer;
   return ok;
 }
 

@@ -169,6 +169,8 @@ struct St {
                               used in its own definition) */
   const Fn *calling;   /* the innermost closure being applied (diagnostics: recursion) */
   Loc calling_loc;     /* where it is applied */
+  const Program *program; /* the file whose items are being evaluated (diagnostics: a
+                              name bound further down) */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
   PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */
