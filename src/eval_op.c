@@ -221,6 +221,7 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   bool diff = false;
   for (int k = 0; k < n; k++) diff = diff || args[k]->diff;
   Tensor *t = tensor_new(st, TK_OP, loc);
+  t->op_name = op->name;
   t->diff = call->mode == M_OP && op->backward && diff;
   if (diff && !t->diff)
     t->nodiff = !op->backward ? arena_printf(st->a, "the operation '%s' has no backward code", op->name)
