@@ -76,7 +76,9 @@ void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
 /* ---- accessors ---- */
 
 static const char *tensor_what(St *st, const Tensor *t) {
-  return t->name ? arena_printf(st->a, "'%s'", t->name) : "the tensor created here";
+  if (t->name) return arena_printf(st->a, "'%s'", t->name);
+  if (t->kind == TK_OP && t->op_name) return arena_printf(st->a, "the result of '%s'", graph_op_token(t->op_name));
+  return "the tensor created here";
 }
 
 /* After "T is not differentiable": why, at the tensor that broke the chain from the

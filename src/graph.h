@@ -333,6 +333,9 @@ char *graph_roles(Arena *a, const Graph *g);
 void graph_print(FILE *out, const Graph *g);
 /* Prints a dimension: N, or a dynamic one by name, `?` when anonymous (`?ID` with ids). */
 void graph_print_dim(FILE *out, const Graph *g, int d, bool ids);
+/* For messages: the operator a prelude operation is written with ("add" -> "+",
+ * "matmul" -> "*"), else op itself. */
+const char *graph_op_token(const char *op);
 
 /* The tensors reachable from t through step arguments and what its forward code reads
  * (src/graph_code.c): a mark per tensor id. mode 0 = everything; 1 = stop at tensors

@@ -21,19 +21,9 @@ typedef struct Logic {
  * operator, constants by kind (a number in `x * 2` is where a rank error comes from). */
 static const char *tname(Solver *s, const Tensor *t) {
   if (t->name) return t->name;
-  static const char *const ops[][2] = {
-      {"add", "+"},       {"sub", "-"},        {"pointmul", "*."},  {"pointdiv", "/."}, {"pointpow_", "**."},
-      {"matmul", "*"},    {"einsum", "+*"},    {"einsum1", "++"},   {"outer_sum", "+++"}, {"tropical", "@^+"},
-      {"einmax1", "@^^"}, {"slice", "@|"},     {"neg", "~-"},       {"lt", "<"},        {"eq", "="},
-      {"ne", "<>"},
-  };
   int line = t->loc.line, col = t->loc.col;
-  if (t->kind == TK_OP && t->op_name) {
-    const char *shown = t->op_name;
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-      if (!strcmp(shown, ops[i][0])) shown = ops[i][1];
-    return arena_printf(s->a, "the result of '%s' at %d:%d", shown, line, col);
-  }
+  if (t->kind == TK_OP && t->op_name)
+    return arena_printf(s->a, "the result of '%s' at %d:%d", graph_op_token(t->op_name), line, col);
   if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed)
     return arena_printf(s->a, "the number %g at %d:%d", t->init.value, line, col);
   if (t->kind == TK_CONST && t->init.kind == INIT_VALUES) return arena_printf(s->a, "the literal at %d:%d", line, col);
