@@ -255,10 +255,11 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   st->depth++;
   int errors = st->c->diag.errors;
   Loc saved_site = st->user_loc;
+  const char *saved_user_fn = st->user_fn;
   const Fn *saved_fn = st->calling;
   Loc saved_fn_loc = st->calling_loc;
   if (f->kind == FN_CLOSURE) st->calling = f, st->calling_loc = loc;
-  if (loc.file == st->main_file) st->user_loc = loc;
+  if (loc.file == st->main_file) st->user_loc = loc, st->user_fn = f->name;
   Value *r = NULL;
   bool folded;
   switch (f->kind) {
@@ -270,6 +271,7 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->user_loc = saved_site;
+  st->user_fn = saved_user_fn;
   st->calling = saved_fn;
   st->calling_loc = saved_fn_loc;
   st->depth--;

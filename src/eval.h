@@ -169,6 +169,7 @@ struct St {
                               used in its own definition) */
   const Fn *calling;   /* the innermost closure being applied (diagnostics: recursion) */
   Loc calling_loc;     /* where it is applied */
+  const char *user_fn; /* the function applied at user_loc (diagnostics: "'-' in 'mse'") */
   const Program *program; /* the file whose items are being evaluated (diagnostics: a
                               name bound further down) */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an

@@ -222,6 +222,7 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   for (int k = 0; k < n; k++) diff = diff || args[k]->diff;
   Tensor *t = tensor_new(st, TK_OP, loc);
   t->op_name = op->name;
+  if (loc_in_library(st, loc) && st->user_fn && strcmp(st->user_fn, op->name)) t->in_fn = st->user_fn;
   t->diff = call->mode == M_OP && op->backward && diff;
   if (diff && !t->diff)
     t->nodiff = !op->backward ? arena_printf(st->a, "the operation '%s' has no backward code", graph_op_token(op->name))

@@ -126,6 +126,8 @@ struct Tensor {
   bool dim_embed;   /* INIT_CONST whose value shape inference sets (DimEmbed): staging
                        must not read init.value (no folding into code or init programs) */
   const char *op_name; /* diagnostics: the operation that computes an unnamed tensor ("add") */
+  const char *in_fn;   /* diagnostics: the library function the user applied that made it
+                          (loc is that application: "the result of '-' in 'mse'") */
   const char *nodiff; /* diagnostics: why a computed tensor with a differentiable argument
                          has no gradient ("computed in %cd code", ...); NULL otherwise */
 };

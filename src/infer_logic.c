@@ -23,7 +23,8 @@ static const char *tname(Solver *s, const Tensor *t) {
   if (t->name) return t->name;
   int line = t->loc.line, col = t->loc.col;
   if (t->kind == TK_OP && t->op_name)
-    return arena_printf(s->a, "the result of '%s' at %d:%d", graph_op_token(t->op_name), line, col);
+    return arena_printf(s->a, "the result of '%s'%s%s%s at %d:%d", graph_op_token(t->op_name), t->in_fn ? " in '" : "",
+                        t->in_fn ? t->in_fn : "", t->in_fn ? "'" : "", line, col);
   if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed)
     return arena_printf(s->a, "the number %g at %d:%d", t->init.value, line, col);
   if (t->kind == TK_CONST && t->init.kind == INIT_VALUES) return arena_printf(s->a, "the literal at %d:%d", line, col);
