@@ -390,7 +390,8 @@ static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
     diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
     /* Python's tensor operators, which compile-time numbers and lists take here */
     static const struct { const char *op, *instead; } py[] = {
-        {"@", "matrix multiplication is '*' (outputs of the right meet inputs of the left); '@' appends compile-time lists"},
+        {"@", "matrix multiplication is '*' (outputs of the right meet inputs of the left); '@' appends "
+              "compile-time lists"},
         {"**", "'**.' raises a tensor to a compile-time number"},
         {"/", "pointwise division is '/.'; '/' divides compile-time integers"},
         {"%", "'%' is a %cd primitive (a =: b % c); 'mod' takes compile-time integers"},
@@ -799,7 +800,6 @@ static Value *eval_if(St *st, const Frame *fr, const Expr *e) {
   return val_new(st, V_UNIT, e->loc);
 }
 
-/* e1; e2; ...: code items are concatenated; otherwise the last value is the result. */
 /* The parameters a partial application still needs, as the user would write them
  * ("~learning_rate", "a positional argument"), for messages. */
 static const char *fn_missing(St *st, const Fn *f) {
@@ -830,6 +830,7 @@ static bool fn_lacks_labels(const Fn *f) {
   return applied && lacks;
 }
 
+/* e1; e2; ...: code items are concatenated; otherwise the last value is the result. */
 static Value *eval_seq(St *st, const Frame *fr, const Expr *e) {
   Value *code = NULL, *last = NULL;
   for (int i = 0; i < e->items.len; i++) {
@@ -915,8 +916,10 @@ static void note_unknown(St *st, const Frame *fr, const Expr *e) {
   if (strlen(name) < 3) return;
   const char *best = NULL;
   int best_d = INT_MAX;
-  for (const Env *v = fr->env; v; v = v->next)
-    if (v->name && v->v && (isalpha((unsigned char)v->name[0]) || v->name[0] == '_') && diag_near(st->a, name, v->name, &best_d)) best = v->name;
+  for (const Env *v = fr->env; v; v = v->next) {
+    bool ident = v->name && (isalpha((unsigned char)v->name[0]) || v->name[0] == '_'); /* not an operator */
+    if (ident && v->v && diag_near(st->a, name, v->name, &best_d)) best = v->name;
+  }
   for (const DeclScope *s = fr->decls; s; s = s->parent)
     for (int i = 0; i < s->idents.len; i++) {
       const char *id = VEC_AT(s->idents, const char, i);

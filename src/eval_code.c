@@ -78,7 +78,8 @@ void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
 static const char *tensor_what(St *st, const Tensor *t) {
   if (t->name) return arena_printf(st->a, "'%s'", t->name);
   if (t->kind == TK_OP && t->op_name) return arena_printf(st->a, "the result of '%s'", graph_op_token(t->op_name));
-  if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed) return arena_printf(st->a, "the number %g", t->init.value);
+  if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed)
+    return arena_printf(st->a, "the number %g", t->init.value);
   if (t->kind == TK_CONST && t->init.kind == INIT_VALUES) return "the literal";
   if (t->kind == TK_CONST && t->init.kind == INIT_RANGE) return "the range";
   return "the tensor created here";

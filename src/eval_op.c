@@ -226,7 +226,8 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   t->diff = call->mode == M_OP && op->backward && diff;
   if (diff && !t->diff)
     t->nodiff = !op->backward ? arena_printf(st->a, "the operation '%s' has no backward code", graph_op_token(op->name))
-                              : "it is computed in %cd code (let%cd, an assignment), which does not differentiate: compute it in a let%op";
+                              : "it is computed in %cd code (let%cd, an assignment), which does not differentiate: "
+                                "compute it in a let%op";
   UpdateStep *s = step_new(st, kind, t, n, args, loc);
   s->spec = spec;
   s->use_padding = use_padding;

@@ -311,7 +311,8 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
   for (int k = 0; k < n; k++) hot[k] = one_hot(st, n, k, loc);
   Tensor *r = tensor_new(st, TK_OP, loc);
   r->diff = fr->mode == M_OP && diff;
-  if (diff && !r->diff) r->nodiff = "it is computed in %cd code (let%cd, an assignment), which does not differentiate: compute it in a let%op";
+  if (diff && !r->diff)
+    r->nodiff = "it is computed in %cd code (let%cd, an assignment), which does not differentiate: compute it in a let%op";
   for (int k = 0; k < n; k++) {
     Tensor *args[2] = {hot[k], el[k]};
     UpdateStep *s = step_new(st, LOGIC_EINSUM, r, 2, args, loc);

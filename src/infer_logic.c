@@ -287,8 +287,10 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
       Row *r = spec_row(L, &e, info, spec_slot_row(slot, k), k, false);
       Tensor *arg = st->rhs[j];
       /* a stack's spec is internal: name the element instead */
-      const char *w = st->stack_elem && j == 1 ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
-                                     : arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text);
+      const char *w =
+          st->stack_elem && j == 1
+              ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
+              : arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text);
       Constraint *c = con_row_ineq(s, r, trow(L, arg, k), st, w, row_what(s, arg, k));
       c->slot2 = j + 1;
     }
@@ -299,9 +301,10 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
     SpecRow *sr = spec_slot_row(sp->result, k);
     Row *r = spec_row(L, &e, info, sr, k, generative);
     if (sp->nargs && st->lhs->step == st) mark_result_only(L, st, &e, nargaxes, sr);
-    Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
-                                 st->stack_elem ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
-                                                : arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
+    const char *rw = st->stack_elem
+                         ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
+                         : arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text);
+    Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k), rw);
     c->slot1 = 0;
   }
   if (sp->nargs > 1) mark_lonely(L, st, &e, nargs, nargaxes);

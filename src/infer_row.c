@@ -460,7 +460,8 @@ static Step simp_at_least(Solver *s, Constraint *c) {
                     : d->d == 1   ? "the axis has size 1: index 0 only"
                                   : arena_printf(s->a, "the axis has size %d: indices 0 to %d", d->d, d->d - 1);
     if (!strncmp(w, "fixed index ", 12)) solver_fail(s, c, "%s is out of range: %s", w, has);
-    else solver_fail(s, c, "fixed index %lld is out of range%s%s%s: %s", c->k - 1, *w ? " (" : "", w, *w ? ")" : "", has);
+    else
+      solver_fail(s, c, "fixed index %lld is out of range%s%s%s: %s", c->k - 1, *w ? " (" : "", w, *w ? ")" : "", has);
     note_origin(s, c->d1);
     return FAIL;
   }

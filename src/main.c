@@ -280,7 +280,9 @@ static int parse_args(Ctx *c, int argc, char **argv) {
         /* digits that do not fit read as a malformed option: say it is the size */
         const char *num = eq ? eq + 1 + (eq[1] == '-') : "";
         bool digits = *num && strspn(num, "0123456789") == strlen(num);
-        return bad_usage(digits && eq != v ? "bad --set '%s' (the value is out of range)" : "bad --set '%s' (expected NAME=INT)", v);
+        return bad_usage(digits && eq != v ? "bad --set '%s' (the value is out of range)"
+                                           : "bad --set '%s' (expected NAME=INT)",
+                         v);
       }
       RunSet *s = ANEW(&c->arena, RunSet);
       s->name = arena_strndup(&c->arena, v, (size_t)(eq - v));
