@@ -552,7 +552,16 @@ static Value *eval_binop(St *st, const Frame *fr, const Expr *e) {
  * an error, not truncated (`!..2.5` meaning 2 would be silently wrong). */
 bool bang_number(St *st, const char *op, const Value *x, Loc at, Loc loc, double *out) {
   if (!val_is_number(x)) {
-    diag_error(&st->c->diag, loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(x));
+    /* Library code reading the user's argument as a number (a **. b with a tensor b:
+     * the prelude's !.p): the user's application is what to change, and the operator
+     * they wrote is what to name. No "in this application" note then: it is here. */
+    if (loc_in_library(st, loc) && st->user_loc.file && st->user_fn) {
+      diag_error(&st->c->diag, st->user_loc,
+                 "an argument of '%s' must be a compile-time number (the library reads it with '%s'), got %s",
+                 graph_op_token(st->user_fn), op, val_kind_name(x));
+      st->noted = st->c->diag.errors;
+    } else
+      diag_error(&st->c->diag, loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(x));
     return false;
   }
   if (op[2] && x->kind != V_INT) {

@@ -230,7 +230,7 @@ void graph_print(FILE *out, const Graph *g) {
 
 const char *graph_op_token(const char *op) {
   static const char *const ops[][2] = {
-      {"add", "+"},       {"sub", "-"},        {"pointmul", "*."},  {"pointdiv", "/."}, {"pointpow_", "**."},
+      {"add", "+"},       {"sub", "-"},        {"pointmul", "*."},  {"pointdiv", "/."}, {"pointpow_", "**."}, {"pointpow", "**."},
       {"matmul", "*"},    {"einsum", "+*"},    {"einsum1", "++"},   {"outer_sum", "+++"}, {"tropical", "@^+"},
       {"einmax1", "@^^"}, {"slice", "@|"},     {"neg", "~-"},       {"lt", "<"},        {"eq", "="},
       {"ne", "<>"},
