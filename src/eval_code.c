@@ -75,6 +75,20 @@ void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
 
 /* ---- accessors ---- */
 
+/* "T is not differentiable: it has no WHAT". Library code asking for it (grad_update's
+ * loss.grad) reports at the user's application, which names the tensor to fix, with
+ * the function applied; no "in this application" note then. */
+static void nodiff_error(St *st, Loc loc, const Tensor *t, const char *what) {
+  const char *name = t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor";
+  if (loc_in_library(st, loc) && st->user_loc.file && st->user_fn) {
+    diag_error(&st->c->diag, st->user_loc, "%s is not differentiable: it has no %s (which '%s' needs)", name, what,
+               graph_op_token(st->user_fn));
+    st->noted = st->c->diag.errors;
+  } else {
+    diag_error(&st->c->diag, loc, "%s is not differentiable: it has no %s", name, what);
+  }
+}
+
 static const char *tensor_what(St *st, const Tensor *t) {
   if (t->name) return arena_printf(st->a, "'%s'", t->name);
   if (t->kind == TK_OP && t->op_name) return arena_printf(st->a, "the result of '%s'", graph_op_token(t->op_name));
@@ -174,8 +188,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     if (!t) return NULL;
     bool grad = f[0] == 'g';
     if (grad && !t->diff && !fr->op) {
-      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no .grad",
-                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      nodiff_error(st, e->loc, t, ".grad");
       note_nodiff(st, t);
       return NULL;
     }
@@ -213,8 +226,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     graph_forward_code(st->a, st->g, t, &c->code);
   } else if (bwd) {
     if (!t->diff) {
-      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no backprop code",
-                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      nodiff_error(st, e->loc, t, "backprop code");
       note_nodiff(st, t);
       return NULL;
     }
