@@ -285,6 +285,7 @@ typedef struct Rhs {
    * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
   bool positional;
   bool reads_lhs;  /* the left-hand side is read on the right (through slot 0) */
+  bool reads_lhs_other; /* ... as its other buffer (w.grad on the right of w =: ...) */
   bool scalar_leaf; /* a number (or index symbol value) is read, inlined as a constant */
   PrimOp top;      /* the top-level primitive */
 } Rhs;
@@ -391,6 +392,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   if (t == r->lhs) {
     a->slot = 0;
     r->reads_lhs = true;
+    if (v->grad != r->lhs_grad) r->reads_lhs_other = true;
     return a;
   }
   for (int i = 0; i < r->nops && !r->positional; i++)
@@ -500,8 +502,11 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
     }
     if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) {
       if (r->positional && r->reads_lhs) /* numpy's out= overlapping an operand */
-        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right is not an operand of ~logic: it is "
-                                        "read at the cell being written; copy it into another tensor first");
+        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right%s is not an operand of ~logic: it is "
+                                        "read at the cell being written; copy it into another tensor first",
+                  !r->reads_lhs_other ? ""
+                  : r->lhs_grad       ? " (as its value, indexed like the left-hand side)"
+                                      : " (as its gradient, indexed like the left-hand side)");
       return NULL;
     }
   } else if (r->top == OP_FMA && r->nops == 3)
