@@ -898,6 +898,14 @@ static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
  * scope (a typo of grad_update). */
 static void note_unknown(St *st, const Frame *fr, const Expr *e) {
   const char *name = e->str;
+  /* v3 in an op of two arguments: the slots follow the argument count */
+  if (fr->op && strchr("tvg", name[0]) && name[1] >= '1' && name[1] <= '9' && !name[2]) {
+    int n = fr->op->nslots - 1;
+    if (n >= 1)
+      diag_note(&st->c->diag, e->loc, "this operation has %d argument%s: its slots are t, v, g%s", n, n == 1 ? "" : "s",
+                n == 1 ? ", t1, v1, g1" : n == 2 ? ", t1, v1, g1, t2, v2, g2" : ", t1..t3, v1..v3, g1..g3");
+    return;
+  }
   if (st->calling && st->calling->name && !strcmp(st->calling->name, name)) {
     diag_note(&st->c->diag, st->calling->loc.file ? st->calling->loc : st->calling->body->loc,
               "'%s' is defined here: a function does not see its own name in its body (tdsl has no let rec)", name);
