@@ -1197,6 +1197,17 @@ static bool eval_open(St *st, const Item *it) {
     if (readable(VEC_AT(cands, char, i))) return load_file(st, VEC_AT(cands, char, i), it->loc);
   diag_error(&st->c->diag, it->loc, "cannot find '%s' to open", name);
   diag_note(&st->c->diag, it->loc, "searched the file's directory, the -I directories and the standard library");
+  /* `open "nn"`: a file name without its extension; `open "Nn_blocks"`: OCANNL's module */
+  size_t n = strlen(name);
+  if (n < 5 || strcmp(name + n - 5, ".tdsl") != 0) {
+    for (int i = 0; i < cands.len; i++)
+      if (readable(arena_printf(st->a, "%s.tdsl", VEC_AT(cands, char, i)))) {
+        diag_note(&st->c->diag, it->loc, "did you mean '%s.tdsl'? open takes a file name", name);
+        return false;
+      }
+    if (isupper((unsigned char)name[0]) && !strchr(name, '.') && !strchr(name, '/'))
+      diag_note(&st->c->diag, it->loc, "open takes a file name, not an OCaml module (OCANNL's Nn_blocks is \"nn.tdsl\")");
+  }
   return false;
 }
 
