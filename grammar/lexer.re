@@ -282,14 +282,17 @@ static void dropped(Lexer *L) {
 static void bad_char(Lexer *L) {
   unsigned char c = *L->tok;
   Loc l = loc_at(L, L->tok);
-  if (c >= 0x20 && c < 0x7f) {
-    diag_error(L->d, l, "unexpected character '%c'", c);
-  } else if (c >= 0xc0) {
-    /* One error per UTF-8 character, not per byte. */
+  int len;
+  const char *hint;
+  /* One error per UTF-8 character, not per byte; named by code point, since a pasted
+   * no-break space or curly quote looks like the ASCII the user meant. */
+  const char *desc = diag_char_desc(L->a, L->tok, (size_t)(L->lim - L->tok), &len, &hint);
+  if (c >= 0xc0 && len == 1) { /* a malformed sequence: still one error */
     while (L->cur < L->lim && (*L->cur & 0xc0) == 0x80) L->cur++;
     diag_error(L->d, l, "unexpected character '%.*s'", (int)(L->cur - L->tok), (const char *)L->tok);
   } else {
-    diag_error(L->d, l, "unexpected character '\\x%02x'", c);
+    L->cur = L->tok + len;
+    diag_error(L->d, l, "unexpected character %s%s", desc, hint);
   }
   dropped(L);
 }

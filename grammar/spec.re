@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "diag.h"
 #include "spec.tab.h"
 
 /* The text is NUL-terminated: NUL is the sentinel for `$`. */
@@ -30,21 +31,20 @@ static int bad(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *end, cons
   return BAD;
 }
 
-static const char *show_char(Arena *a, unsigned char c) {
-  if (c >= 0x20 && c < 0x7f)
-    return arena_printf(a, "'%c'", c);
-  return arena_printf(a, "'\\x%02x'", c);
-}
-
 /* A character no rule takes: one error per UTF-8 character, named whole (as the
  * source lexer does), not by its first byte ('\xc3' for an 'é'). */
 static int bad_char(SpecParser *p, SPEC_YYLTYPE *lloc, const unsigned char *lim) {
   const unsigned char *s = (const unsigned char *)p->tok, *e = s + 1;
-  if (*s >= 0xc0)
+  int len;
+  const char *hint, *shown = diag_char_desc(p->a, s, (size_t)(lim - s), &len, &hint);
+  if (*s >= 0xc0 && len == 1) { /* a malformed sequence: one error, named whole */
     while (e < lim && (*e & 0xc0) == 0x80)
       e++;
-  const char *shown = *s >= 0xc0 ? arena_printf(p->a, "'%.*s'", (int)(e - s), (const char *)s) : show_char(p->a, *s);
-  return bad(p, lloc, e, arena_printf(p->a, "unexpected character %s in einsum spec", shown));
+    shown = arena_printf(p->a, "'%.*s'", (int)(e - s), (const char *)s);
+  } else {
+    e = s + len;
+  }
+  return bad(p, lloc, e, arena_printf(p->a, "unexpected character %s in einsum spec%s", shown, hint));
 }
 
 static int int_token(SpecParser *p, SPEC_YYSTYPE *lval, SPEC_YYLTYPE *lloc,

@@ -169,8 +169,11 @@ spec:
     args {
       Spec *s = p->spec;
       if ($1->len > 1) {
+        /* torch's "ij,jk->ik" written with ';': its "->" is a shape's input->output here */
         spec_fail(p, (int)strlen(p->text),
-                  "missing '=>' and a result after the arguments of the einsum spec");
+                  strstr(p->text, "->") ? "missing '=>' and a result after the arguments of the einsum spec (the "
+                                          "result follows '=>'; '->' separates a shape's input axes from its output axes)"
+                                        : "missing '=>' and a result after the arguments of the einsum spec");
         YYABORT;
       }
       s->nargs = 0;

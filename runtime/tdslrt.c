@@ -1608,8 +1608,20 @@ static int load_raw(tdsl_model *m, RtBuf *b, const char *path) {
   fseek(f, 0, SEEK_SET);
   if (bytes != b->size * 4) {
     fclose(f);
-    return fail(m, "'%s' has %ld bytes (%ld float32 values) but tensor %s has %ld elements", path, bytes,
-                bytes / 4, b->name, b->size);
+    /* A raw file has no shape: a dynamic dimension not set yet makes the tensor empty,
+     * and "has 0 elements" would hide why. */
+    for (int k = 0; b->decl && k < b->rank; k++)
+      if (b->decl[k] < 0 && !m->dims[-1 - b->decl[k]].set) {
+        const char *d = m->dims[-1 - b->decl[k]].name;
+        return fail(m, "'%s' is a raw float32 file, which has no shape, and tensor %s has the dynamic dimension %s, "
+                       "not set: set %s first (tdsl_set_dim, tdslc --set %s=N) or load a .npy file, whose shape sets it",
+                    path, b->name, d, d, d);
+      }
+    const char *f64 = bytes == b->size * 8 && b->size > 0
+                          ? " (twice as many bytes: float64 values? a raw file holds float32; a .npy file may hold float64)"
+                          : "";
+    return fail(m, "'%s' has %ld bytes (%ld float32 value%s) but tensor %s has %ld elements%s", path, bytes,
+                bytes / 4, bytes / 4 == 1 ? "" : "s", b->name, b->size, f64);
   }
   unsigned char q[4];
   for (long i = 0; i < b->size; i++) {
@@ -1752,7 +1764,7 @@ static int set_index_in(tdsl_model *m, const char *name, long v) {
   }
   if (v < 0 || (r > 0 && v >= r) || v > 2147483647L)
     return r > 0 ? fail(m, "index %s = %ld is out of its range 0..%d", name, v, r - 1)
-                 : fail(m, "index %s = %ld must be a non-negative int", name, v);
+                 : fail(m, "index %s = %ld is out of its range 0..%ld (unbounded: index ())", name, v, 2147483647L);
   *(int *)m->syms[i].ptr = (int)v;
   return 0;
 }
@@ -2265,7 +2277,7 @@ static long check_value(const tdsl_model *m, int d) { return d < 0 ? dim_value(m
  * (shape inference's, recorded in the model) does not hold. */
 static int dims_set(tdsl_model *m, const char *routine) {
   for (int i = 0; i < m->ndims; i++)
-    if (!m->dims[i].set && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim, or write a tensor of that shape)", routine, m->dims[i].name);
+    if (!m->dims[i].set && !m->dims[i].unused) return fail(m, "%s: dimension %s is not set (tdsl_set_dim or tdslc --set %s=N, or write a tensor of that shape)", routine, m->dims[i].name, m->dims[i].name);
   for (int i = 0; i < m->nbufs; i++) /* a failed allocation (tdsl_set_dim said so) */
     if (m->bufs[i].decl && !m->bufs[i].data)
       return fail(m, "%s: tensor %s has no storage (its dimensions were too large)", routine, m->bufs[i].name);

@@ -1,6 +1,7 @@
 /* diag.c: prints located diagnostics with the offending source line and a caret. */
 #include "diag.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,55 @@ static int cp_width(unsigned c) {
 
 /* Whether a code point is a control character (C0, DEL, C1): a terminal would act on it. */
 static bool cp_control(unsigned c) { return c < 0x20 || (c >= 0x7f && c < 0xa0); }
+
+/* Characters users paste from documents and chat: what they look like in ASCII. */
+static const struct Lookalike {
+  unsigned lo, hi;
+  const char *kind; /* NULL: visible, shown quoted */
+  const char *hint;
+} lookalikes[] = {
+    {0x00a0, 0x00a0, "a no-break space", ": write a plain space"},
+    {0x2000, 0x200a, "a typographic space", ": write a plain space"},
+    {0x202f, 0x202f, "a narrow no-break space", ": write a plain space"},
+    {0x205f, 0x205f, "a typographic space", ": write a plain space"},
+    {0x3000, 0x3000, "an ideographic space", ": write a plain space"},
+    {0x200b, 0x200f, "an invisible formatting character", ": delete it"},
+    {0x2060, 0x2064, "an invisible formatting character", ": delete it"},
+    {0xfeff, 0xfeff, "an invisible byte order mark", ": delete it"},
+    {0x00ad, 0x00ad, "an invisible soft hyphen", ": delete it"},
+    {0x2018, 0x201b, NULL, ": write the ASCII quote '"},
+    {0x2032, 0x2032, NULL, ": write the ASCII quote '"},
+    {0x201c, 0x201f, NULL, ": write the ASCII quote \""},
+    {0x00ab, 0x00ab, NULL, ": write the ASCII quote \""},
+    {0x00bb, 0x00bb, NULL, ": write the ASCII quote \""},
+    {0x2010, 0x2015, NULL, ": write the ASCII '-'"},
+    {0x2212, 0x2212, NULL, ": write the ASCII '-'"},
+    {0x00d7, 0x00d7, NULL, ": write '*' (or '*.' pointwise)"},
+    {0x2026, 0x2026, NULL, ": write the three dots '...'"},
+    {0x2192, 0x2192, NULL, ": write '->'"},
+    {0x21d2, 0x21d2, NULL, ": write '=>'"},
+};
+
+const char *diag_char_desc(Arena *a, const unsigned char *s, size_t n, int *len, const char **hint) {
+  unsigned cp = 0;
+  *hint = "";
+  *len = utf8_seq(s, n, &cp);
+  if (!*len) {
+    *len = 1;
+    return arena_printf(a, "'\\x%02x'", s[0]);
+  }
+  if (cp < 0x80) return cp >= 0x20 && cp < 0x7f ? arena_printf(a, "'%c'", (int)cp) : arena_printf(a, "'\\x%02x'", cp);
+  for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++) {
+    const struct Lookalike *l = &lookalikes[i];
+    if (cp < l->lo || cp > l->hi) continue;
+    *hint = l->hint;
+    if (l->kind) return arena_printf(a, "U+%04X (%s)", cp, l->kind);
+    break;
+  }
+  if (cp_control(cp)) return arena_printf(a, "U+%04X (a control character)", cp);
+  if (!cp_width(cp)) return arena_printf(a, "U+%04X (a combining or zero-width character)", cp);
+  return arena_printf(a, "'%.*s' (U+%04X)", *len, (const char *)s, cp);
+}
 
 /* Writes the unit (one character, or one byte that is not valid UTF-8) at s[0..n)
  * to out as the echoed source shows it, control characters and invalid bytes
@@ -206,4 +256,39 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
   va_start(ap, fmt);
   vreport(d, loc, 1, "note", fmt, ap);
   va_end(ap);
+}
+
+/* Edit distance (insertions, deletions, substitutions, transpositions of neighbours:
+ * "stpe" is one from "step"), or cap + 1 when it exceeds cap. Names are short; a long
+ * one (a host may pass 100 000 characters) is cut off by the length test first. */
+int diag_edit_distance(Arena *a, const char *x, const char *y, int cap) {
+  int n = (int)strlen(x), k = (int)strlen(y);
+  if (abs(n - k) > cap || n > 256 || k > 256) return cap + 1;
+  int *prev2 = ANEWN(a, int, k + 1), *prev = ANEWN(a, int, k + 1), *row = ANEWN(a, int, k + 1);
+  for (int j = 0; j <= k; j++) prev[j] = j;
+  for (int i = 1; i <= n; i++) {
+    int best = row[0] = i;
+    for (int j = 1; j <= k; j++) {
+      int v = prev[j - 1] + (x[i - 1] != y[j - 1]);
+      if (prev[j] + 1 < v) v = prev[j] + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] && prev2[j - 2] + 1 < v) v = prev2[j - 2] + 1;
+      row[j] = v;
+      if (v < best) best = v;
+    }
+    if (best > cap) return cap + 1;
+    int *t = prev2;
+    prev2 = prev, prev = row, row = t;
+  }
+  return prev[k];
+}
+
+bool diag_near(Arena *a, const char *name, const char *candidate, int *best_d) {
+  /* so `u` suggests no `x`, but `nn` suggests `n` */
+  int cap = ((int)strlen(name) + (int)strlen(candidate) + 3) / 6;
+  if (*best_d - 1 < cap) cap = *best_d - 1;
+  int d = cap >= 0 ? diag_edit_distance(a, name, candidate, cap) : INT_MAX;
+  if (d > cap) return false;
+  *best_d = d;
+  return true;
 }

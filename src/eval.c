@@ -2,6 +2,7 @@
  * items, `open`, and the prelude/stdlib loading. See eval.h for the file split. */
 #include "eval.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -254,7 +255,11 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   st->depth++;
   int errors = st->c->diag.errors;
   Loc saved_site = st->user_loc;
-  if (loc.file == st->main_file) st->user_loc = loc;
+  const char *saved_user_fn = st->user_fn;
+  const Fn *saved_fn = st->calling;
+  Loc saved_fn_loc = st->calling_loc;
+  if (f->kind == FN_CLOSURE) st->calling = f, st->calling_loc = loc;
+  if (loc.file == st->main_file) st->user_loc = loc, st->user_fn = f->name;
   Value *r = NULL;
   bool folded;
   switch (f->kind) {
@@ -266,6 +271,9 @@ static Value *fn_call(St *st, Fn *f, const Frame *call, Loc loc) {
   case FN_BUILTIN: r = f->builtin(st, f, call, loc); break;
   }
   st->user_loc = saved_site;
+  st->user_fn = saved_user_fn;
+  st->calling = saved_fn;
+  st->calling_loc = saved_fn_loc;
   st->depth--;
   /* An error inside a function defined elsewhere (the prelude, the stdlib, an opened
    * file) gets notes leading back to the application in the user's file. */
@@ -367,6 +375,7 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
   f->bound = ANEWN(st->a, Value *, params->len > 0 ? params->len : 1);
   f->body = body;
   f->fr = *fr;
+  f->loc = loc;
   Value *v = val_new(st, V_FN, loc);
   v->fn = f;
   /* A function whose only parameter is () runs at once when applied; nothing special. */
@@ -377,7 +386,19 @@ static Value *make_closure(St *st, const Frame *fr, const char *name, const PtrV
 
 static Value *lookup_op(St *st, const Frame *fr, const char *op, Loc loc) {
   Value *v = env_lookup(fr, st, op);
-  if (!v && !env_poisoned(fr, op)) diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+  if (!v && !env_poisoned(fr, op)) {
+    diag_error(&st->c->diag, loc, "operator '%s' is not defined", op);
+    /* Python's tensor operators, which compile-time numbers and lists take here */
+    static const struct { const char *op, *instead; } py[] = {
+        {"@", "matrix multiplication is '*' (outputs of the right meet inputs of the left); '@' appends "
+              "compile-time lists"},
+        {"**", "'**.' raises a tensor to a compile-time number"},
+        {"/", "pointwise division is '/.'; '/' divides compile-time integers"},
+        {"%", "'%' is a %cd primitive (a =: b % c); 'mod' takes compile-time integers"},
+    };
+    for (size_t i = 0; i < sizeof py / sizeof *py; i++)
+      if (!strcmp(op, py[i].op)) diag_note(&st->c->diag, loc, "%s", py[i].instead);
+  }
   return v;
 }
 
@@ -531,7 +552,16 @@ static Value *eval_binop(St *st, const Frame *fr, const Expr *e) {
  * an error, not truncated (`!..2.5` meaning 2 would be silently wrong). */
 bool bang_number(St *st, const char *op, const Value *x, Loc at, Loc loc, double *out) {
   if (!val_is_number(x)) {
-    diag_error(&st->c->diag, loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(x));
+    /* Library code reading the user's argument as a number (a **. b with a tensor b:
+     * the prelude's !.p): the user's application is what to change, and the operator
+     * they wrote is what to name. No "in this application" note then: it is here. */
+    if (loc_in_library(st, loc) && st->user_loc.file && st->user_fn) {
+      diag_error(&st->c->diag, st->user_loc,
+                 "an argument of '%s' must be a compile-time number (the library reads it with '%s'), got %s",
+                 graph_op_token(st->user_fn), op, val_kind_name(x));
+      st->noted = st->c->diag.errors;
+    } else
+      diag_error(&st->c->diag, loc, "'%s' expects a compile-time number, got %s", op, val_kind_name(x));
     return false;
   }
   if (op[2] && x->kind != V_INT) {
@@ -779,12 +809,55 @@ static Value *eval_if(St *st, const Frame *fr, const Expr *e) {
   return val_new(st, V_UNIT, e->loc);
 }
 
+/* The parameters a partial application still needs, as the user would write them
+ * ("~learning_rate", "a positional argument"), for messages. */
+static const char *fn_missing(St *st, const Fn *f) {
+  const char *out = NULL;
+  for (int i = 0; i < f->nparams; i++) {
+    const Param *p = f->params[i];
+    if (f->bound[i] || p->kind == P_OPTIONAL) continue;
+    const char *one = p->kind == P_LABELED ? arena_printf(st->a, "~%s", p->name)
+                    : p->kind == P_UNIT    ? "()"
+                    : p->name             ? arena_printf(st->a, "the argument %s", p->name)
+                                          : "an argument";
+    out = out ? arena_printf(st->a, "%s, %s", out, one) : one;
+  }
+  return out ? out : "more arguments";
+}
+
+/* Whether f is applied to all its positional arguments and lacks only labeled ones:
+ * a forgotten ~learning_rate, not currying (sgd_update ~learning_rate:0.1 waits for
+ * its loss on purpose). */
+static bool fn_lacks_labels(const Fn *f) {
+  bool applied = false, lacks = false;
+  for (int i = 0; i < f->nparams; i++) {
+    ParamKind k = f->params[i]->kind;
+    if (f->bound[i]) applied = true;
+    else if (k == P_POS || k == P_UNIT) return false;
+    else if (k == P_LABELED) lacks = true;
+  }
+  return applied && lacks;
+}
+
 /* e1; e2; ...: code items are concatenated; otherwise the last value is the result. */
 static Value *eval_seq(St *st, const Frame *fr, const Expr *e) {
   Value *code = NULL, *last = NULL;
   for (int i = 0; i < e->items.len; i++) {
-    last = eval(st, fr, VEC_AT(e->items, Expr, i));
+    const Expr *item = VEC_AT(e->items, Expr, i);
+    last = eval(st, fr, item);
     if (!last) return NULL;
+    /* A sequence keeps only code: a function here is an application missing an
+     * argument (`sgd_update loss` without ~learning_rate), which would otherwise
+     * vanish from the routine without a word. OCaml warns about it too. */
+    if (last->kind == V_FN) {
+      const Fn *f = last->fn;
+      if (f->name)
+        diag_error(&st->c->diag, item->loc, "this application of '%s' lacks %s: it gives a function, not code",
+                   f->name, fn_missing(st, f));
+      else
+        diag_error(&st->c->diag, item->loc, "this is a function, not code: it still needs %s", fn_missing(st, f));
+      return NULL;
+    }
     if (last->kind == V_CODE) {
       if (!code) code = val_code(st, e->loc);
       code_append(st, &code->code, &last->code);
@@ -820,6 +893,58 @@ static Value *eval_for(St *st, const Frame *fr, const Expr *e) {
   return code;
 }
 
+/* After "unknown identifier": a name used in its own definition (there is no let rec:
+ * a PyTorch user's recursive helper, or `let%op y = y + 1`), else the nearest name in
+ * scope (a typo of grad_update). */
+static void note_unknown(St *st, const Frame *fr, const Expr *e) {
+  const char *name = e->str;
+  /* v3 in an op of two arguments: the slots follow the argument count */
+  if (fr->op && strchr("tvg", name[0]) && name[1] >= '1' && name[1] <= '9' && !name[2]) {
+    int n = fr->op->nslots - 1;
+    if (n >= 1)
+      diag_note(&st->c->diag, e->loc, "this operation has %d argument%s: its slots are t, v, g%s", n, n == 1 ? "" : "s",
+                n == 1 ? ", t1, v1, g1" : n == 2 ? ", t1, v1, g1, t2, v2, g2" : ", t1..t3, v1..v3, g1..g3");
+    return;
+  }
+  if (st->calling && st->calling->name && !strcmp(st->calling->name, name)) {
+    diag_note(&st->c->diag, st->calling->loc.file ? st->calling->loc : st->calling->body->loc,
+              "'%s' is defined here: a function does not see its own name in its body (tdsl has no let rec)", name);
+    return;
+  }
+  if (st->defining && st->defining->name && !strcmp(st->defining->name, name)) {
+    diag_note(&st->c->diag, st->defining->loc,
+              "'%s' is being defined here: a binding is not visible in its own definition (tdsl has no let rec)",
+              name);
+    return;
+  }
+  /* used above its top-level binding (a routine calling one defined further down) */
+  const Program *p = st->program;
+  for (int i = 0; p && p->file == e->loc.file && i < p->items.len; i++) {
+    const Item *it = VEC_AT(p->items, Item, i);
+    for (int j = 0; j < it->bindings.len; j++) {
+      const Binding *b = VEC_AT(it->bindings, Binding, j);
+      if (b->name && !strcmp(b->name, name) && b->loc.line > e->loc.line) {
+        diag_note(&st->c->diag, b->loc, "'%s' is bound further down: a name is visible only after its binding", name);
+        return;
+      }
+    }
+  }
+  /* a name of one or two letters is near too many others (q and eq, aa and a) */
+  if (strlen(name) < 3) return;
+  const char *best = NULL;
+  int best_d = INT_MAX;
+  for (const Env *v = fr->env; v; v = v->next) {
+    bool ident = v->name && (isalpha((unsigned char)v->name[0]) || v->name[0] == '_'); /* not an operator */
+    if (ident && v->v && diag_near(st->a, name, v->name, &best_d)) best = v->name;
+  }
+  for (const DeclScope *s = fr->decls; s; s = s->parent)
+    for (int i = 0; i < s->idents.len; i++) {
+      const char *id = VEC_AT(s->idents, const char, i);
+      if (id && diag_near(st->a, name, id, &best_d)) best = id;
+    }
+  if (best) diag_note(&st->c->diag, e->loc, "did you mean '%s'?", best);
+}
+
 Value *eval(St *st, const Frame *fr, const Expr *e) {
   switch (e->kind) {
   case E_INT: return val_int(st, e->ival, e->loc);
@@ -838,11 +963,15 @@ Value *eval(St *st, const Frame *fr, const Expr *e) {
       diag_error(&st->c->diag, e->loc, "unknown identifier '%s'", e->str);
       /* OCANNL's run-time random numbers (uniform_at !@step in %cd code) have no tdsl form */
       static const char *const at[] = {"uniform_at", "uniform_at1", "normal_at", "normal_at1"};
+      bool ocannl = false;
       for (size_t i = 0; i < sizeof at / sizeof *at; i++)
-        if (!strcmp(e->str, at[i]))
+        if (!strcmp(e->str, at[i])) {
+          ocannl = true;
           diag_note(&st->c->diag, e->loc,
                     "tdsl has no random numbers drawn by a routine from a counter (OCANNL's %s): uniform () and "
                     "normal () are initializers, drawn once per cell when init runs", e->str);
+        }
+      if (!ocannl) note_unknown(st, fr, e);
     }
     if (v && v->kind == V_DIM) { /* misuse errors point at the use, not at `dim ()` */
       Value *u = val_new(st, V_DIM, e->loc);
@@ -902,6 +1031,7 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
   if (v->kind == V_TENSOR && !v->grad && b->name) {
     Tensor *t = v->t;
     if (kind == I_LET_CD && t->id >= first_tensor && t->kind == TK_OP) {
+      if (t->diff) t->nodiff = "let%cd binds it: a let%cd names a non-differentiable tensor (let%op keeps the gradient)";
       t->diff = false; /* a let%cd names a non-differentiable tensor */
       t->bwd.asgns.len = 0;
     }
@@ -932,6 +1062,23 @@ static Value *finish_binding(St *st, ItemKind kind, const Binding *b, Value *v, 
     r->code = v->code;
     r->loc = b->loc;
     vec_push(st->a, &st->g->routines, r);
+  } else if (v->kind == V_FN && kind != I_LET && b->name && !b->params.len && fn_lacks_labels(v->fn)) {
+    /* `let%cd step = sgd_update loss`: a routine missing a labeled argument would be a
+     * function, silently not exported. A function written as one (fun x -> ...), a
+     * name for a library function (let%cd upd = sgd_update) or a curried one stays a
+     * function. */
+    diag_error(&st->c->diag, v->loc, "this application of '%s' lacks %s: it gives a function, not %s",
+               v->fn->name ? v->fn->name : "a function", fn_missing(st, v->fn), kind == I_LET_CD ? "code" : "a tensor");
+    if (kind == I_LET_CD)
+      diag_note(&st->c->diag, b->loc, "only code is exported as a routine; '%s' would be a function", b->name);
+    return NULL;
+  } else if (v->kind == V_CODE && kind == I_LET_OP && b->name) {
+    /* let%op makes tensors: code bound there is neither exported nor differentiated,
+     * so a routine written with the wrong extension would silently be missing from
+     * the model. */
+    diag_error(&st->c->diag, b->loc, "'%s' is code, but let%%op binds tensors and tensor functions", b->name);
+    diag_note(&st->c->diag, b->loc, "write let%%cd %s = ... to make it a routine of the model", b->name);
+    return NULL;
   } else if ((v->kind == V_SYM || v->kind == V_DIM) && b->name && !runtime_sym_name(st, v, b->name, b->loc)) {
     return NULL;
   }
@@ -951,8 +1098,10 @@ static bool eval_let_item(St *st, const Item *it) {
     st->emitted.len = 0;
     Frame fr = {outer, mode, scope, NULL};
     int first = st->g->tensors.len;
+    st->defining = b;
     Value *v = b->params.len ? make_closure(st, &fr, b->name, &b->params, b->body, b->loc)
                              : eval(st, &fr, b->body);
+    st->defining = NULL;
     if (v) v = finish_binding(st, it->kind, b, v, first);
     if (!v) {
       ok = false;
@@ -1048,6 +1197,17 @@ static bool eval_open(St *st, const Item *it) {
     if (readable(VEC_AT(cands, char, i))) return load_file(st, VEC_AT(cands, char, i), it->loc);
   diag_error(&st->c->diag, it->loc, "cannot find '%s' to open", name);
   diag_note(&st->c->diag, it->loc, "searched the file's directory, the -I directories and the standard library");
+  /* `open "nn"`: a file name without its extension; `open "Nn_blocks"`: OCANNL's module */
+  size_t n = strlen(name);
+  if (n < 5 || strcmp(name + n - 5, ".tdsl") != 0) {
+    for (int i = 0; i < cands.len; i++)
+      if (readable(arena_printf(st->a, "%s.tdsl", VEC_AT(cands, char, i)))) {
+        diag_note(&st->c->diag, it->loc, "did you mean '%s.tdsl'? open takes a file name", name);
+        return false;
+      }
+    if (isupper((unsigned char)name[0]) && !strchr(name, '.') && !strchr(name, '/'))
+      diag_note(&st->c->diag, it->loc, "open takes a file name, not an OCaml module (OCANNL's Nn_blocks is \"nn.tdsl\")");
+  }
   return false;
 }
 
@@ -1075,6 +1235,8 @@ static bool eval_opdef(St *st, const Item *it) {
 
 static bool eval_program(St *st, const Program *p) {
   bool ok = true;
+  const Program *outer = st->program;
+  st->program = p;
   st->file = p->file;
   for (int i = 0; i < p->items.len && !diag_full(&st->c->diag); i++) {
     const Item *it = VEC_AT(p->items, Item, i);
@@ -1086,6 +1248,7 @@ static bool eval_program(St *st, const Program *p) {
     }
     ok = ok && r;
   }
+  st->program = outer;
   return ok;
 }
 

@@ -143,6 +143,7 @@ struct Fn {
   BuiltinFn builtin;   /* FN_BUILTIN */
   Frame fr;            /* captured at definition */
   DeclScope *unit_scope; /* created when the unit parameter was applied */
+  Loc loc;             /* FN_CLOSURE: where it is defined (its binding's name) */
 };
 
 enum { MAX_CALL_DEPTH = 2000 };
@@ -164,6 +165,13 @@ struct St {
   int noted;           /* diag.errors when the last application note chain ended */
   Loc user_loc;        /* the innermost application in the user's file: operations
                           that library code (prelude, stdlib) creates are reported there */
+  const Binding *defining; /* the top-level binding being evaluated (diagnostics: a name
+                              used in its own definition) */
+  const Fn *calling;   /* the innermost closure being applied (diagnostics: recursion) */
+  Loc calling_loc;     /* where it is applied */
+  const char *user_fn; /* the function applied at user_loc (diagnostics: "'-' in 'mse'") */
+  const Program *program; /* the file whose items are being evaluated (diagnostics: a
+                              name bound further down) */
   PtrVec emitted;      /* Tensor*: old non-differentiable tensors whose forward code an
                           intermediate already pulled into the current top-level item */
   PtrVec qualified;    /* Qualified*: inline declarations named with a label ("L1.w") */

@@ -14,6 +14,7 @@
  * distinct operand tensors in order of appearance. */
 #include "eval.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,108 @@ void subgraph_forward(St *st, Tensor *t, Code *out, int mode, int new_from) {
 
 /* ---- accessors ---- */
 
+/* "T is not differentiable: it has no WHAT". Library code asking for it (grad_update's
+ * loss.grad) reports at the user's application, which names the tensor to fix, with
+ * the function applied; no "in this application" note then. */
+static void nodiff_error(St *st, Loc loc, const Tensor *t, const char *what) {
+  const char *name = t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor";
+  if (loc_in_library(st, loc) && st->user_loc.file && st->user_fn) {
+    diag_error(&st->c->diag, st->user_loc, "%s is not differentiable: it has no %s (which '%s' needs)", name, what,
+               graph_op_token(st->user_fn));
+    st->noted = st->c->diag.errors;
+  } else {
+    diag_error(&st->c->diag, loc, "%s is not differentiable: it has no %s", name, what);
+  }
+}
+
+static const char *tensor_what(St *st, const Tensor *t) {
+  if (t->name) return arena_printf(st->a, "'%s'", t->name);
+  if (t->kind == TK_OP && t->op_name) return arena_printf(st->a, "the result of '%s'", graph_op_token(t->op_name));
+  if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed)
+    return arena_printf(st->a, "the number %g", t->init.value);
+  if (t->kind == TK_CONST && t->init.kind == INIT_VALUES) return "the literal";
+  if (t->kind == TK_CONST && t->init.kind == INIT_RANGE) return "the range";
+  return "the tensor created here";
+}
+
+/* After "T is not differentiable": why, at the tensor that broke the chain from the
+ * parameters (a %cd input, a constant, a comparison, a let%cd), following the first
+ * argument of tensors whose arguments all lack a gradient. A PyTorch user expects
+ * requires_grad to flow; here the rule is in what created the tensor. */
+static void note_nodiff(St *st, const Tensor *t) {
+  const Tensor *first = t;
+  const char *asked = t->name ? arena_printf(st->a, "'%s'", t->name) : "the tensor";
+  for (int depth = 0; t && depth < 1000; depth++) {
+    /* the tensor asked for is itself where the chain breaks */
+    const char *so = t == first ? "" : arena_printf(st->a, ", so nothing %s is computed from has a gradient", asked);
+    if (t->nodiff) {
+      diag_note(&st->c->diag, t->loc, "%s has no gradient: %s", tensor_what(st, t), t->nodiff);
+      return;
+    }
+    switch (t->kind) {
+    case TK_TERM:
+      diag_note(&st->c->diag, t->loc,
+                "%s is declared in %%cd code: a host input, not a parameter%s; declare parameters in %%op "
+                "({ w } in a let%%op)",
+                tensor_what(st, t), so);
+      return;
+    case TK_CONST:
+      diag_note(&st->c->diag, t->loc, "%s is a constant%s", tensor_what(st, t), *so ? so : " (not a parameter)");
+      return;
+    case TK_PARAM:
+      return;
+    case TK_OP:
+      break;
+    }
+    const UpdateStep *s = t->step;
+    if (!s || s->nrhs == 0) return;
+    const Tensor *next = s->rhs[0];
+    for (int k = 0; k < s->nrhs; k++) /* a named argument says more than a number */
+      if (s->rhs[k]->kind != TK_CONST || s->rhs[k]->name) {
+        next = s->rhs[k];
+        break;
+      }
+    t = next;
+  }
+}
+
 static Tensor *field_tensor(St *st, const Frame *fr, Value *v, const Expr *e) {
   if (v->kind == V_TENSOR) return v->t;
   return to_tensor(st, fr, v, e->a->loc, arena_printf(st->a, "the target of .%s", e->str));
+}
+
+/* After "unknown accessor": what a PyTorch method is here (x.sum, x.T, loss.backward),
+ * a function of that name applied as a function (x.mean is mean x), or the accessor a
+ * typo meant. */
+static void note_accessor(St *st, const Frame *fr, const Expr *e) {
+  static const struct { const char *method, *instead; } torch[] = {
+      {"sum", "reduce with an einsum: x ++ \"...|...->... => 0\" sums every axis, a spec naming axes sums those"},
+      {"max", "reduce with a max-einsum: x @^^ \"...|...->... => 0\""},
+      {"T", "transpose x swaps the input and output axes; x ++ \"ij=>ji\" permutes axes"},
+      {"t", "transpose x swaps the input and output axes; x ++ \"ij=>ji\" permutes axes"},
+      {"permute", "permute axes with an einsum: x ++ \"ijk=>kij\""},
+      {"backward", "gradients are code: let%cd step = grad_update loss (forward, zero grads, backprop)"},
+      {"zero_grad", "the accessor is .zero_grads"},
+      {"item", "a tensor's values are read by the host: tdslc --run --print NAME, or tdsl_tensor"},
+      {"detach", "stop_gradient x, or compute it in %cd code (not differentiated)"},
+  };
+  const char *f = e->str;
+  for (size_t i = 0; i < sizeof torch / sizeof *torch; i++)
+    if (!strcmp(f, torch[i].method)) {
+      diag_note(&st->c->diag, e->loc, "tensors have no methods: %s", torch[i].instead);
+      return;
+    }
+  Value *fn = env_lookup(fr, st, f);
+  if (fn && fn->kind == V_FN) {
+    diag_note(&st->c->diag, e->loc, "'%s' is a function: apply it, as in %s x", f, f);
+    return;
+  }
+  static const char *const names[] = {"value", "grad", "forward", "backprop", "zero_grads", "params"};
+  int best_d = INT_MAX;
+  const char *best = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (diag_near(st->a, f, names[i], &best_d)) best = names[i];
+  if (best) diag_note(&st->c->diag, e->loc, "did you mean '.%s'?", best);
 }
 
 Value *eval_field(St *st, const Frame *fr, const Expr *e) {
@@ -88,8 +188,8 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     if (!t) return NULL;
     bool grad = f[0] == 'g';
     if (grad && !t->diff && !fr->op) {
-      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no .grad",
-                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      nodiff_error(st, e->loc, t, ".grad");
+      note_nodiff(st, t);
       return NULL;
     }
     Value *r = val_tensor(st, t, e->loc);
@@ -102,6 +202,7 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
   if (!fwd && !bwd && !zero && !params) {
     diag_error(&st->c->diag, e->loc,
                "unknown accessor '.%s' (expected value, grad, forward, backprop, zero_grads or params)", f);
+    note_accessor(st, fr, e);
     return NULL;
   }
   Tensor *t = field_tensor(st, fr, v, e);
@@ -125,8 +226,8 @@ Value *eval_field(St *st, const Frame *fr, const Expr *e) {
     graph_forward_code(st->a, st->g, t, &c->code);
   } else if (bwd) {
     if (!t->diff) {
-      diag_error(&st->c->diag, e->loc, "%s is not differentiable: it has no backprop code",
-                 t->name ? arena_printf(st->a, "'%s'", t->name) : "this tensor");
+      nodiff_error(st, e->loc, t, "backprop code");
+      note_nodiff(st, t);
       return NULL;
     }
     graph_backprop_code(st->a, st->g, t, &c->code);
@@ -184,6 +285,7 @@ typedef struct Rhs {
    * rhs1/rhs2. Pointwise assignments share one slot per distinct tensor. */
   bool positional;
   bool reads_lhs;  /* the left-hand side is read on the right (through slot 0) */
+  bool reads_lhs_other; /* ... as its other buffer (w.grad on the right of w =: ...) */
   bool scalar_leaf; /* a number (or index symbol value) is read, inlined as a constant */
   PrimOp top;      /* the top-level primitive */
 } Rhs;
@@ -273,6 +375,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   AExpr *a = ae_buf(st->a, t, v->grad, 0);
   if (v->grad && !t->diff && !r->fr->op) {
     diag_error(&st->c->diag, e->loc, "this tensor is not differentiable: it has no .grad");
+    note_nodiff(st, t);
     return NULL;
   }
   const OpInst *inst = r->fr->op;
@@ -289,6 +392,7 @@ static AExpr *buf_leaf(St *st, Rhs *r, Value *v, const Expr *e, int new_from) {
   if (t == r->lhs) {
     a->slot = 0;
     r->reads_lhs = true;
+    if (v->grad != r->lhs_grad) r->reads_lhs_other = true;
     return a;
   }
   for (int i = 0; i < r->nops && !r->positional; i++)
@@ -398,8 +502,11 @@ static UpdateStep *standalone_step(St *st, Rhs *r, Value *logic, const Expr *e) 
     }
     if (!logic_from_value(st, r->fr, logic, r->nops, &kind, &spec, &use_padding, &spec_loc)) {
       if (r->positional && r->reads_lhs) /* numpy's out= overlapping an operand */
-        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right is not an operand of ~logic: it is "
-                                        "read at the cell being written; copy it into another tensor first");
+        diag_note(&st->c->diag, e->loc, "the left-hand side read on the right%s is not an operand of ~logic: it is "
+                                        "read at the cell being written; copy it into another tensor first",
+                  !r->reads_lhs_other ? ""
+                  : r->lhs_grad       ? " (as its value, indexed like the left-hand side)"
+                                      : " (as its gradient, indexed like the left-hand side)");
       return NULL;
     }
   } else if (r->top == OP_FMA && r->nops == 3)

@@ -117,7 +117,8 @@ bool logic_from_value(St *st, const Frame *call, Value *logic, int n, LogicKind 
       diag_note(&st->c->diag, logic->loc, "the result follows '=>' (\"%s\"); '->' separates a shape's input axes "
                 "from its output axes (batch|input->output)", n == 1 ? "ARG => RESULT" : n == 2 ? "ARG1; ARG2 => RESULT"
                 : "ARG1; ARG2; ARG3 => RESULT");
-    else if (sp->nargs < n && strchr(s, ',') && !strchr(s, ';'))  /* numpy's "ab,bc" */
+    /* numpy's "ab,bc" (also with torch's "->ac": both notes) */
+    if (n >= 2 && sp->nargs < n && strchr(s, ',') && !strchr(s, ';'))
       diag_note(&st->c->diag, logic->loc, "';' separates the arguments; ',' separates the axes of one "
                 "(multi-character mode)");
     return false;
@@ -220,7 +221,13 @@ Value *op_apply(St *st, Fn *f, const Frame *call, Loc loc) {
   bool diff = false;
   for (int k = 0; k < n; k++) diff = diff || args[k]->diff;
   Tensor *t = tensor_new(st, TK_OP, loc);
+  t->op_name = op->name;
+  if (loc_in_library(st, loc) && st->user_fn && strcmp(st->user_fn, op->name)) t->in_fn = st->user_fn;
   t->diff = call->mode == M_OP && op->backward && diff;
+  if (diff && !t->diff)
+    t->nodiff = !op->backward ? arena_printf(st->a, "the operation '%s' has no backward code", graph_op_token(op->name))
+                              : "it is computed in %cd code (let%cd, an assignment), which does not differentiate: "
+                                "compute it in a let%op";
   UpdateStep *s = step_new(st, kind, t, n, args, loc);
   s->spec = spec;
   s->use_padding = use_padding;

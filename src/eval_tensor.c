@@ -24,7 +24,16 @@ Loc site_loc(const St *st, Loc loc) {
 
 /* Staging's constructors: the graph's (graph_build.c) at the user's site. */
 UpdateStep *step_new(St *st, LogicKind kind, Tensor *lhs, int nrhs, Tensor **rhs, Loc loc) {
-  return graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
+  UpdateStep *s = graph_step(st->a, st->g, kind, lhs, nrhs, rhs, site_loc(st, loc));
+  /* A step made in the body of a function the user wrote is located there, the same for
+   * every application: remember which application, so a shape error can say it (a
+   * layer applied to inputs of two sizes). Library functions are located at the
+   * application already (site_loc). */
+  const Fn *f = st->calling;
+  if (f && f->name && st->calling_loc.file && !loc_in_library(st, f->body->loc) &&
+      (st->calling_loc.line != s->loc.line || st->calling_loc.col != s->loc.col || st->calling_loc.file != s->loc.file))
+    s->via = st->calling_loc, s->via_fn = f->name;
+  return s;
 }
 
 Tensor *tensor_new(St *st, TensorKind kind, Loc loc) {
@@ -136,10 +145,16 @@ static const char *kind_what(int kind) {
   return kind == KIND_OUTPUT ? "a list" : kind == KIND_INPUT ? "a tuple" : "an array";
 }
 
-static bool ragged(St *st, const Lit *l, int depth, Loc loc) {
-  diag_error(&st->c->diag, loc, "ragged ndarray literal: expected %s of %d elements here", kind_what(l->kind[depth]),
-             l->dim[depth]);
+/* got: what is there instead ("a list of 3", "a number"): a tuple where a list was
+ * expected looks the same length-wise, and the message must say which differs. */
+static bool ragged(St *st, const Lit *l, int depth, Loc loc, const char *got) {
+  diag_error(&st->c->diag, loc, "ragged ndarray literal: expected %s of %d elements here, got %s",
+             kind_what(l->kind[depth]), l->dim[depth], got);
   return false;
+}
+
+static const char *seq_what(St *st, int kind, long long n) {
+  return arena_printf(st->a, "%s of %lld element%s", kind_what(kind), n, n == 1 ? "" : "s");
 }
 
 static int nd_kind(NdAxis k) { return k == ND_LIST ? KIND_OUTPUT : k == ND_TUPLE ? KIND_INPUT : KIND_BATCH; }
@@ -156,9 +171,10 @@ static bool lit_fill_packed(St *st, Lit *l, const NdLit *p, int depth, long long
                  kind_what(nd_kind(p->kind[k])));
       return false;
     }
-    if (nd_kind(p->kind[k]) != l->kind[d] || p->dim[k] != l->dim[d]) return ragged(st, l, d, p->first[k]);
+    if (nd_kind(p->kind[k]) != l->kind[d] || p->dim[k] != l->dim[d])
+      return ragged(st, l, d, p->first[k], seq_what(st, nd_kind(p->kind[k]), p->dim[k]));
   }
-  if (depth + p->naxes < l->naxes) return ragged(st, l, depth + p->naxes, p->first[p->naxes]);
+  if (depth + p->naxes < l->naxes) return ragged(st, l, depth + p->naxes, p->first[p->naxes], "a number");
   long long idx[NDLIT_MAX_AXES] = {0}, at = off;
   const long long *stride = l->stride + depth;
   for (long long i = 0; i < p->n; i++) {
@@ -183,7 +199,10 @@ static bool lit_fill(St *st, Lit *l, Value *v, int depth, long long off) {
     l->values[off] = val_number(v);
     return true;
   }
-  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth]) return ragged(st, l, depth, v->loc);
+  if (!is_seq(v) || axis_kind(v) != l->kind[depth] || v->items.len != l->dim[depth])
+    return ragged(st, l, depth, v->loc,
+                  is_seq(v) ? seq_what(st, axis_kind(v), v->items.len)
+                  : val_is_number(v) ? "a number" : val_kind_name(v));
   for (int i = 0; i < v->items.len; i++)
     if (!lit_fill(st, l, VEC_AT(v->items, Value, i), depth + 1, off + i * l->stride[depth])) return false;
   return true;
@@ -292,9 +311,12 @@ static Tensor *stack_tensor(St *st, const Frame *fr, Value *v, Loc loc) {
   for (int k = 0; k < n; k++) hot[k] = one_hot(st, n, k, loc);
   Tensor *r = tensor_new(st, TK_OP, loc);
   r->diff = fr->mode == M_OP && diff;
+  if (diff && !r->diff)
+    r->nodiff = "it is computed in %cd code (let%cd, an assignment), which does not differentiate: compute it in a let%op";
   for (int k = 0; k < n; k++) {
     Tensor *args[2] = {hot[k], el[k]};
     UpdateStep *s = step_new(st, LOGIC_EINSUM, r, 2, args, loc);
+    s->stack_elem = k + 1;
     s->spec = spec;
     s->spec_loc = loc;
     if (k == 0) r->step = s;
@@ -392,6 +414,20 @@ bool rowdecl_from_value(St *st, Value *v, RowDecl *out, Loc loc, const char *wha
     }
     dims[i] = (int)d->i;
   }
+  /* A row the library declares (mlp_layer's o = [ hid_dim ]) is where shape errors say
+   * its dims come from: point at the user's number (~hid_dim:4) when one was passed
+   * in, else at the user's application, not into the library. */
+  if (loc_in_library(st, loc)) {
+    Loc at = site_loc(st, loc);
+    for (int i = 0; i < n; i++) {
+      const Value *x = VEC_AT(v->items, Value, i);
+      if (x->loc.file && !loc_in_library(st, x->loc)) {
+        at = x->loc;
+        break;
+      }
+    }
+    loc = at;
+  }
   row_set(st, out, n, dims, labels, loc);
   return true;
 }
@@ -450,11 +486,34 @@ static bool record_init(St *st, const Frame *fr, Tensor *t, const Expr *ie) {
   return false;
 }
 
+/* A field's row (KIND_*), 3 for prec, -1 for an unknown name. */
+static int field_kind(const char *n) {
+  return !strcmp(n, "o") || !strcmp(n, "output_dims") ? KIND_OUTPUT
+       : !strcmp(n, "i") || !strcmp(n, "input_dims")  ? KIND_INPUT
+       : !strcmp(n, "b") || !strcmp(n, "batch_dims")  ? KIND_BATCH
+       : !strcmp(n, "prec")                            ? 3 : -1;
+}
+
+/* A field given twice (o and output_dims are one field): the later one would silently
+ * replace the earlier, so which shape the user meant is unknown. */
+static bool field_repeated(St *st, const PtrVec *fields, int i) {
+  const Field *f = VEC_AT(*fields, Field, i);
+  int kind = field_kind(f->name);
+  if (kind < 0) return false;
+  for (int j = 0; j < i; j++) {
+    const Field *g = VEC_AT(*fields, Field, j);
+    if (field_kind(g->name) != kind) continue;
+    diag_error(&st->c->diag, f->loc, "field '%s' is given twice in this inline declaration", f->name);
+    diag_note(&st->c->diag, g->loc, "'%s' first given here", g->name);
+    return true;
+  }
+  return false;
+}
+
 static bool record_field(St *st, const Frame *fr, Tensor *t, const Field *f) {
   const char *n = f->name;
-  int kind = !strcmp(n, "o") || !strcmp(n, "output_dims") ? KIND_OUTPUT
-           : !strcmp(n, "i") || !strcmp(n, "input_dims")  ? KIND_INPUT
-           : !strcmp(n, "b") || !strcmp(n, "batch_dims")  ? KIND_BATCH : -1;
+  int kind = field_kind(n);
+  if (kind == 3) kind = -1;
   if (kind < 0 && strcmp(n, "prec") != 0) {
     diag_error(&st->c->diag, f->loc, "unknown field '%s' in an inline declaration (expected o, i, b or prec)", n);
     return false;
@@ -516,7 +575,7 @@ Value *eval_record(St *st, const Frame *fr, const Expr *e) {
   RowDecl from_init[3];
   memcpy(from_init, t->decl, sizeof from_init);
   for (int i = 0; ok && i < e->fields.len; i++)
-    ok = record_field(st, fr, t, VEC_AT(e->fields, Field, i));
+    ok = !field_repeated(st, &e->fields, i) && record_field(st, fr, t, VEC_AT(e->fields, Field, i));
   ok = ok && fields_agree(st, from_init, t);
   if (!ok) {
     if (fr->decls && fr->decls->toplevel) env_poison(st, e->str);

@@ -125,6 +125,11 @@ struct Tensor {
   Shape shape;      /* filled by shape inference */
   bool dim_embed;   /* INIT_CONST whose value shape inference sets (DimEmbed): staging
                        must not read init.value (no folding into code or init programs) */
+  const char *op_name; /* diagnostics: the operation that computes an unnamed tensor ("add") */
+  const char *in_fn;   /* diagnostics: the library function the user applied that made it
+                          (loc is that application: "the result of '-' in 'mse'") */
+  const char *nodiff; /* diagnostics: why a computed tensor with a differentiable argument
+                         has no gradient ("computed in %cd code", ...); NULL otherwise */
 };
 
 typedef enum LogicKind {
@@ -154,6 +159,11 @@ struct UpdateStep {
   Loc loc;           /* the operation's source location: shape errors point here */
   Loc spec_loc;      /* location of the spec string's opening quote, if any */
   Projections *proj; /* filled by projection inference */
+  Loc via;           /* diagnostics: the application of the user's function whose body
+                        made this step (loc is in the body, shared by every application) */
+  const char *via_fn; /* that function's name */
+  int stack_elem;    /* diagnostics: 1 + the element of a stack `[ a; b ]` this EINSUM step
+                        places (its spec is internal, not the user's); 0 otherwise */
 };
 
 /* A tensor node operand: a tensor's value or gradient. */
@@ -325,6 +335,9 @@ char *graph_roles(Arena *a, const Graph *g);
 void graph_print(FILE *out, const Graph *g);
 /* Prints a dimension: N, or a dynamic one by name, `?` when anonymous (`?ID` with ids). */
 void graph_print_dim(FILE *out, const Graph *g, int d, bool ids);
+/* For messages: the operator a prelude operation is written with ("add" -> "+",
+ * "matmul" -> "*"), else op itself. */
+const char *graph_op_token(const char *op);
 
 /* The tensors reachable from t through step arguments and what its forward code reads
  * (src/graph_code.c): a mark per tensor id. mode 0 = everything; 1 = stop at tensors

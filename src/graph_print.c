@@ -227,3 +227,15 @@ void graph_print(FILE *out, const Graph *g) {
     fputc('\n', out);
   }
 }
+
+const char *graph_op_token(const char *op) {
+  static const char *const ops[][2] = {
+      {"add", "+"},       {"sub", "-"},        {"pointmul", "*."},  {"pointdiv", "/."}, {"pointpow_", "**."}, {"pointpow", "**."},
+      {"matmul", "*"},    {"einsum", "+*"},    {"einsum1", "++"},   {"outer_sum", "+++"}, {"tropical", "@^+"},
+      {"einmax1", "@^^"}, {"slice", "@|"},     {"neg", "~-"},       {"lt", "<"},        {"eq", "="},
+      {"ne", "<>"},
+  };
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    if (!strcmp(op, ops[i][0])) return ops[i][1];
+  return op;
+}

@@ -17,9 +17,19 @@ typedef struct Logic {
   RowTriple *rows; /* per tensor id */
 } Logic;
 
+/* An unnamed tensor by what the user wrote: the prelude's operations by their
+ * operator, constants by kind (a number in `x * 2` is where a rank error comes from). */
 static const char *tname(Solver *s, const Tensor *t) {
   if (t->name) return t->name;
-  return arena_printf(s->a, "the tensor created at %d:%d", t->loc.line, t->loc.col);
+  int line = t->loc.line, col = t->loc.col;
+  if (t->kind == TK_OP && t->op_name)
+    return arena_printf(s->a, "the result of '%s'%s%s%s at %d:%d", graph_op_token(t->op_name), t->in_fn ? " in '" : "",
+                        t->in_fn ? t->in_fn : "", t->in_fn ? "'" : "", line, col);
+  if (t->kind == TK_CONST && t->init.kind == INIT_CONST && !t->dim_embed)
+    return arena_printf(s->a, "the number %g at %d:%d", t->init.value, line, col);
+  if (t->kind == TK_CONST && t->init.kind == INIT_VALUES) return arena_printf(s->a, "the literal at %d:%d", line, col);
+  if (t->kind == TK_CONST && t->init.kind == INIT_RANGE) return arena_printf(s->a, "the range at %d:%d", line, col);
+  return arena_printf(s->a, "the tensor created at %d:%d", line, col);
 }
 
 static const char *row_what(Solver *s, const Tensor *t, int kind) {
@@ -276,10 +286,12 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
       SpecSlot *slot = sp->nargs ? sp->args[j] : sp->result;
       Row *r = spec_row(L, &e, info, spec_slot_row(slot, k), k, false);
       Tensor *arg = st->rhs[j];
-      Constraint *c =
-          con_row_ineq(s, r, trow(L, arg, k), st,
-                       arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text),
-                       row_what(s, arg, k));
+      /* a stack's spec is internal: name the element instead */
+      const char *w =
+          st->stack_elem && j == 1
+              ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
+              : arena_printf(s->a, "the %s row of argument %d of \"%s\"", kind_name[k], j + 1, sp->text);
+      Constraint *c = con_row_ineq(s, r, trow(L, arg, k), st, w, row_what(s, arg, k));
       c->slot2 = j + 1;
     }
   int nargaxes = e.names.len;
@@ -289,8 +301,10 @@ static void einsum(Logic *L, UpdateStep *st, StepInfo *info) {
     SpecRow *sr = spec_slot_row(sp->result, k);
     Row *r = spec_row(L, &e, info, sr, k, generative);
     if (sp->nargs && st->lhs->step == st) mark_result_only(L, st, &e, nargaxes, sr);
-    Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k),
-                                 arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text));
+    const char *rw = st->stack_elem
+                         ? arena_printf(s->a, "the %s row of element %d of the stack", kind_name[k], st->stack_elem)
+                         : arena_printf(s->a, "the %s row of the result of \"%s\"", kind_name[k], sp->text);
+    Constraint *c = con_row_ineq(s, trow(L, st->lhs, k), r, st, row_what(s, st->lhs, k), rw);
     c->slot1 = 0;
   }
   if (sp->nargs > 1) mark_lonely(L, st, &e, nargs, nargaxes);

@@ -287,18 +287,34 @@ void solver_fail(Solver *s, const Constraint *c, const char *fmt, ...) {
   Loc loc = {0};
   if (c && c->step) loc = c->step->loc;
   diag_error(s->diag, loc, "%s", buf);
+  if (c && c->step && c->step->via.file)
+    diag_note(s->diag, c->step->via, "in this application of '%s'", c->step->via_fn);
+  if (c && c->step && c->step->stack_elem)
+    diag_note(s->diag, c->step->loc, "a stack [ ...; ... ] puts its elements along a new axis: they must have one shape "
+              "(broadcasting aside); element %d does not fit", c->step->stack_elem);
 }
 
 static const char *what(const char *w) { return w ? w : "an axis"; }
 
+/* "einsum axis j" when d is an axis variable of a spec (spec_dim, src/infer_logic.c): the
+ * name the user wrote, which "axis 0 of argument 2" only implies. */
+static const char *spec_axis(const DimNode *d) {
+  const char *w = d->origin.what;
+  return w && !strncmp(w, "einsum axis ", 12) && !strchr(w + 12, ' ') ? w : NULL;
+}
+
 static Step fail_dims(Solver *s, Constraint *c, DimNode *a, DimNode *b) {
   DimNode *ra = dim_find(a), *rb = dim_find(b);
+  const char *ax = spec_axis(a) ? spec_axis(a) : spec_axis(b);
+  if ((c->what1 && strstr(c->what1, "captured label")) || (c->what2 && strstr(c->what2, "captured label")))
+    ax = NULL; /* the description names it already */
+  const char *of = ax ? arena_printf(s->a, " for %s", ax) : "";
   if (ra->d == rb->d)
-    solver_fail(s, c, "label mismatch: %s vs %s for dimension %s (%s vs %s)", ra->label, rb->label,
-                dim_str(s, ra->d), what(c->what1), what(c->what2));
+    solver_fail(s, c, "label mismatch: %s vs %s for dimension %s%s (%s vs %s)", ra->label, rb->label,
+                dim_str(s, ra->d), ax ? arena_printf(s->a, " of %s", ax) : "", what(c->what1), what(c->what2));
   else
-    solver_fail(s, c, "dimension mismatch: %s vs %s (%s vs %s)", dim_str(s, ra->d), dim_str(s, rb->d), what(c->what1),
-                what(c->what2));
+    solver_fail(s, c, "dimension mismatch: %s vs %s%s (%s vs %s)", dim_str(s, ra->d), dim_str(s, rb->d), of,
+                what(c->what1), what(c->what2));
   note_origin(s, a);
   note_origin(s, b);
   DimNode *one = ra->d == rb->d ? NULL : ra->d == 1 && ra->label ? ra : rb->d == 1 && rb->label ? rb : NULL;
@@ -438,7 +454,14 @@ static Step simp_at_least(Solver *s, Constraint *c) {
     return FAIL;
   }
   if (d->d >= 0 && d->d < c->k) { /* an axis of size 0 has no index at all */
-    solver_fail(s, c, "fixed index %lld is out of range for dimension %d (%s)", c->k - 1, d->d, what(c->what1));
+    /* what1 is "fixed index K in SPEC": say it once, with the indices the axis has */
+    const char *w = c->what1 ? c->what1 : "";
+    const char *has = d->d == 0   ? "the axis is empty: it has no index"
+                    : d->d == 1   ? "the axis has size 1: index 0 only"
+                                  : arena_printf(s->a, "the axis has size %d: indices 0 to %d", d->d, d->d - 1);
+    if (!strncmp(w, "fixed index ", 12)) solver_fail(s, c, "%s is out of range: %s", w, has);
+    else
+      solver_fail(s, c, "fixed index %lld is out of range%s%s%s: %s", c->k - 1, *w ? " (" : "", w, *w ? ")" : "", has);
     note_origin(s, c->d1);
     return FAIL;
   }
@@ -521,6 +544,7 @@ static Step simp_conv(Solver *s, Constraint *c) {
     ker = 0;
   } else
     return PENDING;
+  bool first = !s->failed;
   if (ker)
     solver_fail(s, c,
                 "valid convolution (%s): input size %lld does not satisfy input = %lld*(output-1) + %lld*(%lld-1) + 1 "
@@ -530,6 +554,17 @@ static Step simp_conv(Solver *s, Constraint *c) {
     solver_fail(s, c, "valid convolution (%s): input size %lld and output size %lld fit no kernel size",
                 what(c->what1), in, out);
   note_origin(s, c->d1);
+  if (ker) {
+    note_origin(s, c->d3);
+    /* the sizes that fit around the given input, as torch's "(in - k) / s + 1 must be
+     * whole" users expect: a valid window leaves no partial step */
+    long long base = dl * (ker - 1) + 1, lo = in >= base ? (in - base) / st : -1;
+    if (first && c->step && lo >= 0)
+      diag_note(s->diag, c->step->loc,
+                "input sizes that fit this stride and kernel: %lld (output %lld) or %lld (output %lld); a padded "
+                "convolution (=+ instead of <+) takes any input",
+                st * lo + base + c->k, lo + 1, st * (lo + 1) + base + c->k, lo + 2);
+  }
   return FAIL;
 }
 
@@ -548,8 +583,14 @@ static bool solve_rowvar(Solver *s, Constraint *c, RowVar *v, Row *val) {
     return false;
   }
   if (row_len(n) > MAX_RANK) {
-    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
-                what(c->what1), what(c->what2));
+    /* A closed row of too many axes is a shape written too big (a spec of 70 axes), not
+     * a row that grows without end: say which. */
+    if (!n->var)
+      solver_fail(s, c, "a row would have %d axes, more than the %d a shape may have (%s vs %s)", row_len(n), MAX_RANK,
+                  what(c->what1), what(c->what2));
+    else
+      solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes (%s vs %s)", MAX_RANK,
+                  what(c->what1), what(c->what2));
     return false;
   }
   rowvar_set(s, v, val);
@@ -573,9 +614,33 @@ static void pair_dims(Solver *s, Constraint *c, bool eq, DimNode **a, DimNode **
   }
 }
 
+/* "no axes", "1 axis", "3 axes": the first count of a rank error. */
+static const char *axis_count(Solver *s, int n) {
+  return n == 0 ? "no axes" : arena_printf(s->a, "%d %s", n, n == 1 ? "axis" : "axes");
+}
+
+/* A PyTorch user's `x * 2` or `h * h`: `*` composes, so an operand without the axes
+ * composition pairs fails by rank; say what `*` is. Only after the error was printed. */
+static void note_compose(Solver *s, const Constraint *c, bool first, int n1, int n2) {
+  if (!first || !c->step || c->step->kind != LOGIC_COMPOSE || (n1 && n2)) return;
+  diag_note(s->diag, c->step->loc, "'*' multiplies matrices: the input axes of its left operand meet the output axes "
+            "of its right one; a pointwise product (or scaling by a number) is '*.'");
+}
+
 static Step fail_rank(Solver *s, Constraint *c, Row *a, Row *b, const char *rel) {
-  solver_fail(s, c, "shape mismatch: %s has %d axes, %s %s%d", what(c->what1), row_len(a), what(c->what2), rel,
-              row_len(b));
+  const char *has = axis_count(s, row_len(a));
+  /* `x @| i` on a tensor without batch axes is a PyTorch user's x[i]: say what @| takes. */
+  bool slice = c->step && c->step->kind == LOGIC_BATCH_SLICE, first = !s->failed;
+  if (slice && row_len(c->slot1 == 1 ? a : b) == 0)
+    solver_fail(s, c, "'@|' has no batch axis to slice: %s has no axes", what(c->slot1 == 1 ? c->what1 : c->what2));
+  else
+    solver_fail(s, c, "shape mismatch: %s has %s, %s %s%d", what(c->what1), has, what(c->what2), rel, row_len(b));
+  if (slice && first)
+    diag_note(s->diag, c->step->loc,
+              "'@|' removes the leftmost batch axis of %s: give it one (b = [ N ] where it is declared), or "
+              "index another axis with a fixed index in an einsum spec",
+              c->step->rhs[0]->name ? c->step->rhs[0]->name : "its argument");
+  note_compose(s, c, first, row_len(a), row_len(b));
   return FAIL;
 }
 
@@ -693,8 +758,11 @@ static void pair_right(RowIneq *q, DimNode **cur, DimNode **subr, int n) {
 /* The axis counts in a rank error are the whole sides': what was paired plus the
  * current level's. */
 static Step fail_count(RowIneq *q, int ncur, int nsub, bool at_least) {
-  solver_fail(q->s, q->c, "shape mismatch: %s has %d axes, %s has %s%d", what(q->c->what1),
-              q->left + ncur + q->right, what(q->c->what2), at_least ? "at least " : "", q->left + nsub + q->right);
+  bool first = !q->s->failed;
+  solver_fail(q->s, q->c, "shape mismatch: %s has %s, %s has %s%d", what(q->c->what1),
+              axis_count(q->s, q->left + ncur + q->right), what(q->c->what2), at_least ? "at least " : "",
+              q->left + nsub + q->right);
+  note_compose(q->s, q->c, first, q->left + ncur + q->right, q->left + nsub + q->right);
   return FAIL;
 }
 
@@ -829,7 +897,13 @@ static Step simp_row_ineq(Solver *s, Constraint *c) {
   int ncur, nsub;
   RowVar *curvar = row_peek(c->r1, &ncur), *subvar = row_peek(c->r2, &nsub);
   if (ncur > MAX_RANK || nsub > MAX_RANK) {
-    solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
+    /* a closed side written with too many axes (a spec of 70 axes) is not divergence */
+    bool big_cur = ncur > MAX_RANK && !curvar;
+    if (big_cur || (nsub > MAX_RANK && !subvar))
+      solver_fail(s, c, "%s has %d axes, more than the %d a shape may have", what(big_cur ? c->what1 : c->what2),
+                  big_cur ? ncur : nsub, MAX_RANK);
+    else
+      solver_fail(s, c, "shape constraints do not converge: a row grows beyond %d axes", MAX_RANK);
     return FAIL;
   }
   RowIneq q = {.s = s, .c = c};

@@ -280,7 +280,14 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
       const char *eq = strchr(v, '=');
       long long val;
-      if (!eq || eq == v || !parse_int(eq + 1, &val)) return bad_usage("bad --set '%s' (expected NAME=INT)", v);
+      if (!eq || eq == v || !parse_int(eq + 1, &val)) {
+        /* digits that do not fit read as a malformed option: say it is the size */
+        const char *num = eq ? eq + 1 + (eq[1] == '-') : "";
+        bool digits = *num && strspn(num, "0123456789") == strlen(num);
+        return bad_usage(digits && eq != v ? "bad --set '%s' (the value is out of range)"
+                                           : "bad --set '%s' (expected NAME=INT)",
+                         v);
+      }
       RunSet *s = ANEW(&c->arena, RunSet);
       s->name = arena_strndup(&c->arena, v, (size_t)(eq - v));
       s->value = val;
@@ -320,7 +327,20 @@ static int parse_args(Ctx *c, int argc, char **argv) {
     else if (o->input) return bad_usage("more than one input file ('%s')", a);
     else o->input = a;
   }
-  if (!o->input) return bad_usage("%s", "no input file");
+  if (!o->input) {
+    /* `tdslc --run --print model.tdsl`: the option took the file as its argument */
+    const PtrVec *named[2] = {&o->prints, &o->calls};
+    for (int k = 0; k < 2; k++)
+      for (int i = 0; i < named[k]->len; i++) {
+        const char *v = named[k]->items[i];
+        size_t n = strlen(v);
+        if (n > 5 && !strcmp(v + n - 5, ".tdsl"))
+          return bad_usage(k ? "no input file (--call took '%s' as its argument: give it a routine name)"
+                             : "no input file (--print took '%s' as its argument: give it a tensor name)",
+                           v);
+      }
+    return bad_usage("%s", "no input file");
+  }
   int rc = check_modes(o, mode_by ? mode_by : "compiling", arch_given);
   if (rc) return rc;
   bool runs = o->action == ACT_RUN || o->action == ACT_CHECK;

@@ -215,38 +215,13 @@ static const char *names_at(tdsl_model *m, int what, int i) {
   return i < ni ? tdsl_index_name(m, i) : tdsl_dim_name(m, i - ni);
 }
 
-/* Edit distance (insertions, deletions, substitutions, transpositions of neighbours:
- * "stpe" is one from "step"), or cap + 1 when it exceeds cap. Names are short; a long
- * one (a host may pass 100 000 characters) is cut off by the length test first. */
-static int edit_distance(Arena *a, const char *x, const char *y, int cap) {
-  int n = (int)strlen(x), k = (int)strlen(y);
-  if (abs(n - k) > cap || n > 256 || k > 256) return cap + 1;
-  int *prev2 = ANEWN(a, int, k + 1), *prev = ANEWN(a, int, k + 1), *row = ANEWN(a, int, k + 1);
-  for (int j = 0; j <= k; j++) prev[j] = j;
-  for (int i = 1; i <= n; i++) {
-    int best = row[0] = i;
-    for (int j = 1; j <= k; j++) {
-      int v = prev[j - 1] + (x[i - 1] != y[j - 1]);
-      if (prev[j] + 1 < v) v = prev[j] + 1;
-      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-      if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] && prev2[j - 2] + 1 < v) v = prev2[j - 2] + 1;
-      row[j] = v;
-      if (v < best) best = v;
-    }
-    if (best > cap) return cap + 1;
-    int *t = prev2;
-    prev2 = prev, prev = row, row = t;
-  }
-  return prev[k];
-}
-
 /* After "no X of that name": a note with the nearest name the model has (a typo), else
  * the names it has (the first 8 and a count), else that it has none. Tensors without a
  * name of their own (`t#3`, intermediates) are left out. */
 static void suggest_names(Ctx *c, tdsl_model *m, const char *name, int what) {
   static const char *const kinds[] = {"tensors", "routines", "index symbols and dynamic dimensions"};
   static const char *const nones[] = {"tensors", "routines", "index symbols or dynamic dimensions"};
-  int n = names_count(m, what), len = (int)strlen(name);
+  int n = names_count(m, what);
   const char *best = NULL, *list = "";
   int best_d = INT_MAX, named = 0;
   for (int i = 0; i < n; i++) {
@@ -254,12 +229,7 @@ static void suggest_names(Ctx *c, tdsl_model *m, const char *name, int what) {
     if (!s || strchr(s, '#')) continue;
     if (named < 8) list = arena_printf(&c->arena, "%s%s%s", list, named ? ", " : "", s);
     named++;
-    /* near enough as Python's "did you mean" has it: a sixth of both lengths plus 3
-     * (so `u` suggests no `x`, but `nn` suggests `n`) */
-    int cap = (len + (int)strlen(s) + 3) / 6;
-    if (best_d - 1 < cap) cap = best_d - 1;
-    int d = cap >= 0 ? edit_distance(&c->arena, name, s, cap) : INT_MAX;
-    if (d <= cap) best = s, best_d = d;
+    if (diag_near(&c->arena, name, s, &best_d)) best = s;
   }
   if (best) diag_note(&c->diag, (Loc){0}, "did you mean '%s'?", best);
   else if (!named) diag_note(&c->diag, (Loc){0}, "the model has no %s", nones[what]);
