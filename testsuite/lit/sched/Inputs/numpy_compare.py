@@ -1,8 +1,9 @@
 """Shared by the sched lit scripts: load_args writes the host inputs as raw float32 files
 for --load; run_and_compare runs `tdslc --run --json` printing every tensor of `want`,
 compares each with its numpy value (max abs error <= rtol * (1 + max |want|)), prints
-"N results checked, M mismatches" and exits 1 on any mismatch; and libtdslrt through
-ctypes, for the scripts that open compiled models themselves."""
+"N results checked, M mismatches" and exits 1 on any mismatch; libtdslrt through
+ctypes, for the scripts that open compiled models themselves; and bitwise_threads, a
+model's results against numpy bit for bit on 1 and 2 threads."""
 import ctypes, json, os, subprocess, sys
 import numpy as np
 
@@ -71,3 +72,29 @@ def run_and_compare(cmd, want, rtol):
             bad += 1
     print("%d results checked, %d mismatches" % (len(want), bad))
     sys.exit(1 if bad else 0)
+
+
+def bitwise_threads(rt, so, ins, calls, want):
+    """Opens the compiled model so on 1 and 2 threads: writes ins (name -> float32
+    array), runs the routines calls, and compares each tensor of want with its array bit
+    for bit (signs of zeros included). Prints "N threads: R results, D differ" per run;
+    returns the number that differ."""
+    bad = 0
+    for threads in (1, 2):
+        m = open_model(rt, so)
+        ok = rt.tdsl_init(m, 1) == 0 and rt.tdsl_set_num_threads(m, threads) == 0
+        for k, v in ins.items():
+            ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
+        for c in calls:
+            ok = ok and rt.tdsl_call(m, c.encode()) == 0
+        differ = 0
+        for k, v in want.items():
+            got = np.zeros(v.size, dtype=np.float32)
+            ok = ok and rt.tdsl_read(m, k.encode(), got.ctypes.data, got.size) == 0
+            differ += not np.array_equal(got.view(np.uint32), np.ascontiguousarray(v, np.float32).ravel().view(np.uint32))
+        rt.tdsl_close(m)
+        if not ok:
+            sys.exit("%d threads failed" % threads)
+        print("%d threads: %d results, %d differ" % (threads, len(want), differ))
+        bad += differ
+    return bad

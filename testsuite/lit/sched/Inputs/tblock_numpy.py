@@ -1,14 +1,14 @@
 """Runs Inputs/tblock.tdsl (block transposes, schedule.c block_transpose) through
 libtdslrt, compiled by tdslc (a .so, for the target the host's gcc names: a fake gcc
 on PATH plays another), on 1 and 2 threads, and compares every permute with numpy's
-transpose bit for bit (a permute computes nothing).
+transpose bit for bit (a permute computes nothing; numpy_compare.bitwise_threads).
 usage: tblock_numpy.py TDSLC WORKDIR OPT [FLAGS...]
 prints "N threads: 5 results, M differ" per run."""
 import os, subprocess, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import open_model, runtime  # noqa: E402
+from numpy_compare import bitwise_threads, runtime  # noqa: E402
 
 tdslc, work, opt, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 os.makedirs(work, exist_ok=True)
@@ -21,22 +21,5 @@ want = {"w": ins["x"].transpose(3, 2, 1, 0), "v": ins["z"].transpose(2, 1, 0), "
 rt = runtime(tdslc)
 so = os.path.join(work, "tblock.so")
 subprocess.run([tdslc, opt] + flags + [src, "-o", so], check=True)
-bad = 0
-for threads in (1, 2):
-    m = open_model(rt, so)
-    ok = rt.tdsl_init(m, 1) == 0 and rt.tdsl_set_num_threads(m, threads) == 0
-    for k, v in ins.items():
-        ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
-    for k in want:
-        ok = ok and rt.tdsl_call(m, k.encode() + b".forward") == 0
-    differ = 0
-    for k, v in want.items():
-        got = np.zeros(v.size, dtype=np.float32)
-        ok = ok and rt.tdsl_read(m, k.encode(), got.ctypes.data, got.size) == 0
-        differ += not np.array_equal(got, v.ravel())
-    rt.tdsl_close(m)
-    if not ok:
-        sys.exit("%d threads failed" % threads)
-    print("%d threads: %d results, %d differ" % (threads, len(want), differ))
-    bad += differ
+bad = bitwise_threads(rt, so, ins, [k + ".forward" for k in want], want)
 sys.exit(1 if bad else 0)
