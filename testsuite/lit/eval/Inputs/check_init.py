@@ -3,29 +3,19 @@ numpy: exact values for the deterministic initializers, ranges and moments (with
 several standard errors) for the random ones, the kaiming / xavier bounds computed
 here from the declared shapes (fan_in = product of input dims, fan_out = of output
 dims). Prints OK/FAIL per check."""
-import json
-import subprocess
+import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from init_run import check, run as run_init  # noqa: E402
 
 tdslc, path = sys.argv[1], sys.argv[2]
 
 
 def run(seed):
-    names = ["u", "n", "n2", "k", "x", "w", "d", "e", "s", "t"]
-    cmd = [tdslc, "--run", path, "--json", "--seed", str(seed)]
-    for nm in names:
-        cmd += ["--print", nm]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        print("FAIL tdslc", out.stderr)
-        sys.exit(1)
-    return {r["name"]: np.array(r["values"]) for r in map(json.loads, out.stdout.splitlines())}
-
-
-def check(name, ok, detail=""):
-    print(("OK " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
+    return run_init(tdslc, path, ["u", "n", "n2", "k", "x", "w", "d", "e", "s", "t"], seed)
 
 
 v = run(1)

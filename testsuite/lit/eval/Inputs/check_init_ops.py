@@ -1,26 +1,16 @@
 """check_init_ops.py TDSLC FILE: runs init_ops.tdsl and checks its parameters against
 numpy (exact for the deterministic ones; values and frequency for the random mask).
 Prints OK/FAIL per check."""
-import json
-import subprocess
+import os
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from init_run import check, run  # noqa: E402
+
 tdslc, path = sys.argv[1], sys.argv[2]
-names = ["un", "cmp", "ter", "nan", "mask", "ones", "cd"]
-cmd = [tdslc, "--run", path, "--json", "--seed", "3"]
-for nm in names:
-    cmd += ["--print", nm]
-out = subprocess.run(cmd, capture_output=True, text=True)
-if out.returncode:
-    print("FAIL tdslc", out.stderr)
-    sys.exit(1)
-v = {r["name"]: np.array(r["values"], dtype=float) for r in map(json.loads, out.stdout.splitlines())}
-
-
-def check(name, ok, detail=""):
-    print(("OK " if ok else "FAIL ") + name + ("" if ok else ": %s" % (detail,)))
+v = run(tdslc, path, ["un", "cmp", "ter", "nan", "mask", "ones", "cd"], 3)
 
 
 r = np.arange(6.0)
