@@ -2,7 +2,7 @@
  * of the same graph agree; a build whose matmul store is scaled by 1 + 2^-23 (one float
  * ULP, a stand-in for a reassociating optimization) agrees within the ULP tolerance and
  * not bitwise; one scaled by 2 (a miscompile) is caught at any tolerance, and the report
- * names the tensor, the cell and the assignment. */
+ * names the tensor, the cell, the assignment and the double-precision value. */
 #include <unistd.h>
 
 #include "check.h"
@@ -140,6 +140,8 @@ int main(void) {
     /* c[0,0] = 0*0 + 1*6 + 2*12 + 3*18 + 4*24 = 180 */
     CHECK(strstr(msg, "routine c.forward: tensor c differs at cell 0 [0,0]: reference 180, test 360"));
     CHECK(strstr(msg, "first written by `") && strstr(msg, "in c.fwd"));
+    /* the double-precision run finds the reference exact (0 away), the candidate 180 away */
+    CHECK(strstr(msg, "in double precision the cell is 180; the reference is within 0 of that everywhere in the tensor, the test build 180 away here"));
     if (failures) fprintf(stderr, "last report:\n%s", msg);
   }
   gb_free(&ref);
