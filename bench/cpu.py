@@ -9,7 +9,7 @@ pinned to CPU 0) or wall time (thread-count rows: 2 threads against 1, which als
 print the ratio of process CPU time, 1 thread / 2 threads: 1.0 when the second thread
 adds no work, what a loaded machine's wall clock cannot show).
 usage: bench/cpu.py [TDSLC] [ROUNDS] [GROUPS]   (make bench: build/tdslc, 7 rounds, all rows;
-GROUPS: a comma-separated subset of sgemm,bmm,sum,permute,conv,threads, e.g. "sum,permute"
+GROUPS: a comma-separated subset of sgemm,bmm,sum,permute,conv,pointwise,threads, e.g. "sum,permute"
 for the memory-bound rows alone)"""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 
@@ -27,7 +27,7 @@ except Exception:  # torch rows are skipped without it
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TDSLC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tdslc")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-GROUPS = ("sgemm", "bmm", "sum", "permute", "conv", "threads")
+GROUPS = ("sgemm", "bmm", "sum", "permute", "conv", "pointwise", "threads")
 WANTED = sys.argv[3].split(",") if len(sys.argv) > 3 else GROUPS
 if set(WANTED) - set(GROUPS):
     sys.exit("bench: unknown row group(s) %s (known: %s)" % (",".join(sorted(set(WANTED) - set(GROUPS))), ",".join(GROUPS)))
@@ -184,6 +184,23 @@ def conv_rows():
         flops = 2 * 8 * 56 * 56 * 32 * 32 * 9
         row("conv 3x3 8x32->32x56x56 fwd", "torch conv2d", compare(caller(m, "out.forward"), fw), flops)
         row("conv 3x3 fwd+bwd (step)", "torch", compare(caller(m, "step"), bw), 3 * flops)
+        rt.tdsl_close(m)
+
+
+def pointwise_rows():
+    n = 1 << 22
+    xs, ys = np.random.rand(n).astype(np.float32) * 20 - 10, np.empty(n, np.float32)
+    for fn in ("exp", "tanh"):
+        m = model(fn, param("x", [("o", [n])]) + "let%%op y = %s x\n" % fn)
+        f = getattr(np, fn)
+        row("%s of 4M floats" % fn, "numpy", compare(caller(m, "y.forward"), lambda: f(xs, out=ys)), 8 * n, "GB/s")
+        rt.tdsl_close(m)
+    if torch is not None:
+        m = model("softmax", param("x", [("b", [256]), ("o", [4096])]) + "let%op s = softmax x\nlet%op ls = log_softmax x\n"
+                  "let%cd sm = s.forward\nlet%cd lsm = ls.forward\n")
+        xt = torch.rand(256, 4096)
+        row("softmax 256x4096", "torch", compare(caller(m, "sm"), lambda: torch.softmax(xt, 1)), 8 * 256 * 4096, "GB/s")
+        row("log_softmax 256x4096", "torch", compare(caller(m, "lsm"), lambda: torch.log_softmax(xt, 1)), 8 * 256 * 4096, "GB/s")
         rt.tdsl_close(m)
 
 

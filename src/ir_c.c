@@ -3,6 +3,60 @@
  * An S_LOOP with partial sums (accs > 1) renders as the plain loop it stands for. */
 #include "ir_c.h"
 
+/* As jit_stmt.c's exp_f32 and tanh_f32 build them, operation for operation (the Horner
+ * constants are the same doubles: 1 / k! rounded once). */
+const char ir_c_own_math[] =
+    "/* e^y = *s * (e^r, or e^r - 1 with m1): backends/gccjit/jit_stmt.c fb_exp_parts */\n"
+    "static inline double tdsl_exp_parts(double y, int m1, double *s) {\n"
+    "  double kd = y * 0x1.71547652b82fep0 + 0x1.8p52;\n"
+    "  unsigned long long ki;\n"
+    "  memcpy(&ki, &kd, 8);\n"
+    "  double n = kd - 0x1.8p52;\n"
+    "  double r = y - n * 0x1.62e42fefa39efp-1 - n * 0x1.abc9e3b39803fp-56, p = 1.0 / 479001600.0;\n"
+    "  p = p * r + 1.0 / 39916800.0;\n"
+    "  p = p * r + 1.0 / 3628800.0;\n"
+    "  p = p * r + 1.0 / 362880.0;\n"
+    "  p = p * r + 1.0 / 40320.0;\n"
+    "  p = p * r + 1.0 / 5040.0;\n"
+    "  p = p * r + 1.0 / 720.0;\n"
+    "  p = p * r + 1.0 / 120.0;\n"
+    "  p = p * r + 1.0 / 24.0;\n"
+    "  p = p * r + 1.0 / 6.0;\n"
+    "  p = p * r + 1.0 / 2.0;\n"
+    "  p = p * r + 1.0 / 1.0;\n"
+    "  p = m1 ? p * r : p * r + 1.0;\n"
+    "  ki = (ki << 52) + 0x3ff0000000000000ull;\n"
+    "  memcpy(s, &ki, 8);\n"
+    "  return p;\n"
+    "}\n"
+    "/* the bits of x, its magnitude clamped to limit's when larger (inf too, NaN not) */\n"
+    "static inline unsigned int tdsl_clamped_bits(float x, unsigned int limit) {\n"
+    "  unsigned int bits;\n"
+    "  memcpy(&bits, &x, 4);\n"
+    "  if ((bits & 0x7fffffffu) - (limit + 1) < 0x7f800000u - limit) bits = (bits & 0x80000000u) | limit;\n"
+    "  return bits;\n"
+    "}\n"
+    "static __attribute__((unused)) inline float tdsl_exp_f32(float x) {\n"
+    "  unsigned int bits = tdsl_clamped_bits(x, 0x42d00000u);\n"
+    "  float xc;\n"
+    "  memcpy(&xc, &bits, 4);\n"
+    "  double s, p = tdsl_exp_parts((double)xc, 0, &s);\n"
+    "  return (float)(p * s);\n"
+    "}\n"
+    "static __attribute__((unused)) inline float tdsl_tanh_f32(float x) {\n"
+    "  unsigned int sign, bits = tdsl_clamped_bits(x, 0x41200000u);\n"
+    "  memcpy(&sign, &x, 4);\n"
+    "  sign &= 0x80000000u;\n"
+    "  float xc;\n"
+    "  memcpy(&xc, &bits, 4);\n"
+    "  double a = fabs((double)xc), s, q = tdsl_exp_parts(a + a, 1, &s), m = s * q + (s - 1.0);\n"
+    "  float t = (float)(m / (m + 2.0));\n"
+    "  memcpy(&bits, &t, 4);\n"
+    "  bits |= sign;\n"
+    "  memcpy(&t, &bits, 4);\n"
+    "  return t;\n"
+    "}\n";
+
 const char cr_helpers[] =
     "#define H1(n, T, body) TDSL_DEV T tdsl_op_##n(T a) { body }\n"
     "#define H2(n, T, body) TDSL_DEV T tdsl_op_##n(T a, T b) { body }\n"
@@ -172,7 +226,8 @@ void cr_expr(CRender *r, const IrExpr *x, bool f32) {
   }
   if (special_op(r, x, f32)) return;
   const char *fn = math_fn(x->op);
-  if (fn) fprintf(o, "%s%s(", fn, f32 ? "f" : "");
+  if ((x->op == OP_EXP || x->op == OP_TANH) && f32 && r->own_math) fprintf(o, "tdsl_%s_f32(", fn);
+  else if (fn) fprintf(o, "%s%s(", fn, f32 ? "f" : "");
   else fprintf(o, "tdsl_op_%s_%s(", op_info[x->op].name, f32 ? "f32" : "f64");
   for (int i = 0; i < op_info[x->op].arity; i++) {
     if (i) fputs(", ", o);

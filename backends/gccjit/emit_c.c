@@ -229,13 +229,14 @@ void emit_c(FILE *o, const IrModule *m, bool check, bool strict_fp, const char *
         o);
   fputs(c_stream, o);
   fputs(cr_helpers, o);
+  fputs(ir_c_own_math, o);
   fputc('\n', o);
   c_instance(o, m);
   c_meta(o, m, name);
   fputs(c_parallel_run, o);
   Arena a = {0};
   CEmit e = {.check = check, .name = name, .a = &a};
-  CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .fn = arena_printf(&a, "%s_fn_", name),
+  CRender r = {.o = o, .m = m, .buf = "tdsl_buf_", .sym = "tdsl_sym_", .fn = arena_printf(&a, "%s_fn_", name), .own_math = true,
                .call_args = "self", .stmt = c_hook, .user = &e};
   for (int i = 0; i < m->funcs.len; i++) {
     const IrFunc *f = VEC_AT(m->funcs, IrFunc, i);

@@ -127,6 +127,129 @@ static gcc_jit_function *helper(J *j, PrimOp op, int el) {
   return j->helpers[el][op] = h.fn;
 }
 
+/* ---- exp and tanh of a float, vectorizable ----
+ * libm's expf and tanhf are calls gcc cannot vectorize (libgccjit declares no SIMD
+ * variants), and a softmax spent most of its time in them. These compute in double and
+ * round once: y = n ln2 + r with n = round(y / ln2) (the 1.5 * 2^52 shift trick, whose
+ * low bits are n), |r| <= ln2 / 2, e^r (or e^r - 1, for tanh near 0) by its Taylor series
+ * to degree 12 (error < 2^-52 of the result, so the float is correctly rounded but for
+ * results within about 2^-29 of a float midpoint; glibc's expf differs from the correctly
+ * rounded value at about 1 input in 13 000), 2^n written into a double's exponent. No
+ * branch on a float comparison (gcc will not if-convert one under -ftrapping-math, and
+ * the loop would stay scalar): the out-of-range magnitudes are clamped by a select on the
+ * bits, and a NaN passes through the arithmetic and comes out NaN. ir_c_exp_f32 /
+ * ir_c_tanh_f32 (src/ir_c.c) are the same operations in C for --emit-c. Double precision
+ * keeps libm. */
+
+typedef struct FB {
+  J *j;
+  gcc_jit_function *fn;
+  gcc_jit_block *b;
+  gcc_jit_type *f, *d, *u32, *u64;
+} FB;
+
+static gcc_jit_rvalue *fb_u32(FB *g, unsigned long v) { return gcc_jit_context_new_rvalue_from_long(g->j->c, g->u32, (long)v); }
+static gcc_jit_rvalue *fb_u64(FB *g, unsigned long v) { return gcc_jit_context_new_rvalue_from_long(g->j->c, g->u64, (long)v); }
+
+/* A local of type t holding v (assigned in the current block). */
+static gcc_jit_rvalue *fb_let(FB *g, gcc_jit_type *t, const char *name, gcc_jit_rvalue *v) {
+  gcc_jit_lvalue *l = gcc_jit_function_new_local(g->fn, NULL, t, name);
+  gcc_jit_block_add_assignment(g->b, NULL, l, v);
+  return gcc_jit_lvalue_as_rvalue(l);
+}
+
+/* The bits of the float parameter x with its magnitude clamped to `limit` (bits of a
+ * positive float) when it is larger, infinity included, NaN not; the sign kept (a
+ * clamped value that is a constant, as |x| would be, lets gcc fold the whole function
+ * on that branch, and the loop no longer if-converts). Continues in a fresh block. */
+static gcc_jit_rvalue *fb_clamped_bits(FB *g, gcc_jit_rvalue *x, unsigned long limit) {
+  J *j = g->j;
+  gcc_jit_lvalue *lb = gcc_jit_function_new_local(g->fn, NULL, g->u32, "bits");
+  gcc_jit_block_add_assignment(g->b, NULL, lb, gcc_jit_context_new_bitcast(j->c, NULL, x, g->u32));
+  gcc_jit_rvalue *bits = gcc_jit_lvalue_as_rvalue(lb);
+  gcc_jit_rvalue *mag = bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, g->u32, bits, fb_u32(g, 0x7fffffff));
+  /* limit < |x| <= inf as one unsigned comparison */
+  gcc_jit_rvalue *big = cmp(j, GCC_JIT_COMPARISON_LT, bin(j, GCC_JIT_BINARY_OP_MINUS, g->u32, mag, fb_u32(g, limit + 1)),
+                            fb_u32(g, 0x7f800000 - limit));
+  gcc_jit_block *yes = js_new_block(j, g->fn), *go = js_new_block(j, g->fn);
+  gcc_jit_block_end_with_conditional(g->b, NULL, big, yes, go);
+  gcc_jit_block_add_assignment(yes, NULL, lb,
+                               bin(j, GCC_JIT_BINARY_OP_BITWISE_OR, g->u32,
+                                   bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, g->u32, bits, fb_u32(g, 0x80000000u)), fb_u32(g, limit)));
+  gcc_jit_block_end_with_jump(yes, NULL, go);
+  g->b = go;
+  return bits;
+}
+
+/* e^y = scale * (poly) for a double y with |y| <= 104 * 2: *scale = 2^n and the result
+ * e^r, or with minus_one e^r - 1 (then e^y - 1 = scale * poly + (scale - 1)). */
+static gcc_jit_rvalue *fb_exp_parts(FB *g, gcc_jit_rvalue *y, bool minus_one, gcc_jit_rvalue **scale) {
+  J *j = g->j;
+  gcc_jit_type *d = g->d;
+  gcc_jit_rvalue *kd = fb_let(g, d, "kd", bin(j, GCC_JIT_BINARY_OP_PLUS, d, bin(j, GCC_JIT_BINARY_OP_MULT, d, y, dbl(j, d, 0x1.71547652b82fep0)), dbl(j, d, 0x1.8p52)));
+  gcc_jit_rvalue *ki = fb_let(g, g->u64, "ki", gcc_jit_context_new_bitcast(j->c, NULL, kd, g->u64));
+  gcc_jit_rvalue *n = fb_let(g, d, "n", bin(j, GCC_JIT_BINARY_OP_MINUS, d, kd, dbl(j, d, 0x1.8p52)));
+  gcc_jit_rvalue *hi = bin(j, GCC_JIT_BINARY_OP_MULT, d, n, dbl(j, d, 0x1.62e42fefa39efp-1));
+  gcc_jit_rvalue *lo = bin(j, GCC_JIT_BINARY_OP_MULT, d, n, dbl(j, d, 0x1.abc9e3b39803fp-56));
+  gcc_jit_rvalue *r = fb_let(g, d, "r", bin(j, GCC_JIT_BINARY_OP_MINUS, d, bin(j, GCC_JIT_BINARY_OP_MINUS, d, y, hi), lo));
+  /* Horner from 1/12! down to 1/1! (and 1/0! unless minus_one, which multiplies by r) */
+  gcc_jit_lvalue *p = gcc_jit_function_new_local(g->fn, NULL, d, "p");
+  double fact = 479001600.0;
+  gcc_jit_block_add_assignment(g->b, NULL, p, dbl(j, d, 1.0 / fact));
+  for (int k = 11; k >= 0; k--) {
+    fact /= k + 1;
+    gcc_jit_rvalue *pr = bin(j, GCC_JIT_BINARY_OP_MULT, d, gcc_jit_lvalue_as_rvalue(p), r);
+    gcc_jit_block_add_assignment(g->b, NULL, p, k == 0 && minus_one ? pr : bin(j, GCC_JIT_BINARY_OP_PLUS, d, pr, dbl(j, d, 1.0 / fact)));
+  }
+  gcc_jit_rvalue *e = bin(j, GCC_JIT_BINARY_OP_PLUS, g->u64, bin(j, GCC_JIT_BINARY_OP_LSHIFT, g->u64, ki, fb_u64(g, 52)),
+                          fb_u64(g, 0x3ff0000000000000L));
+  *scale = fb_let(g, d, "s", gcc_jit_context_new_bitcast(j->c, NULL, e, d));
+  return gcc_jit_lvalue_as_rvalue(p);
+}
+
+static FB fb_begin(J *j, PrimOp op, const char *name, gcc_jit_param **px) {
+  FB g = {.j = j, .f = j->t_el[ELEM_F32], .d = j->t_el[ELEM_F64]};
+  g.u32 = gcc_jit_context_get_int_type(j->c, 4, 0);
+  g.u64 = gcc_jit_context_get_int_type(j->c, 8, 0);
+  *px = gcc_jit_context_new_param(j->c, NULL, g.f, "x");
+  g.fn = j->helpers[ELEM_F32][op] = gcc_jit_context_new_function(j->c, NULL, GCC_JIT_FUNCTION_ALWAYS_INLINE, g.f, name, 1, px, 0);
+  g.b = js_new_block(j, g.fn);
+  return g;
+}
+
+/* exp: |x| > 104 becomes +-104 (exp is inf or 0 in float there, as exp(+-104) is). */
+static gcc_jit_function *exp_f32(J *j) {
+  if (j->helpers[ELEM_F32][OP_EXP]) return j->helpers[ELEM_F32][OP_EXP];
+  gcc_jit_param *px;
+  FB g = fb_begin(j, OP_EXP, "tdsl_exp_f32", &px);
+  gcc_jit_rvalue *bits = fb_clamped_bits(&g, gcc_jit_param_as_rvalue(px), 0x42d00000 /* 104 */);
+  gcc_jit_rvalue *y = fb_let(&g, g.d, "y", gcc_jit_context_new_cast(j->c, NULL, gcc_jit_context_new_bitcast(j->c, NULL, bits, g.f), g.d));
+  gcc_jit_rvalue *s, *p = fb_exp_parts(&g, y, false, &s);
+  gcc_jit_block_end_with_return(g.b, NULL, gcc_jit_context_new_cast(j->c, NULL, bin(j, GCC_JIT_BINARY_OP_MULT, g.d, p, s), g.f));
+  return g.fn;
+}
+
+/* tanh |x| = m / (m + 2), m = e^(2|x|) - 1 (no cancellation near 0), the sign put back
+ * on the rounded result; |x| > 10 becomes 10 (tanh is 1 in float from 9.01 on). */
+static gcc_jit_function *tanh_f32(J *j) {
+  if (j->helpers[ELEM_F32][OP_TANH]) return j->helpers[ELEM_F32][OP_TANH];
+  gcc_jit_param *px;
+  FB g = fb_begin(j, OP_TANH, "tdsl_tanh_f32", &px);
+  gcc_jit_rvalue *x = gcc_jit_param_as_rvalue(px);
+  gcc_jit_rvalue *sign = fb_let(&g, g.u32, "sign", bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, g.u32, gcc_jit_context_new_bitcast(j->c, NULL, x, g.u32), fb_u32(&g, 0x80000000u)));
+  gcc_jit_rvalue *bits = fb_clamped_bits(&g, x, 0x41200000 /* 10 */);
+  gcc_jit_rvalue *a = call1(j, builtin(j, "fabs", false),
+                            gcc_jit_context_new_cast(j->c, NULL, gcc_jit_context_new_bitcast(j->c, NULL, bits, g.f), g.d));
+  gcc_jit_rvalue *y = fb_let(&g, g.d, "y", bin(j, GCC_JIT_BINARY_OP_PLUS, g.d, a, a));
+  gcc_jit_rvalue *s, *q = fb_exp_parts(&g, y, true, &s);
+  gcc_jit_rvalue *m = fb_let(&g, g.d, "m", bin(j, GCC_JIT_BINARY_OP_PLUS, g.d, bin(j, GCC_JIT_BINARY_OP_MULT, g.d, s, q),
+                                             bin(j, GCC_JIT_BINARY_OP_MINUS, g.d, s, dbl(j, g.d, 1.0))));
+  gcc_jit_rvalue *t = gcc_jit_context_new_cast(j->c, NULL, bin(j, GCC_JIT_BINARY_OP_DIVIDE, g.d, m, bin(j, GCC_JIT_BINARY_OP_PLUS, g.d, m, dbl(j, g.d, 2.0))), g.f);
+  gcc_jit_rvalue *tb = bin(j, GCC_JIT_BINARY_OP_BITWISE_OR, g.u32, gcc_jit_context_new_bitcast(j->c, NULL, t, g.u32), sign);
+  gcc_jit_block_end_with_return(g.b, NULL, gcc_jit_context_new_bitcast(j->c, NULL, tb, g.f));
+  return g.fn;
+}
+
 /* ---- expressions ---- */
 
 static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc_jit_rvalue *b, gcc_jit_rvalue *c) {
@@ -143,14 +266,14 @@ static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc
   case OP_RECIP: return bin(j, GCC_JIT_BINARY_OP_DIVIDE, t, dbl(j, t, 1.0), a);
   case OP_RECIP_SQRT: return bin(j, GCC_JIT_BINARY_OP_DIVIDE, t, dbl(j, t, 1.0), call1(j, builtin(j, "sqrt", f32), a));
   case OP_FMA: return bin(j, GCC_JIT_BINARY_OP_PLUS, t, bin(j, GCC_JIT_BINARY_OP_MULT, t, a, b), c);
-  case OP_EXP: return call1(j, builtin(j, "exp", f32), a);
+  case OP_EXP: return call1(j, f32 ? exp_f32(j) : builtin(j, "exp", f32), a);
   case OP_LOG: return call1(j, builtin(j, "log", f32), a);
   case OP_EXP2: return call1(j, builtin(j, "exp2", f32), a);
   case OP_LOG2: return call1(j, builtin(j, "log2", f32), a);
   case OP_SIN: return call1(j, builtin(j, "sin", f32), a);
   case OP_COS: return call1(j, builtin(j, "cos", f32), a);
   case OP_SQRT: return call1(j, builtin(j, "sqrt", f32), a);
-  case OP_TANH: return call1(j, builtin(j, "tanh", f32), a);
+  case OP_TANH: return call1(j, f32 ? tanh_f32(j) : builtin(j, "tanh", f32), a);
   case OP_MOD: {
     gcc_jit_rvalue *args[2] = {a, b};
     return gcc_jit_context_new_call(j->c, NULL, builtin(j, "fmod", f32), 2, args);
