@@ -26,6 +26,10 @@
 #ifndef TDSL_INFER_H
 #define TDSL_INFER_H
 
+/* The most axes a row may have: a longer one means a diverging system (infer_row.c), and
+ * a declaration that long is refused where it stands (infer_logic.c tensor_rows). */
+enum { MAX_RANK = 64 };
+
 #include <limits.h>
 
 #include "ctx.h"

@@ -42,6 +42,12 @@ static void tensor_rows(Logic *L, Tensor *t) {
   Solver *s = L->s;
   for (int k = 0; k < 3; k++) {
     RowDecl *rd = &t->decl[k];
+    if (rd->given && rd->n > MAX_RANK) {
+      diag_error(s->diag, rd->loc.file ? rd->loc : t->loc, "the %s row of %s has %d axes, more than the %d a shape may have",
+                 kind_name[k], tname(s, t), rd->n, MAX_RANK);
+      s->failed = true;
+      return;
+    }
     if (rd->given) {
       DimNode **dims = ANEWN(s->a, DimNode *, rd->n + 1);
       for (int i = 0; i < rd->n; i++) {
@@ -502,6 +508,22 @@ static bool check_captures(Solver *s, Graph *g) {
   return ok;
 }
 
+/* After a step fails, the tensors it touches are poisoned: their rows may hold half of
+ * its unifications, so a later step that touches one is skipped (and poisons its own),
+ * while steps independent of every failure are still solved and their errors reported
+ * too. Closing stages do not run after a failure (their sweeps cross components). */
+static bool step_touches(const UpdateStep *st, const char *poisoned) {
+  if (poisoned[st->lhs->id]) return true;
+  for (int j = 0; j < st->nrhs; j++)
+    if (poisoned[st->rhs[j]->id]) return true;
+  return false;
+}
+
+static void poison_step(const UpdateStep *st, char *poisoned) {
+  poisoned[st->lhs->id] = 1;
+  for (int j = 0; j < st->nrhs; j++) poisoned[st->rhs[j]->id] = 1;
+}
+
 /* Builds and solves every constraint of g into s (which the caller initialized). */
 bool infer_solve(Solver *s, Graph *g) {
   Logic L = {s, g, ANEWN(s->a, RowTriple, g->tensors.len + 1)};
@@ -517,6 +539,7 @@ bool infer_solve(Solver *s, Graph *g) {
     s->failed = true;
     return false;
   }
+  bool rows_failed = false; /* every declaration's error is reported */
   for (int i = 0; i < g->tensors.len; i++) {
     Tensor *t = VEC_AT(g->tensors, Tensor, i);
     if (t->id < 0 || t->id >= g->tensors.len) {
@@ -524,10 +547,20 @@ bool infer_solve(Solver *s, Graph *g) {
       return false;
     }
     tensor_rows(&L, t);
-    if (s->failed) return false;
+    rows_failed |= s->failed;
+    s->failed = false;
   }
+  if (rows_failed) {
+    s->failed = true;
+    return false;
+  }
+  char *poisoned = NULL; /* by tensor id, once a step failed */
   for (int i = 0; i < g->steps.len; i++) {
     UpdateStep *st = VEC_AT(g->steps, UpdateStep, i);
+    if (poisoned && step_touches(st, poisoned)) {
+      poison_step(st, poisoned);
+      continue;
+    }
     StepInfo *info = ANEW(s->a, StepInfo);
     info->step = st;
     if (st->id >= 0) s->infos[st->id] = info;
@@ -546,7 +579,15 @@ bool infer_solve(Solver *s, Graph *g) {
       ok = !s->failed && solver_run(s);
     }
     s->online = false;
-    if (!ok) return false;
+    if (ok) continue;
+    if (diag_full(s->diag)) return false;
+    if (!poisoned) poisoned = ANEWN(s->a, char, g->tensors.len + 1);
+    poison_step(st, poisoned);
+    s->failed = false;
+  }
+  if (poisoned) {
+    s->failed = true;
+    return false;
   }
   if (!solver_close(s)) return false;
   return check_slices(s, g);

@@ -7,7 +7,6 @@
 
 #include "infer.h"
 
-enum { MAX_RANK = 64 };                    /* a longer row means a diverging system */
 /* Simplifications before we give up: a guard against divergence that grows with the
  * program. Valid programs take about 2 per constraint created (samples, conformance
  * cases, 7000 stacked tensors: testsuite/lit/infer/scale_stack.test); the base covers
