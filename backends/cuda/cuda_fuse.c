@@ -20,6 +20,10 @@
 /* Fused when every kernel has at most this many points (16 passes of the block), and
  * the routine at least two kernels. */
 enum { FUSE_MAX_POINTS = 4096, FUSE_MAX_KERNELS = 4096 };
+/* A kernel's parameters must fit the 4 KiB every device and driver accepts (sm_70+ under
+ * CUDA 12.1 and later take 32 KiB): at 8 bytes a pointer, this many buffers and symbols.
+ * A routine over more stays separate launches. */
+enum { FUSE_MAX_ARGS = 500 };
 /* Static shared memory of a block (48 KiB), less what a kernel may use besides. */
 static const long FUSE_SHARED_BYTES = 45056;
 
@@ -61,6 +65,23 @@ static void flatten(E *e, int fi, Fuse *f, int depth) {
 static long buf_bytes(const E *e, int b) {
   const IrBuf *buf = cu_buf(e, b);
   return buf->size * (buf->elem == ELEM_F64 ? 8 : 4);
+}
+
+/* Would the fused kernel take at most FUSE_MAX_ARGS parameters (its buffers, symbols
+ * and the scratch)? */
+static bool few_args(E *e, const Fuse *f) {
+  int nb = e->m->bufs.len, n = 1;
+  char *seen = ANEWN(e->a, char, nb + e->m->syms.len + 1);
+  for (int i = 0; i < f->n && n <= FUSE_MAX_ARGS; i++) {
+    const CudaKernel *k = VEC_AT(e->p->kernels, CudaKernel, f->kernels[i]);
+    for (int j = 0; j < k->nargs; j++) {
+      const CudaArg *a = &k->args[j];
+      if (a->kind == 'x') continue;
+      int at = a->kind == 's' ? nb + a->index : a->index;
+      if (!seen[at]) seen[at] = 1, n++;
+    }
+  }
+  return n <= FUSE_MAX_ARGS;
 }
 
 /* The fused kernel's arguments: every buffer of its kernels ('w' if one writes it),
@@ -179,7 +200,7 @@ void cu_fuse_routines(E *e) {
     if (called[fi]) continue;
     Fuse f = {kernels, 0, true};
     flatten(e, fi, &f, 0);
-    if (!f.ok || f.n < 2) continue;
+    if (!f.ok || f.n < 2 || !few_args(e, &f)) continue;
     CudaKernel *k = fused_kernel(e, &f);
     emit_fused(e, VEC_AT(e->m->funcs, IrFunc, fi), &f, k);
     CudaStep *st = ANEW(e->a, CudaStep);

@@ -475,6 +475,16 @@ case("cross_entropy", "let%op f = cross_entropy $x tgt", {"x": P(LX, "bo")}, ("o
 case("cross_entropy_indices", "let%op f = cross_entropy_indices ~classes:4 $x idx", {"x": P(LX, "bo")}, ("o", (1,)),
      lambda t: FN().cross_entropy(t["x"], torch.tensor([1, 3, 0])).reshape(1),
      consts="let%op idx = [| 1.; 3.; 0. |]")
+# The stdlib's activations beyond relu and tanh (lib/stdlib.tdsl), and sigmoid where e^-x
+# overflows: value 0 and gradient 0 as torch's, not 0 * inf (no FD: flat and steep).
+case("sigmoid", "let%op f = sigmoid $a", {"a": P(R((2, 3), seed=163, lo=-4.0, hi=4.0), "oo")}, ("oo", (2, 3)),
+     lambda t: torch.sigmoid(t["a"]))
+case("sigmoid_far", "let%op f = sigmoid $a", {"a": P([[-100.0, -20.0, 0.0], [20.0, 100.0, -89.0]], "oo")}, ("oo", (2, 3)),
+     lambda t: torch.sigmoid(t["a"]), fd=False)
+case("silu", "let%op f = silu $a", {"a": P(R((2, 3), seed=164, lo=-4.0, hi=4.0), "oo")}, ("oo", (2, 3)),
+     lambda t: FN().silu(t["a"]))
+case("gelu_tanh", "let%op f = gelu_tanh $a", {"a": P(R((2, 3), seed=165, lo=-4.0, hi=4.0), "oo")}, ("oo", (2, 3)),
+     lambda t: FN().gelu(t["a"], approximate="tanh"))
 case("mse", "let%op f = mse $a $b", {"a": P(R((3, 4), seed=157), "bo"), "b": P(R((3, 4), seed=158), "bo")}, ("o", (1,)),
      lambda t: FN().mse_loss(t["a"], t["b"]).reshape(1))
 case("mean", "let%op f = mean $a", {"a": P(R((2, 3, 2), seed=159), "boi")}, ("o", (1,)), lambda t: t["a"].mean().reshape(1))

@@ -77,6 +77,7 @@ UNARY = {  # name: (tdsl, torch)
     "sqrt": ("sqrt {a}", lambda t, a: t.sqrt(a)), "recip": ("recip {a}", lambda t, a: t.reciprocal(a)),
     "recip_sqrt": ("recip_sqrt {a}", lambda t, a: t.rsqrt(a)), "neg": ("~-{a}", lambda t, a: -a),
     "tanh": ("tanh {a}", lambda t, a: t.tanh(a)), "id": ("id {a}", lambda t, a: a * 1),
+    "sigmoid": ("sigmoid {a}", lambda t, a: t.sigmoid(a)), "silu": ("silu {a}", lambda t, a: t.nn.functional.silu(a)),
 }
 for p in ["0.", "1.", "2.", "3.", "0.5", "-1.", "2.5", "-2."]:
     UNARY["pow" + p.rstrip(".").replace(".", "_").replace("-", "m")] = ("{a} **. " + p, lambda t, a, p=float(p): t.pow(a, p))
