@@ -38,7 +38,7 @@ typedef struct Built {
 static bool build_model(Ctx *c, IrModule *ir, const JitOpts *o, bool cuda, Built *out) {
   CudaOpts co = {.arch = c->opt.arch, .opt_level = c->opt.opt_level, .strict_fp = c->opt.strict_fp}; /* all an in-memory build reads */
   if (cuda) { /* as the driver gives it to the CUDA backend (main.c dispatch) */
-    SchedOpts so = {.strict_fp = c->opt.strict_fp, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
+    SchedOpts so = {.strict_fp = c->opt.strict_fp, .gpu = true, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
     ir = sched_fuse_routines(&c->arena, ir, &so);
   }
   out->r = cuda ? cuda_compile_mem(&c->arena, ir, &co, &out->jc) : jit_compile_mem(&c->arena, ir, o, &out->jc);

@@ -608,7 +608,7 @@ static int cuda_files(Ctx *c, IrModule *m) {
 static int dispatch(Ctx *c, IrModule *m) {
   Options *o = &c->opt;
   /* the vectors the gccjit build of this host uses (jit_prepare) */
-  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
+  SchedOpts so = {.strict_fp = o->strict_fp, .check_bounds = o->check_bounds, .gpu = o->backend == BACKEND_CUDA, .vec_bytes = jit_host_target_once(&c->arena, &c->host)->vec_bytes};
   /* The CUDA back end renders the schedule's fusion across each routine's callees
    * (fills sunk or gone, adjacent nests fused) and maps the nests onto threads itself;
    * --check compares against the naive nests. */

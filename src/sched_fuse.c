@@ -33,6 +33,7 @@ typedef struct Fuse {
   int *budget;  /* FUSE_COPY_BUDGET less what the module's routines copied so far */
   VarMap ren;   /* identity at rest (fuse_pair) */
   VarMap num;   /* -1 at rest (compact_vars) */
+  Stmt *before; /* the top-level nest before the pair being fused (NULL: none, or inside a nest) */
 } Fuse;
 
 /* vm's map, covering every loop variable so far: identity or all -1 (at rest). */
@@ -232,28 +233,68 @@ static bool has_stores(const Stmt *s, int *n) {
   return *n <= 0;
 }
 
+/* Bytes of the distinct buffers the uses touch. */
+static long bytes_touched(Fuse *f, const Uses *us) {
+  long n = 0;
+  for (int i = 0; i < us->n; i++) {
+    int b = us->u[i].acc->buf, k = 0;
+    while (k < i && us->u[k].acc->buf != b) k++;
+    if (k < i) continue;
+    const IrBuf *ib = VEC_AT(f->m->bufs, IrBuf, b);
+    n += ib->size * (ib->elem == ELEM_F64 ? 8 : 4);
+  }
+  return n;
+}
+
+/* Row fusion: nests of different shapes fused under their d common outer loops only
+ * (the max, the shifted exp, its sum and the division of a softmax, per row). Worth it
+ * where the data goes past L2 while one iteration's share stays in it: each pass then
+ * finds the row its predecessor left in cache, not in L3 or memory. Small nests stay
+ * apart: fused, a reduction nest followed by pointwise code or a fill before a
+ * reduction gave loops of several inner loops that gcc vectorized worse (the batch-10
+ * MLP step 15% slower). A nest with partial sums keeps its summed loop inside (deeper
+ * than d), where the schedule still gives it the sums (schedule.c sched_rows). Not for
+ * the GPU: its threads map a nest's whole iteration space. */
+enum { ROW_MIN_BYTES = 2 << 20, ROW_MAX_BYTES = 256 << 10 };
+
+static bool row_fusable(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, int d, const Uses *us) {
+  if (f->o->gpu || d >= 64) return false;
+  /* p is a kernel's epilogue (mark_epilogues): better there, while the cells are in L2 */
+  if (f->before && sched_epilogue_ok(f->a, f->m, f->o, f->before, p)) return false;
+  if (((pp & SCHED_SUMS) && nest_depth(p) >= 0 && nest_depth(p) <= d) || ((ps & SCHED_SUMS) && nest_depth(s) >= 0 && nest_depth(s) <= d))
+    return false;
+  long iters = 1;
+  for (int k = 1; k <= d; k++) {
+    const Stmt *l = chain_at(p, k);
+    if (l->dext || l->ext < 1) return false;
+    iters *= l->ext;
+  }
+  long bytes = bytes_touched(f, us);
+  return bytes >= ROW_MIN_BYTES && bytes / iters <= ROW_MAX_BYTES;
+}
+
 static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts);
 
-/* p and s (the later nest, after its comments) as one nest, or NULL. `plan`: the
- * SCHED_* bits of the two at top level (0 inside a nest). */
-static Stmt *fuse_pair(Fuse *f, Stmt *p, Stmt *s, const PtrVec *comments, int plan) {
+/* p and s (the later nest, after its comments) as one nest, or NULL. pp, ps: the
+ * SCHED_* bits of each (SCHED_PAR only at top level). */
+static Stmt *fuse_pair(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, const PtrVec *comments) {
   int pv[64], sv[64];
-  if (p->kind != S_LOOP || s->kind != S_LOOP || has_tiles(p) || has_tiles(s) || (plan & SCHED_APART)) return NULL;
+  if (p->kind != S_LOOP || s->kind != S_LOOP || has_tiles(p) || has_tiles(s) || ((pp | ps) & SCHED_APART)) return NULL;
   int room = FUSE_MAX_STORES;
   if (has_stores(p, &room) || has_stores(s, &room)) return NULL;
   int d = common_depth(p, s, pv, sv);
   if (!d) return NULL;
-  /* Only nests of the same shape: fusing under common outer loops only (a reduction
-   * nest followed by pointwise code, or a fill before a reduction) gave loops of
-   * several inner loops that gcc vectorized worse (the batch-10 MLP step 15% slower). */
-  if (d != nest_depth(p) || d != nest_depth(s)) return NULL;
+  /* Nests of the same shape, but for row fusion (row_fusable); partial sums stay apart. */
+  bool same = d == nest_depth(p) && d == nest_depth(s);
+  if (same && ((pp | ps) & SCHED_SUMS)) return NULL;
   int *map = var_map(f, &f->ren, true);
   for (int k = 0; k < d; k++) map[sv[k]] = pv[k];
   Stmt *s2 = sched_stmt_renamed(f->a, s, map);
   for (int k = 0; k < d; k++) map[sv[k]] = sv[k];
   Uses us = {0};
   if (!stmt_uses(f->a, p, 0, &us) || !stmt_uses(f->a, s2, 1, &us)) return NULL;
-  bool par = plan & SCHED_PAR;
+  if (!same && !row_fusable(f, p, pp, s, ps, d, &us)) return NULL;
+  bool par = (pp | ps) & SCHED_PAR;
   if (!fusable(&us, pv, d, par)) return NULL;
   /* p's chain down to depth d, its innermost body followed by s's */
   Stmt *inner = ANEW(f->a, Stmt);
@@ -284,7 +325,13 @@ static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts) {
   if (body->len && first < stmts->len) {
     PtrVec comments = {0};
     for (int i = 0; i < first; i++) vec_push(f->a, &comments, stmts->items[i]);
-    fused = fuse_pair(f, body->items[body->len - 1], stmts->items[first], &comments, 0);
+    Stmt *p = body->items[body->len - 1], *s = stmts->items[first];
+    Stmt *before = f->before;
+    f->before = NULL;
+    if (p->kind == S_LOOP && s->kind == S_LOOP) /* inner loops run serially: no SCHED_PAR */
+      fused = fuse_pair(f, p, sched_nest_plan(f->a, f->m, f->o, p) & ~SCHED_PAR, s, sched_nest_plan(f->a, f->m, f->o, s) & ~SCHED_PAR,
+                        &comments);
+    f->before = before;
   }
   if (fused) body->items[body->len - 1] = fused;
   for (int i = fused ? first + 1 : 0; i < stmts->len; i++) vec_push(f->a, body, stmts->items[i]);
@@ -623,7 +670,7 @@ static bool kernel_takes(Fuse *f, const Items *l, int i) {
 /* Fuses each nest (or fill) with the previous one where legal; comments between them go
  * into the fused nest. */
 static void fuse_items(Fuse *f, Items *l) {
-  int out = 0, last = -1; /* last: the previous non-comment item in out */
+  int out = 0, last = -1, prev = -1; /* last: the previous non-comment item in out; prev: the one before it */
   for (int i = 0; i < l->n; i++) {
     Item it = l->it[i];
     Stmt *fused = NULL;
@@ -633,8 +680,9 @@ static void fuse_items(Fuse *f, Items *l) {
       if (pn && sn) {
         PtrVec comments = {0};
         for (int k = last + 1; k < out; k++) vec_push(f->a, &comments, l->it[k].s);
-        int plan = sched_nest_plan(f->a, f->m, f->o, pn) | sched_nest_plan(f->a, f->m, f->o, sn);
-        fused = fuse_pair(f, pn, sn, &comments, plan);
+        f->before = prev >= 0 && l->it[prev].s->kind == S_LOOP ? l->it[prev].s : NULL;
+        fused = fuse_pair(f, pn, sched_nest_plan(f->a, f->m, f->o, pn), sn, sched_nest_plan(f->a, f->m, f->o, sn), &comments);
+        f->before = NULL;
         if (fused && !claim(f, &l->it[last], &it)) fused = NULL;
       }
     }
@@ -643,7 +691,7 @@ static void fuse_items(Fuse *f, Items *l) {
       out = last + 1;
       continue;
     }
-    if (!item_is_comment(&it)) last = out;
+    if (!item_is_comment(&it)) prev = last, last = out;
     l->it[out++] = it;
   }
   l->n = out;

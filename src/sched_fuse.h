@@ -20,6 +20,13 @@
  *   forward pass become one nest. Nests the schedule makes kernels or partial-sum
  *   reductions stay apart; a fusion of a parallel nest must stay parallel; a fused nest
  *   holds at most FUSE_MAX_STORES stores (checking a fusion is linear in the nests).
+ * - Row fusion: nests of different shapes fuse under their common outer loops alone,
+ *   with the same legality, where the buffers they touch pass L2 and one iteration's
+ *   share fits in it (a softmax's max, shifted exp, sum and division become one loop
+ *   over rows, each pass finding the row in cache). A partial-sum reduction may join
+ *   when its summed loop stays inside (the schedule gives it the sums there); a kernel
+ *   does not, nor the pointwise nest a kernel takes as its epilogue. Not for the CUDA
+ *   back end (SchedOpts.gpu), which maps each nest's whole iteration space onto threads.
  * - A nest the schedule makes a kernel followed by a pointwise nest on its result both
  *   leave their callees (sched_epilogue_ok), so that they are adjacent in a new function
  *   and the schedule fuses the second into the kernel's epilogue.
@@ -39,8 +46,9 @@
 #include "schedule.h"
 
 /* What the schedule would do with a top-level nest on its own (schedule.c). */
-enum { SCHED_APART = 1, /* a kernel or partial sums: keep it whole */
-       SCHED_PAR = 2 }; /* its outer loop runs in parallel */
+enum { SCHED_APART = 1, /* a kernel (or a split over tiles): keep it whole */
+       SCHED_PAR = 2,   /* its outer loop runs in parallel */
+       SCHED_SUMS = 4 }; /* partial sums: its loops are not fused with another's */
 int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest);
 /* The perfect nest writes every cell of its target once (*store: its store). */
 bool sched_each_cell_once(Stmt *nest, const IrModule *m, Stmt **store);

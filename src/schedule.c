@@ -900,6 +900,24 @@ static Stmt *kernel_nest(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *
   return r;
 }
 
+/* A loop nest with several nests inside its common outer loops (routine fusion's row
+ * fusion, sched_fuse.c: a softmax's passes over each row in turn): each inner nest
+ * that is a reduction gets its partial sums (the outer loops keep the parallel mark
+ * fusion gave them; nothing inner runs in parallel). */
+static Stmt *sched_rows(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s) {
+  if (s->kind != S_LOOP || o->strict_fp) return s;
+  Stmt *r = ANEW(a, Stmt);
+  *r = *s;
+  r->body = (PtrVec){0};
+  for (int i = 0; i < s->body.len; i++) {
+    Stmt *b = s->body.items[i], *red = NULL;
+    if (s->body.len == 1) red = sched_rows(a, m, o, b);
+    else if (b->kind == S_LOOP) red = perfect_nest(b, (Stmt *[64]){0}, &(int){0}) ? make_reduction(a, m, b) : sched_rows(a, m, o, b);
+    vec_push(a, &r->body, red ? red : b);
+  }
+  return r;
+}
+
 /* The schedule of top-level statement s; a new loop variable (a tile loop) is numbered
  * from *nvars. */
 static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s, int *nvars) {
@@ -910,6 +928,7 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   if (r) return mark_parallel(a, r);
   if (!o->strict_fp && (r = retile_transpose(a, m, s, nvars))) return sched_transpose(a, m, o, r);
   r = mark_parallel(a, s);
+  if (r == s && !perfect_nest(s, (Stmt *[64]){0}, &(int){0})) return sched_rows(a, m, o, s);
   Stmt *t = stream_stores(a, m, o, r);
   if (t) return t;
   t = r->parallel ? NULL : split_inner(a, m, s, nvars);
@@ -981,18 +1000,19 @@ int sched_host_vec_bytes(void) {
 
 /* ---- what fusion (sched_fuse.c) needs to know ---- */
 
-static bool reshaped(const Stmt *s) {
-  if (s->kind == S_KERNEL || (s->kind == S_LOOP && s->accs > 1)) return true;
-  for (int i = 0; i < s->body.len; i++)
-    if (reshaped(s->body.items[i])) return true;
-  return false;
+/* SCHED_APART for a kernel, SCHED_SUMS for partial sums, in s. */
+static int reshaped(const Stmt *s) {
+  if (s->kind == S_KERNEL) return SCHED_APART;
+  int r = s->kind == S_LOOP && s->accs > 1 ? SCHED_SUMS : 0;
+  for (int i = 0; i < s->body.len; i++) r |= reshaped(s->body.items[i]);
+  return r;
 }
 
 int sched_nest_plan(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *nest) {
   int nvars = 0;
   Stmt *r = sched_stmt(a, m, o, nest, &nvars);
   if (nvars) return SCHED_APART; /* split over an inner loop's tiles */
-  return (reshaped(r) ? SCHED_APART : 0) | (r->kind == S_LOOP && r->parallel ? SCHED_PAR : 0);
+  return reshaped(r) | (r->kind == S_LOOP && r->parallel ? SCHED_PAR : 0);
 }
 
 bool sched_reads_buf(const IrExpr *e, int buf) { return reads_buf(e, buf); }

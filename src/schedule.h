@@ -38,7 +38,8 @@
  *   (sched_epi.c; routine fusion moves the two next to each other).
  * - Reductions (the innermost loop of a nest whose one store adds into a cell that does
  *   not depend on that loop) get `accs` independent partial sums, so the sum runs at
- *   memory bandwidth instead of one dependent add chain.
+ *   memory bandwidth instead of one dependent add chain; so do the inner nests of a
+ *   loop that row fusion (sched_fuse.h) gave several (sched_rows).
  * - Transposes (a nest lowering tiled: tile(q) tile(p) q p, or p q; or one that moves
  *   each cell of its target once from a source of another layout): 64-byte tiles of
  *   p (the target-contiguous axis), 128-byte tiles of q (the source's), each grown into
@@ -91,6 +92,8 @@ typedef struct SchedOpts {
                          * partial sums: "iteration N invokes undefined behavior") */
   long kernel_min_work; /* contractions with fewer multiply-adds stay naive; 0: default */
   int vec_bytes;        /* the target's vector registers (bytes); 0: 32 (AVX2) */
+  bool gpu;             /* routine fusion for the CUDA back end: no row fusion (a thread
+                         * per row would run a whole row's passes alone) */
 } SchedOpts;
 
 /* A recognized contraction: the store of a perfect nest, the loops it sits in, and the
