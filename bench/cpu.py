@@ -190,10 +190,11 @@ def conv_rows():
 def pointwise_rows():
     n = 1 << 22
     xs, ys = np.random.rand(n).astype(np.float32) * 20 - 10, np.empty(n, np.float32)
-    for fn in ("exp", "tanh"):
+    xp = np.random.rand(n).astype(np.float32)  # log's: in [0, 1), as the model's uniform ()
+    for fn in ("exp", "tanh", "log"):
         m = model(fn, param("x", [("o", [n])]) + "let%%op y = %s x\n" % fn)
-        f = getattr(np, fn)
-        row("%s of 4M floats" % fn, "numpy", compare(caller(m, "y.forward"), lambda: f(xs, out=ys)), 8 * n, "GB/s")
+        f, xi = getattr(np, fn), xp if fn == "log" else xs
+        row("%s of 4M floats" % fn, "numpy", compare(caller(m, "y.forward"), lambda: f(xi, out=ys)), 8 * n, "GB/s")
         rt.tdsl_close(m)
     if torch is not None:
         m = model("softmax", param("x", [("b", [256]), ("o", [4096])]) + "let%op s = softmax x\nlet%op ls = log_softmax x\n"

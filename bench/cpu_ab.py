@@ -10,7 +10,7 @@ directory holding lib -> the source lib/).
 usage: bench/cpu_ab.py DIR_A DIR_B ROUNDS ROW...
 ROW: sum permute sgemm bmm conv (the bench/cpu.py shapes), tr (transposes of several
 shapes), tgrad (a permute's gradient step), small (permutes whose contiguous extents are 16-32 cells, 4-64 MiB), thr (permutes of 8-32 MiB alone and followed by a sum: the streamed-store
-threshold), sumL2 (sums that fit in L2/L3), exp (exp, tanh, softmax and log_softmax forward)."""
+threshold), sumL2 (sums that fit in L2/L3), exp (exp, tanh, log, softmax and log_softmax forward)."""
 import ctypes, os, statistics, subprocess, sys, tempfile, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import numpy as np
@@ -166,7 +166,7 @@ for row in ROWS:
             torch.nn.functional.conv2d(xg, kg, padding=1).sum().backward()
         cmp3("conv fwd+bwd (step)", ma("step"), mb("step"), bw, 3*2*8*56*56*32*32*9, "GF/s")
     elif row == "exp":
-        # exp and tanh alone (against numpy's), a softmax and a log-softmax over rows
+        # exp, tanh and log alone (against numpy's), a softmax and a log-softmax over rows
         # (against torch's), each forward only
         n = 1 << 22
         src = param("x", [("o", [n])]) + "let%op y = exp x\n"
@@ -176,6 +176,10 @@ for row in ROWS:
         src = param("x", [("o", [n])]) + "let%op y = tanh x\n"
         ma, mb = model(A, "tanh", src), model(B, "tanh", src)
         cmp3("tanh 4M", ma("y.forward"), mb("y.forward"), lambda: np.tanh(xs, out=ys), 8 * n, "GB/s")
+        src = param("x", [("o", [n])]) + "let%op y = log x\n"  # x from uniform (): in [0, 1)
+        ma, mb = model(A, "log", src), model(B, "log", src)
+        xp = np.random.rand(n).astype(np.float32)
+        cmp3("log 4M", ma("y.forward"), mb("y.forward"), lambda: np.log(xp, out=ys), 8 * n, "GB/s")
         # in %cd routines, as a training step runs them (fused where the schedule can)
         src = (param("x", [("b", [256]), ("o", [4096])]) + "let%op s = softmax x\nlet%op ls = log_softmax x\n"
                "let%cd sm = s.forward\nlet%cd lsm = ls.forward\n")
@@ -183,5 +187,12 @@ for row in ROWS:
         xt = torch.rand(256, 4096)
         cmp3("softmax 256x4096", ma("sm"), mb("sm"), lambda: torch.softmax(xt, 1), 8 * 256 * 4096, "GB/s")
         cmp3("log_softmax 256x4096", ma("lsm"), mb("lsm"), lambda: torch.log_softmax(xt, 1), 8 * 256 * 4096, "GB/s")
+        # past L3 (32 MiB a tensor): row fusion's passes over a row in cache, not memory
+        src = (param("x", [("b", [2048]), ("o", [4096])]) + "let%op s = softmax x\nlet%op ls = log_softmax x\n"
+               "let%cd sm = s.forward\nlet%cd lsm = ls.forward\n")
+        ma, mb = model(A, "softmax_big", src), model(B, "softmax_big", src)
+        xt = torch.rand(2048, 4096)
+        cmp3("softmax 2048x4096", ma("sm"), mb("sm"), lambda: torch.softmax(xt, 1), 8 * 2048 * 4096, "GB/s")
+        cmp3("log_softmax 2048x4096", ma("lsm"), mb("lsm"), lambda: torch.log_softmax(xt, 1), 8 * 2048 * 4096, "GB/s")
 
 print("load", os.getloadavg())

@@ -3,7 +3,7 @@
  * An S_LOOP with partial sums (accs > 1) renders as the plain loop it stands for. */
 #include "ir_c.h"
 
-/* As jit_stmt.c's exp_f32 and tanh_f32 build them, operation for operation (the Horner
+/* As jit_stmt.c's exp_f32, tanh_f32 and log_f32 build them, operation for operation (the Horner
  * constants are the same doubles: 1 / k! rounded once). */
 const char ir_c_own_math[] =
     "/* e^y = *s * (e^r, or e^r - 1 with m1): backends/gccjit/jit_stmt.c fb_exp_parts */\n"
@@ -55,6 +55,42 @@ const char ir_c_own_math[] =
     "  bits |= sign;\n"
     "  memcpy(&t, &bits, 4);\n"
     "  return t;\n"
+    "}\n"
+    "/* backends/gccjit/jit_stmt.c log_f32 */\n"
+    "static __attribute__((unused)) inline float tdsl_log_f32(float x) {\n"
+    "  unsigned int bits, mag, sb = 0xffc00000u, out, mask;\n"
+    "  memcpy(&bits, &x, 4);\n"
+    "  double d = (double)x;\n"
+    "  unsigned long long ix, tmp, iz;\n"
+    "  memcpy(&ix, &d, 8);\n"
+    "  tmp = ix - 0x3fe6a09e667f3bcdull;\n"
+    "  long long ti;\n"
+    "  memcpy(&ti, &tmp, 8);\n"
+    "  double k = (double)(ti >> 52), z;\n"
+    "  iz = ix - (tmp & 0xfff0000000000000ull);\n"
+    "  memcpy(&z, &iz, 8);\n"
+    "  double f = z - 1.0, s = f / (f + 2.0), s2 = s * s, p = 1.0 / 23;\n"
+    "  p = p * s2 + 1.0 / 21;\n"
+    "  p = p * s2 + 1.0 / 19;\n"
+    "  p = p * s2 + 1.0 / 17;\n"
+    "  p = p * s2 + 1.0 / 15;\n"
+    "  p = p * s2 + 1.0 / 13;\n"
+    "  p = p * s2 + 1.0 / 11;\n"
+    "  p = p * s2 + 1.0 / 9;\n"
+    "  p = p * s2 + 1.0 / 7;\n"
+    "  p = p * s2 + 1.0 / 5;\n"
+    "  p = p * s2 + 1.0 / 3;\n"
+    "  p = p * s2 + 1.0 / 1;\n"
+    "  float r = (float)(k * 0x1.62e42fefa39efp-1 + (k * 0x1.abc9e3b39803fp-56 + (s + s) * p));\n"
+    "  memcpy(&out, &r, 4);\n"
+    "  mag = bits & 0x7fffffffu;\n"
+    "  if (mag > 0x7f800000u) sb = bits | 0x00400000u;\n"
+    "  if (bits == 0x7f800000u) sb = 0x7f800000u;\n"
+    "  if (mag == 0) sb = 0xff800000u;\n"
+    "  mask = 0u - (unsigned int)(bits - 1u >= 0x7f7fffffu);\n"
+    "  out = (out & ~mask) | (sb & mask);\n"
+    "  memcpy(&r, &out, 4);\n"
+    "  return r;\n"
     "}\n";
 
 const char cr_helpers[] =
@@ -226,7 +262,7 @@ void cr_expr(CRender *r, const IrExpr *x, bool f32) {
   }
   if (special_op(r, x, f32)) return;
   const char *fn = math_fn(x->op);
-  if ((x->op == OP_EXP || x->op == OP_TANH) && f32 && r->own_math) fprintf(o, "tdsl_%s_f32(", fn);
+  if ((x->op == OP_EXP || x->op == OP_TANH || x->op == OP_LOG) && f32 && r->own_math) fprintf(o, "tdsl_%s_f32(", fn);
   else if (fn) fprintf(o, "%s%s(", fn, f32 ? "f" : "");
   else fprintf(o, "tdsl_op_%s_%s(", op_info[x->op].name, f32 ? "f32" : "f64");
   for (int i = 0; i < op_info[x->op].arity; i++) {

@@ -23,9 +23,9 @@ struct CRender {
   const char *fn;  /* function N is FN followed by N: "tdsl_fn_" (NULL: that) */
   const char *call_args; /* the arguments of a call of another function (NULL: none) */
   bool idx32;      /* affine indices in int arithmetic (the caller checked they fit) */
-  bool own_math;   /* a float exp or tanh is tdsl_exp_f32 / tdsl_tanh_f32 (the gccjit
-                    * backend's own, jit_stmt.c; the caller prints ir_c_own_math) rather
-                    * than libm's expf / tanhf */
+  bool own_math;   /* a float exp, tanh or log is tdsl_exp_f32 / tdsl_tanh_f32 /
+                    * tdsl_log_f32 (the gccjit backend's own, jit_stmt.c; the caller
+                    * prints ir_c_own_math) rather than libm's expf / tanhf / logf */
   /* Called first for every statement; returns true when it rendered s completely
    * (false: the shared rendering follows). NULL: no hook. */
   bool (*stmt)(CRender *r, const Stmt *s, int ind);
@@ -35,8 +35,8 @@ struct CRender {
 /* The op helpers tdsl_op_NAME_f32/_f64 (relu, max, pow, ...) with op_eval's semantics,
  * NaN included; each is declared with the macro TDSL_DEV. */
 extern const char cr_helpers[];
-/* The definitions of tdsl_exp_f32 and tdsl_tanh_f32 in C, computing what the gccjit
- * backend's do. */
+/* The definitions of tdsl_exp_f32, tdsl_tanh_f32 and tdsl_log_f32 in C, computing
+ * what the gccjit backend's do. */
 extern const char ir_c_own_math[];
 
 void cr_indent(CRender *r, int ind);

@@ -786,12 +786,12 @@ CudaPlan *cuda_plan(Arena *a, IrModule *m, const CudaPlanOpts *opts) {
   e.len = &len;
   e.body_at = (size_t)-1;
   fputs(prelude, e.o);
-  /* Emulated on the host, a float exp and tanh are the CPU backend's (correctly rounded),
+  /* Emulated on the host, a float exp, tanh and log are the CPU backend's (correctly rounded),
    * not the host libm's: the emulation stands in for the GPU's math library with the CPU
    * backend's, so comparing the two backends tests the kernels (testsuite/cuda/). */
   fputs("#ifdef TDSL_EMULATE\n", e.o);
   fputs(ir_c_own_math, e.o);
-  fputs("#define expf tdsl_exp_f32\n#define tanhf tdsl_tanh_f32\n#endif\n", e.o);
+  fputs("#define expf tdsl_exp_f32\n#define tanhf tdsl_tanh_f32\n#define logf tdsl_log_f32\n#endif\n", e.o);
   fputs(cr_helpers, e.o);
   if (e.tf32) fputs(tf32_prelude, e.o);
   fputc('\n', e.o);
