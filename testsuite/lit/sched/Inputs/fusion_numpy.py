@@ -10,7 +10,7 @@ import json, os, subprocess, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_compare import mlp_src, open_model, runtime  # noqa: E402
+from numpy_compare import emit_c_results, mlp_src  # noqa: E402
 
 tdslc, work, B, H, flags = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 os.makedirs(work, exist_ok=True)
@@ -53,32 +53,9 @@ prints = []
 for k in want: prints += ["--print", k]
 
 
-def run_emit_c():
-    """{name: values} after two steps of the cc-compiled --emit-c rendering."""
-    c, so = src[:-5] + ".c", src[:-5] + ".so"
-    with open(c, "w") as f:
-        subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
-    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
-    rt = runtime(tdslc)
-    m = open_model(rt, so)
-    ok = rt.tdsl_init(m, 1) == 0
-    for k, v in ins.items():
-        ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
-    ok = ok and rt.tdsl_call(m, b"train_step") == 0 and rt.tdsl_call(m, b"train_step") == 0
-    got = {}
-    for k, v in want.items():
-        buf = np.zeros(v.size, dtype=np.float32)
-        ok = ok and rt.tdsl_read(m, k.encode(), buf.ctypes.data, buf.size) == 0
-        got[k] = buf
-    print("threads %d" % rt.tdsl_get_num_threads(m))
-    rt.tdsl_close(m)
-    if not ok:
-        sys.exit("the --emit-c model failed")
-    return got
-
-
 if flags == ["--emit-c"]:
-    results = run_emit_c()
+    results, threads = emit_c_results(tdslc, src, ins, ["train_step", "train_step"], want)
+    print("threads %d" % threads)
 else:
     out = subprocess.run([tdslc, "--run", "--json", src] + flags + loads + ["--call", "train_step", "--call", "train_step"] + prints,
                          capture_output=True, text=True)

@@ -2,8 +2,9 @@
 for --load; run_and_compare runs `tdslc --run --json` printing every tensor of `want`,
 compares each with its numpy value (max abs error <= rtol * (1 + max |want|)), prints
 "N results checked, M mismatches" and exits 1 on any mismatch; libtdslrt through
-ctypes, for the scripts that open compiled models themselves; and bitwise_threads, a
-model's results against numpy bit for bit on 1 and 2 threads."""
+ctypes, for the scripts that open compiled models themselves; emit_c_results, a
+model's --emit-c rendering compiled by cc and run; and bitwise_threads, a model's
+results against numpy bit for bit on 1 and 2 threads."""
 import ctypes, json, os, subprocess, sys
 import numpy as np
 
@@ -53,6 +54,33 @@ def open_model(rt, so):
     if not m:
         sys.exit("tdsl_open: " + err.value.decode())
     return m
+
+
+def emit_c_results(tdslc, src, ins, calls, want, threads=0):
+    """Compiles the --emit-c rendering of the model file src with cc and opens it through
+    libtdslrt (on `threads` threads; 0: the runtime's default), writes ins (name ->
+    float32 array), runs the routines calls in turn; returns ({name: float32 array} for
+    each name of want, an array of its size; the thread count). Exits on any failure."""
+    c, so = src[:-5] + ".c", src[:-5] + ".so"
+    with open(c, "w") as f:
+        subprocess.run([tdslc, "--emit-c", src], stdout=f, check=True)
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o", so, c, "-lm"], check=True)
+    rt = runtime(tdslc)
+    m = open_model(rt, so)
+    ok = rt.tdsl_init(m, 1) == 0 and (not threads or rt.tdsl_set_num_threads(m, threads) == 0)
+    for k, v in ins.items():
+        ok = ok and rt.tdsl_write(m, k.encode(), v.ctypes.data, v.size) == 0
+    for call in calls:
+        ok = ok and rt.tdsl_call(m, call.encode()) == 0
+    got = {}
+    for k, v in want.items():
+        got[k] = buf = np.zeros(v.size, dtype=np.float32)
+        ok = ok and rt.tdsl_read(m, k.encode(), buf.ctypes.data, buf.size) == 0
+    nthreads = rt.tdsl_get_num_threads(m)
+    rt.tdsl_close(m)
+    if not ok:
+        sys.exit("the --emit-c model failed")
+    return got, nthreads
 
 
 def run_and_compare(cmd, want, rtol):
