@@ -565,7 +565,7 @@ static void run_seq(tdsl_model *m, const RtNamed *r) {
 typedef enum StepKind {
   S_CONST, S_RANGE, S_VALUES, S_UNIFORM, S_NORMAL,
   S_NEG, S_EXP, S_LOG, S_SQRT, S_SIN, S_COS, S_TANH, S_RELU, S_RECIP, S_ID, /* unary */
-  S_SAT01, S_EXP2, S_LOG2, S_RECIP_SQRT, S_NOT,
+  S_SAT01, S_EXP2, S_LOG2, S_RECIP_SQRT, S_NOT, S_ERF,
   S_ADD, S_SUB, S_MUL, S_DIV, S_POW, S_MAX, S_MIN,                          /* binary */
   S_FST, S_SND, S_RELU_GATE, S_SAT01_GATE, S_LT, S_EQ, S_NE, S_OR, S_AND, S_MOD,
   S_WHERE, S_FMA,                                                           /* ternary */
@@ -583,7 +583,7 @@ enum { MAX_PROG = 1 << 16, MAX_STACK = 64 };
 /* Names as the compiler's primitives (src/ops.c), in StepKind order from S_NEG. */
 static const char *const step_names[] = {
     "neg",  "exp", "log",       "sqrt",       "sin", "cos", "tanh", "relu", "recip", "id",   "sat01",
-    "exp2", "log2", "recip_sqrt", "not",      "add", "sub", "mul",  "div",  "pow",   "max",  "min",
+    "exp2", "log2", "recip_sqrt", "not",      "erf", "add", "sub", "mul",  "div",  "pow",   "max",  "min",
     "fst",  "snd", "relu_gate", "sat01_gate", "lt",  "eq",  "ne",   "or_",  "and_",  "mod_", "where",
     "fma"};
 
@@ -1861,6 +1861,7 @@ static double step_apply(StepKind k, double a, double b, double c) {
   case S_LOG2: return log(a) / log(2.0);
   case S_RECIP_SQRT: return 1.0 / sqrt(a);
   case S_NOT: return a == 0.0 ? 1.0 : 0.0;
+  case S_ERF: return erf(a);
   case S_ADD: return a + b;
   case S_SUB: return a - b;
   case S_MUL: return a * b;

@@ -204,7 +204,7 @@ static double expr_bound(const double *scale, const IrExpr *x) {
   switch (x->op) {
   case OP_ID: case OP_NEG: case OP_RELU: case OP_ARG1: return b[0];
   case OP_ARG2: case OP_RELU_GATE: case OP_SAT01_GATE: return b[1];
-  case OP_SAT01: case OP_TANH: case OP_SIN: case OP_COS: case OP_NOT: case OP_LT: case OP_EQ: case OP_NE:
+  case OP_SAT01: case OP_TANH: case OP_ERF: case OP_SIN: case OP_COS: case OP_NOT: case OP_LT: case OP_EQ: case OP_NE:
   case OP_OR: case OP_AND: return 1;
   default: break;
   }

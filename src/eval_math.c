@@ -24,6 +24,7 @@ static const MathFn math_fns[] = {
   {"sqrt", 1, OP_SQRT, NULL, MR_FLOAT, false},   {"exp", 1, OP_EXP, NULL, MR_FLOAT, false},
   {"log", 1, OP_LOG, NULL, MR_FLOAT, false},     {"sin", 1, OP_SIN, NULL, MR_FLOAT, false},
   {"cos", 1, OP_COS, NULL, MR_FLOAT, false},     {"tanh", 1, OP_TANH, NULL, MR_FLOAT, false},
+  {"erf", 1, OP_ERF, NULL, MR_FLOAT, false},
   {"floor", 1, OP_ID, floor, MR_FLOAT, true},    {"ceil", 1, OP_ID, ceil, MR_FLOAT, true},
   {"abs", 1, OP_ID, fabs, MR_LIKE_ARGS, true},   {"min", 2, OP_MIN, NULL, MR_LIKE_ARGS, true},
   {"max", 2, OP_MAX, NULL, MR_LIKE_ARGS, true},

@@ -203,6 +203,7 @@ static const char *math_fn(PrimOp op) {
   case OP_COS: return "cos";
   case OP_SQRT: return "sqrt";
   case OP_TANH: return "tanh";
+  case OP_ERF: return "erf";
   case OP_MOD: return "fmod";
   default: return NULL;
   }

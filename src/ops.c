@@ -20,6 +20,7 @@ const OpInfo op_info[OP__COUNT] = {
     [OP_NEG] = {"neg", NULL, 1, false},
     [OP_TANH] = {"tanh", NULL, 1, false},
     [OP_NOT] = {"not", NULL, 1, false},
+    [OP_ERF] = {"erf", NULL, 1, false},
     [OP_ARG1] = {"fst", "-@>", 2, false},
     [OP_ARG2] = {"snd", "-/>", 2, true},
     [OP_ADD] = {"add", "+", 2, true},
@@ -79,6 +80,7 @@ double op_eval(PrimOp op, double a, double b, double c) {
   case OP_NEG: return -a;
   case OP_TANH: return tanh(a);
   case OP_NOT: return a == 0.0 ? 1.0 : 0.0;
+  case OP_ERF: return erf(a);
   case OP_ARG1: return a;
   case OP_ARG2: return b;
   case OP_ADD: return a + b;

@@ -333,6 +333,7 @@ static gcc_jit_rvalue *op_rvalue(J *j, PrimOp op, int el, gcc_jit_rvalue *a, gcc
   case OP_COS: return call1(j, builtin(j, "cos", f32), a);
   case OP_SQRT: return call1(j, builtin(j, "sqrt", f32), a);
   case OP_TANH: return call1(j, f32 ? tanh_f32(j) : builtin(j, "tanh", f32), a);
+  case OP_ERF: return call1(j, builtin(j, "erf", f32), a);
   case OP_MOD: {
     gcc_jit_rvalue *args[2] = {a, b};
     return gcc_jit_context_new_call(j->c, NULL, builtin(j, "fmod", f32), 2, args);

@@ -229,6 +229,7 @@ UNARY = [
     ("recip_sqrt", torch.rsqrt if torch else None, dict(lo=0.25, hi=3.0)),
     ("tanh", torch.tanh if torch else None, {}),
     ("neg", torch.neg if torch else None, {}),
+    ("erf", torch.erf if torch else None, dict(lo=-2.5, hi=2.5)),
 ]
 for i, (op, fn, kw) in enumerate(UNARY):
     case(op, "let%%op f = %s $a" % op, {"a": P(R((2, 3), seed=40 + i, **kw), "oo")},
@@ -485,6 +486,8 @@ case("silu", "let%op f = silu $a", {"a": P(R((2, 3), seed=164, lo=-4.0, hi=4.0),
      lambda t: FN().silu(t["a"]))
 case("gelu_tanh", "let%op f = gelu_tanh $a", {"a": P(R((2, 3), seed=165, lo=-4.0, hi=4.0), "oo")}, ("oo", (2, 3)),
      lambda t: FN().gelu(t["a"], approximate="tanh"))
+case("gelu", "let%op f = gelu $a", {"a": P(R((2, 3), seed=166, lo=-4.0, hi=4.0), "oo")}, ("oo", (2, 3)),
+     lambda t: FN().gelu(t["a"]))
 case("mse", "let%op f = mse $a $b", {"a": P(R((3, 4), seed=157), "bo"), "b": P(R((3, 4), seed=158), "bo")}, ("o", (1,)),
      lambda t: FN().mse_loss(t["a"], t["b"]).reshape(1))
 case("mean", "let%op f = mean $a", {"a": P(R((2, 3, 2), seed=159), "boi")}, ("o", (1,)), lambda t: t["a"].mean().reshape(1))

@@ -6,7 +6,7 @@ for the folded form and of the tensor's value (x rounded to the element type: 1e
 inf in a float tensor, so its log is inf, not 690.8) for the computed one. Float literals
 beyond the element type's range: +-inf (below its smallest denormal: +-0), as C's
 conversion. usage: fold_vs_run.py TDSLC WORKDIR"""
-import json, os, subprocess, sys
+import json, math, os, subprocess, sys
 import numpy as np
 
 tdslc, work = sys.argv[1], sys.argv[2]
@@ -15,7 +15,8 @@ os.makedirs(work, exist_ok=True)
 NAN, INF = "(0. /. 0.)", "(1. /. 0.)"
 X = {"nan": (NAN, np.nan), "inf": (INF, np.inf), "ninf": ("(-. " + INF + ")", -np.inf),
      "nzero": ("(-. 0.)", -0.0), "zero": ("0.", 0.0), "neg": ("(-1.)", -1.0), "big": ("1e300", 1e300)}
-UN = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
+UN = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+      "erf": np.vectorize(math.erf)}
 BIN = {"max": (np.maximum, "max2"), "min": (np.minimum, "min2")}
 lines, want, names, want_single = [], {}, [], {}
 with np.errstate(all="ignore"):

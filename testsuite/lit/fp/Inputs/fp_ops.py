@@ -78,6 +78,7 @@ UNARY = {  # name: (tdsl, torch)
     "recip_sqrt": ("recip_sqrt {a}", lambda t, a: t.rsqrt(a)), "neg": ("~-{a}", lambda t, a: -a),
     "tanh": ("tanh {a}", lambda t, a: t.tanh(a)), "id": ("id {a}", lambda t, a: a * 1),
     "sigmoid": ("sigmoid {a}", lambda t, a: t.sigmoid(a)), "silu": ("silu {a}", lambda t, a: t.nn.functional.silu(a)),
+    "erf": ("erf {a}", lambda t, a: t.erf(a)), "gelu": ("gelu {a}", lambda t, a: t.nn.functional.gelu(a)),
 }
 for p in ["0.", "1.", "2.", "3.", "0.5", "-1.", "2.5", "-2."]:
     UNARY["pow" + p.rstrip(".").replace(".", "_").replace("-", "m")] = ("{a} **. " + p, lambda t, a, p=float(p): t.pow(a, p))
