@@ -53,7 +53,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
-UNARY = ["relu", "tanh", "exp", "neg", "sqrt", "sin", "cos", "sat01", "recip", "log", "stop_gradient", "softmax"]
+UNARY = ["relu", "tanh", "exp", "neg", "sqrt", "sin", "cos", "sat01", "recip", "log", "stop_gradient", "softmax", "erf",
+         "gelu", "log_softmax"]
 POINTWISE = ["+", "-", "*.", "/.", "**."]
 
 
