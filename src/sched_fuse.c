@@ -33,7 +33,6 @@ typedef struct Fuse {
   int *budget;  /* FUSE_COPY_BUDGET less what the module's routines copied so far */
   VarMap ren;   /* identity at rest (fuse_pair) */
   VarMap num;   /* -1 at rest (compact_vars) */
-  Stmt *before; /* the top-level nest before the pair being fused (NULL: none, or inside a nest) */
 } Fuse;
 
 /* vm's map, covering every loop variable so far: identity or all -1 (at rest). */
@@ -257,10 +256,10 @@ static long bytes_touched(Fuse *f, const Uses *us) {
  * the GPU: its threads map a nest's whole iteration space. */
 enum { ROW_MIN_BYTES = 2 << 20, ROW_MAX_BYTES = 256 << 10 };
 
-static bool row_fusable(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, int d, const Uses *us) {
+static bool row_fusable(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, int d, const Uses *us, Stmt *before) {
   if (f->o->gpu || d >= 64) return false;
   /* p is a kernel's epilogue (mark_epilogues): better there, while the cells are in L2 */
-  if (f->before && sched_epilogue_ok(f->a, f->m, f->o, f->before, p)) return false;
+  if (before && sched_epilogue_ok(f->a, f->m, f->o, before, p)) return false;
   if (((pp & SCHED_SUMS) && nest_depth(p) >= 0 && nest_depth(p) <= d) || ((ps & SCHED_SUMS) && nest_depth(s) >= 0 && nest_depth(s) <= d))
     return false;
   long iters = 1;
@@ -276,8 +275,9 @@ static bool row_fusable(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, int d, const 
 static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts);
 
 /* p and s (the later nest, after its comments) as one nest, or NULL. pp, ps: the
- * SCHED_* bits of each (SCHED_PAR only at top level). */
-static Stmt *fuse_pair(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, const PtrVec *comments) {
+ * SCHED_* bits of each (SCHED_PAR only at top level); before: the top-level nest before
+ * p (NULL: none, or inside a nest). */
+static Stmt *fuse_pair(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, const PtrVec *comments, Stmt *before) {
   int pv[64], sv[64];
   if (p->kind != S_LOOP || s->kind != S_LOOP || has_tiles(p) || has_tiles(s) || ((pp | ps) & SCHED_APART)) return NULL;
   int room = FUSE_MAX_STORES;
@@ -293,7 +293,7 @@ static Stmt *fuse_pair(Fuse *f, Stmt *p, int pp, Stmt *s, int ps, const PtrVec *
   for (int k = 0; k < d; k++) map[sv[k]] = sv[k];
   Uses us = {0};
   if (!stmt_uses(f->a, p, 0, &us) || !stmt_uses(f->a, s2, 1, &us)) return NULL;
-  if (!same && !row_fusable(f, p, pp, s, ps, d, &us)) return NULL;
+  if (!same && !row_fusable(f, p, pp, s, ps, d, &us, before)) return NULL;
   bool par = (pp | ps) & SCHED_PAR;
   if (!fusable(&us, pv, d, par)) return NULL;
   /* p's chain down to depth d, its innermost body followed by s's */
@@ -326,12 +326,9 @@ static void append_fused(Fuse *f, PtrVec *body, const PtrVec *stmts) {
     PtrVec comments = {0};
     for (int i = 0; i < first; i++) vec_push(f->a, &comments, stmts->items[i]);
     Stmt *p = body->items[body->len - 1], *s = stmts->items[first];
-    Stmt *before = f->before;
-    f->before = NULL;
     if (p->kind == S_LOOP && s->kind == S_LOOP) /* inner loops run serially: no SCHED_PAR */
       fused = fuse_pair(f, p, sched_nest_plan(f->a, f->m, f->o, p) & ~SCHED_PAR, s, sched_nest_plan(f->a, f->m, f->o, s) & ~SCHED_PAR,
-                        &comments);
-    f->before = before;
+                        &comments, NULL);
   }
   if (fused) body->items[body->len - 1] = fused;
   for (int i = fused ? first + 1 : 0; i < stmts->len; i++) vec_push(f->a, body, stmts->items[i]);
@@ -680,9 +677,8 @@ static void fuse_items(Fuse *f, Items *l) {
       if (pn && sn) {
         PtrVec comments = {0};
         for (int k = last + 1; k < out; k++) vec_push(f->a, &comments, l->it[k].s);
-        f->before = prev >= 0 && l->it[prev].s->kind == S_LOOP ? l->it[prev].s : NULL;
-        fused = fuse_pair(f, pn, sched_nest_plan(f->a, f->m, f->o, pn), sn, sched_nest_plan(f->a, f->m, f->o, sn), &comments);
-        f->before = NULL;
+        fused = fuse_pair(f, pn, sched_nest_plan(f->a, f->m, f->o, pn), sn, sched_nest_plan(f->a, f->m, f->o, sn), &comments,
+                          prev >= 0 && l->it[prev].s->kind == S_LOOP ? l->it[prev].s : NULL);
         if (fused && !claim(f, &l->it[last], &it)) fused = NULL;
       }
     }

@@ -86,6 +86,13 @@ static Stmt *perfect_nest(Stmt *nest, Stmt **loops, int *nloops) {
   return s;
 }
 
+/* Is nest a perfect nest (each loop holding only the next)? */
+static bool is_perfect(Stmt *nest) {
+  Stmt *loops[64];
+  int nl;
+  return perfect_nest(nest, loops, &nl) != NULL;
+}
+
 static bool is_tile_controller(Stmt **loops, int n, int var) {
   for (int i = 0; i < n; i++)
     if (loops[i]->tile_var == var) return true;
@@ -912,7 +919,7 @@ static Stmt *sched_rows(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   for (int i = 0; i < s->body.len; i++) {
     Stmt *b = s->body.items[i], *red = NULL;
     if (s->body.len == 1) red = sched_rows(a, m, o, b);
-    else if (b->kind == S_LOOP) red = perfect_nest(b, (Stmt *[64]){0}, &(int){0}) ? make_reduction(a, m, b) : sched_rows(a, m, o, b);
+    else if (b->kind == S_LOOP) red = is_perfect(b) ? make_reduction(a, m, b) : sched_rows(a, m, o, b);
     vec_push(a, &r->body, red ? red : b);
   }
   return r;
@@ -928,7 +935,7 @@ static Stmt *sched_stmt(Arena *a, const IrModule *m, const SchedOpts *o, Stmt *s
   if (r) return mark_parallel(a, r);
   if (!o->strict_fp && (r = retile_transpose(a, m, s, nvars))) return sched_transpose(a, m, o, r);
   r = mark_parallel(a, s);
-  if (r == s && !perfect_nest(s, (Stmt *[64]){0}, &(int){0})) return sched_rows(a, m, o, s);
+  if (r == s && !is_perfect(s)) return sched_rows(a, m, o, s);
   Stmt *t = stream_stores(a, m, o, r);
   if (t) return t;
   t = r->parallel ? NULL : split_inner(a, m, s, nvars);

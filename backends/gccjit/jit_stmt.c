@@ -158,6 +158,15 @@ static gcc_jit_rvalue *fb_let(FB *g, gcc_jit_type *t, const char *name, gcc_jit_
   return gcc_jit_lvalue_as_rvalue(l);
 }
 
+/* if (cond) *l = v, as a block of its own (gcc if-converts it: cond compares integers). */
+static void fb_set_if(FB *g, gcc_jit_rvalue *cond, gcc_jit_lvalue *l, gcc_jit_rvalue *v) {
+  gcc_jit_block *yes = js_new_block(g->j, g->fn), *go = js_new_block(g->j, g->fn);
+  gcc_jit_block_end_with_conditional(g->b, NULL, cond, yes, go);
+  gcc_jit_block_add_assignment(yes, NULL, l, v);
+  gcc_jit_block_end_with_jump(yes, NULL, go);
+  g->b = go;
+}
+
 /* The bits of the float parameter x with its magnitude clamped to `limit` (bits of a
  * positive float) when it is larger, infinity included, NaN not; the sign kept (a
  * clamped value that is a constant, as |x| would be, lets gcc fold the whole function
@@ -171,13 +180,7 @@ static gcc_jit_rvalue *fb_clamped_bits(FB *g, gcc_jit_rvalue *x, unsigned long l
   /* limit < |x| <= inf as one unsigned comparison */
   gcc_jit_rvalue *big = cmp(j, GCC_JIT_COMPARISON_LT, bin(j, GCC_JIT_BINARY_OP_MINUS, g->u32, mag, fb_u32(g, limit + 1)),
                             fb_u32(g, 0x7f800000 - limit));
-  gcc_jit_block *yes = js_new_block(j, g->fn), *go = js_new_block(j, g->fn);
-  gcc_jit_block_end_with_conditional(g->b, NULL, big, yes, go);
-  gcc_jit_block_add_assignment(yes, NULL, lb,
-                               bin(j, GCC_JIT_BINARY_OP_BITWISE_OR, g->u32,
-                                   bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, g->u32, bits, fb_u32(g, 0x80000000u)), fb_u32(g, limit)));
-  gcc_jit_block_end_with_jump(yes, NULL, go);
-  g->b = go;
+  fb_set_if(g, big, lb, bin(j, GCC_JIT_BINARY_OP_BITWISE_OR, g->u32, bin(j, GCC_JIT_BINARY_OP_BITWISE_AND, g->u32, bits, fb_u32(g, 0x80000000u)), fb_u32(g, limit)));
   return bits;
 }
 
@@ -248,15 +251,6 @@ static gcc_jit_function *tanh_f32(J *j) {
   gcc_jit_rvalue *tb = bin(j, GCC_JIT_BINARY_OP_BITWISE_OR, g.u32, gcc_jit_context_new_bitcast(j->c, NULL, t, g.u32), sign);
   gcc_jit_block_end_with_return(g.b, NULL, gcc_jit_context_new_bitcast(j->c, NULL, tb, g.f));
   return g.fn;
-}
-
-/* if (cond) *l = v, as a block of its own (gcc if-converts it: cond compares integers). */
-static void fb_set_if(FB *g, gcc_jit_rvalue *cond, gcc_jit_lvalue *l, gcc_jit_rvalue *v) {
-  gcc_jit_block *yes = js_new_block(g->j, g->fn), *go = js_new_block(g->j, g->fn);
-  gcc_jit_block_end_with_conditional(g->b, NULL, cond, yes, go);
-  gcc_jit_block_add_assignment(yes, NULL, l, v);
-  gcc_jit_block_end_with_jump(yes, NULL, go);
-  g->b = go;
 }
 
 /* log x = k ln2 + log z for the double d = x = 2^k z, z in [sqrt(2)/2, sqrt(2)) (k and z
